@@ -1,0 +1,20 @@
+//! fsbench: filesystem benchmarks described in TOML scenario files.
+//!
+//! Data flows one way through one module per stage:
+//! `scenario` (parse, validate) -> `plan` (expand the matrix) -> `provision`
+//! (real filesystems, RAII teardown) -> `workload` (lat_fs loops, timed steps)
+//! -> `results` (self-describing files) -> `report` (tables, plots, compare).
+//! `runner` drives one run through these stages; `cli` maps the command line onto it.
+
+pub mod cli;
+pub mod exit;
+pub mod fixture;
+pub mod model;
+pub mod plan;
+pub mod provision;
+pub mod report;
+pub mod results;
+pub mod runner;
+pub mod scenario;
+pub mod stats;
+pub mod workload;

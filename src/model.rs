@@ -1,0 +1,403 @@
+//! Plain data passed between the stages: cells, what provisioning built, what
+//! the workloads measured, and the per-cell result that the store writes.
+//!
+//! Every stage talks through these types only, so they are deliberately dumb:
+//! no methods with side effects, all serde, all stable field names (they are
+//! the on-disk result format, see `schemas/result.schema.json`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Version of the on-disk result format (`run.json` and cell files).
+pub const RESULT_SCHEMA_VERSION: u32 = 1;
+
+/// How the filesystems of one cell are laid out across tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+pub enum Layout {
+    /// One filesystem (superblock) per task, mounted at `<mnt>/<task>`.
+    M,
+    /// One shared filesystem with a directory per task.
+    S,
+}
+
+/// Whether disk quota is switched on while the cell runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum QuotaMode {
+    /// Quota accounting off (`qoff` in the seed).
+    Off,
+    /// Quota accounting and enforcement on (`qon` in the seed).
+    On,
+}
+
+/// How quota is implemented on the filesystem when a cell asks for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum QuotaImpl {
+    /// Quota files (`aquota.user`, `aquota.group`) made by `quotacheck -cug`, as the seed did.
+    #[default]
+    Files,
+    /// The ext4 `quota` feature (hidden quota inodes, `mkfs -O quota`).
+    Feature,
+}
+
+/// One of the four lmbench lat_fs loops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LatfsTest {
+    /// `open(O_WRONLY)`; `close`.
+    OpenClose,
+    /// `open(O_CREAT)`; `close`; `unlink`.
+    CreateUnlink,
+    /// `fchown(uid)`; `fchown(uid+1)`.
+    Chown,
+    /// `pwrite(4096 @ 40960)`; `ftruncate(8192)`.
+    WriteTruncate,
+}
+
+impl LatfsTest {
+    /// All tests in the seed's order.
+    pub const ALL: [LatfsTest; 4] = [
+        LatfsTest::OpenClose,
+        LatfsTest::CreateUnlink,
+        LatfsTest::Chown,
+        LatfsTest::WriteTruncate,
+    ];
+
+    /// The name used in scenario files and result files (`open_close`).
+    pub fn name(self) -> &'static str {
+        match self {
+            LatfsTest::OpenClose => "open_close",
+            LatfsTest::CreateUnlink => "create_unlink",
+            LatfsTest::Chown => "chown",
+            LatfsTest::WriteTruncate => "write_truncate",
+        }
+    }
+}
+
+impl fmt::Display for LatfsTest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for LatfsTest {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        LatfsTest::ALL
+            .into_iter()
+            .find(|t| t.name() == s)
+            .ok_or_else(|| format!("unknown lat_fs test `{s}`"))
+    }
+}
+
+impl fmt::Display for Layout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Layout::M => "M",
+            Layout::S => "S",
+        })
+    }
+}
+
+impl fmt::Display for QuotaMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            QuotaMode::Off => "off",
+            QuotaMode::On => "on",
+        })
+    }
+}
+
+impl QuotaMode {
+    /// The seed's short name: `qoff` / `qon`.
+    pub fn seed_name(self) -> &'static str {
+        match self {
+            QuotaMode::Off => "qoff",
+            QuotaMode::On => "qon",
+        }
+    }
+}
+
+/// One point of the matrix: the axis values that identify a cell.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CellParams {
+    /// Filesystem type as given to `mkfs.<fs>` and mount(2).
+    pub fs: String,
+    /// Layout M (superblock per task) or S (shared superblock).
+    pub layout: Layout,
+    /// Quota off or on.
+    pub quota: QuotaMode,
+    /// Number of parallel tasks.
+    pub tasks: u32,
+    /// The lat_fs test, for lat_fs workloads; `None` for step workloads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<LatfsTest>,
+}
+
+impl CellParams {
+    /// Stable identifier, used as the cell's file name: `ext4-S-qoff-t2-chown`.
+    pub fn id(&self) -> String {
+        let mut id = format!("{}-{}-{}-t{}", self.fs, self.layout, self.quota.seed_name(), self.tasks);
+        if let Some(t) = self.test {
+            id.push('-');
+            id.push_str(t.name());
+        }
+        id
+    }
+}
+
+/// What happened to a cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CellStatus {
+    /// Provisioned, ran and measured.
+    Ok,
+    /// Could not run on this host; `reason` and `remedy` say why.
+    Skipped,
+    /// Started but failed; `reason` holds the error.
+    Failed,
+}
+
+/// Why a cell cannot run here and what would fix it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SkipReason {
+    /// What is missing, in the kernel's or tool's own words where possible.
+    pub reason: String,
+    /// What the user can do about it (`apt-get install xfsprogs`), if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<String>,
+}
+
+/// One filesystem as provisioning built it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FilesystemInfo {
+    /// Filesystem type.
+    pub fs: String,
+    /// Loop device (`/dev/loop3`), or `None` on backing `dir`.
+    #[serde(default)]
+    pub device: Option<String>,
+    /// Backing image file, if any.
+    #[serde(default)]
+    pub image: Option<String>,
+    /// Image size in bytes, if any.
+    #[serde(default)]
+    pub image_size: Option<u64>,
+    /// Where it is mounted (or the directory used on backing `dir`).
+    pub mountpoint: String,
+    /// Full mkfs command line that was run.
+    #[serde(default)]
+    pub mkfs_argv: Vec<String>,
+    /// Mount options the scenario asked for.
+    #[serde(default)]
+    pub mount_options_requested: Vec<String>,
+    /// Per-mount options in effect, read back from /proc/self/mountinfo.
+    #[serde(default)]
+    pub mount_options: String,
+    /// Superblock options in effect, read back from /proc/self/mountinfo.
+    #[serde(default)]
+    pub super_options: String,
+    /// Filesystem features (e.g. from `dumpe2fs -h`), where known.
+    #[serde(default)]
+    pub features: Vec<String>,
+    /// Quota state read back with quotactl(2): e.g. `user=on group=on`.
+    #[serde(default)]
+    pub quota_state: Option<String>,
+}
+
+/// Per-task sample of one lat_fs repetition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskSample {
+    /// Task number, from 0.
+    pub task: u32,
+    /// Iterations of the loop completed in the timed window.
+    pub iterations: u64,
+    /// Length of the timed window in nanoseconds.
+    pub window_ns: u64,
+    /// User CPU time of the worker in microseconds (rusage from wait4).
+    pub user_us: u64,
+    /// System CPU time of the worker in microseconds (rusage from wait4).
+    pub sys_us: u64,
+}
+
+impl TaskSample {
+    /// Loops per millisecond of this task: lmbench's per-worker `loops`.
+    pub fn loops_per_ms(&self) -> f64 {
+        if self.window_ns == 0 {
+            return 0.0;
+        }
+        self.iterations as f64 / (self.window_ns as f64 / 1e6)
+    }
+}
+
+/// One repetition of a lat_fs cell: all tasks timed together.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LatfsRepetition {
+    /// Per-task samples.
+    pub tasks: Vec<TaskSample>,
+    /// Sum over tasks of loops per millisecond (the seed's `total_loops`).
+    pub total_loops_per_ms: f64,
+    /// Mean latency of one loop iteration in microseconds, averaged over tasks.
+    pub latency_us: f64,
+}
+
+/// Descriptive statistics over repetitions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Summary {
+    /// Number of samples.
+    pub n: usize,
+    /// Median.
+    pub median: f64,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Sample standard deviation (n-1).
+    pub stddev: f64,
+    /// Minimum.
+    pub min: f64,
+    /// Maximum.
+    pub max: f64,
+    /// Lower bound of the 95% confidence interval of the mean (Student's t).
+    pub ci95_low: f64,
+    /// Upper bound of the 95% confidence interval of the mean (Student's t).
+    pub ci95_high: f64,
+    /// Coefficient of variation (stddev / mean).
+    pub cv: f64,
+}
+
+/// Everything a lat_fs cell measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LatfsResult {
+    /// Every repetition, in order.
+    pub repetitions: Vec<LatfsRepetition>,
+    /// Statistics of `total_loops_per_ms` over repetitions.
+    pub total_loops: Summary,
+    /// Statistics of `latency_us` over repetitions.
+    pub latency_us: Summary,
+}
+
+/// The timing of one step, as time(1) reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StepTiming {
+    /// The command the step stands for, as the seed printed it (`tar zxf linux-2.5.63.tar.gz`).
+    pub label: String,
+    /// The op name (`untar`).
+    pub op: String,
+    /// User CPU microseconds (process, all threads; plus children for `exec`).
+    pub user_us: u64,
+    /// System CPU microseconds.
+    pub system_us: u64,
+    /// Elapsed wall-clock microseconds from a monotonic clock.
+    pub elapsed_us: u64,
+    /// Maximum resident set size in KiB (of the process, or the child for `exec`).
+    #[serde(default)]
+    pub max_rss_kib: u64,
+}
+
+impl StepTiming {
+    /// CPU percentage as GNU time computes it: (user+system)/elapsed in whole
+    /// milliseconds, truncated; `None` when elapsed rounds to 0 ms (time prints `?%`).
+    pub fn cpu_percent(&self) -> Option<u64> {
+        let v = self.elapsed_us / 1000;
+        let u = self.user_us / 1000 + self.system_us / 1000;
+        (v > 0).then(|| u * 100 / v)
+    }
+
+    /// The measurement in GNU time's default format, without the command:
+    /// `0.02user 1.71system 0:02.16elapsed 80%CPU`. Values truncate as time(1) does.
+    pub fn time_format(&self) -> String {
+        fn secs(us: u64) -> String {
+            format!("{}.{:02}", us / 1_000_000, (us % 1_000_000) / 10_000)
+        }
+        let e = self.elapsed_us;
+        let (es, ecs) = (e / 1_000_000, (e % 1_000_000) / 10_000);
+        let elapsed = if es >= 3600 {
+            format!("{}:{:02}:{:02}", es / 3600, (es % 3600) / 60, es % 60)
+        } else {
+            format!("{}:{:02}.{:02}", es / 60, es % 60, ecs)
+        };
+        let cpu = match self.cpu_percent() {
+            Some(p) => format!("{p}%"),
+            None => "?%".into(),
+        };
+        format!("{}user {}system {}elapsed {}CPU", secs(self.user_us), secs(self.system_us), elapsed, cpu)
+    }
+
+    /// One line as seed 002 printed it: `<label> <time_format>`.
+    pub fn seed_line(&self) -> String {
+        format!("{} {}", self.label, self.time_format())
+    }
+}
+
+/// Everything a steps cell measured: `iterations[i][j]` is step j of iteration i.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StepsResult {
+    /// Every iteration, every step, in order.
+    pub iterations: Vec<Vec<StepTiming>>,
+}
+
+/// The result of one cell, as written to `<run-dir>/cells/<cell-id>.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CellResult {
+    /// Result format version ([`RESULT_SCHEMA_VERSION`]).
+    pub schema: u32,
+    /// Cell identifier (`ext4-S-qoff-t2-chown`).
+    pub id: String,
+    /// Axis values of the cell.
+    pub params: CellParams,
+    /// ok, skipped or failed.
+    pub status: CellStatus,
+    /// For skipped and failed cells: why, and what to do about it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip: Option<SkipReason>,
+    /// For failed cells: the error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The filesystems the cell ran on.
+    #[serde(default)]
+    pub filesystems: Vec<FilesystemInfo>,
+    /// lat_fs measurements.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latfs: Option<LatfsResult>,
+    /// Step measurements.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<StepsResult>,
+    /// Start, RFC 3339 UTC.
+    pub started: String,
+    /// End, RFC 3339 UTC.
+    pub finished: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timing(user_us: u64, system_us: u64, elapsed_us: u64) -> StepTiming {
+        StepTiming { label: "tar zxf linux-2.5.63.tar.gz".into(), op: "untar".into(), user_us, system_us, elapsed_us, max_rss_kib: 0 }
+    }
+
+    #[test]
+    fn time_format_matches_seed_002() {
+        // From the seed: "tar zxf linux-2.5.63.tar.gz 4.83user 5.86system 0:14.09elapsed 75%CPU"
+        let t = timing(4_830_000, 5_860_000, 14_090_000);
+        assert_eq!(t.seed_line(), "tar zxf linux-2.5.63.tar.gz 4.83user 5.86system 0:14.09elapsed 75%CPU");
+        assert_eq!(timing(0, 30_000, 960_000).time_format(), "0.00user 0.03system 0:00.96elapsed 3%CPU");
+    }
+
+    #[test]
+    fn time_format_truncates_and_switches_to_hours() {
+        assert_eq!(timing(19_999, 0, 65_999_999).time_format(), "0.01user 0.00system 1:05.99elapsed 0%CPU");
+        assert_eq!(timing(0, 0, 3_723_000_000).time_format(), "0.00user 0.00system 1:02:03elapsed 0%CPU");
+        assert_eq!(timing(1, 1, 999).time_format(), "0.00user 0.00system 0:00.00elapsed ?%CPU");
+    }
+
+    #[test]
+    fn cell_id_is_stable() {
+        let p = CellParams { fs: "ext4".into(), layout: Layout::S, quota: QuotaMode::Off, tasks: 2, test: Some(LatfsTest::Chown) };
+        assert_eq!(p.id(), "ext4-S-qoff-t2-chown");
+    }
+}

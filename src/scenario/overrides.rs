@@ -1,0 +1,1 @@
+//! `--set path=value` overrides applied to the TOML document before validation.

@@ -1,0 +1,1 @@
+//! Values with units: sizes (`1GiB`) and durations (`300ms`).

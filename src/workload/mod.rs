@@ -1,0 +1,5 @@
+//! The workloads that run on provisioned filesystems: lmbench's lat_fs loops
+//! and timed step sequences (rm -rf / tar zxf / sync).
+
+pub mod latfs;
+pub mod steps;

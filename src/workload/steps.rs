@@ -1,0 +1,1 @@
+//! Timed step sequences (rm -rf, tar zxf, sync, ...), measured as time(1) does.
