@@ -236,6 +236,11 @@ pub struct WorkerArgs {
 
 /// Parse the command line, run the command, and return the process exit code.
 pub fn main() -> i32 {
+    // Like every Unix filter: `fsbench plan ... | head` ends quietly instead of panicking.
+    // SAFETY: setting a signal disposition to SIG_DFL at startup, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -1,13 +1,387 @@
 //! Matrix expansion: a scenario becomes an ordered list of cells.
+//!
+//! Cells are the cartesian product of the axes, expanded with `fs` outermost,
+//! then `layout`, `quota`, `tasks` and `test` innermost, each axis in the order
+//! its values are written. The order is stable: it is the order cells run in,
+//! the order of result files, and the basis of `--only` and sharding.
 
-use crate::cli::{PlanArgs, ValidateArgs};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::cli::{PlanArgs, PlanFormat, ScenarioOptions, ValidateArgs};
+use crate::exit::{self, InputError};
+use crate::model::{CellParams, Layout, QuotaImpl, QuotaMode, SkipReason};
+use crate::scenario::{Backing, Scenario, Workload, units::format_size};
+
+/// The expanded matrix of one scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Scenario name.
+    pub scenario: String,
+    /// Cells in run order.
+    pub cells: Vec<Cell>,
+}
+
+/// One cell of the plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    /// Position in the full (unfiltered) expansion, from 0.
+    pub index: usize,
+    /// Axis values.
+    pub params: CellParams,
+}
+
+impl Cell {
+    /// Stable identifier (`ext4-S-qoff-t2-chown`).
+    pub fn id(&self) -> String {
+        self.params.id()
+    }
+}
+
+/// The axis names `--only` accepts.
+pub const AXES: &[&str] = &["fs", "layout", "quota", "tasks", "test"];
+
+/// Expand a scenario into all its cells, in run order.
+pub fn expand(s: &Scenario) -> Plan {
+    let m = &s.matrix;
+    let tests: Vec<Option<crate::model::LatfsTest>> =
+        if m.test.is_empty() { vec![None] } else { m.test.iter().copied().map(Some).collect() };
+    let mut cells = Vec::with_capacity(m.fs.len() * m.layout.len() * m.quota.len() * m.tasks.len() * tests.len());
+    for fs in &m.fs {
+        for &layout in &m.layout {
+            for &quota in &m.quota {
+                for &tasks in &m.tasks {
+                    for &test in &tests {
+                        let index = cells.len();
+                        cells.push(Cell { index, params: CellParams { fs: fs.clone(), layout, quota, tasks, test } });
+                    }
+                }
+            }
+        }
+    }
+    Plan { scenario: s.name.clone(), cells }
+}
+
+/// A parsed `--only` filter: for each axis, the values allowed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CellFilter {
+    /// One group per `--only` option; a cell must match every group.
+    groups: Vec<BTreeMap<String, Vec<String>>>,
+}
+
+fn axis_value(p: &CellParams, axis: &str) -> String {
+    match axis {
+        "fs" => p.fs.clone(),
+        "layout" => p.layout.to_string(),
+        "quota" => p.quota.to_string(),
+        "tasks" => p.tasks.to_string(),
+        "test" => p.test.map(|t| t.name().to_string()).unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
+/// Normalise what users type for a value (`qon`, `lat_fs_chown`) to how cells spell it.
+fn normalise(axis: &str, value: &str) -> String {
+    match (axis, value) {
+        ("quota", "qoff") => "off".into(),
+        ("quota", "qon") => "on".into(),
+        ("test", v) => v.strip_prefix("lat_fs_").unwrap_or(v).to_string(),
+        ("layout", v) => v.to_ascii_uppercase(),
+        (_, v) => v.to_string(),
+    }
+}
+
+impl CellFilter {
+    /// Parse `--only` options against a plan; unknown axes and values no cell has are errors.
+    pub fn parse(options: &[String], plan: &Plan) -> Result<CellFilter, InputError> {
+        let mut groups = Vec::new();
+        for opt in options {
+            let mut group: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for part in opt.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                let Some((axis, value)) = part.split_once('=') else {
+                    return Err(InputError(format!("--only {opt}: expected AXIS=VALUE, found `{part}` (e.g. --only fs=ext4,tasks=1)")));
+                };
+                let axis = axis.trim();
+                if !AXES.contains(&axis) {
+                    let hint = crate::scenario::validate::suggest(axis, AXES.iter().copied())
+                        .map(|s| format!(", did you mean `{s}`?"))
+                        .unwrap_or_else(|| format!(" (axes: {})", AXES.join(", ")));
+                    return Err(InputError(format!("--only {opt}: unknown axis `{axis}`{hint}")));
+                }
+                let value = normalise(axis, value.trim());
+                let present: Vec<String> = {
+                    let mut v: Vec<String> = plan.cells.iter().map(|c| axis_value(&c.params, axis)).collect();
+                    v.dedup();
+                    let mut seen = std::collections::BTreeSet::new();
+                    v.retain(|x| seen.insert(x.clone()));
+                    v
+                };
+                if !present.contains(&value) {
+                    return Err(InputError(format!(
+                        "--only {opt}: no cell has {axis}={value} (this scenario's values: {})",
+                        present.join(", ")
+                    )));
+                }
+                group.entry(axis.to_string()).or_default().push(value);
+            }
+            groups.push(group);
+        }
+        Ok(CellFilter { groups })
+    }
+
+    /// Whether a cell passes the filter.
+    pub fn matches(&self, p: &CellParams) -> bool {
+        self.groups.iter().all(|g| g.iter().all(|(axis, values)| values.contains(&axis_value(p, axis))))
+    }
+
+    /// Keep only matching cells (indices stay those of the full expansion).
+    pub fn apply(&self, plan: Plan) -> Plan {
+        Plan { scenario: plan.scenario, cells: plan.cells.into_iter().filter(|c| self.matches(&c.params)).collect() }
+    }
+}
+
+/// What a cell needs from the host, as short phrases (`root`, `mkfs.xfs`, ...).
+pub fn needs(s: &Scenario, p: &CellParams) -> Vec<String> {
+    let mut needs = Vec::new();
+    match &s.backing {
+        Backing::TmpfsLoop { .. } => {
+            needs.push("root".to_string());
+            let images = if p.layout == Layout::M { p.tasks } else { 1 };
+            let size = s.backing.image_size(p.layout).unwrap_or(0);
+            needs.push(format!("{images}×{} loop", format_size(size)));
+            needs.push(format!("mkfs.{}", p.fs));
+        }
+        Backing::Device { path } => {
+            needs.push("root".to_string());
+            needs.push(format!("--allow-device {}", path.display()));
+            needs.push(format!("mkfs.{}", p.fs));
+        }
+        Backing::Dir { path } if path.as_os_str().is_empty() => needs.push("private dir".into()),
+        Backing::Dir { path } => needs.push(format!("dir {}", path.display())),
+    }
+    if p.quota == QuotaMode::On {
+        let how = match s.filesystems.get(&p.fs).map(|f| f.quota).unwrap_or_default() {
+            QuotaImpl::Files => "quota (quotacheck, QFMT_V2)",
+            QuotaImpl::Feature => "quota (ext4 feature)",
+        };
+        needs.push(how.into());
+    }
+    if let Workload::Latfs(l) = &s.workload {
+        if l.per_task_uid && matches!(s.backing, Backing::Dir { .. }) {
+            needs.push("root for per-task uid (else runs as you)".into());
+        }
+    }
+    if let Workload::Steps(st) = &s.workload {
+        if st.steps.iter().any(|x| matches!(x, crate::scenario::Step::DropCaches)) && !needs.iter().any(|n| n == "root") {
+            needs.push("root (drop_caches)".into());
+        }
+        if st.steps.iter().any(|x| matches!(x, crate::scenario::Step::Exec { .. })) {
+            needs.push("exec".into());
+        }
+    }
+    needs
+}
+
+/// Estimated run time of one cell (for plans and progress), excluding provisioning.
+pub fn estimate(s: &Scenario) -> Duration {
+    match &s.workload {
+        Workload::Latfs(l) => (l.warmup + l.duration) * l.repetitions + Duration::from_millis(200),
+        // Steps have no fixed length; seed 002's kernel untar takes seconds per step.
+        Workload::Steps(st) => Duration::from_secs(2) * (st.steps.len() as u32) * st.iterations,
+    }
+}
+
+/// Load a scenario named on the command line (a file, or the name of an embedded one;
+/// the quickstart when none), with `--set` overrides applied.
+pub fn load_scenario(path: Option<&std::path::Path>, options: &ScenarioOptions) -> anyhow::Result<Scenario> {
+    use crate::scenario::file::embedded;
+    let scenario = match path {
+        None => {
+            let e = embedded("quickstart").expect("quickstart is embedded");
+            crate::scenario::parse_overridden(e.text, "<embedded:quickstart>", std::path::Path::new("."), &options.set)?
+        }
+        Some(p) if !p.exists() && embedded(&p.to_string_lossy()).is_some() => {
+            let e = embedded(&p.to_string_lossy()).expect("checked");
+            crate::scenario::parse_overridden(e.text, &format!("<embedded:{}>", e.name), std::path::Path::new("."), &options.set)?
+        }
+        Some(p) => crate::scenario::load_with(p, &options.set)?,
+    };
+    Ok(scenario)
+}
+
+/// Expand and filter a scenario as the command line asks.
+pub fn plan_for(s: &Scenario, options: &ScenarioOptions) -> anyhow::Result<Plan> {
+    let plan = expand(s);
+    let filter = CellFilter::parse(&options.only, &plan).map_err(anyhow::Error::new)?;
+    let plan = filter.apply(plan);
+    if plan.cells.is_empty() {
+        return Err(InputError::anyhow("--only matches no cell (each value exists, but not in one combination)"));
+    }
+    Ok(plan)
+}
 
 /// `fsbench validate`.
-pub fn cli_validate(_args: &ValidateArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("validate is not wired yet")
+pub fn cli_validate(args: &ValidateArgs) -> anyhow::Result<i32> {
+    let mut failed = 0;
+    for file in &args.files {
+        match crate::scenario::load_with(file, &args.scenario_options.set) {
+            Ok(s) => {
+                let n = expand(&s).cells.len();
+                println!("{}: ok ({} workload, {n} cells)", file.display(), s.workload.kind());
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                failed += 1;
+            }
+        }
+    }
+    Ok(if failed > 0 { exit::USAGE } else { exit::SUCCESS })
+}
+
+/// How a cell would fare on this host.
+pub type HostCheck<'a> = dyn Fn(&Scenario, &CellParams) -> Option<SkipReason> + 'a;
+
+/// Render a plan as a table: one row per cell, its needs and whether it can run here.
+pub fn render_plan_table(s: &Scenario, plan: &Plan, check: &HostCheck) -> String {
+    use comfy_table::{ContentArrangement, Table, presets};
+    let mut table = Table::new();
+    table.load_style(presets::UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+    let has_test = plan.cells.iter().any(|c| c.params.test.is_some());
+    let mut header = vec!["#", "cell", "fs", "layout", "quota", "tasks"];
+    if has_test {
+        header.push("test");
+    }
+    header.extend(["needs", "here"]);
+    table.set_header(header);
+    let mut skipped: BTreeMap<String, (usize, Option<String>)> = BTreeMap::new();
+    for c in &plan.cells {
+        let p = &c.params;
+        let verdict = check(s, p);
+        let here = match &verdict {
+            None => "ready".to_string(),
+            Some(r) => {
+                let e = skipped.entry(r.reason.clone()).or_insert((0, r.remedy.clone()));
+                e.0 += 1;
+                format!("skip: {}", short(&r.reason))
+            }
+        };
+        let mut row = vec![c.index.to_string(), c.id(), p.fs.clone(), p.layout.to_string(), p.quota.to_string(), p.tasks.to_string()];
+        if has_test {
+            row.push(p.test.map(|t| t.name().to_string()).unwrap_or_default());
+        }
+        row.push(needs(s, p).join(", "));
+        row.push(here);
+        table.add_row(row);
+    }
+    let total = plan.cells.len();
+    let skip_count: usize = skipped.values().map(|(n, _)| n).sum();
+    let est = estimate(s) * (total - skip_count) as u32;
+    let mut out = format!("scenario {} ({}): {}\n{table}\n", s.name, s.source.origin, s.description);
+    out.push_str(&format!(
+        "{total} cells: {} ready, {skip_count} will be skipped here; estimated {} of measurement\n",
+        total - skip_count,
+        human_duration(est)
+    ));
+    for (reason, (n, remedy)) in &skipped {
+        out.push_str(&format!("\nskipped ({n} cells): {reason}"));
+        if let Some(r) = remedy {
+            out.push_str(&format!("\n  remedy: {r}"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn short(reason: &str) -> String {
+    let first = reason.lines().next().unwrap_or(reason);
+    if first.chars().count() > 48 { format!("{}…", first.chars().take(47).collect::<String>()) } else { first.to_string() }
+}
+
+/// `1h02m`, `3m05s`, `12s`.
+pub fn human_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}s", s.max(if d.is_zero() { 0 } else { 1 }))
+    }
 }
 
 /// `fsbench plan`.
-pub fn cli_plan(_args: &PlanArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("plan is not wired yet")
+pub fn cli_plan(args: &PlanArgs) -> anyhow::Result<i32> {
+    let s = load_scenario(args.scenario.as_deref(), &args.scenario_options)?;
+    let plan = plan_for(&s, &args.scenario_options)?;
+    let check = |s: &Scenario, p: &CellParams| crate::runner::host_check(s, p, None);
+    match args.format {
+        PlanFormat::Table => print!("{}", render_plan_table(&s, &plan, &check)),
+        PlanFormat::Json => {
+            let cells: Vec<serde_json::Value> = plan
+                .cells
+                .iter()
+                .map(|c| {
+                    serde_json::json!({
+                        "index": c.index,
+                        "id": c.id(),
+                        "params": c.params,
+                        "needs": needs(&s, &c.params),
+                        "skip": check(&s, &c.params),
+                    })
+                })
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "scenario": s.name, "cells": cells }))?);
+        }
+    }
+    Ok(exit::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(matrix: &str) -> Scenario {
+        let text = format!("schema = 1\nname = \"t\"\n[matrix]\n{matrix}\n[backing]\nkind = \"dir\"\npath = \"/tmp\"\n[workload]\nkind = \"lat_fs\"\n");
+        crate::scenario::parse_str(&text, "t.toml").unwrap()
+    }
+
+    #[test]
+    fn expansion_order_is_fs_layout_quota_tasks_test() {
+        let s = scenario("fs = [\"ext4\", \"ext2\"]\nlayout = [\"M\", \"S\"]\ntasks = [1, 2]\ntest = [\"chown\", \"open_close\"]");
+        let ids: Vec<String> = expand(&s).cells.iter().map(Cell::id).collect();
+        assert_eq!(ids.len(), 16);
+        assert_eq!(ids[0], "ext4-M-qoff-t1-chown");
+        assert_eq!(ids[1], "ext4-M-qoff-t1-open_close");
+        assert_eq!(ids[2], "ext4-M-qoff-t2-chown");
+        assert_eq!(ids[4], "ext4-S-qoff-t1-chown");
+        assert_eq!(ids[8], "ext2-M-qoff-t1-chown");
+    }
+
+    #[test]
+    fn only_filters_with_and_across_keys_or_within() {
+        let s = scenario("fs = [\"ext4\", \"ext2\"]\ntasks = [1, 2, 4]");
+        let plan = expand(&s);
+        let f = CellFilter::parse(&["fs=ext4,tasks=1,tasks=4".into()], &plan).unwrap();
+        let kept = f.apply(plan.clone());
+        assert_eq!(kept.cells.len(), 8);
+        assert!(kept.cells.iter().all(|c| c.params.fs == "ext4" && c.params.tasks != 2));
+        let f = CellFilter::parse(&["quota=qoff".into(), "test=lat_fs_chown".into()], &plan).unwrap();
+        assert_eq!(f.apply(plan.clone()).cells.len(), 6);
+    }
+
+    #[test]
+    fn only_rejects_unknown_axes_and_absent_values() {
+        let s = scenario("fs = [\"ext4\"]");
+        let plan = expand(&s);
+        let e = CellFilter::parse(&["taks=1".into()], &plan).unwrap_err();
+        assert!(e.0.contains("did you mean `tasks`"), "{}", e.0);
+        let e = CellFilter::parse(&["fs=xfs".into()], &plan).unwrap_err();
+        assert!(e.0.contains("no cell has fs=xfs (this scenario's values: ext4)"), "{}", e.0);
+    }
+
+    #[test]
+    fn quota_smp_has_128_cells() {
+        let s = crate::scenario::parse_str(crate::scenario::file::embedded("quota-smp").unwrap().text, "q").unwrap();
+        assert_eq!(expand(&s).cells.len(), 128);
+    }
 }

@@ -1,13 +1,271 @@
 //! The scenario file as written: plain serde structs, unknown keys rejected.
+//!
+//! These mirror the TOML one to one and hold strings where the domain has
+//! enums, so that validation (in `validate`) can say which value is wrong,
+//! where, and what was probably meant. No flatten, no untagged enums: both
+//! would hide unknown keys and lose error positions.
 
-use crate::cli::SchemaArgs;
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::cli::{SchemaArgs, SchemaKind};
+
+/// A scenario file (`schema = 1`).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "fsbench scenario")]
+pub struct ScenarioFile {
+    /// Scenario format version; this fsbench reads version 1.
+    pub schema: u32,
+    /// Short name ([A-Za-z0-9._-]); results go to `results/<name>/`.
+    pub name: String,
+    /// One line saying what the scenario measures.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The axes of the matrix: every list is an axis, cells are the cartesian product.
+    pub matrix: MatrixFile,
+    /// mkfs and mount options per filesystem type (`[filesystems.ext4]`).
+    #[serde(default)]
+    pub filesystems: BTreeMap<String, FilesystemFile>,
+    /// Where the filesystems live.
+    pub backing: BackingFile,
+    /// The archive that `untar` steps unpack.
+    #[serde(default)]
+    pub archive: Option<ArchiveFile>,
+    /// What runs on the filesystems.
+    pub workload: WorkloadFile,
+}
+
+/// `[matrix]`: the axes. Cells are expanded fs > layout > quota > tasks > test (outermost first).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixFile {
+    /// Filesystem types, as `mkfs.<fs>` and mount(2) know them (ext2, ext4, xfs, btrfs, f2fs, ...).
+    pub fs: Vec<String>,
+    /// `M`: one filesystem per task; `S`: one shared filesystem with a directory per task. Default `["S"]`.
+    #[serde(default)]
+    pub layout: Option<Vec<String>>,
+    /// `off` and/or `on`: disk quota while the cell runs. Default `["off"]`.
+    #[serde(default)]
+    pub quota: Option<Vec<String>>,
+    /// Numbers of parallel tasks. Default `[1]`.
+    #[serde(default)]
+    pub tasks: Option<Vec<i64>>,
+    /// lat_fs tests: open_close, create_unlink, chown, write_truncate. Default: all four (lat_fs only).
+    #[serde(default)]
+    pub test: Option<Vec<String>>,
+}
+
+/// `[filesystems.<fs>]`: how one filesystem type is made and mounted.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FilesystemFile {
+    /// Extra arguments to `mkfs.<fs>`, e.g. `["-E", "lazy_itable_init=0,lazy_journal_init=0"]`.
+    #[serde(default)]
+    pub mkfs: Vec<String>,
+    /// Mount options, one per element: `["usrquota", "grpquota", "barrier=0", "noload"]`.
+    #[serde(default)]
+    pub mount: Vec<String>,
+    /// Quota implementation for quota-on cells: `files` (quotacheck -cug, as the seed) or `feature` (ext4 `-O quota`).
+    #[serde(default)]
+    pub quota: Option<String>,
+}
+
+/// `[backing]`: where the filesystems live.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BackingFile {
+    /// `tmpfs-loop` (sparse images on a tmpfs, loop devices, mkfs, mount; needs root),
+    /// `dir` (an existing directory; nothing formatted; no root needed) or
+    /// `device` (a block device that must also be named with `--allow-device`).
+    pub kind: String,
+    /// Image size for `tmpfs-loop`: one size (`"2GiB"`) or per layout (`{ M = "1GiB", S = "10GiB" }`).
+    /// Images are sparse. Default `{ M = "1GiB", S = "10GiB" }` as in the seed.
+    #[serde(default)]
+    #[schemars(with = "Option<ImageSizeSchema>")]
+    pub image_size: Option<toml::Value>,
+    /// Directory for `dir`, device node for `device`; relative to the scenario file.
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+/// Schema-only mirror of `image_size` (a size, or a size per layout).
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+#[serde(untagged)]
+enum ImageSizeSchema {
+    /// One size for both layouts.
+    One(String),
+    /// A size per layout.
+    PerLayout {
+        /// Per task, layout M.
+        #[serde(rename = "M")]
+        m: Option<String>,
+        /// Shared, layout S.
+        #[serde(rename = "S")]
+        s: Option<String>,
+    },
+}
+
+/// `[archive]`: the tarball unpacked by `untar` steps.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveFile {
+    /// Generate a synthetic tree with this profile (`linux-2.5.63`); cached after the first run.
+    #[serde(default)]
+    pub generate: Option<String>,
+    /// Scale factor of the generated tree (1.0 = the real tree's file count). Default 1.0.
+    #[serde(default)]
+    pub scale: Option<f64>,
+    /// Seed of the generated tree. Default 1.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// A real .tar.gz instead of a generated one, relative to the scenario file.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Copy the archive onto the filesystem under test first, as seed 002 did. Default true.
+    #[serde(default)]
+    pub on_target: Option<bool>,
+    /// The file name steps refer to. Default `<profile>.tar.gz` or the file name of `path`.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// `[workload]`: `kind = "lat_fs"` or `kind = "steps"`, with that kind's options.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadFile {
+    /// `lat_fs` (lmbench's four micro loops) or `steps` (a timed sequence, repeated).
+    pub kind: String,
+    /// lat_fs: each task runs as uid = gid = (task << 3) + 100. Default true.
+    #[serde(default)]
+    pub per_task_uid: Option<bool>,
+    /// lat_fs: extra quota references each task holds open. Default 2.
+    #[serde(default)]
+    pub quota_refs: Option<i64>,
+    /// lat_fs: open files O_WRONLY rather than O_RDONLY. Default true.
+    #[serde(default)]
+    pub open_for_write: Option<bool>,
+    /// lat_fs: untimed warm-up before each timed window. Default `"300ms"`.
+    #[serde(default)]
+    pub warmup: Option<String>,
+    /// lat_fs: length of each timed window. Default `"1s"`.
+    #[serde(default)]
+    pub duration: Option<String>,
+    /// lat_fs: repetitions of warm-up + window per cell. Default 5.
+    #[serde(default)]
+    pub repetitions: Option<i64>,
+    /// steps: how many times the step list runs. Default 1.
+    #[serde(default)]
+    pub iterations: Option<i64>,
+    /// steps: the steps, in order.
+    #[serde(default)]
+    pub steps: Option<Vec<StepFile>>,
+}
+
+/// One step: `{ op = "rm_rf", path = "linux-2.5.63" }`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StepFile {
+    /// rm_rf, untar, sync, syncfs, drop_caches, mkdir or exec.
+    pub op: String,
+    /// rm_rf, mkdir: a path relative to the filesystem under test.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// untar: the archive's file name (see `[archive]`) or a path to a .tar.gz.
+    #[serde(default)]
+    pub archive: Option<String>,
+    /// exec: the command and its arguments (no shell). Refused in bundles unless allowed.
+    #[serde(default)]
+    pub argv: Option<Vec<String>>,
+}
+
+/// A scenario shipped inside the binary.
+#[derive(Debug, Clone, Copy)]
+pub struct EmbeddedScenario {
+    /// Its name (also the file stem under `scenarios/`).
+    pub name: &'static str,
+    /// Its text.
+    pub text: &'static str,
+}
+
+/// Scenarios embedded in the binary; `quickstart` is what `fsbench run` runs by default.
+pub const EMBEDDED: &[EmbeddedScenario] = &[
+    EmbeddedScenario { name: "quickstart", text: include_str!("../../scenarios/quickstart.toml") },
+    EmbeddedScenario { name: "quota-smp", text: include_str!("../../scenarios/quota-smp.toml") },
+    EmbeddedScenario { name: "kernel-untar", text: include_str!("../../scenarios/kernel-untar.toml") },
+];
+
+/// Find an embedded scenario by name.
+pub fn embedded(name: &str) -> Option<&'static EmbeddedScenario> {
+    EMBEDDED.iter().find(|e| e.name == name)
+}
+
+/// The JSON Schema of scenario files, as checked in under `schemas/scenario.schema.json`.
+pub fn scenario_schema_json() -> String {
+    let schema = schemars::schema_for!(ScenarioFile);
+    let mut text = serde_json::to_string_pretty(&schema).expect("schema serializes");
+    text.push('\n');
+    text
+}
+
+/// The JSON Schema of cell result files, as checked in under `schemas/result.schema.json`.
+pub fn result_schema_json() -> String {
+    let schema = schemars::schema_for!(crate::model::CellResult);
+    let mut text = serde_json::to_string_pretty(&schema).expect("schema serializes");
+    text.push('\n');
+    text
+}
 
 /// `fsbench schema`.
-pub fn cli_schema(_args: &SchemaArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("schema is not wired yet")
+pub fn cli_schema(args: &SchemaArgs) -> anyhow::Result<i32> {
+    let text = match args.which {
+        SchemaKind::Scenario => scenario_schema_json(),
+        SchemaKind::Result => result_schema_json(),
+    };
+    print!("{text}");
+    Ok(crate::exit::SUCCESS)
 }
 
 /// `fsbench list`.
 pub fn cli_list() -> anyhow::Result<i32> {
-    anyhow::bail!("list is not wired yet")
+    let mut table = comfy_table::Table::new();
+    table.load_style(comfy_table::presets::NOTHING);
+    table.set_header(["scenario", "source", "cells", "description"]);
+    let mut seen = std::collections::BTreeSet::new();
+    let mut rows = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("scenarios") {
+        let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
+        paths.sort();
+        for path in paths {
+            match super::load(&path) {
+                Ok(s) => {
+                    seen.insert(s.name.clone());
+                    let cells = crate::plan::expand(&s).cells.len();
+                    rows.push([s.name.clone(), path.display().to_string(), cells.to_string(), s.description.clone()]);
+                }
+                Err(e) => rows.push(["?".into(), path.display().to_string(), "-".into(), format!("invalid: {}", first_line(&e.to_string()))]),
+            }
+        }
+    }
+    for e in EMBEDDED {
+        if seen.contains(e.name) {
+            continue;
+        }
+        let s = super::parse_str(e.text, &format!("<embedded:{}>", e.name)).expect("embedded scenarios are valid");
+        let cells = crate::plan::expand(&s).cells.len();
+        rows.push([s.name.clone(), "(embedded)".into(), cells.to_string(), s.description.clone()]);
+    }
+    for row in rows {
+        table.add_row(row);
+    }
+    println!("{table}");
+    println!("\nRun one with `fsbench run scenarios/<name>.toml` (or `fsbench run <name>` for an embedded one).");
+    Ok(crate::exit::SUCCESS)
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
 }

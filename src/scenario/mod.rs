@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::model::{LatfsTest, Layout, QuotaImpl, QuotaMode};
 
-pub use validate::{ScenarioError, load, parse_str};
+pub use validate::{ScenarioError, load, load_with, parse_overridden, parse_str};
 
 /// The current scenario format version (`schema = 1`).
 pub const SCENARIO_SCHEMA_VERSION: u32 = 1;
@@ -91,7 +91,8 @@ pub enum Backing {
     },
     /// An existing directory: nothing formatted or mounted, no root needed.
     Dir {
-        /// The directory (absolute, or relative to the scenario file).
+        /// The directory (absolute, or relative to the scenario file); empty means a
+        /// private directory inside the run's work directory.
         path: PathBuf,
     },
     /// An existing block device named on the command line with `--allow-device`.

@@ -1,16 +1,790 @@
 //! Validation: the file structs become domain types, errors point at file:line:column.
+//!
+//! Two passes, as cargo-nextest does it: serde reads the text into the plain
+//! structs of `file` (syntax, unknown keys, wrong types), then this module
+//! checks every value and builds the domain types of `super`. Both passes
+//! report the same way: origin, line, column, the dotted key, what is wrong
+//! and, where we can guess it, what was meant.
 
-/// A scenario that cannot be used, with where and why.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ScenarioError(pub String);
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-/// Parse and validate scenario text.
-pub fn parse_str(_text: &str, _origin: &str) -> Result<super::Scenario, ScenarioError> {
-    Err(ScenarioError("not built yet".into()))
+use super::file::{ArchiveFile, BackingFile, FilesystemFile, MatrixFile, ScenarioFile, StepFile, WorkloadFile};
+use super::units::{parse_duration, parse_size};
+use super::*;
+use crate::model::{LatfsTest, Layout, QuotaImpl, QuotaMode};
+
+/// Smallest image fsbench will create: below this mkfs of most filesystems fails.
+const MIN_IMAGE_SIZE: u64 = 16 << 20;
+/// Largest (sparse) image: beyond this the number is a typo, not a plan.
+const MAX_IMAGE_SIZE: u64 = 16 << 40;
+/// Most tasks a cell may have (each is a process, and in layout M a loop device).
+const MAX_TASKS: i64 = 1024;
+
+/// A scenario that cannot be used: where (origin, line, column, key) and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError {
+    /// The file (or `<embedded:..>`, or `--set ...`).
+    pub origin: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// 1-based column, when known.
+    pub column: Option<usize>,
+    /// Dotted key path (`matrix.tasks`), when known.
+    pub key: Option<String>,
+    /// What is wrong, as a lowercase fragment.
+    pub message: String,
+    /// A suggestion ("did you mean `tasks`?"), when we have one.
+    pub help: Option<String>,
+    /// The source line and a caret under the offending span, when known.
+    pub snippet: Option<String>,
+}
+
+impl std::error::Error for ScenarioError {}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.origin)?;
+        if let (Some(l), Some(c)) = (self.line, self.column) {
+            write!(f, ":{l}:{c}")?;
+        }
+        write!(f, ": {}", self.message)?;
+        if let Some(key) = &self.key {
+            let last = key.rsplit(['.', '[']).next().unwrap_or(key).trim_end_matches(']');
+            if !self.message.contains(&format!("`{key}`")) && !self.message.contains(&format!("`{last}`")) {
+                write!(f, " (key `{key}`)")?;
+            }
+        }
+        if let Some(snippet) = &self.snippet {
+            write!(f, "\n{snippet}")?;
+        }
+        if let Some(help) = &self.help {
+            write!(f, "\n  = help: {help}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One step of a key path: a table key or an array index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Seg {
+    Key(String),
+    Index(usize),
+}
+
+fn path_str(path: &[Seg]) -> String {
+    let mut s = String::new();
+    for seg in path {
+        match seg {
+            Seg::Key(k) => {
+                if !s.is_empty() {
+                    s.push('.');
+                }
+                s.push_str(k);
+            }
+            Seg::Index(i) => s.push_str(&format!("[{i}]")),
+        }
+    }
+    s
+}
+
+/// Build a path from `"workload.steps"` plus extra segments.
+fn p(base: &str) -> Vec<Seg> {
+    base.split('.').filter(|s| !s.is_empty()).map(|s| Seg::Key(s.to_string())).collect()
+}
+
+fn with(mut path: Vec<Seg>, seg: Seg) -> Vec<Seg> {
+    path.push(seg);
+    path
+}
+
+/// Everything needed to turn a position or a key path into a good error.
+struct Ctx<'a> {
+    text: &'a str,
+    origin: &'a str,
+    doc: Option<toml_edit::Document<&'a str>>,
+    /// `--set` overrides by dotted path: errors under them name the option, not the file.
+    overrides: &'a [(String, String)],
+}
+
+impl<'a> Ctx<'a> {
+    fn new(text: &'a str, origin: &'a str, overrides: &'a [(String, String)]) -> Self {
+        Ctx { text, origin, doc: toml_edit::Document::parse(text).ok(), overrides }
+    }
+
+    fn error_at(&self, span: Option<Range<usize>>, key: Option<String>, message: String, help: Option<String>) -> ScenarioError {
+        if let Some(k) = &key {
+            if let Some((path, value)) = self.overrides.iter().find(|(p, _)| k == p || k.starts_with(&format!("{p}.")) || k.starts_with(&format!("{p}["))) {
+                return ScenarioError {
+                    origin: format!("--set {path}={value}"),
+                    line: None,
+                    column: None,
+                    key,
+                    message,
+                    help,
+                    snippet: None,
+                };
+            }
+        }
+        let (line, column, snippet) = match span {
+            Some(span) => {
+                let (l, c) = line_col(self.text, span.start);
+                (Some(l), Some(c), Some(snippet(self.text, span)))
+            }
+            None => (None, None, None),
+        };
+        ScenarioError { origin: self.origin.to_string(), line, column, key, message, help, snippet }
+    }
+
+    /// An error about the value at `path` (or, if `on_key`, about the key itself).
+    fn at(&self, path: &[Seg], on_key: bool, message: impl Into<String>, help: Option<String>) -> ScenarioError {
+        let span = self.span_of(path, on_key);
+        self.error_at(span, Some(path_str(path)), message.into(), help)
+    }
+
+    fn value(&self, path: &[Seg], message: impl Into<String>) -> ScenarioError {
+        self.at(path, false, message, None)
+    }
+
+    fn value_help(&self, path: &[Seg], message: impl Into<String>, help: impl Into<String>) -> ScenarioError {
+        self.at(path, false, message, Some(help.into()))
+    }
+
+    /// Span of the value (or key) at `path`; falls back to the deepest existing parent.
+    fn span_of(&self, path: &[Seg], on_key: bool) -> Option<Range<usize>> {
+        let doc = self.doc.as_ref()?;
+        let mut item = doc.as_item();
+        let mut best = None;
+        for (i, seg) in path.iter().enumerate() {
+            let last = i + 1 == path.len();
+            let next = match seg {
+                Seg::Key(k) => {
+                    let kv = item.as_table_like().and_then(|t| t.get_key_value(k));
+                    match kv {
+                        Some((key, v)) => {
+                            if last && on_key {
+                                return key.span().or(best);
+                            }
+                            best = key.span().or(best);
+                            Some(v)
+                        }
+                        None => None,
+                    }
+                }
+                Seg::Index(idx) => item.get(*idx),
+            };
+            match next {
+                Some(n) => {
+                    item = n;
+                    if let Some(s) = n.span() {
+                        best = Some(s);
+                    }
+                }
+                None => break,
+            }
+        }
+        best
+    }
+
+    /// Key path of the deepest key whose value contains `offset` (for serde errors).
+    fn path_at(&self, offset: usize) -> Vec<Seg> {
+        let mut path = Vec::new();
+        let Some(doc) = self.doc.as_ref() else { return path };
+        let mut item = doc.as_item();
+        'outer: loop {
+            if let Some(t) = item.as_table_like() {
+                for (k, v) in t.iter() {
+                    let key_span = t.get_key_value(k).and_then(|(key, _)| key.span());
+                    let in_key = key_span.as_ref().is_some_and(|s| s.contains(&offset));
+                    let in_value = v.span().is_some_and(|s| s.contains(&offset)) || sub_contains(v, offset);
+                    if in_key || in_value {
+                        path.push(Seg::Key(k.to_string()));
+                        item = v;
+                        continue 'outer;
+                    }
+                }
+            } else if let Some(arr) = item.as_array() {
+                for (i, v) in arr.iter().enumerate() {
+                    if v.span().is_some_and(|s| s.contains(&offset)) {
+                        path.push(Seg::Index(i));
+                        // Inline tables inside arrays: look for the key inside.
+                        if let Some(t) = v.as_inline_table() {
+                            for (k, vv) in t.iter() {
+                                let ks = t.key(k).and_then(|kk| kk.span());
+                                if ks.is_some_and(|s| s.contains(&offset)) || vv.span().is_some_and(|s| s.contains(&offset)) {
+                                    path.push(Seg::Key(k.to_string()));
+                                }
+                            }
+                        }
+                        break 'outer;
+                    }
+                }
+            } else if let Some(aot) = item.as_array_of_tables() {
+                for (i, t) in aot.iter().enumerate() {
+                    if t.span().is_some_and(|s| s.contains(&offset)) {
+                        path.push(Seg::Index(i));
+                        break 'outer;
+                    }
+                }
+            }
+            break;
+        }
+        path
+    }
+}
+
+/// Whether some descendant of a table item spans `offset` (standard tables have no span of their own).
+fn sub_contains(item: &toml_edit::Item, offset: usize) -> bool {
+    match item.as_table_like() {
+        Some(t) if item.is_table() => t.iter().any(|(k, v)| {
+            t.get_key_value(k).and_then(|(key, _)| key.span()).is_some_and(|s| s.contains(&offset))
+                || v.span().is_some_and(|s| s.contains(&offset))
+                || sub_contains(v, offset)
+        }),
+        _ => false,
+    }
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rfind('\n').map(|i| offset - i - 1).unwrap_or(offset);
+    (line, before[before.len() - col..].chars().count() + 1)
+}
+
+fn snippet(text: &str, span: Range<usize>) -> String {
+    let start = span.start.min(text.len());
+    let line_start = text[..start].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let line_end = text[start..].find('\n').map(|i| start + i).unwrap_or(text.len());
+    let line = &text[line_start..line_end];
+    let (lineno, col) = line_col(text, start);
+    let width = text[start..span.end.min(line_end).max(start)].chars().count().max(1);
+    let num = lineno.to_string();
+    let pad = " ".repeat(num.len());
+    format!("{pad} |\n{num} | {line}\n{pad} | {}{}", " ".repeat(col - 1), "^".repeat(width))
+}
+
+/// The nearest candidate to `name`, if it is close enough to be a likely typo.
+pub fn suggest<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
+    candidates
+        .into_iter()
+        .map(|c| (strsim::damerau_levenshtein(&name.to_ascii_lowercase(), &c.to_ascii_lowercase()), c))
+        .filter(|(d, c)| *d <= 2.max(c.len() / 3) && *d < c.len().max(name.len()))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+fn did_you_mean<'c>(name: &str, candidates: &[&'c str]) -> Option<String> {
+    suggest(name, candidates.iter().copied()).map(|c| format!("did you mean `{c}`?"))
+}
+
+/// Turn a serde/toml error into a positioned error with a key path and a suggestion.
+fn from_toml_error(ctx: &Ctx, e: &toml::de::Error) -> ScenarioError {
+    let msg = e.message().trim().to_string();
+    let span = e.span();
+    let path = span.as_ref().map(|s| ctx.path_at(s.start)).unwrap_or_default();
+    let key = (!path.is_empty()).then(|| path_str(&path));
+    // serde: "unknown field `taks`, expected one of `fs`, `layout`, ..."
+    if let Some(rest) = msg.strip_prefix("unknown field `") {
+        let (name, tail) = rest.split_once('`').unwrap_or((rest, ""));
+        let expected: Vec<&str> = tail.split('`').skip(1).step_by(2).collect();
+        let table = path.len().checked_sub(1).map(|n| path_str(&path[..n])).filter(|s| !s.is_empty());
+        let where_ = table.map(|t| format!(" in [{t}]")).unwrap_or_default();
+        let help = did_you_mean(name, &expected).or_else(|| {
+            (!expected.is_empty()).then(|| format!("valid keys here: {}", expected.join(", ")))
+        });
+        return ctx.error_at(span, key, format!("unknown key `{name}`{where_}"), help);
+    }
+    if let Some(rest) = msg.strip_prefix("missing field `") {
+        let name = rest.split('`').next().unwrap_or(rest);
+        let table = path_str(&path);
+        let full = if table.is_empty() { name.to_string() } else { format!("{table}.{name}") };
+        let span = if path.is_empty() { None } else { span };
+        return ctx.error_at(span, Some(full.clone()), format!("missing key `{full}`"), None);
+    }
+    if msg.starts_with("invalid type") || msg.starts_with("invalid value") {
+        let what = key.clone().map(|k| format!("wrong type for `{k}`: ")).unwrap_or_default();
+        return ctx.error_at(span, key, format!("{what}{msg}"), None);
+    }
+    // TOML syntax errors: keep the parser's words.
+    ctx.error_at(span, key, format!("invalid TOML: {msg}"), None)
+}
+
+/// Parse and validate scenario text. `origin` names it in errors.
+pub fn parse_str(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+    parse_with(text, origin, Path::new("."), &[])
 }
 
 /// Read, parse and validate a scenario file.
-pub fn load(_path: &std::path::Path) -> Result<super::Scenario, ScenarioError> {
-    Err(ScenarioError("not built yet".into()))
+pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+    load_with(path, &[])
+}
+
+/// Read a scenario file, apply `--set` overrides, parse and validate.
+pub fn load_with(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        origin: origin.clone(),
+        line: None,
+        column: None,
+        key: None,
+        message: format!("cannot read scenario: {e}"),
+        help: None,
+        snippet: None,
+    })?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    let base = if base.as_os_str().is_empty() { PathBuf::from(".") } else { base };
+    parse_overridden(&text, &origin, &base, overrides)
+}
+
+/// Apply `--set` overrides to `text`, then parse and validate.
+pub fn parse_overridden(text: &str, origin: &str, base_dir: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+    if overrides.is_empty() {
+        return parse_with(text, origin, base_dir, &[]);
+    }
+    let (text, applied) = super::overrides::apply(text, origin, overrides)?;
+    parse_with(&text, origin, base_dir, &applied)
+}
+
+fn parse_with(text: &str, origin: &str, base_dir: &Path, overrides: &[(String, String)]) -> Result<Scenario, ScenarioError> {
+    let ctx = Ctx::new(text, origin, overrides);
+    let file: ScenarioFile = toml::from_str(text).map_err(|e| from_toml_error(&ctx, &e))?;
+    let mut scenario = validate(&ctx, file, base_dir)?;
+    scenario.source = ScenarioSource { origin: origin.to_string(), base_dir: base_dir.to_path_buf(), text: text.to_string() };
+    Ok(scenario)
+}
+
+fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Scenario, ScenarioError> {
+    if f.schema != SCENARIO_SCHEMA_VERSION {
+        let msg = if f.schema > SCENARIO_SCHEMA_VERSION {
+            format!("scenario format version {} is newer than this fsbench understands ({SCENARIO_SCHEMA_VERSION})", f.schema)
+        } else {
+            format!("unknown scenario format version {} (this fsbench reads version {SCENARIO_SCHEMA_VERSION})", f.schema)
+        };
+        return Err(ctx.value_help(&p("schema"), msg, format!("write `schema = {SCENARIO_SCHEMA_VERSION}`")));
+    }
+    let name = f.name.trim().to_string();
+    if name.is_empty() || name.len() > 64 || !name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) || name.starts_with('.') {
+        return Err(ctx.value_help(&p("name"), format!("invalid scenario name `{}`", f.name), "use 1 to 64 characters from A-Z a-z 0-9 . _ - (it becomes a directory name)"));
+    }
+    let workload_kind = match f.workload.kind.as_str() {
+        "lat_fs" => "lat_fs",
+        "steps" => "steps",
+        other => {
+            return Err(ctx.at(&p("workload.kind"), false, format!("unknown workload kind `{other}`"), did_you_mean(other, &["lat_fs", "steps"]).or(Some("use `lat_fs` or `steps`".into()))));
+        }
+    };
+    let matrix = validate_matrix(ctx, &f.matrix, workload_kind)?;
+    let filesystems = validate_filesystems(ctx, &f.filesystems, &matrix)?;
+    let backing = validate_backing(ctx, &f.backing, base_dir)?;
+    let archive = f.archive.as_ref().map(|a| validate_archive(ctx, a, base_dir)).transpose()?;
+    let workload = match workload_kind {
+        "lat_fs" => Workload::Latfs(validate_latfs(ctx, &f.workload)?),
+        _ => Workload::Steps(validate_steps(ctx, &f.workload, archive.as_ref())?),
+    };
+    if archive.is_some() && !matches!(workload, Workload::Steps(_)) {
+        return Err(ctx.at(&p("archive"), true, "`[archive]` is only used by steps workloads", Some("remove it, or use `kind = \"steps\"` with an untar step".into())));
+    }
+    Ok(Scenario {
+        name,
+        description: f.description.unwrap_or_default(),
+        source: ScenarioSource { origin: String::new(), base_dir: PathBuf::new(), text: String::new() },
+        matrix,
+        filesystems,
+        backing,
+        archive,
+        workload,
+    })
+}
+
+/// Check an axis: non-empty, no duplicates, every value parsed by `parse`.
+fn axis<T: PartialEq + Clone>(
+    ctx: &Ctx,
+    key: &str,
+    values: &[String],
+    parse: impl Fn(&str) -> Result<T, (String, Option<String>)>,
+) -> Result<Vec<T>, ScenarioError> {
+    let path = p(&format!("matrix.{key}"));
+    if values.is_empty() {
+        return Err(ctx.value_help(&path, format!("axis `matrix.{key}` is empty"), "an axis needs at least one value; remove the key to use the default"));
+    }
+    let mut out: Vec<T> = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        let item = with(path.clone(), Seg::Index(i));
+        let parsed = parse(v).map_err(|(msg, help)| ctx.at(&item, false, msg, help))?;
+        if out.contains(&parsed) {
+            return Err(ctx.value(&item, format!("duplicate value `{v}` in axis `matrix.{key}`")));
+        }
+        out.push(parsed);
+    }
+    Ok(out)
+}
+
+fn validate_matrix(ctx: &Ctx, m: &MatrixFile, workload_kind: &str) -> Result<Matrix, ScenarioError> {
+    let fs = axis(ctx, "fs", &m.fs, |v| {
+        let ok = !v.is_empty() && v.len() <= 32 && v.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.');
+        if ok { Ok(v.to_string()) } else { Err((format!("invalid filesystem type `{v}`"), Some("filesystem types are lowercase names as in /proc/filesystems (ext4, xfs, btrfs, f2fs, ...)".into()))) }
+    })?;
+    let layout = match &m.layout {
+        None => vec![Layout::S],
+        Some(v) => axis(ctx, "layout", v, |s| match s {
+            "M" => Ok(Layout::M),
+            "S" => Ok(Layout::S),
+            "m" => Err((format!("unknown layout `{s}`"), Some("did you mean `M`?".into()))),
+            "s" => Err((format!("unknown layout `{s}`"), Some("did you mean `S`?".into()))),
+            _ => Err((format!("unknown layout `{s}`"), Some("use `M` (a filesystem per task) or `S` (one shared filesystem, a directory per task)".into()))),
+        })?,
+    };
+    let quota = match &m.quota {
+        None => vec![QuotaMode::Off],
+        Some(v) => axis(ctx, "quota", v, |s| match s {
+            "off" => Ok(QuotaMode::Off),
+            "on" => Ok(QuotaMode::On),
+            "qoff" => Err((format!("unknown quota mode `{s}`"), Some("did you mean `off`?".into()))),
+            "qon" => Err((format!("unknown quota mode `{s}`"), Some("did you mean `on`?".into()))),
+            _ => Err((format!("unknown quota mode `{s}`"), did_you_mean(s, &["off", "on"]).or(Some("use `off` or `on`".into())))),
+        })?,
+    };
+    let tasks = match &m.tasks {
+        None => vec![1],
+        Some(v) => {
+            let as_strings: Vec<String> = v.iter().map(|n| n.to_string()).collect();
+            axis(ctx, "tasks", &as_strings, |s| {
+                let n: i64 = s.parse().unwrap_or(0);
+                if n < 1 {
+                    Err((format!("task count {s} must be at least 1"), None))
+                } else if n > MAX_TASKS {
+                    Err((format!("task count {s} is more than {MAX_TASKS}"), None))
+                } else {
+                    Ok(n as u32)
+                }
+            })?
+        }
+    };
+    let test = match (&m.test, workload_kind) {
+        (None, "lat_fs") => LatfsTest::ALL.to_vec(),
+        (None, _) => Vec::new(),
+        (Some(_), "steps") => {
+            return Err(ctx.at(&p("matrix.test"), true, "axis `matrix.test` is only for lat_fs workloads", Some("remove it; a steps workload runs its `steps` list".into())));
+        }
+        (Some(v), _) => {
+            let names: Vec<&str> = LatfsTest::ALL.iter().map(|t| t.name()).collect();
+            axis(ctx, "test", v, |s| {
+                s.parse::<LatfsTest>().map_err(|e| (e, did_you_mean(s.strip_prefix("lat_fs_").unwrap_or(s), &names).or(Some(format!("tests are {}", names.join(", "))))))
+                    .or_else(|e| s.strip_prefix("lat_fs_").and_then(|t| t.parse().ok()).ok_or(e))
+            })?
+        }
+    };
+    Ok(Matrix { fs, layout, quota, tasks, test })
+}
+
+fn validate_filesystems(ctx: &Ctx, fss: &BTreeMap<String, FilesystemFile>, matrix: &Matrix) -> Result<BTreeMap<String, FsSpec>, ScenarioError> {
+    let mut out = BTreeMap::new();
+    for (name, f) in fss {
+        let base = vec![Seg::Key("filesystems".into()), Seg::Key(name.clone())];
+        if !matrix.fs.contains(name) {
+            let fs_names: Vec<&str> = matrix.fs.iter().map(String::as_str).filter(|n| !fss.contains_key(*n)).collect();
+            if let Some(help) = did_you_mean(name, &fs_names) {
+                return Err(ctx.at(&base, true, format!("`[filesystems.{name}]` does not match any filesystem in `matrix.fs`"), Some(help)));
+            }
+        }
+        let mut mount = Vec::new();
+        for (i, opt) in f.mount.iter().enumerate() {
+            let item = with(with(base.clone(), Seg::Key("mount".into())), Seg::Index(i));
+            for part in opt.split(',') {
+                let part = part.trim();
+                if part.is_empty() || part.chars().any(char::is_whitespace) {
+                    return Err(ctx.value_help(&item, format!("invalid mount option `{opt}`"), "write one option per element: [\"usrquota\", \"barrier=0\"]"));
+                }
+                mount.push(part.to_string());
+            }
+        }
+        for (i, arg) in f.mkfs.iter().enumerate() {
+            if arg.is_empty() || arg.contains('\0') {
+                let item = with(with(base.clone(), Seg::Key("mkfs".into())), Seg::Index(i));
+                return Err(ctx.value(&item, "empty mkfs argument"));
+            }
+        }
+        let quota = match f.quota.as_deref() {
+            None | Some("files") => QuotaImpl::Files,
+            Some("feature") => QuotaImpl::Feature,
+            Some(other) => {
+                let item = with(base.clone(), Seg::Key("quota".into()));
+                return Err(ctx.at(&item, false, format!("unknown quota implementation `{other}`"), did_you_mean(other, &["files", "feature"]).or(Some("use `files` (quotacheck -cug, as the seed) or `feature` (ext4 -O quota)".into()))));
+            }
+        };
+        if matrix.quota.contains(&QuotaMode::On) && quota == QuotaImpl::Files && matrix.fs.contains(name) {
+            let has = mount.iter().any(|o| matches!(o.as_str(), "usrquota" | "grpquota" | "quota" | "usrjquota" | "grpjquota" | "prjquota") || o.starts_with("usrjquota=") || o.starts_with("grpjquota="));
+            if !has {
+                let item = with(base.clone(), Seg::Key("mount".into()));
+                return Err(ctx.value_help(&item, format!("`matrix.quota` has `on` but `filesystems.{name}.mount` has no quota option"), "add \"usrquota\" and/or \"grpquota\" as the seed did, or set `quota = \"feature\"`"));
+            }
+        }
+        out.insert(name.clone(), FsSpec { mkfs: f.mkfs.clone(), mount, quota });
+    }
+    for fs in &matrix.fs {
+        out.entry(fs.clone()).or_default();
+        if matrix.quota.contains(&QuotaMode::On) && !fss.contains_key(fs) {
+            return Err(ctx.value_help(&p("matrix.quota"), format!("`matrix.quota` has `on` but filesystem `{fs}` has no `[filesystems.{fs}]` with quota mount options"), format!("add [filesystems.{fs}] with mount = [\"usrquota\", \"grpquota\"]")));
+        }
+    }
+    Ok(out)
+}
+
+fn size_value(ctx: &Ctx, path: &[Seg], v: &toml::Value) -> Result<u64, ScenarioError> {
+    let s = match v {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Integer(i) if *i > 0 => i.to_string(),
+        other => return Err(ctx.value_help(path, format!("expected a size, found {}", other.type_str()), "write a size with a unit, e.g. \"1GiB\"")),
+    };
+    let bytes = parse_size(&s).map_err(|e| ctx.value(path, e))?;
+    if bytes < MIN_IMAGE_SIZE {
+        return Err(ctx.value_help(path, format!("image size `{s}` is below the minimum of 16MiB"), "most mkfs tools refuse smaller images"));
+    }
+    if bytes > MAX_IMAGE_SIZE {
+        return Err(ctx.value_help(path, format!("image size `{s}` is larger than 16TiB"), "images are sparse, but a size this large is almost certainly a typo"));
+    }
+    Ok(bytes)
+}
+
+fn validate_backing(ctx: &Ctx, b: &BackingFile, base_dir: &Path) -> Result<Backing, ScenarioError> {
+    match b.kind.as_str() {
+        "tmpfs-loop" => {
+            if b.path.is_some() {
+                return Err(ctx.at(&p("backing.path"), true, "`backing.path` is not used with `kind = \"tmpfs-loop\"`", Some("fsbench makes its own tmpfs; use `kind = \"dir\"` to run in an existing directory".into())));
+            }
+            let (mut m, mut s) = (1u64 << 30, 10u64 << 30);
+            match &b.image_size {
+                None => {}
+                Some(toml::Value::Table(t)) => {
+                    for (k, v) in t {
+                        let path = with(p("backing.image_size"), Seg::Key(k.clone()));
+                        match k.as_str() {
+                            "M" => m = size_value(ctx, &path, v)?,
+                            "S" => s = size_value(ctx, &path, v)?,
+                            other => return Err(ctx.at(&path, true, format!("unknown layout `{other}` in `backing.image_size`"), Some("use `M` and/or `S`".into()))),
+                        }
+                    }
+                }
+                Some(v) => {
+                    let size = size_value(ctx, &p("backing.image_size"), v)?;
+                    (m, s) = (size, size);
+                }
+            }
+            Ok(Backing::TmpfsLoop { image_size_m: m, image_size_s: s })
+        }
+        "dir" | "device" => {
+            if b.image_size.is_some() {
+                return Err(ctx.at(&p("backing.image_size"), true, format!("`backing.image_size` is not used with `kind = \"{}\"`", b.kind), None));
+            }
+            let path = match b.path.as_deref().filter(|p| !p.is_empty()) {
+                Some(path) => base_dir.join(path),
+                // A directory backing without a path runs in a private directory of the run.
+                None if b.kind == "dir" => PathBuf::new(),
+                None => return Err(ctx.value_help(&p("backing.kind"), "`kind = \"device\"` needs `backing.path`", "add path = \"/dev/...\" and pass the same device to --allow-device")),
+            };
+            Ok(if b.kind == "dir" { Backing::Dir { path } } else { Backing::Device { path } })
+        }
+        other => Err(ctx.at(&p("backing.kind"), false, format!("unknown backing kind `{other}`"), did_you_mean(other, &["tmpfs-loop", "dir", "device"]).or(Some("use `tmpfs-loop`, `dir` or `device`".into())))),
+    }
+}
+
+fn validate_archive(ctx: &Ctx, a: &ArchiveFile, base_dir: &Path) -> Result<ArchiveSpec, ScenarioError> {
+    let (source, default_name) = match (&a.generate, &a.path) {
+        (Some(_), Some(_)) => return Err(ctx.at(&p("archive.path"), true, "`archive.generate` and `archive.path` exclude each other", Some("generate a synthetic tree, or name a real tarball, not both".into()))),
+        (None, None) => return Err(ctx.at(&p("archive"), true, "`[archive]` needs `generate` or `path`", Some("e.g. generate = \"linux-2.5.63\"".into()))),
+        (Some(profile), None) => {
+            const PROFILES: &[&str] = &["linux-2.5.63"];
+            if !PROFILES.contains(&profile.as_str()) {
+                return Err(ctx.at(&p("archive.generate"), false, format!("unknown fixture profile `{profile}`"), did_you_mean(profile, PROFILES).or(Some(format!("profiles: {}", PROFILES.join(", "))))));
+            }
+            let scale = a.scale.unwrap_or(1.0);
+            if !(scale > 0.0 && scale <= 10.0) {
+                return Err(ctx.value(&p("archive.scale"), format!("scale {scale} is outside (0, 10]")));
+            }
+            (ArchiveSource::Generate { profile: profile.clone(), scale, seed: a.seed.unwrap_or(1) }, format!("{profile}.tar.gz"))
+        }
+        (None, Some(path)) => {
+            if a.scale.is_some() || a.seed.is_some() {
+                let key = if a.scale.is_some() { "archive.scale" } else { "archive.seed" };
+                return Err(ctx.at(&p(key), true, format!("`{key}` only applies to generated archives"), None));
+            }
+            let file_name = Path::new(path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if file_name.is_empty() {
+                return Err(ctx.value(&p("archive.path"), format!("`{path}` does not name a file")));
+            }
+            (ArchiveSource::Path(base_dir.join(path)), file_name)
+        }
+    };
+    let file_name = a.name.clone().unwrap_or(default_name);
+    if file_name.is_empty() || file_name.contains('/') || file_name == "." || file_name == ".." {
+        return Err(ctx.value(&p("archive.name"), format!("invalid archive file name `{file_name}` (a plain file name, no `/`)")));
+    }
+    Ok(ArchiveSpec { source, on_target: a.on_target.unwrap_or(true), file_name })
+}
+
+fn int_in(ctx: &Ctx, key: &str, v: Option<i64>, default: i64, lo: i64, hi: i64) -> Result<u32, ScenarioError> {
+    let n = v.unwrap_or(default);
+    if n < lo || n > hi {
+        return Err(ctx.value(&p(key), format!("`{key}` is {n}, but must be between {lo} and {hi}")));
+    }
+    Ok(n as u32)
+}
+
+fn duration_in(ctx: &Ctx, key: &str, v: &Option<String>, default: &str, allow_zero: bool) -> Result<Duration, ScenarioError> {
+    let s = v.as_deref().unwrap_or(default);
+    let d = parse_duration(s).map_err(|e| ctx.value(&p(key), e))?;
+    if d.is_zero() && !allow_zero {
+        return Err(ctx.value(&p(key), format!("`{key}` must be longer than zero")));
+    }
+    if d > Duration::from_secs(3600) {
+        return Err(ctx.value_help(&p(key), format!("`{key}` of {s} is longer than an hour"), "lat_fs windows are usually a second or less; use repetitions for more samples"));
+    }
+    Ok(d)
+}
+
+/// Reject options of the other workload kind, naming them.
+fn reject_foreign(ctx: &Ctx, kind: &str, present: &[(&str, bool)]) -> Result<(), ScenarioError> {
+    if let Some((key, _)) = present.iter().find(|(_, set)| *set) {
+        return Err(ctx.at(&p(&format!("workload.{key}")), true, format!("`{key}` is not an option of {kind} workloads"), None));
+    }
+    Ok(())
+}
+
+fn validate_latfs(ctx: &Ctx, w: &WorkloadFile) -> Result<LatfsSpec, ScenarioError> {
+    reject_foreign(ctx, "lat_fs", &[("iterations", w.iterations.is_some()), ("steps", w.steps.is_some())])?;
+    Ok(LatfsSpec {
+        per_task_uid: w.per_task_uid.unwrap_or(true),
+        quota_refs: int_in(ctx, "workload.quota_refs", w.quota_refs, 2, 0, 64)?,
+        open_for_write: w.open_for_write.unwrap_or(true),
+        warmup: duration_in(ctx, "workload.warmup", &w.warmup, "300ms", true)?,
+        duration: duration_in(ctx, "workload.duration", &w.duration, "1s", false)?,
+        repetitions: int_in(ctx, "workload.repetitions", w.repetitions, 5, 1, 1000)?,
+    })
+}
+
+const OPS: &[&str] = &["rm_rf", "untar", "sync", "syncfs", "drop_caches", "mkdir", "exec"];
+
+fn validate_steps(ctx: &Ctx, w: &WorkloadFile, archive: Option<&ArchiveSpec>) -> Result<StepsSpec, ScenarioError> {
+    reject_foreign(
+        ctx,
+        "steps",
+        &[
+            ("per_task_uid", w.per_task_uid.is_some()),
+            ("quota_refs", w.quota_refs.is_some()),
+            ("open_for_write", w.open_for_write.is_some()),
+            ("warmup", w.warmup.is_some()),
+            ("duration", w.duration.is_some()),
+            ("repetitions", w.repetitions.is_some()),
+        ],
+    )?;
+    let iterations = int_in(ctx, "workload.iterations", w.iterations, 1, 1, 10_000)?;
+    let Some(steps_file) = &w.steps else {
+        return Err(ctx.at(&p("workload"), true, "a steps workload needs `workload.steps`", Some("e.g. steps = [{ op = \"sync\" }]".into())));
+    };
+    if steps_file.is_empty() {
+        return Err(ctx.value(&p("workload.steps"), "`workload.steps` is empty"));
+    }
+    let steps = steps_file.iter().enumerate().map(|(i, s)| validate_step(ctx, i, s, archive)).collect::<Result<Vec<_>, _>>()?;
+    Ok(StepsSpec { iterations, steps })
+}
+
+fn validate_step(ctx: &Ctx, i: usize, s: &StepFile, archive: Option<&ArchiveSpec>) -> Result<Step, ScenarioError> {
+    let base = with(p("workload.steps"), Seg::Index(i));
+    let field = |k: &str| with(base.clone(), Seg::Key(k.into()));
+    let allowed: &[&str] = match s.op.as_str() {
+        "rm_rf" | "mkdir" => &["path"],
+        "untar" => &["archive"],
+        "exec" => &["argv"],
+        "sync" | "syncfs" | "drop_caches" => &[],
+        other => {
+            return Err(ctx.at(&field("op"), false, format!("unknown step op `{other}`"), did_you_mean(other, OPS).or(Some(format!("ops: {}", OPS.join(", "))))));
+        }
+    };
+    for (k, set) in [("path", s.path.is_some()), ("archive", s.archive.is_some()), ("argv", s.argv.is_some())] {
+        if set && !allowed.contains(&k) {
+            return Err(ctx.at(&field(k), true, format!("`{k}` is not an option of op `{}`", s.op), None));
+        }
+    }
+    let need = |k: &str, v: &Option<String>| -> Result<String, ScenarioError> {
+        match v.as_deref() {
+            Some(x) if !x.is_empty() => Ok(x.to_string()),
+            _ => Err(ctx.at(&base, false, format!("op `{}` needs `{k}`", s.op), None)),
+        }
+    };
+    let relative = |k: &str, v: String| -> Result<String, ScenarioError> {
+        let path = Path::new(&v);
+        if path.is_absolute() || path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+            return Err(ctx.value_help(&field(k), format!("`{v}` leaves the filesystem under test"), "step paths are relative to the filesystem under test and may not contain `..`"));
+        }
+        Ok(v)
+    };
+    Ok(match s.op.as_str() {
+        "rm_rf" => Step::RmRf { path: relative("path", need("path", &s.path)?)? },
+        "mkdir" => Step::Mkdir { path: relative("path", need("path", &s.path)?)? },
+        "untar" => {
+            let name = need("archive", &s.archive)?;
+            match archive {
+                Some(a) if a.file_name == name => {}
+                Some(a) => return Err(ctx.value_help(&field("archive"), format!("`{name}` is not the scenario's archive"), format!("`[archive]` provides `{}`", a.file_name))),
+                None => return Err(ctx.at(&field("archive"), false, format!("op `untar` of `{name}` needs an `[archive]` section"), Some("add [archive] with generate = \"linux-2.5.63\" or path = \"...\"".into()))),
+            }
+            Step::Untar { archive: name }
+        }
+        "exec" => {
+            let argv = s.argv.clone().unwrap_or_default();
+            if argv.is_empty() || argv[0].is_empty() {
+                return Err(ctx.at(&base, false, "op `exec` needs a non-empty `argv`", Some("e.g. argv = [\"git\", \"status\"]".into())));
+            }
+            Step::Exec { argv }
+        }
+        "sync" => Step::Sync,
+        "syncfs" => Step::Syncfs,
+        "drop_caches" => Step::DropCaches,
+        _ => unreachable!("checked above"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = "schema = 1\nname = \"t\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"dir\"\npath = \"/tmp\"\n[workload]\nkind = \"lat_fs\"\n";
+
+    #[test]
+    fn minimal_lat_fs_gets_defaults() {
+        let s = parse_str(MINIMAL, "t.toml").unwrap();
+        assert_eq!(s.matrix.layout, vec![Layout::S]);
+        assert_eq!(s.matrix.test.len(), 4);
+        let Workload::Latfs(l) = &s.workload else { panic!() };
+        assert_eq!((l.repetitions, l.quota_refs, l.duration), (5, 2, Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn unknown_key_points_at_it_and_suggests() {
+        let text = MINIMAL.replace("fs = [\"ext4\"]", "fs = [\"ext4\"]\ntaks = [1]");
+        let e = parse_str(&text, "t.toml").unwrap_err();
+        assert_eq!((e.line, e.column), (Some(5), Some(1)), "{e}");
+        assert!(e.message.contains("unknown key `taks` in [matrix]"), "{e}");
+        assert_eq!(e.help.as_deref(), Some("did you mean `tasks`?"));
+    }
+
+    #[test]
+    fn bad_value_in_array_points_at_the_element() {
+        let text = MINIMAL.replace("fs = [\"ext4\"]", "fs = [\"ext4\"]\ntasks = [1, 0]");
+        let e = parse_str(&text, "t.toml").unwrap_err();
+        assert_eq!((e.line, e.column), (Some(5), Some(13)), "{e}");
+        assert_eq!(e.key.as_deref(), Some("matrix.tasks[1]"));
+    }
+
+    #[test]
+    fn suggestions_are_only_for_near_misses() {
+        assert_eq!(suggest("taks", ["fs", "tasks", "test"]), Some("tasks"));
+        assert_eq!(suggest("zzzz", ["fs", "tasks", "test"]), None);
+        assert_eq!(suggest("ext44", ["ext4", "ext2"]), Some("ext4"));
+    }
 }
