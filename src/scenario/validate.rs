@@ -286,7 +286,12 @@ fn did_you_mean<'c>(name: &str, candidates: &[&'c str]) -> Option<String> {
 fn from_toml_error(ctx: &Ctx, e: &toml::de::Error) -> ScenarioError {
     let msg = e.message().trim().to_string();
     let span = e.span();
-    let path = span.as_ref().map(|s| ctx.path_at(s.start)).unwrap_or_default();
+    // A span that starts the document is about the root table (e.g. a missing top-level key).
+    let whole_doc = span.as_ref().is_some_and(|s| s.start == 0 && (s.end == 0 || s.end + 1 >= ctx.text.trim_end().len()));
+    let path = match &span {
+        Some(s) if !whole_doc => ctx.path_at(s.start),
+        _ => Vec::new(),
+    };
     let key = (!path.is_empty()).then(|| path_str(&path));
     // serde: "unknown field `taks`, expected one of `fs`, `layout`, ..."
     if let Some(rest) = msg.strip_prefix("unknown field `") {

@@ -1,0 +1,68 @@
+//! The bad-scenario corpus: every malformed file gets a positioned error, exit 2, no panic.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+
+#[test]
+fn every_bad_scenario_is_rejected_with_its_expected_message() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bad_scenarios");
+    let mut cases: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
+    cases.sort();
+    assert!(cases.len() >= 25, "the corpus has {} cases, want at least 25", cases.len());
+    let mut failures = Vec::new();
+    for case in &cases {
+        let expected = std::fs::read_to_string(case.with_extension("expected")).unwrap_or_else(|_| panic!("{} has no .expected file", case.display()));
+        // Run from the crate root so the reported path is the relative one in .expected.
+        let out = Command::cargo_bin("fsbench").unwrap().current_dir(env!("CARGO_MANIFEST_DIR")).arg("validate").arg(case.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(2) {
+            failures.push(format!("{}: exit {:?}, want 2\n{stderr}", case.display(), out.status.code()));
+        }
+        if stderr.contains("panicked") {
+            failures.push(format!("{}: panicked\n{stderr}", case.display()));
+        }
+        for line in expected.lines().filter(|l| !l.trim().is_empty()) {
+            if !stderr.contains(line) {
+                failures.push(format!("{}: missing `{line}` in:\n{stderr}", case.display()));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn bundled_scenarios_validate() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut cmd = Command::cargo_bin("fsbench").unwrap();
+    cmd.current_dir(root).arg("validate");
+    for name in ["quickstart", "quota-smp", "kernel-untar"] {
+        cmd.arg(format!("scenarios/{name}.toml"));
+    }
+    cmd.assert().success();
+}
+
+#[test]
+fn set_and_only_errors_are_usage_errors() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let run = |args: &[&str]| Command::cargo_bin("fsbench").unwrap().current_dir(root).args(args).output().unwrap();
+    let out = run(&["plan", "scenarios/quota-smp.toml", "--set", "workload.duration=2xs"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--set workload.duration=2xs: unknown duration unit `xs`"));
+    let out = run(&["plan", "scenarios/quota-smp.toml", "--only", "taks=1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown axis `taks`, did you mean `tasks`?"));
+    let out = run(&["plan", "scenarios/quota-smp.toml", "--frobnicate"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&["validate", "does/not/exist.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does/not/exist.toml: cannot read scenario"));
+}
+
+#[test]
+fn plan_of_quota_smp_lists_128_cells() {
+    let out = Command::cargo_bin("fsbench").unwrap().current_dir(env!("CARGO_MANIFEST_DIR")).args(["plan", "scenarios/quota-smp.toml", "--format", "json"]).output().unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["cells"].as_array().unwrap().len(), 128);
+}
