@@ -154,8 +154,19 @@ struct ProbeKey {
     quota_options: Vec<String>,
 }
 
-fn probe_cache() -> &'static Mutex<HashMap<ProbeKey, Result<(), SkipReason>>> {
-    static CACHE: OnceLock<Mutex<HashMap<ProbeKey, Result<(), SkipReason>>>> = OnceLock::new();
+/// The outcome of a quota probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QuotaProbe {
+    /// Quota switched on and off on a test mount.
+    Supported,
+    /// The kernel (or tools) cannot do it here.
+    Unsupported(SkipReason),
+    /// The filesystem has no such quota mode (mkfs or mount rejects the quota option itself).
+    NotApplicable(SkipReason),
+}
+
+fn probe_cache() -> &'static Mutex<HashMap<ProbeKey, QuotaProbe>> {
+    static CACHE: OnceLock<Mutex<HashMap<ProbeKey, QuotaProbe>>> = OnceLock::new();
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
@@ -166,13 +177,16 @@ fn check_quota(req: &ProvisionRequest) -> Result<(), SkipReason> {
     if req.fs.quota == QuotaImpl::Files && mkfs::find_tool("quotacheck").is_none() {
         return Err(skip("quotacheck not found (quota files are made with quota-tools)", "apt-get install quota".to_string()));
     }
-    quota_probe(&req.cell.fs, req.fs)
+    match quota_probe(&req.cell.fs, req.fs) {
+        QuotaProbe::Supported => Ok(()),
+        QuotaProbe::Unsupported(r) | QuotaProbe::NotApplicable(r) => Err(r),
+    }
 }
 
 /// Whether quota as `spec` asks for it works for `fs` on this kernel: a tiny
 /// filesystem is made, mounted with the quota options, quota switched on and
 /// off, and everything torn down. Cached per process.
-pub fn quota_probe(fs: &str, spec: &FsSpec) -> Result<(), SkipReason> {
+pub fn quota_probe(fs: &str, spec: &FsSpec) -> QuotaProbe {
     let quota_options: Vec<String> = spec.mount.iter().filter(|o| quota::is_quota_option(o)).cloned().collect();
     let key = ProbeKey { fs: fs.to_string(), imp: spec.quota, mkfs: spec.mkfs.clone(), quota_options: quota_options.clone() };
     // Holding the lock across the probe serialises probes, which is what we want.
@@ -185,12 +199,12 @@ pub fn quota_probe(fs: &str, spec: &FsSpec) -> Result<(), SkipReason> {
     r
 }
 
-fn run_quota_probe(fs: &str, spec: &FsSpec, mut quota_options: Vec<String>) -> Result<(), SkipReason> {
+fn run_quota_probe(fs: &str, spec: &FsSpec, mut quota_options: Vec<String>) -> QuotaProbe {
     if spec.quota == QuotaImpl::Files && quota_options.is_empty() {
         quota_options = vec!["usrquota".into(), "grpquota".into()];
     }
     let Ok(tmp) = tempfile::Builder::new().prefix("fsbench-quota-probe-").tempdir() else {
-        return Err(skip("quota probe: cannot create a temporary directory", None));
+        return QuotaProbe::Unsupported(skip("quota probe: cannot create a temporary directory", None));
     };
     let cell = CellParams { fs: fs.to_string(), layout: Layout::S, quota: QuotaMode::On, tasks: 1, test: None };
     let probe_spec = FsSpec { mkfs: spec.mkfs.clone(), mount: quota_options, quota: spec.quota };
@@ -204,22 +218,29 @@ fn run_quota_probe(fs: &str, spec: &FsSpec, mut quota_options: Vec<String>) -> R
     match super::provision_unchecked(&req) {
         Ok(p) => {
             let _ = p.teardown();
-            Ok(())
+            QuotaProbe::Supported
         }
-        Err(ProvisionError::MountRefused { kernel, errno, .. }) => Err(skip(
-            if kernel.is_empty() {
+        Err(ProvisionError::MountRefused { kernel, errno, .. }) => {
+            let said = kernel.join("; ");
+            let reason = if kernel.is_empty() {
                 format!("{fs} {what}: the kernel refused the quota mount ({errno})")
             } else {
-                format!("{fs} {what}: {}", kernel.join("; "))
-            },
-            quota_remedy(),
-        )),
-        Err(ProvisionError::Quota { detail, .. }) => Err(skip(format!("{fs} {what}: {detail}"), quota_remedy())),
-        Err(ProvisionError::Mkfs { argv, stderr, .. }) if spec.quota == QuotaImpl::Feature => {
-            Err(skip(format!("{fs} {what}: `{argv}` failed: {stderr}"), None))
+                format!("{fs} {what}: {said}")
+            };
+            // "Unknown parameter 'usrquota'": this fs has no such quota mode at all.
+            if said.contains("Unknown parameter") {
+                QuotaProbe::NotApplicable(skip(reason, None))
+            } else {
+                QuotaProbe::Unsupported(skip(reason, quota_remedy()))
+            }
         }
+        Err(ProvisionError::Quota { detail, .. }) => QuotaProbe::Unsupported(skip(format!("{fs} {what}: {detail}"), quota_remedy())),
+        Err(ProvisionError::Mkfs { argv, stderr, .. }) if spec.quota == QuotaImpl::Feature => QuotaProbe::NotApplicable(skip(
+            format!("{fs} {what}: `{argv}` failed: {}", stderr.lines().next().unwrap_or("")),
+            None,
+        )),
         // Anything else is not about quota: let the real provisioning report it.
-        Err(_) => Ok(()),
+        Err(_) => QuotaProbe::Supported,
     }
 }
 
@@ -307,8 +328,9 @@ pub fn capabilities(fs_list: &[String]) -> Vec<Capability> {
             }
             let spec = FsSpec { mkfs: Vec::new(), mount: Vec::new(), quota: imp };
             rows.push(match quota_probe(fs, &spec) {
-                Ok(()) => row(label, "ok", "test mount with quota on succeeded", ""),
-                Err(s) => row(label, "unsupported", s.reason, s.remedy.unwrap_or_default()),
+                QuotaProbe::Supported => row(label, "ok", "test mount with quota on succeeded", ""),
+                QuotaProbe::Unsupported(s) => row(label, "unsupported", s.reason, s.remedy.unwrap_or_default()),
+                QuotaProbe::NotApplicable(s) => row(label, "n/a", s.reason, ""),
             });
         }
     }

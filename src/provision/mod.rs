@@ -78,7 +78,7 @@ pub enum ProvisionError {
         source: Errno,
     },
     /// `mkfs.<fs>` failed.
-    #[error("`{argv}` failed ({status}): {stderr}")]
+    #[error("`{argv}` failed ({status}): {}", first_lines(stderr, 3))]
     Mkfs {
         /// The command line.
         argv: String,
@@ -131,6 +131,11 @@ pub enum ProvisionError {
     /// Some objects could not be released.
     #[error("teardown left objects behind: {}", .0.join("; "))]
     Teardown(Vec<String>),
+}
+
+/// The first `n` non-empty lines: tools print usage screens after the one line that matters.
+fn first_lines(s: &str, n: usize) -> String {
+    s.lines().map(str::trim).filter(|l| !l.is_empty()).take(n).collect::<Vec<_>>().join(" / ")
 }
 
 impl ProvisionError {
