@@ -74,14 +74,13 @@ fn check_dir(req: &ProvisionRequest, path: &Path) -> Result<(), SkipReason> {
         return Err(skip("per-task uids need root (chown of task directories)", "run as root, or set per_task_uid = false".to_string()));
     }
     // A result labelled ext4 must have run on ext4.
-    if let Some(m) = mount::containing_mount(&canon) {
-        if m.fstype != cell.fs {
+    if let Some(m) = mount::containing_mount(&canon)
+        && m.fstype != cell.fs {
             return Err(skip(
                 format!("backing dir {} is on {}, the cell asks for {}", canon.display(), m.fstype, cell.fs),
                 format!("point backing.path at a directory on {}, or use backing kind \"tmpfs-loop\"", cell.fs),
             ));
         }
-    }
     Ok(())
 }
 

@@ -145,12 +145,11 @@ pub fn undo_cell(cell_dir: &Path, entries: &[Entry]) -> Result<Vec<String>, Prov
         }
     }
     for e in entries {
-        if let Entry::Scratch(p) = e {
-            if p.exists() {
+        if let Entry::Scratch(p) = e
+            && p.exists() {
                 std::fs::remove_dir_all(p).map_err(|e| ProvisionError::io("remove scratch dir", p, e))?;
                 done.push(format!("removed {}", p.display()));
             }
-        }
     }
     Ok(done)
 }

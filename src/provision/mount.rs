@@ -162,7 +162,7 @@ pub fn mountinfo() -> Vec<MountInfo> {
 
 /// The topmost mount at exactly `target`, if any.
 pub fn find_mount(target: &Path) -> Option<MountInfo> {
-    mountinfo().into_iter().filter(|m| m.mount_point == target).last()
+    mountinfo().into_iter().rfind(|m| m.mount_point == target)
 }
 
 /// Whether something is mounted at `target`.
