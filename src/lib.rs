@@ -16,5 +16,6 @@ pub mod report;
 pub mod results;
 pub mod runner;
 pub mod scenario;
+pub mod signals;
 pub mod stats;
 pub mod workload;

@@ -1,9 +1,506 @@
 //! Provisioning: real filesystems for a cell (tmpfs, sparse image, loop device,
 //! mkfs, mount, quota), each held by an RAII guard and torn down in reverse order.
+//!
+//! Every kernel object is recorded in a journal in the cell's work directory
+//! *before* it is acquired, so that [`cleanup_stale`] can undo a run that was
+//! killed with SIGKILL. Teardown runs on success ([`Provisioned::teardown`]),
+//! on error and panic (`Drop`), and after SIGINT/SIGTERM (the runner sees
+//! [`crate::signals::interrupted`] and drops what it holds).
 
-use crate::cli::DoctorArgs;
+pub mod capability;
+pub mod journal;
+pub mod kmsg;
+pub mod loopdev;
+pub mod mkfs;
+pub mod mount;
+pub mod quota;
 
-/// `fsbench doctor`.
-pub fn cli_doctor(_args: &DoctorArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("capability detection is not built yet (issue 3)")
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::mount::MsFlags;
+
+use crate::model::{CellParams, FilesystemInfo, Layout, QuotaImpl, QuotaMode, SkipReason};
+use crate::scenario::{Backing, FsSpec};
+
+use journal::{Entry, Journal};
+use loopdev::LoopDevice;
+use quota::QuotaType;
+
+pub use capability::{check, cli_doctor};
+
+/// Everything provisioning needs to build one cell's filesystems.
+pub struct ProvisionRequest<'a> {
+    /// The cell: fs, layout, quota, tasks.
+    pub cell: &'a CellParams,
+    /// mkfs arguments, mount options, quota implementation of the cell's fs.
+    pub fs: &'a FsSpec,
+    /// Where the filesystems live.
+    pub backing: &'a Backing,
+    /// Private per-run work directory (`/tmp/fsbench/<run-id>`); cell dirs are made in it.
+    pub workdir: &'a Path,
+    /// When set, task i's directory is chowned to uid = gid = `task_uids[i]`; else chmod 0777.
+    pub task_uids: Option<Vec<u32>>,
+    /// The only block device that may be formatted (from `--allow-device`).
+    pub allow_device: Option<&'a Path>,
+}
+
+/// Why provisioning (or tearing down) failed, with the object it failed on.
+#[derive(Debug, thiserror::Error)]
+pub enum ProvisionError {
+    /// Real provisioning needs root.
+    #[error("{what} needs root (running as uid {uid}); use backing kind \"dir\" to run without root")]
+    NotRoot {
+        /// What needed it.
+        what: String,
+        /// The effective uid.
+        uid: u32,
+    },
+    /// A file system call failed.
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        what: String,
+        /// On what.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A system call failed.
+    #[error("{what} {}: {source}", path.display())]
+    Sys {
+        /// What was being done.
+        what: String,
+        /// On what.
+        path: PathBuf,
+        /// The errno.
+        source: Errno,
+    },
+    /// `mkfs.<fs>` failed.
+    #[error("`{argv}` failed ({status}): {}", first_lines(stderr, 3))]
+    Mkfs {
+        /// The command line.
+        argv: String,
+        /// Its exit status.
+        status: String,
+        /// What it printed.
+        stderr: String,
+    },
+    /// The kernel refused a mount; `kernel` holds what it logged about it.
+    #[error("mount -t {fstype} -o {options} {} {} failed: {errno}{}", source_dev.display(), target.display(),
+        if kernel.is_empty() { String::new() } else { format!("; kernel: {}", kernel.join("; ")) })]
+    MountRefused {
+        /// Device mounted.
+        source_dev: PathBuf,
+        /// Mount point.
+        target: PathBuf,
+        /// Filesystem type.
+        fstype: String,
+        /// Options as given.
+        options: String,
+        /// What mount(2) returned.
+        errno: Errno,
+        /// The kernel's own messages from /dev/kmsg.
+        kernel: Vec<String>,
+    },
+    /// Quota could not be set up or read.
+    #[error("{what} on {}: {detail}", mountpoint.display())]
+    Quota {
+        /// What was being done.
+        what: String,
+        /// The filesystem.
+        mountpoint: PathBuf,
+        /// The tool's or the kernel's answer.
+        detail: String,
+    },
+    /// A block device may not be used.
+    #[error("refusing to use {}: {reason}", path.display())]
+    Device {
+        /// The device.
+        path: PathBuf,
+        /// Why not.
+        reason: String,
+    },
+    /// The cell cannot run on this host (see [`check`]).
+    #[error("{}", .0.reason)]
+    Unsupported(SkipReason),
+    /// SIGINT or SIGTERM arrived while provisioning.
+    #[error("interrupted while provisioning")]
+    Interrupted,
+    /// Some objects could not be released.
+    #[error("teardown left objects behind: {}", .0.join("; "))]
+    Teardown(Vec<String>),
+}
+
+/// The first `n` non-empty lines: tools print usage screens after the one line that matters.
+fn first_lines(s: &str, n: usize) -> String {
+    s.lines().map(str::trim).filter(|l| !l.is_empty()).take(n).collect::<Vec<_>>().join(" / ")
+}
+
+impl ProvisionError {
+    pub(crate) fn io(what: &str, path: &Path, source: std::io::Error) -> ProvisionError {
+        ProvisionError::Io { what: what.into(), path: path.to_path_buf(), source }
+    }
+}
+
+/// One acquired object, released by [`Provisioned`] in reverse order.
+#[derive(Debug)]
+enum Guard {
+    /// A mount (tmpfs or filesystem under test): unmount.
+    Mount(PathBuf),
+    /// A loop device: detach.
+    Loop(LoopDevice),
+    /// Quota switched on: switch off.
+    Quota { device: PathBuf, mountpoint: PathBuf, qtype: QuotaType },
+    /// A directory we created outside the cell dir: remove it.
+    Scratch(PathBuf),
+}
+
+impl Guard {
+    fn release(self, lazy: bool) -> Result<(), ProvisionError> {
+        match self {
+            Guard::Mount(p) => mount::unmount(&p, lazy),
+            Guard::Loop(l) => l.detach(),
+            Guard::Quota { device, mountpoint, qtype } => quota::quota_off(&device, &mountpoint, qtype),
+            Guard::Scratch(p) => std::fs::remove_dir_all(&p).map_err(|e| ProvisionError::io("remove", &p, e)),
+        }
+    }
+}
+
+/// A provisioned cell: its filesystems, per-task directories and the guards
+/// that release everything, in reverse order, on teardown or drop.
+#[derive(Debug)]
+pub struct Provisioned {
+    cell_dir: PathBuf,
+    journal: Option<Journal>,
+    guards: Vec<Guard>,
+    task_dirs: Vec<PathBuf>,
+    filesystems: Vec<FilesystemInfo>,
+    root: PathBuf,
+    released: bool,
+}
+
+impl Provisioned {
+    /// One directory per task, where the task works.
+    pub fn task_dirs(&self) -> &[PathBuf] {
+        &self.task_dirs
+    }
+
+    /// The filesystems as built: mkfs argv, options read back, features, quota state.
+    pub fn filesystems(&self) -> &[FilesystemInfo] {
+        &self.filesystems
+    }
+
+    /// The filesystem under test for step workloads (layout S: its mount point;
+    /// layout M: the first task's filesystem).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The private cell directory holding the journal, backing tmpfs and mount points.
+    pub fn cell_dir(&self) -> &Path {
+        &self.cell_dir
+    }
+
+    /// Release everything in reverse order and report what could not be released.
+    pub fn teardown(mut self) -> Result<(), ProvisionError> {
+        self.release(false)
+    }
+
+    fn release(&mut self, lazy: bool) -> Result<(), ProvisionError> {
+        if self.released {
+            return Ok(());
+        }
+        self.released = true;
+        let mut errors = Vec::new();
+        while let Some(g) = self.guards.pop() {
+            if let Err(e) = g.release(lazy) {
+                errors.push(e.to_string());
+            }
+        }
+        if errors.is_empty() {
+            // Only now is the journal no longer needed: keep it on failure so
+            // that `cleanup_stale` can finish the job later.
+            self.journal = None;
+            if let Err(e) = std::fs::remove_dir_all(&self.cell_dir) {
+                errors.push(ProvisionError::io("remove cell dir", &self.cell_dir, e).to_string());
+            }
+        }
+        if errors.is_empty() { Ok(()) } else { Err(ProvisionError::Teardown(errors)) }
+    }
+
+    fn acquire_record(&mut self, e: Entry) -> Result<(), ProvisionError> {
+        match self.journal.as_mut() {
+            Some(j) => j.record(&e),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Provisioned {
+    fn drop(&mut self) {
+        // Best effort on error, panic and interrupt: lazy unmount as a last resort.
+        if let Err(e) = self.release(true) {
+            eprintln!("fsbench: cleanup of {}: {e}", self.cell_dir.display());
+        }
+    }
+}
+
+/// Whether the effective uid is root.
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+fn require_root(what: &str) -> Result<(), ProvisionError> {
+    if is_root() {
+        Ok(())
+    } else {
+        Err(ProvisionError::NotRoot { what: what.into(), uid: nix::unistd::geteuid().as_raw() })
+    }
+}
+
+fn check_interrupt() -> Result<(), ProvisionError> {
+    if crate::signals::interrupted() { Err(ProvisionError::Interrupted) } else { Ok(()) }
+}
+
+/// Build the cell's filesystems. Layout M: one fs per task mounted at
+/// `<cell>/mnt/<i>`; layout S: one fs at `<cell>/mnt` with a dir per task.
+pub fn provision(req: &ProvisionRequest) -> Result<Provisioned, ProvisionError> {
+    capability::check(req).map_err(ProvisionError::Unsupported)?;
+    provision_unchecked(req)
+}
+
+/// [`provision`] without the capability check (the quota probe is itself a provision).
+fn provision_unchecked(req: &ProvisionRequest) -> Result<Provisioned, ProvisionError> {
+    check_interrupt()?;
+    std::fs::create_dir_all(req.workdir).map_err(|e| ProvisionError::io("create work dir", req.workdir, e))?;
+    let cell_dir = tempfile::Builder::new()
+        .prefix(&format!("{}-", req.cell.id()))
+        .tempdir_in(req.workdir)
+        .map_err(|e| ProvisionError::io("create cell dir", req.workdir, e))?
+        .keep();
+    // Workers run under per-task uids and must traverse to their directories.
+    set_mode(&cell_dir, 0o755)?;
+    let journal = Journal::create(&cell_dir)?;
+    let mut p = Provisioned {
+        cell_dir: cell_dir.clone(),
+        journal: Some(journal),
+        guards: Vec::new(),
+        task_dirs: Vec::new(),
+        filesystems: Vec::new(),
+        root: cell_dir.clone(),
+        released: false,
+    };
+    match req.backing {
+        Backing::TmpfsLoop { .. } => provision_tmpfs_loop(req, &mut p)?,
+        Backing::Device { path } => provision_device(req, path, &mut p)?,
+        Backing::Dir { path } => provision_dir(req, path, &mut p)?,
+    }
+    check_interrupt()?;
+    Ok(p)
+}
+
+fn filesystem_count(cell: &CellParams) -> u32 {
+    match cell.layout {
+        Layout::M => cell.tasks.max(1),
+        Layout::S => 1,
+    }
+}
+
+fn provision_tmpfs_loop(req: &ProvisionRequest, p: &mut Provisioned) -> Result<(), ProvisionError> {
+    require_root("tmpfs-loop backing")?;
+    let size = req.backing.image_size(req.cell.layout).expect("tmpfs-loop has image sizes");
+    let nfs = filesystem_count(req.cell);
+    let backing = p.cell_dir.join("backing");
+    p.acquire_record(Entry::Tmpfs(backing.clone()))?;
+    std::fs::create_dir(&backing).map_err(|e| ProvisionError::io("create", &backing, e))?;
+    // Room for every image in full and a little for tmpfs itself, no more.
+    let tmpfs_opts = format!("size={},mode=0700", size.saturating_mul(nfs as u64).saturating_add(1 << 20));
+    nix::mount::mount(Some("tmpfs"), &backing, Some("tmpfs"), MsFlags::MS_NOSUID | MsFlags::MS_NODEV, Some(tmpfs_opts.as_str()))
+        .map_err(|e| ProvisionError::Sys { what: "mount tmpfs on".into(), path: backing.clone(), source: e })?;
+    p.guards.push(Guard::Mount(backing.clone()));
+    let mnt = p.cell_dir.join("mnt");
+    make_dir(&mnt)?;
+    for i in 0..nfs {
+        check_interrupt()?;
+        let image = backing.join(format!("img{i}"));
+        let f = std::fs::File::create(&image).map_err(|e| ProvisionError::io("create image", &image, e))?;
+        f.set_len(size).map_err(|e| ProvisionError::io("size image", &image, e))?;
+        drop(f);
+        p.acquire_record(Entry::Loop(image.clone()))?;
+        let lo = LoopDevice::attach(&image)?;
+        let dev = lo.path().to_path_buf();
+        p.guards.push(Guard::Loop(lo));
+        let mountpoint = match req.cell.layout {
+            Layout::M => mnt.join(i.to_string()),
+            Layout::S => mnt.clone(),
+        };
+        let mut info = make_fs(req, p, &dev, &mountpoint)?;
+        info.image = Some(image.to_string_lossy().into_owned());
+        info.image_size = Some(size);
+        p.filesystems.push(info);
+    }
+    finish_task_dirs(req, p, &mnt)
+}
+
+fn provision_device(req: &ProvisionRequest, path: &Path, p: &mut Provisioned) -> Result<(), ProvisionError> {
+    require_root("device backing")?;
+    capability::device_usable(path, req.allow_device).map_err(|reason| ProvisionError::Device { path: path.to_path_buf(), reason })?;
+    let mnt = p.cell_dir.join("mnt");
+    let mut info = make_fs(req, p, path, &mnt)?;
+    info.image = None;
+    p.filesystems.push(info);
+    finish_task_dirs(req, p, &mnt)
+}
+
+/// mkfs, mount, quota and read-back for one filesystem on `dev`.
+fn make_fs(req: &ProvisionRequest, p: &mut Provisioned, dev: &Path, mountpoint: &Path) -> Result<FilesystemInfo, ProvisionError> {
+    let fs = req.cell.fs.as_str();
+    let mut args = req.fs.mkfs.clone();
+    if req.cell.quota == QuotaMode::On && req.fs.quota == QuotaImpl::Feature {
+        args.extend(["-O".to_string(), "quota".to_string()]);
+    }
+    let argv = mkfs::mkfs_argv(fs, &args, dev);
+    check_interrupt()?;
+    mkfs::run_mkfs(&argv)?;
+    check_interrupt()?;
+    p.acquire_record(Entry::Mount(mountpoint.to_path_buf()))?;
+    make_dir(mountpoint)?;
+    mount::mount_fs(dev, mountpoint, fs, &req.fs.mount)?;
+    p.guards.push(Guard::Mount(mountpoint.to_path_buf()));
+    if req.cell.quota == QuotaMode::On {
+        switch_quota_on(req, p, dev, mountpoint)?;
+    }
+    let m = mount::find_mount(mountpoint).ok_or_else(|| ProvisionError::Sys {
+        what: "mount vanished from /proc/self/mountinfo".into(),
+        path: mountpoint.to_path_buf(),
+        source: Errno::ENOENT,
+    })?;
+    Ok(FilesystemInfo {
+        fs: fs.to_string(),
+        device: Some(dev.to_string_lossy().into_owned()),
+        image: None,
+        image_size: None,
+        mountpoint: mountpoint.to_string_lossy().into_owned(),
+        mkfs_argv: argv,
+        mount_options_requested: req.fs.mount.clone(),
+        mount_options: m.mount_options,
+        super_options: m.super_options,
+        features: mkfs::features(dev),
+        quota_state: Some(quota::state(dev)),
+    })
+}
+
+fn switch_quota_on(req: &ProvisionRequest, p: &mut Provisioned, dev: &Path, mountpoint: &Path) -> Result<(), ProvisionError> {
+    let mut types = quota::types_from_options(&req.fs.mount);
+    if types.is_empty() {
+        types = vec![QuotaType::User, QuotaType::Group];
+    }
+    // Some filesystems switch quota on themselves at mount (xfs with uquota,
+    // ext4 with the quota feature): then there is nothing to switch.
+    let pending: Vec<QuotaType> = types.into_iter().filter(|t| !quota::is_on(dev, *t)).collect();
+    if pending.is_empty() {
+        return Ok(());
+    }
+    if req.fs.quota == QuotaImpl::Feature {
+        return Err(ProvisionError::Quota {
+            what: "quota feature".into(),
+            mountpoint: mountpoint.to_path_buf(),
+            detail: format!("quota is off after mounting a filesystem made with -O quota (state: {})", quota::state(dev)),
+        });
+    }
+    quota::create_files(mountpoint)?;
+    for t in pending {
+        quota::quota_on(dev, mountpoint, t)?;
+        p.guards.push(Guard::Quota { device: dev.to_path_buf(), mountpoint: mountpoint.to_path_buf(), qtype: t });
+    }
+    Ok(())
+}
+
+fn provision_dir(req: &ProvisionRequest, path: &Path, p: &mut Provisioned) -> Result<(), ProvisionError> {
+    let base = path.canonicalize().map_err(|e| ProvisionError::io("backing dir", path, e))?;
+    let name = p.cell_dir.file_name().expect("cell dir has a name").to_string_lossy().into_owned();
+    let scratch = base.join(format!("fsbench-{name}"));
+    p.acquire_record(Entry::Scratch(scratch.clone()))?;
+    std::fs::create_dir(&scratch).map_err(|e| ProvisionError::io("create", &scratch, e))?;
+    p.guards.push(Guard::Scratch(scratch.clone()));
+    set_mode(&scratch, 0o755)?;
+    let m = mount::containing_mount(&scratch);
+    p.filesystems.push(FilesystemInfo {
+        fs: m.as_ref().map(|m| m.fstype.clone()).unwrap_or_else(|| req.cell.fs.clone()),
+        device: None,
+        image: None,
+        image_size: None,
+        mountpoint: scratch.to_string_lossy().into_owned(),
+        mkfs_argv: Vec::new(),
+        mount_options_requested: Vec::new(),
+        mount_options: m.as_ref().map(|m| m.mount_options.clone()).unwrap_or_default(),
+        super_options: m.as_ref().map(|m| m.super_options.clone()).unwrap_or_default(),
+        features: Vec::new(),
+        quota_state: None,
+    });
+    // Every task gets its own directory, whatever the layout: there is one filesystem.
+    for i in 0..req.cell.tasks.max(1) {
+        let d = scratch.join(i.to_string());
+        make_dir(&d)?;
+        prepare_task_dir(req, i, &d)?;
+        p.task_dirs.push(d);
+    }
+    p.root = scratch;
+    Ok(())
+}
+
+/// Per-task directories: M: each fs's mount root; S: `<mnt>/<i>` on the one fs.
+fn finish_task_dirs(req: &ProvisionRequest, p: &mut Provisioned, mnt: &Path) -> Result<(), ProvisionError> {
+    for i in 0..req.cell.tasks.max(1) {
+        let d = match req.cell.layout {
+            Layout::M => mnt.join(i.to_string()),
+            Layout::S => {
+                let d = mnt.join(i.to_string());
+                make_dir(&d)?;
+                d
+            }
+        };
+        prepare_task_dir(req, i, &d)?;
+        p.task_dirs.push(d);
+    }
+    set_mode(mnt, 0o755)?;
+    p.root = match req.cell.layout {
+        Layout::M => mnt.join("0"),
+        Layout::S => mnt.to_path_buf(),
+    };
+    Ok(())
+}
+
+fn prepare_task_dir(req: &ProvisionRequest, i: u32, d: &Path) -> Result<(), ProvisionError> {
+    match &req.task_uids {
+        Some(uids) => {
+            let uid = *uids.get(i as usize).ok_or_else(|| ProvisionError::io(
+                "task uid",
+                d,
+                std::io::Error::other(format!("task_uids has {} entries, task {i} has none", uids.len())),
+            ))?;
+            nix::unistd::chown(d, Some(nix::unistd::Uid::from_raw(uid)), Some(nix::unistd::Gid::from_raw(uid)))
+                .map_err(|e| ProvisionError::Sys { what: format!("chown {uid}:{uid}"), path: d.to_path_buf(), source: e })?;
+            set_mode(d, 0o755)
+        }
+        // As the seed did (chmod -R 777): any uid may work there.
+        None => set_mode(d, 0o777),
+    }
+}
+
+fn make_dir(d: &Path) -> Result<(), ProvisionError> {
+    std::fs::create_dir_all(d).map_err(|e| ProvisionError::io("create", d, e))
+}
+
+fn set_mode(d: &Path, mode: u32) -> Result<(), ProvisionError> {
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode)).map_err(|e| ProvisionError::io("chmod", d, e))
+}
+
+/// Clean up what a killed (kill -9) earlier run left under `workdir_root`:
+/// mounts unmounted, loops detached, dirs removed. Cells whose owning process
+/// is still alive are left alone. Returns a line per object cleaned.
+pub fn cleanup_stale(workdir_root: &Path) -> Result<Vec<String>, ProvisionError> {
+    journal::cleanup_stale(workdir_root)
 }

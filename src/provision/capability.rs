@@ -1,0 +1,372 @@
+//! Capability detection, never assumption: what a cell needs and whether this
+//! host has it, with the reason and the remedy when it does not. `fsbench
+//! doctor` prints the same checks as a table.
+
+use std::collections::HashMap;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+
+use crate::cli::DoctorArgs;
+use crate::model::{CellParams, Layout, QuotaImpl, QuotaMode, SkipReason};
+use crate::scenario::{Backing, FsSpec};
+
+use super::{ProvisionError, ProvisionRequest, is_root, loopdev, mkfs, mount, quota};
+
+fn skip(reason: impl Into<String>, remedy: impl Into<Option<String>>) -> SkipReason {
+    SkipReason { reason: reason.into(), remedy: remedy.into() }
+}
+
+/// Side-effect-free (apart from a cached tiny quota probe) capability check for one cell.
+pub fn check(req: &ProvisionRequest) -> Result<(), SkipReason> {
+    let cell = req.cell;
+    match req.backing {
+        Backing::Dir { path } => check_dir(req, path),
+        Backing::TmpfsLoop { .. } => {
+            need_root("tmpfs-loop backing")?;
+            loopdev::loop_control_available()
+                .map_err(|e| skip(format!("no loop device support: {e}"), "load the loop module (modprobe loop)".to_string()))?;
+            check_fs_tools(&cell.fs)?;
+            check_quota(req)
+        }
+        Backing::Device { path } => {
+            need_root("device backing")?;
+            if cell.layout == Layout::M && cell.tasks > 1 {
+                return Err(skip(
+                    format!("device backing holds one filesystem; layout M with {} tasks needs {}", cell.tasks, cell.tasks),
+                    "use layout S, or backing kind \"tmpfs-loop\"".to_string(),
+                ));
+            }
+            device_usable(path, req.allow_device).map_err(|r| skip(format!("{}: {r}", path.display()), None))?;
+            check_fs_tools(&cell.fs)?;
+            check_quota(req)
+        }
+    }
+}
+
+fn need_root(what: &str) -> Result<(), SkipReason> {
+    if is_root() {
+        Ok(())
+    } else {
+        Err(skip(
+            format!("{what} needs root (running as uid {})", nix::unistd::geteuid()),
+            "run as root, or use backing kind \"dir\"".to_string(),
+        ))
+    }
+}
+
+fn check_dir(req: &ProvisionRequest, path: &Path) -> Result<(), SkipReason> {
+    let cell = req.cell;
+    let canon = path
+        .canonicalize()
+        .ok()
+        .filter(|p| p.is_dir())
+        .ok_or_else(|| skip(format!("backing dir {} does not exist or is not a directory", path.display()), None))?;
+    if cell.quota == QuotaMode::On {
+        return Err(skip(
+            "quota cannot be switched on for backing kind \"dir\" (fsbench did not make that filesystem)",
+            "use backing kind \"tmpfs-loop\" for quota cells".to_string(),
+        ));
+    }
+    if req.task_uids.is_some() && !is_root() {
+        return Err(skip("per-task uids need root (chown of task directories)", "run as root, or set per_task_uid = false".to_string()));
+    }
+    // A result labelled ext4 must have run on ext4.
+    if let Some(m) = mount::containing_mount(&canon)
+        && m.fstype != cell.fs {
+            return Err(skip(
+                format!("backing dir {} is on {}, the cell asks for {}", canon.display(), m.fstype, cell.fs),
+                format!("point backing.path at a directory on {}, or use backing kind \"tmpfs-loop\"", cell.fs),
+            ));
+        }
+    Ok(())
+}
+
+/// `mkfs.<fs>` present and the fs type known to the kernel.
+fn check_fs_tools(fs: &str) -> Result<(), SkipReason> {
+    if mkfs::find_tool(&format!("mkfs.{fs}")).is_none() {
+        return Err(skip(format!("mkfs.{fs} not found"), mkfs::remedy_for(fs)));
+    }
+    fs_known_to_kernel(fs)
+}
+
+/// The fs type is in /proc/filesystems, or a module for it is installed
+/// (mount(2) then loads it on demand).
+pub fn fs_known_to_kernel(fs: &str) -> Result<(), SkipReason> {
+    let listed = std::fs::read_to_string("/proc/filesystems")
+        .map(|t| t.lines().any(|l| l.split_whitespace().last() == Some(fs)))
+        .unwrap_or(false);
+    if listed || module_installed(fs) {
+        return Ok(());
+    }
+    let release = nix::sys::utsname::uname().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default();
+    Err(skip(
+        format!("kernel {release} does not support filesystem type {fs} (not in /proc/filesystems, no module in /lib/modules/{release})"),
+        format!("use a kernel built with {fs} support"),
+    ))
+}
+
+fn module_installed(fs: &str) -> bool {
+    let Ok(u) = nix::sys::utsname::uname() else { return false };
+    let dir = PathBuf::from("/lib/modules").join(u.release()).join("kernel/fs");
+    walkdir::WalkDir::new(dir).into_iter().flatten().any(|e| {
+        let name = e.file_name().to_string_lossy();
+        name.strip_prefix(fs).is_some_and(|rest| rest.starts_with(".ko"))
+    })
+}
+
+/// The device is the one named with `--allow-device`, a block device, and not mounted.
+pub fn device_usable(path: &Path, allow: Option<&Path>) -> Result<(), String> {
+    let canon = path.canonicalize().map_err(|e| format!("cannot resolve: {e}"))?;
+    let allowed = allow.and_then(|a| a.canonicalize().ok());
+    if allowed.as_deref() != Some(canon.as_path()) {
+        return Err("not named with --allow-device on the command line (fsbench formats only images it made itself or that device)".into());
+    }
+    let meta = std::fs::metadata(&canon).map_err(|e| format!("stat: {e}"))?;
+    if !meta.file_type().is_block_device() {
+        return Err("not a block device".into());
+    }
+    use std::os::unix::fs::MetadataExt;
+    let rdev = meta.rdev();
+    let majmin = format!("{}:{}", libc::major(rdev), libc::minor(rdev));
+    if let Some(m) = mount::mountinfo().into_iter().find(|m| m.dev == majmin) {
+        return Err(format!("it is mounted on {}", m.mount_point.display()));
+    }
+    // O_EXCL on a block device fails while anything holds it (a mounted partition, LVM, swap).
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL)
+        .open(&canon)
+        .map(|_| ())
+        .map_err(|e| format!("it is in use: {e}"))
+}
+
+/// What makes two quota probes equivalent.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ProbeKey {
+    fs: String,
+    imp: QuotaImpl,
+    mkfs: Vec<String>,
+    quota_options: Vec<String>,
+}
+
+/// The outcome of a quota probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QuotaProbe {
+    /// Quota switched on and off on a test mount.
+    Supported,
+    /// The kernel (or tools) cannot do it here.
+    Unsupported(SkipReason),
+    /// The filesystem has no such quota mode (mkfs or mount rejects the quota option itself).
+    NotApplicable(SkipReason),
+}
+
+fn probe_cache() -> &'static Mutex<HashMap<ProbeKey, QuotaProbe>> {
+    static CACHE: OnceLock<Mutex<HashMap<ProbeKey, QuotaProbe>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn check_quota(req: &ProvisionRequest) -> Result<(), SkipReason> {
+    if req.cell.quota != QuotaMode::On {
+        return Ok(());
+    }
+    if req.fs.quota == QuotaImpl::Files && mkfs::find_tool("quotacheck").is_none() {
+        return Err(skip("quotacheck not found (quota files are made with quota-tools)", "apt-get install quota".to_string()));
+    }
+    match quota_probe(&req.cell.fs, req.fs) {
+        QuotaProbe::Supported => Ok(()),
+        QuotaProbe::Unsupported(r) | QuotaProbe::NotApplicable(r) => Err(r),
+    }
+}
+
+/// Whether quota as `spec` asks for it works for `fs` on this kernel: a tiny
+/// filesystem is made, mounted with the quota options, quota switched on and
+/// off, and everything torn down. Cached per process.
+pub fn quota_probe(fs: &str, spec: &FsSpec) -> QuotaProbe {
+    let quota_options: Vec<String> = spec.mount.iter().filter(|o| quota::is_quota_option(o)).cloned().collect();
+    let key = ProbeKey { fs: fs.to_string(), imp: spec.quota, mkfs: spec.mkfs.clone(), quota_options: quota_options.clone() };
+    // Holding the lock across the probe serialises probes, which is what we want.
+    let mut cache = probe_cache().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = cache.get(&key) {
+        return r.clone();
+    }
+    let r = run_quota_probe(fs, spec, quota_options);
+    cache.insert(key, r.clone());
+    r
+}
+
+fn run_quota_probe(fs: &str, spec: &FsSpec, mut quota_options: Vec<String>) -> QuotaProbe {
+    if spec.quota == QuotaImpl::Files && quota_options.is_empty() {
+        quota_options = vec!["usrquota".into(), "grpquota".into()];
+    }
+    let Ok(tmp) = tempfile::Builder::new().prefix("fsbench-quota-probe-").tempdir() else {
+        return QuotaProbe::Unsupported(skip("quota probe: cannot create a temporary directory", None));
+    };
+    let cell = CellParams { fs: fs.to_string(), layout: Layout::S, quota: QuotaMode::On, tasks: 1, test: None };
+    let probe_spec = FsSpec { mkfs: spec.mkfs.clone(), mount: quota_options, quota: spec.quota };
+    // Big enough for every common fs's minimum size (xfs: 300 MiB); sparse on tmpfs.
+    let backing = Backing::TmpfsLoop { image_size_m: 512 << 20, image_size_s: 512 << 20 };
+    let req = ProvisionRequest { cell: &cell, fs: &probe_spec, backing: &backing, workdir: tmp.path(), task_uids: None, allow_device: None };
+    let what = match spec.quota {
+        QuotaImpl::Files => "quota files (vfsv0)",
+        QuotaImpl::Feature => "quota feature (mkfs -O quota)",
+    };
+    match super::provision_unchecked(&req) {
+        Ok(p) => {
+            let _ = p.teardown();
+            QuotaProbe::Supported
+        }
+        Err(ProvisionError::MountRefused { kernel, errno, .. }) => {
+            let said = kernel.join("; ");
+            let reason = if kernel.is_empty() {
+                format!("{fs} {what}: the kernel refused the quota mount ({errno})")
+            } else {
+                format!("{fs} {what}: {said}")
+            };
+            // "Unknown parameter 'usrquota'": this fs has no such quota mode at all.
+            if said.contains("Unknown parameter") {
+                QuotaProbe::NotApplicable(skip(reason, None))
+            } else {
+                QuotaProbe::Unsupported(skip(reason, quota_remedy()))
+            }
+        }
+        Err(ProvisionError::Quota { detail, .. }) => QuotaProbe::Unsupported(skip(format!("{fs} {what}: {detail}"), quota_remedy())),
+        Err(ProvisionError::Mkfs { argv, stderr, .. }) if spec.quota == QuotaImpl::Feature => QuotaProbe::NotApplicable(skip(
+            format!("{fs} {what}: `{argv}` failed: {}", stderr.lines().next().unwrap_or("")),
+            None,
+        )),
+        // Anything else is not about quota: let the real provisioning report it.
+        Err(_) => QuotaProbe::Supported,
+    }
+}
+
+fn quota_remedy() -> Option<String> {
+    Some("run quota cells on a kernel built with CONFIG_QUOTA and CONFIG_QFMT_V2 (e.g. under qemu)".into())
+}
+
+/// Filesystems `fsbench doctor` checks when none are named.
+const DOCTOR_DEFAULT_FS: [&str; 7] = ["ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "nilfs2"];
+
+/// One row of the doctor table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capability {
+    /// What is checked.
+    pub name: String,
+    /// `ok`, `missing`, `unsupported`, `unknown`.
+    pub state: String,
+    /// What was found.
+    pub detail: String,
+    /// What to do about it.
+    pub remedy: String,
+}
+
+fn row(name: impl Into<String>, state: &str, detail: impl Into<String>, remedy: impl Into<String>) -> Capability {
+    Capability { name: name.into(), state: state.into(), detail: detail.into(), remedy: remedy.into() }
+}
+
+/// Every capability provisioning depends on, checked now.
+pub fn capabilities(fs_list: &[String]) -> Vec<Capability> {
+    let mut rows = Vec::new();
+    let root = is_root();
+    rows.push(if root {
+        row("root", "ok", "effective uid 0", "")
+    } else {
+        row("root", "missing", format!("effective uid {}", nix::unistd::geteuid()), "run as root, or use backing kind \"dir\"")
+    });
+    rows.push(match loopdev::loop_control_available() {
+        Ok(()) => row("loop devices", "ok", "/dev/loop-control", ""),
+        Err(e) => row("loop devices", "missing", e, "modprobe loop (CONFIG_BLK_DEV_LOOP)"),
+    });
+    rows.push(match fs_known_to_kernel("tmpfs") {
+        Ok(()) => row("tmpfs", "ok", "in /proc/filesystems", ""),
+        Err(s) => row("tmpfs", "unsupported", s.reason, "use a kernel with CONFIG_TMPFS"),
+    });
+    rows.push(match std::fs::File::open("/dev/kmsg") {
+        Ok(_) => row("kernel log", "ok", "/dev/kmsg readable: refused mounts carry the kernel's message", ""),
+        Err(e) => row("kernel log", "missing", format!("/dev/kmsg: {e}"), "run as root to see the kernel's reasons for refused mounts"),
+    });
+    rows.push(match mkfs::find_tool("quotacheck") {
+        Some(p) => row("quota tools", "ok", p.display().to_string(), ""),
+        None => row("quota tools", "missing", "quotacheck not found", "apt-get install quota"),
+    });
+    let can_probe = root && loopdev::loop_control_available().is_ok();
+    for fs in fs_list {
+        let tool = format!("mkfs.{fs}");
+        let usable = match (mkfs::find_tool(&tool), fs_known_to_kernel(fs)) {
+            (None, _) => {
+                rows.push(row(fs.as_str(), "missing", format!("{tool} not found"), mkfs::remedy_for(fs)));
+                false
+            }
+            (Some(_), Err(s)) => {
+                rows.push(row(fs.as_str(), "unsupported", s.reason, s.remedy.unwrap_or_default()));
+                false
+            }
+            (Some(p), Ok(())) => {
+                rows.push(row(fs.as_str(), "ok", format!("{} and kernel support", p.display()), ""));
+                true
+            }
+        };
+        if !usable {
+            continue;
+        }
+        for imp in [QuotaImpl::Files, QuotaImpl::Feature] {
+            let label = match imp {
+                QuotaImpl::Files => format!("{fs} quota files"),
+                QuotaImpl::Feature => format!("{fs} quota feature"),
+            };
+            if !can_probe {
+                rows.push(row(label, "unknown", "probing needs root and loop devices", "run fsbench doctor as root"));
+                continue;
+            }
+            if imp == QuotaImpl::Files && mkfs::find_tool("quotacheck").is_none() {
+                rows.push(row(label, "unknown", "quotacheck not found", "apt-get install quota"));
+                continue;
+            }
+            let spec = FsSpec { mkfs: Vec::new(), mount: Vec::new(), quota: imp };
+            rows.push(match quota_probe(fs, &spec) {
+                QuotaProbe::Supported => row(label, "ok", "test mount with quota on succeeded", ""),
+                QuotaProbe::Unsupported(s) => row(label, "unsupported", s.reason, s.remedy.unwrap_or_default()),
+                QuotaProbe::NotApplicable(s) => row(label, "n/a", s.reason, ""),
+            });
+        }
+    }
+    rows
+}
+
+/// `fsbench doctor`: a table of capabilities with state and remedy.
+pub fn cli_doctor(args: &DoctorArgs) -> anyhow::Result<i32> {
+    let fs_list: Vec<String> =
+        if args.fs.is_empty() { DOCTOR_DEFAULT_FS.iter().map(|s| s.to_string()).collect() } else { args.fs.clone() };
+    crate::signals::install();
+    let rows = capabilities(&fs_list);
+    let mut table = Table::new();
+    table.load_style(UTF8_FULL_CONDENSED).set_header(vec!["capability", "state", "detail", "remedy"]);
+    for r in &rows {
+        table.add_row(vec![r.name.clone(), r.state.clone(), r.detail.clone(), r.remedy.clone()]);
+    }
+    println!("{table}");
+    Ok(crate::exit::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_fs_names_are_not_rejected_by_name_but_by_the_kernel() {
+        let r = fs_known_to_kernel("nosuchfs-zz").unwrap_err();
+        assert!(r.reason.contains("/proc/filesystems"), "{}", r.reason);
+        assert!(fs_known_to_kernel("tmpfs").is_ok());
+    }
+
+    #[test]
+    fn device_must_be_named_on_the_command_line() {
+        let e = device_usable(Path::new("/dev/null"), None).unwrap_err();
+        assert!(e.contains("--allow-device"), "{e}");
+        let e = device_usable(Path::new("/dev/null"), Some(Path::new("/dev/null"))).unwrap_err();
+        assert_eq!(e, "not a block device");
+    }
+}

@@ -1,0 +1,118 @@
+//! Making filesystems with the distribution's `mkfs.<fs>` tools.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use super::ProvisionError;
+
+/// Directories searched besides $PATH: non-root shells often lack sbin.
+const SBIN_DIRS: [&str; 4] = ["/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/bin"];
+
+/// Find an executable by name on $PATH or in the sbin directories.
+pub fn find_tool(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(SBIN_DIRS.iter().map(PathBuf::from))
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+}
+
+/// The Debian package that ships `mkfs.<fs>`, for the remedy text only (an
+/// unknown fs still gets a generic remedy; names are never rejected here).
+pub fn package_for(fs: &str) -> Option<&'static str> {
+    Some(match fs {
+        "ext2" | "ext3" | "ext4" => "e2fsprogs",
+        "xfs" => "xfsprogs",
+        "btrfs" => "btrfs-progs",
+        "f2fs" => "f2fs-tools",
+        "nilfs2" => "nilfs-tools",
+        "jfs" => "jfsutils",
+        "reiserfs" => "reiserfsprogs",
+        "vfat" | "fat" | "msdos" => "dosfstools",
+        "exfat" => "exfatprogs",
+        "bcachefs" => "bcachefs-tools",
+        "udf" => "udftools",
+        _ => return None,
+    })
+}
+
+/// Remedy for a missing `mkfs.<fs>`.
+pub fn remedy_for(fs: &str) -> String {
+    match package_for(fs) {
+        Some(pkg) => format!("apt-get install {pkg}"),
+        None => format!("install the package that provides mkfs.{fs}"),
+    }
+}
+
+/// The argv that formats `device`: `mkfs.<fs> <args...> <device>`.
+pub fn mkfs_argv(fs: &str, args: &[String], device: &Path) -> Vec<String> {
+    let tool = find_tool(&format!("mkfs.{fs}")).map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|| format!("mkfs.{fs}"));
+    let mut argv = vec![tool];
+    argv.extend(args.iter().cloned());
+    argv.push(device.to_string_lossy().into_owned());
+    argv
+}
+
+/// Run a prepared mkfs argv; a failure carries the tool's own stderr.
+pub fn run_mkfs(argv: &[String]) -> Result<(), ProvisionError> {
+    run_tool(argv).map(|_| ()).map_err(|(status, stderr)| ProvisionError::Mkfs { argv: argv.join(" "), status, stderr })
+}
+
+/// Run a tool with stdin closed; Ok(stdout) or Err((status, stderr)).
+pub(crate) fn run_tool(argv: &[String]) -> Result<String, (String, String)> {
+    let out = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| (format!("could not start: {e}"), String::new()))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        let mut stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        if stderr.is_empty() {
+            stderr = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        }
+        Err((out.status.to_string(), stderr))
+    }
+}
+
+/// Filesystem features of a formatted device, where a tool can tell:
+/// `dumpe2fs -h` for the ext family (others: empty, which is not an error).
+pub fn features(device: &Path) -> Vec<String> {
+    let Some(tool) = find_tool("dumpe2fs") else { return Vec::new() };
+    let argv = vec![tool.to_string_lossy().into_owned(), "-h".into(), device.to_string_lossy().into_owned()];
+    match run_tool(&argv) {
+        Ok(out) => parse_dumpe2fs_features(&out),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn parse_dumpe2fs_features(out: &str) -> Vec<String> {
+    out.lines()
+        .find_map(|l| l.strip_prefix("Filesystem features:"))
+        .map(|f| f.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_dumpe2fs_feature_line() {
+        let out = "Filesystem volume name:   <none>\nFilesystem features:      has_journal ext_attr resize_inode dir_index\nInode count: 5\n";
+        assert_eq!(parse_dumpe2fs_features(out), vec!["has_journal", "ext_attr", "resize_inode", "dir_index"]);
+        assert!(parse_dumpe2fs_features("nothing").is_empty());
+    }
+
+    #[test]
+    fn remedy_names_the_package_or_the_tool() {
+        assert_eq!(remedy_for("xfs"), "apt-get install xfsprogs");
+        assert_eq!(remedy_for("zzfs"), "install the package that provides mkfs.zzfs");
+    }
+}
