@@ -2,7 +2,8 @@
 //!
 //! Each step is timed like `time <cmd>`: user and system CPU from getrusage
 //! (RUSAGE_SELF before/after, so every thread of the process counts, including
-//! the gzip thread of `untar`; for `exec` the child's rusage from wait4),
+//! the gzip thread of `untar`; for `exec` only the child's rusage from wait4,
+//! as time(1) reports a command),
 //! elapsed from a monotonic clock. Every iteration is kept: a filesystem that
 //! slows down on the second untar after an rm -rf is a finding.
 
@@ -139,9 +140,9 @@ fn time_step(run: &StepsRun, step: &Step) -> Result<StepTiming, StepError> {
     let (mut user_us, mut system_us) = (u1.saturating_sub(u0), s1.saturating_sub(s0));
     let mut max_rss_kib = self_rss;
     if let Some((cu, cs, crss)) = child {
-        user_us += cu;
-        system_us += cs;
-        max_rss_kib = crss;
+        // An external command is timed as `time cmd` times it: the child's
+        // (and its waited-for descendants') CPU only, not fsbench's own threads.
+        (user_us, system_us, max_rss_kib) = (cu, cs, crss);
     }
     Ok(StepTiming {
         label: step.label(),
