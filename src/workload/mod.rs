@@ -3,3 +3,4 @@
 
 pub mod latfs;
 pub mod steps;
+pub mod untar;

@@ -1,0 +1,28 @@
+//! Scenario archives: generated once into the cache, or a real tarball by path.
+
+use fsbench::fixture::{FixtureError, cache_file_name, cached_archive};
+use fsbench::scenario::ArchiveSource;
+
+#[test]
+fn generated_once_and_reused() {
+    let d = tempfile::tempdir().unwrap();
+    let src = ArchiveSource::Generate { profile: "linux-2.5.63".into(), scale: 0.01, seed: 3 };
+    let a = cached_archive(&src, &d.path().join("cache")).unwrap();
+    assert_eq!(a.file_name().unwrap().to_str().unwrap(), cache_file_name("linux-2.5.63", 0.01, 3));
+    let m1 = std::fs::metadata(&a).unwrap().modified().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let b = cached_archive(&src, &d.path().join("cache")).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(std::fs::metadata(&b).unwrap().modified().unwrap(), m1, "not regenerated");
+    let leftovers = std::fs::read_dir(d.path().join("cache")).unwrap().count();
+    assert_eq!(leftovers, 1, "no temporary files left in the cache");
+}
+
+#[test]
+fn real_tarball_by_path() {
+    let fixture = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/linux-2.5.63-small.tar.gz"));
+    let d = tempfile::tempdir().unwrap();
+    assert_eq!(cached_archive(&ArchiveSource::Path(fixture.clone()), d.path()).unwrap(), fixture);
+    let missing = d.path().join("nope.tar.gz");
+    assert!(matches!(cached_archive(&ArchiveSource::Path(missing), d.path()), Err(FixtureError::MissingArchive(_))));
+}

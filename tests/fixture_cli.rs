@@ -1,0 +1,31 @@
+//! `fsbench fixture kernel-tree` writes the archive and prints its statistics.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use predicates::str::contains;
+
+#[test]
+fn kernel_tree_writes_and_prints_stats() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("k.tar.gz");
+    Command::cargo_bin("fsbench")
+        .unwrap()
+        .args(["fixture", "kernel-tree", "--scale", "0.01", "--seed", "5", "-o"])
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(contains("files            139").and(contains("gzip ratio")));
+    assert!(out.metadata().unwrap().len() > 10_000);
+}
+
+#[test]
+fn unknown_profile_is_a_usage_error() {
+    let d = tempfile::tempdir().unwrap();
+    Command::cargo_bin("fsbench")
+        .unwrap()
+        .args(["fixture", "kernel-tree", "--profile", "linux-9", "-o"])
+        .arg(d.path().join("k.tar.gz"))
+        .assert()
+        .code(2)
+        .stderr(contains("unknown fixture profile `linux-9`"));
+}
