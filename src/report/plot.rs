@@ -145,6 +145,7 @@ fn draw_latfs<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &LatfsTable) 
         })
         .x_desc("tasks (#nr_task)")
         .y_desc("total loops/ms (median; bars: min..max)")
+        .y_label_formatter(&|y| if ymax >= 20.0 { format!("{y:.0}") } else { format!("{y:.2}") })
         .label_style(("sans-serif", 15))
         .axis_desc_style(("sans-serif", 17))
         .light_line_style(WHITE.mix(0.0))
@@ -175,7 +176,7 @@ fn draw_latfs<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &LatfsTable) 
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(legend_corner(t, n, ymax))
         .label_font(("sans-serif", 15))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.5))
@@ -183,6 +184,35 @@ fn draw_latfs<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &LatfsTable) 
         .map_err(|x| e(&x))?;
     root.present().map_err(|x| e(&x))?;
     Ok(())
+}
+
+/// The first corner whose area (outer 40% of x, outer 35% of y) holds no point,
+/// so the legend does not hide data; upper left when every corner is taken.
+fn legend_corner(t: &LatfsTable, n: usize, ymax: f64) -> SeriesLabelPosition {
+    let pts: Vec<(f64, f64)> = t
+        .values
+        .iter()
+        .enumerate()
+        .flat_map(|(ri, row)| row.iter().flatten().flat_map(move |p| [(ri as f64, p.summary.max), (ri as f64, p.summary.min)]))
+        .collect();
+    let span = (n as f64 - 1.0).max(1.0);
+    let free = |left: bool, top: bool| {
+        !pts.iter().any(|(x, y)| {
+            let in_x = if left { *x <= 0.4 * span } else { *x >= 0.6 * span };
+            let in_y = if top { *y >= 0.65 * ymax } else { *y <= 0.35 * ymax };
+            in_x && in_y
+        })
+    };
+    [
+        (true, true, SeriesLabelPosition::UpperLeft),
+        (false, true, SeriesLabelPosition::UpperRight),
+        (false, false, SeriesLabelPosition::LowerRight),
+        (true, false, SeriesLabelPosition::LowerLeft),
+    ]
+    .into_iter()
+    .find(|(l, t, _)| free(*l, *t))
+    .map(|(_, _, p)| p)
+    .unwrap_or(SeriesLabelPosition::UpperLeft)
 }
 
 fn draw_steps<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, g: &StepsGroup) -> Result<(), String> {
