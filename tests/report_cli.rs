@@ -142,7 +142,8 @@ fn steps_report_prints_time_lines_per_iteration_and_flags_changes() {
     }
     let planned = cells.iter().map(|c| c.params.clone()).collect();
     let dir = write_run(tmp.path(), &meta(Some("2.5.63"), "kernel-untar", "name='kernel-untar'", "steps", planned), &cells);
-    let plots = tmp.path().join("plots");
+    // FSBENCH_PLOT_DEMO keeps the plots for looking at them by hand.
+    let plots = std::env::var_os("FSBENCH_PLOT_DEMO").map(std::path::PathBuf::from).unwrap_or_else(|| tmp.path().join("plots"));
     let (stdout, _) = out(&fsbench().arg("report").arg(&dir).arg("--plot").arg(&plots).assert().success());
     assert!(stdout.contains("2.5.63:\next4:\niteration 1:\nrm -rf linux-2.5.63 0.02user 1.71system 0:02.16elapsed 80%CPU\n"), "{stdout}");
     assert!(stdout.contains("sync 0.00user 0.03system 0:00.96elapsed 3%CPU"));

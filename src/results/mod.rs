@@ -320,8 +320,19 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ResultsError> {
         Err(e) => return Err(io(&cells_dir, "read cells directory", e)),
     };
     paths.sort();
-    for path in paths {
-        match read_json::<CellResult>(&path) {
+    // Parsing dominates reporting time for large runs; files are independent, so
+    // spread them over the CPUs (order is restored by the sort below).
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8);
+    let chunk = paths.len().div_ceil(threads).max(1);
+    let parsed: Vec<(PathBuf, Result<CellResult, ResultsError>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = paths
+            .chunks(chunk)
+            .map(|part| s.spawn(move || part.iter().map(|p| (p.clone(), read_json::<CellResult>(p))).collect::<Vec<_>>()))
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().expect("cell parser thread panicked")).collect()
+    });
+    for (path, parsed) in parsed {
+        match parsed {
             Ok(cell) => {
                 let expected = cell.params.id();
                 if cell.id != expected {
@@ -347,36 +358,62 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ResultsError> {
     Ok(LoadedRun { dir: dir.to_path_buf(), meta, cells, problems })
 }
 
-/// Read a JSON result file: check its schema version first (so a newer file gets
-/// the version message, not a confusing field error), then deserialize with the
-/// path of the offending field.
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, ResultsError> {
+/// Read a JSON result file. The common case (a good file) is parsed once; only
+/// when parsing fails is the text looked at again as untyped JSON, so that a file
+/// from a newer fsbench gets the version message instead of a confusing field error.
+fn read_json<T: serde::de::DeserializeOwned + HasSchema>(path: &Path) -> Result<T, ResultsError> {
     let text = fs::read_to_string(path).map_err(|e| io(path, "read", e))?;
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| ResultsError::Parse {
-        path: path.to_path_buf(),
-        field: ".".into(),
-        message: format!("not valid JSON ({e}); truncated or hand-edited?"),
-    })?;
-    match value.get("schema") {
-        Some(v) => match v.as_u64() {
-            Some(found) if found > RESULT_SCHEMA_VERSION as u64 => {
-                return Err(ResultsError::NewerSchema { path: path.to_path_buf(), found, supported: RESULT_SCHEMA_VERSION });
+    let mut de = serde_json::Deserializer::from_str(&text);
+    let typed: Result<T, (String, String)> = serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| (e.path().to_string(), e.into_inner().to_string()))
+        .and_then(|v| de.end().map(|()| v).map_err(|e| (".".to_string(), e.to_string())));
+    match typed {
+        Ok(v) if v.schema() > RESULT_SCHEMA_VERSION => {
+            Err(ResultsError::NewerSchema { path: path.to_path_buf(), found: v.schema() as u64, supported: RESULT_SCHEMA_VERSION })
+        }
+        Ok(v) => Ok(v),
+        Err((field, message)) => {
+            let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| ResultsError::Parse {
+                path: path.to_path_buf(),
+                field: ".".into(),
+                message: format!("not valid JSON ({e}); truncated or hand-edited?"),
+            })?;
+            match value.get("schema") {
+                Some(v) => match v.as_u64() {
+                    Some(found) if found > RESULT_SCHEMA_VERSION as u64 => {
+                        return Err(ResultsError::NewerSchema { path: path.to_path_buf(), found, supported: RESULT_SCHEMA_VERSION });
+                    }
+                    Some(_) => {}
+                    None => {
+                        return Err(ResultsError::Parse {
+                            path: path.to_path_buf(),
+                            field: "schema".into(),
+                            message: format!("expected a version number, found {v}"),
+                        });
+                    }
+                },
+                None => {}
             }
-            Some(_) => {}
-            None => {
-                return Err(ResultsError::Parse {
-                    path: path.to_path_buf(),
-                    field: "schema".into(),
-                    message: format!("expected a version number, found {v}"),
-                });
-            }
-        },
-        None => {} // reported by serde below as a missing field
+            Err(ResultsError::Parse { path: path.to_path_buf(), field, message })
+        }
     }
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let field = e.path().to_string();
-        ResultsError::Parse { path: path.to_path_buf(), field, message: e.into_inner().to_string() }
-    })
+}
+
+/// Result files carry their format version.
+trait HasSchema {
+    fn schema(&self) -> u32;
+}
+
+impl HasSchema for CellResult {
+    fn schema(&self) -> u32 {
+        self.schema
+    }
+}
+
+impl HasSchema for RunMeta {
+    fn schema(&self) -> u32 {
+        self.schema
+    }
 }
 
 /// Write `bytes` to `path` atomically: temp file in the same directory, fsync,
