@@ -378,8 +378,9 @@ fn read_json<T: serde::de::DeserializeOwned + HasSchema>(path: &Path) -> Result<
                 field: ".".into(),
                 message: format!("not valid JSON ({e}); truncated or hand-edited?"),
             })?;
-            match value.get("schema") {
-                Some(v) => match v.as_u64() {
+            // A missing `schema` is reported by serde's own message below.
+            if let Some(v) = value.get("schema") {
+                match v.as_u64() {
                     Some(found) if found > RESULT_SCHEMA_VERSION as u64 => {
                         return Err(ResultsError::NewerSchema { path: path.to_path_buf(), found, supported: RESULT_SCHEMA_VERSION });
                     }
@@ -391,8 +392,7 @@ fn read_json<T: serde::de::DeserializeOwned + HasSchema>(path: &Path) -> Result<
                             message: format!("expected a version number, found {v}"),
                         });
                     }
-                },
-                None => {}
+                }
             }
             Err(ResultsError::Parse { path: path.to_path_buf(), field, message })
         }
