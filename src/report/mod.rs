@@ -1,13 +1,583 @@
 //! Reports: seed-style tables, time(1)-style lines, plots, comparisons.
+//!
+//! Renderers are pure functions of loaded runs (`render_run`, `render_compare`);
+//! the `cli_*` functions load, print and write plots. Formats:
+//! - `table`: seed 000's layout with aligned columns (splitting a row on
+//!   whitespace gives the seed's tab-separated fields); seed 002's lines for steps;
+//! - `markdown`, `csv` (long format: one row per measured cell), `json`.
+//!
+//! The seed-exact, tab-separated text (with its `./<stem>.png` lines) is written
+//! as `report.txt` next to the plots by `--plot DIR`.
 
-use crate::cli::{CompareArgs, ReportArgs};
+pub mod compare;
+pub mod format;
+pub mod latfs_tables;
+pub mod plot;
+pub mod steps;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::cli::{CompareArgs, ReportArgs, ReportFormat};
+use crate::exit;
+use crate::model::CellStatus;
+use crate::results::{LoadedRun, load_run};
+
+pub use compare::{CompareError, check_compatible};
+pub use latfs_tables::{LatfsTable, build_tables};
+pub use plot::{PlotError, PlotImage, plot_latfs, plot_steps};
+pub use steps::{StepsGroup, build_groups};
+
+use format::{aligned, csv_num, csv_record, fmt4, markdown};
+
+/// Render one run in the chosen format.
+pub fn render_run(run: &LoadedRun, format: ReportFormat) -> String {
+    render(&[(run.label(), run)], false, &[], format)
+}
+
+/// Render several labelled runs merged into one report, with ratios to the first
+/// label and significance marks; refuses incompatible runs (see [`compare`]).
+pub fn render_compare(runs: &[(String, LoadedRun)], format: ReportFormat) -> Result<String, CompareError> {
+    let warnings = check_compatible(runs)?;
+    let refs: Vec<(&str, &LoadedRun)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
+    Ok(render(&refs, true, &warnings, format))
+}
+
+/// The plots of one report or comparison, one per table (lat_fs) or group (steps).
+pub fn plots(runs: &[(&str, &LoadedRun)]) -> Result<Vec<PlotImage>, PlotError> {
+    if is_steps(runs) {
+        build_groups(runs).iter().map(plot_steps).collect()
+    } else {
+        build_tables(runs).iter().map(plot_latfs).collect()
+    }
+}
+
+/// Seed-exact text: tab-separated lat_fs tables with `./<stem>.png` lines, or seed 002 lines.
+pub fn seed_text(runs: &[(&str, &LoadedRun)], image_prefix: Option<&str>) -> String {
+    if is_steps(runs) {
+        steps::seed_text(&build_groups(runs))
+    } else {
+        latfs_tables::seed_text(&build_tables(runs), image_prefix)
+    }
+}
+
+fn is_steps(runs: &[(&str, &LoadedRun)]) -> bool {
+    runs.first().is_some_and(|(_, r)| r.meta.workload == "steps")
+}
+
+fn render(runs: &[(&str, &LoadedRun)], ratios: bool, warnings: &[String], format: ReportFormat) -> String {
+    if is_steps(runs) { render_steps(runs, warnings, format) } else { render_latfs(runs, ratios, warnings, format) }
+}
+
+/// A cell that has no number: skipped, failed, or planned but never stored.
+#[derive(Debug, Clone, Serialize)]
+struct NotMeasured {
+    label: String,
+    id: String,
+    status: String,
+    reason: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    remedy: Option<String>,
+}
+
+fn not_measured(runs: &[(&str, &LoadedRun)]) -> Vec<NotMeasured> {
+    let mut out = Vec::new();
+    for (label, run) in runs {
+        for c in &run.cells {
+            if c.status == CellStatus::Ok {
+                continue;
+            }
+            let (status, reason) = match c.status {
+                CellStatus::Skipped => ("skipped", c.skip.as_ref().map(|s| s.reason.clone()).unwrap_or_default()),
+                _ => ("failed", c.error.clone().or_else(|| c.skip.as_ref().map(|s| s.reason.clone())).unwrap_or_default()),
+            };
+            out.push(NotMeasured {
+                label: label.to_string(),
+                id: c.id.clone(),
+                status: status.into(),
+                reason,
+                remedy: c.skip.as_ref().and_then(|s| s.remedy.clone()),
+            });
+        }
+        let stored: std::collections::HashSet<&str> = run.cells.iter().map(|c| c.id.as_str()).collect();
+        for p in &run.meta.planned_cells {
+            let id = p.id();
+            if !stored.contains(id.as_str()) {
+                out.push(NotMeasured {
+                    label: label.to_string(),
+                    id,
+                    status: "missing".into(),
+                    reason: if run.meta.finished.is_none() || run.meta.interrupted {
+                        format!("run did not finish; `fsbench run --resume {}` runs what is missing", run.dir.display())
+                    } else {
+                        "no result file".into()
+                    },
+                    remedy: None,
+                });
+            }
+        }
+    }
+    out
+}
+
+fn run_line(label: &str, run: &LoadedRun) -> String {
+    let m = &run.meta;
+    let end = match (&m.finished, m.interrupted) {
+        (Some(f), false) => f.clone(),
+        (Some(f), true) => format!("{f} (interrupted)"),
+        (None, _) => "unfinished".into(),
+    };
+    format!(
+        "{label}: run {} on {}, Linux {}, {}x {}, {} .. {end}",
+        m.run_id, m.host.hostname, m.host.kernel_release, m.host.cpu_count, m.host.cpu_model, m.started
+    )
+}
+
+fn text_footer(out: &mut String, nm: &[NotMeasured], problems: &[String]) {
+    if !nm.is_empty() {
+        out.push_str(&format!("Cells without a result ({}):\n", nm.len()));
+        for n in nm {
+            out.push_str(&format!("  {} {}: {}: {}", n.label, n.id, n.status, n.reason));
+            if let Some(r) = &n.remedy {
+                out.push_str(&format!(" (remedy: {r})"));
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    if !problems.is_empty() {
+        out.push_str(&format!("Unreadable result files ({}):\n", problems.len()));
+        for p in problems {
+            out.push_str(&format!("  {p}\n"));
+        }
+    }
+}
+
+fn all_problems(runs: &[(&str, &LoadedRun)]) -> Vec<String> {
+    runs.iter().flat_map(|(_, r)| r.problems.iter().cloned()).collect()
+}
+
+#[derive(Serialize)]
+struct JsonRun<'a> {
+    label: &'a str,
+    dir: &'a Path,
+    run_id: &'a str,
+    scenario_sha256: &'a str,
+    tool_version: &'a str,
+    host: &'a crate::results::HostInfo,
+    started: &'a str,
+    finished: Option<&'a str>,
+    interrupted: bool,
+}
+
+fn json_runs<'a>(runs: &'a [(&'a str, &'a LoadedRun)]) -> Vec<JsonRun<'a>> {
+    runs.iter()
+        .map(|(l, r)| JsonRun {
+            label: l,
+            dir: &r.dir,
+            run_id: &r.meta.run_id,
+            scenario_sha256: &r.meta.scenario_sha256,
+            tool_version: &r.meta.tool_version,
+            host: &r.meta.host,
+            started: &r.meta.started,
+            finished: r.meta.finished.as_deref(),
+            interrupted: r.meta.interrupted,
+        })
+        .collect()
+}
+
+fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[String], format: ReportFormat) -> String {
+    let tables = build_tables(runs);
+    let reference = runs.first().map(|(l, _)| *l).unwrap_or("run");
+    let nm = not_measured(runs);
+    let problems = all_problems(runs);
+    let scenario = runs.first().map(|(_, r)| r.meta.scenario_name.as_str()).unwrap_or("");
+    let legend = format!(
+        "ratio = median / median of {reference}; * significant (Welch's t-test on repetitions, alpha {}), no mark: not significant, ? untestable (fewer than 2 repetitions or no spread)",
+        compare::ALPHA
+    );
+    match format {
+        ReportFormat::Table => {
+            let mut out = format!("Results for {scenario}\n\n");
+            for (l, r) in runs {
+                out.push_str(&run_line(l, r));
+                out.push('\n');
+            }
+            for w in warnings {
+                out.push_str(&format!("warning: {w}\n"));
+            }
+            out.push_str("Numbers: total loops per millisecond over all tasks (lmbench total_loops), median over repetitions; higher is better.\n\n");
+            let mut last_section = String::new();
+            for t in &tables {
+                if t.section() != last_section {
+                    last_section = t.section();
+                    out.push_str(&format!("{last_section}\n\n"));
+                }
+                out.push_str(&format!("{}\n\n", t.title()));
+                out.push_str(&aligned(&t.header(), &t.rows()));
+                out.push('\n');
+                if with_ratios {
+                    let rt = compare::ratio_table(t, reference);
+                    if !rt.columns.is_empty() {
+                        let header: Vec<String> = std::iter::once("#nr_task".to_string()).chain(rt.columns.iter().cloned()).collect();
+                        let rows: Vec<Vec<String>> = rt
+                            .tasks
+                            .iter()
+                            .zip(&rt.values)
+                            .map(|(t, row)| {
+                                std::iter::once(t.to_string())
+                                    .chain(row.iter().map(|r| r.as_ref().map(|r| r.display()).unwrap_or_else(|| "-".into())))
+                                    .collect()
+                            })
+                            .collect();
+                        out.push_str(&aligned(&header, &rows));
+                        out.push('\n');
+                    }
+                }
+            }
+            if with_ratios {
+                out.push_str(&format!("{legend}\n\n"));
+            }
+            text_footer(&mut out, &nm, &problems);
+            out
+        }
+        ReportFormat::Markdown => {
+            let mut out = format!("# Results for {scenario}\n\n");
+            for (l, r) in runs {
+                out.push_str(&format!("- {}\n", run_line(l, r)));
+            }
+            for w in warnings {
+                out.push_str(&format!("- **warning:** {w}\n"));
+            }
+            out.push_str("\nNumbers: total loops/ms over all tasks, median over repetitions; higher is better.\n");
+            let mut last_section = String::new();
+            for t in &tables {
+                if t.section() != last_section {
+                    last_section = t.section();
+                    out.push_str(&format!("\n## {last_section}\n"));
+                }
+                out.push_str(&format!("\n### {}\n\n", t.title()));
+                out.push_str(&markdown(&t.header(), &t.rows()));
+                if with_ratios {
+                    let rt = compare::ratio_table(t, reference);
+                    if !rt.columns.is_empty() {
+                        let header: Vec<String> = std::iter::once("#nr_task".to_string()).chain(rt.columns.iter().cloned()).collect();
+                        let rows: Vec<Vec<String>> = rt
+                            .tasks
+                            .iter()
+                            .zip(&rt.values)
+                            .map(|(t, row)| {
+                                std::iter::once(t.to_string())
+                                    .chain(row.iter().map(|r| r.as_ref().map(|r| r.display().replace('*', "\\*")).unwrap_or_else(|| "-".into())))
+                                    .collect()
+                            })
+                            .collect();
+                        out.push('\n');
+                        out.push_str(&markdown(&header, &rows));
+                    }
+                }
+            }
+            if with_ratios {
+                out.push_str(&format!("\n{}\n", legend.replace('*', "\\*")));
+            }
+            let mut footer = String::new();
+            text_footer(&mut footer, &nm, &problems);
+            if !footer.is_empty() {
+                out.push_str("\n```\n");
+                out.push_str(&footer);
+                out.push_str("```\n");
+            }
+            out
+        }
+        ReportFormat::Csv => {
+            let mut head: Vec<String> = [
+                "label", "fs", "layout", "quota", "test", "tasks", "column", "n", "median", "mean", "stddev", "min", "max", "ci95_low", "ci95_high",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            if with_ratios {
+                head.extend(["ratio", "p_value", "significant"].map(String::from));
+            }
+            let mut out = csv_record(&head);
+            for t in &tables {
+                for (ri, tasks) in t.tasks.iter().enumerate() {
+                    for (ci, col) in t.columns.iter().enumerate() {
+                        let Some(p) = &t.values[ri][ci] else { continue };
+                        let s = &p.summary;
+                        let mut rec = vec![
+                            col.label.clone(),
+                            t.fs.clone(),
+                            t.layout.to_string(),
+                            col.quota.to_string(),
+                            t.test.to_string(),
+                            tasks.to_string(),
+                            col.name.clone(),
+                            s.n.to_string(),
+                            fmt4(s.median),
+                            fmt4(s.mean),
+                            fmt4(s.stddev),
+                            fmt4(s.min),
+                            fmt4(s.max),
+                            fmt4(s.ci95_low),
+                            fmt4(s.ci95_high),
+                        ];
+                        if with_ratios {
+                            let r = t
+                                .columns
+                                .iter()
+                                .position(|c| c.label == reference && c.quota == col.quota)
+                                .filter(|_| col.label != reference)
+                                .and_then(|rci| t.values[ri][rci].as_ref())
+                                .and_then(|rp| compare::ratio(rp, p));
+                            rec.push(r.as_ref().map(|r| fmt4(r.ratio)).unwrap_or_default());
+                            rec.push(csv_num(r.as_ref().and_then(|r| r.welch.map(|w| w.p))));
+                            rec.push(r.as_ref().filter(|r| r.welch.is_some()).map(|r| r.significant.to_string()).unwrap_or_default());
+                        }
+                        out.push_str(&csv_record(&rec));
+                    }
+                }
+            }
+            out
+        }
+        ReportFormat::Json => {
+            #[derive(Serialize)]
+            struct Out<'a> {
+                workload: &'static str,
+                scenario: &'a str,
+                runs: Vec<JsonRun<'a>>,
+                warnings: &'a [String],
+                tables: Vec<JsonTable<'a>>,
+                not_measured: &'a [NotMeasured],
+                problems: &'a [String],
+            }
+            #[derive(Serialize)]
+            struct JsonTable<'a> {
+                #[serde(flatten)]
+                table: &'a LatfsTable,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                ratios: Option<compare::RatioTable>,
+            }
+            let jt = tables
+                .iter()
+                .map(|t| JsonTable { table: t, ratios: with_ratios.then(|| compare::ratio_table(t, reference)) })
+                .collect();
+            let out = Out { workload: "lat_fs", scenario, runs: json_runs(runs), warnings, tables: jt, not_measured: &nm, problems: &problems };
+            serde_json::to_string_pretty(&out).expect("report serializes") + "\n"
+        }
+    }
+}
+
+fn render_steps(runs: &[(&str, &LoadedRun)], warnings: &[String], format: ReportFormat) -> String {
+    let groups = build_groups(runs);
+    let nm = not_measured(runs);
+    let problems = all_problems(runs);
+    let scenario = runs.first().map(|(_, r)| r.meta.scenario_name.as_str()).unwrap_or("");
+    match format {
+        ReportFormat::Table => {
+            let mut out = format!("Results for {scenario}\n\n");
+            for (l, r) in runs {
+                out.push_str(&run_line(l, r));
+                out.push('\n');
+            }
+            for w in warnings {
+                out.push_str(&format!("warning: {w}\n"));
+            }
+            out.push_str("Each step timed as time(1) prints it; every iteration kept. `!` marks a step whose elapsed time changes across iterations.\n");
+            out.push_str(&steps::seed_text(&groups));
+            out.push('\n');
+            text_footer(&mut out, &nm, &problems);
+            out
+        }
+        ReportFormat::Markdown => {
+            let mut out = format!("# Results for {scenario}\n\n");
+            for (l, r) in runs {
+                out.push_str(&format!("- {}\n", run_line(l, r)));
+            }
+            for w in warnings {
+                out.push_str(&format!("- **warning:** {w}\n"));
+            }
+            for g in &groups {
+                out.push_str(&format!("\n## {} {}\n\n", g.label, g.config));
+                let header: Vec<String> = ["iteration", "step", "user", "system", "elapsed", "CPU"].map(String::from).to_vec();
+                let rows: Vec<Vec<String>> = g
+                    .iterations
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, it)| {
+                        it.iter().map(move |s| {
+                            let tf = s.time_format();
+                            let f: Vec<&str> = tf.split(' ').collect();
+                            vec![(i + 1).to_string(), s.label.clone(), f[0].into(), f[1].into(), f[2].into(), f[3].into()]
+                        })
+                    })
+                    .collect();
+                out.push_str(&markdown(&header, &rows));
+                for f in &g.flags {
+                    out.push_str(&format!("\n**{}**\n", f.describe()));
+                }
+            }
+            let mut footer = String::new();
+            text_footer(&mut footer, &nm, &problems);
+            if !footer.is_empty() {
+                out.push_str("\n```\n");
+                out.push_str(&footer);
+                out.push_str("```\n");
+            }
+            out
+        }
+        ReportFormat::Csv => {
+            let head = ["label", "config", "fs", "iteration", "step", "op", "label_cmd", "user_s", "system_s", "elapsed_s", "cpu_percent", "max_rss_kib", "flagged"]
+                .map(String::from);
+            let mut out = csv_record(&head);
+            for g in &groups {
+                for (i, it) in g.iterations.iter().enumerate() {
+                    for (j, s) in it.iter().enumerate() {
+                        out.push_str(&csv_record(&[
+                            g.label.clone(),
+                            g.config.clone(),
+                            g.fs.clone(),
+                            (i + 1).to_string(),
+                            (j + 1).to_string(),
+                            s.op.clone(),
+                            s.label.clone(),
+                            format!("{:.6}", s.user_us as f64 / 1e6),
+                            format!("{:.6}", s.system_us as f64 / 1e6),
+                            format!("{:.6}", s.elapsed_us as f64 / 1e6),
+                            s.cpu_percent().map(|p| p.to_string()).unwrap_or_default(),
+                            s.max_rss_kib.to_string(),
+                            g.flags.iter().any(|f| f.step == j).to_string(),
+                        ]));
+                    }
+                }
+            }
+            out
+        }
+        ReportFormat::Json => {
+            #[derive(Serialize)]
+            struct Out<'a> {
+                workload: &'static str,
+                scenario: &'a str,
+                runs: Vec<JsonRun<'a>>,
+                warnings: &'a [String],
+                groups: &'a [StepsGroup],
+                not_measured: &'a [NotMeasured],
+                problems: &'a [String],
+            }
+            let out = Out { workload: "steps", scenario, runs: json_runs(runs), warnings, groups: &groups, not_measured: &nm, problems: &problems };
+            serde_json::to_string_pretty(&out).expect("report serializes") + "\n"
+        }
+    }
+}
+
+/// Write the plots and the seed-exact `report.txt` into `dir`; returns the number of plots.
+fn write_plot_dir(dir: &Path, runs: &[(&str, &LoadedRun)]) -> anyhow::Result<usize> {
+    let images = plots(runs)?;
+    plot::write_plots(dir, &images)?;
+    let text = seed_text(runs, Some("./"));
+    crate::results::write_atomic(&dir.join("report.txt"), text.as_bytes())?;
+    Ok(images.len())
+}
 
 /// `fsbench report`.
-pub fn cli_report(_args: &ReportArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("reports are not built yet (issue 6)")
+pub fn cli_report(args: &ReportArgs) -> anyhow::Result<i32> {
+    let mut code = exit::SUCCESS;
+    let mut loaded = Vec::new();
+    for dir in &args.runs {
+        match load_run(dir) {
+            Ok(run) => loaded.push(run),
+            Err(e) => {
+                eprintln!("error: {e}");
+                code = exit::USAGE;
+            }
+        }
+    }
+    if loaded.is_empty() {
+        return Ok(exit::USAGE);
+    }
+    let mut outputs = Vec::new();
+    for run in &loaded {
+        for p in &run.problems {
+            eprintln!("warning: {p}");
+        }
+        if !run.problems.is_empty() && code == exit::SUCCESS {
+            code = exit::FAILURE;
+        }
+        outputs.push(render_run(run, args.format));
+    }
+    print!("{}", join_outputs(outputs, args.format));
+    if let Some(dir) = &args.plot {
+        for run in &loaded {
+            // Several runs would overwrite each other's plots: one subdirectory per run then.
+            let target: PathBuf = if loaded.len() > 1 { dir.join(&run.meta.run_id) } else { dir.clone() };
+            let n = write_plot_dir(&target, &[(run.label(), run)])?;
+            eprintln!("wrote {n} plots (PNG and SVG) and report.txt to {}", target.display());
+        }
+    }
+    Ok(code)
+}
+
+fn join_outputs(outputs: Vec<String>, format: ReportFormat) -> String {
+    match format {
+        _ if outputs.len() == 1 => outputs.into_iter().next().unwrap_or_default(),
+        ReportFormat::Json => format!("[\n{}]\n", outputs.iter().map(|o| o.trim_end()).collect::<Vec<_>>().join(",\n")),
+        // One CSV: keep the first header only.
+        ReportFormat::Csv => outputs
+            .iter()
+            .enumerate()
+            .map(|(i, o)| if i == 0 { o.as_str() } else { o.split_once('\n').map(|x| x.1).unwrap_or("") })
+            .collect(),
+        _ => outputs.join("\n"),
+    }
+}
+
+/// Split `LABEL=RUN_DIR`; a bare directory (or one whose path exists as given) has no label.
+fn parse_run_arg(arg: &str) -> (Option<String>, PathBuf) {
+    if Path::new(arg).exists() {
+        return (None, PathBuf::from(arg));
+    }
+    match arg.split_once('=') {
+        Some((label, dir)) if !label.is_empty() && !label.contains('/') => (Some(label.to_string()), PathBuf::from(dir)),
+        _ => (None, PathBuf::from(arg)),
+    }
 }
 
 /// `fsbench compare`.
-pub fn cli_compare(_args: &CompareArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("compare is not built yet (issue 6)")
+pub fn cli_compare(args: &CompareArgs) -> anyhow::Result<i32> {
+    let mut runs = Vec::new();
+    for arg in &args.runs {
+        let (label, dir) = parse_run_arg(arg);
+        let run = match load_run(&dir) {
+            Ok(r) => r,
+            Err(e) => {
+                // A comparison with a run missing would silently change its meaning: stop.
+                eprintln!("error: {e}");
+                return Ok(exit::USAGE);
+            }
+        };
+        let label = label
+            .or_else(|| run.meta.label.clone())
+            .unwrap_or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| arg.clone()));
+        runs.push((label, run));
+    }
+    let warnings = check_compatible(&runs).map_err(|e| exit::InputError::anyhow(format!("cannot compare: {e}")))?;
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+    let mut code = exit::SUCCESS;
+    for (_, run) in &runs {
+        for p in &run.problems {
+            eprintln!("warning: {p}");
+            code = exit::FAILURE;
+        }
+    }
+    let text = render_compare(&runs, args.format).map_err(|e| exit::InputError::anyhow(format!("cannot compare: {e}")))?;
+    print!("{text}");
+    if let Some(dir) = &args.plot {
+        let refs: Vec<(&str, &LoadedRun)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
+        let n = write_plot_dir(dir, &refs)?;
+        eprintln!("wrote {n} plots (PNG and SVG) and report.txt to {}", dir.display());
+    }
+    Ok(code)
 }

@@ -1,1 +1,548 @@
 //! The result store: `results/<scenario>/<run-id>/run.json` and one file per cell.
+//!
+//! Layout of a run directory:
+//! ```text
+//! <out>/<scenario>/<run-id>/run.json          RunMeta: provenance, plan, start/end
+//! <out>/<scenario>/<run-id>/cells/<id>.json   one CellResult per finished cell
+//! ```
+//! Every file is written to a temporary name, fsynced and renamed over its final
+//! name, so a crash or Ctrl-C leaves either the old file or the new one, never a
+//! torn one; a run loses at most the cell in flight. Loading is forgiving per
+//! cell (a bad cell file becomes a `problem`, the rest still loads) and strict
+//! per run (no readable `run.json`, no run).
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::model::{CellParams, CellResult, CellStatus, RESULT_SCHEMA_VERSION};
+
+/// Name of the run metadata file inside a run directory.
+pub const RUN_FILE: &str = "run.json";
+/// Name of the directory holding one JSON file per cell.
+pub const CELLS_DIR: &str = "cells";
+
+/// Errors of the result store; each names the file it is about.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    /// A file or directory could not be read, written, created or renamed.
+    #[error("{path}: {what}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What was being done (`create run directory`, `rename`).
+        what: &'static str,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A directory given as a run has no `run.json`.
+    #[error("{dir}: not a run directory (no {RUN_FILE}); expected results/<scenario>/<run-id>/")]
+    NotARun {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// A JSON file does not match the result format.
+    #[error("{path}: {field}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Dotted path of the offending field (`params.tasks`), or `.` for the whole document.
+        field: String,
+        /// What is wrong, in serde's words.
+        message: String,
+    },
+    /// A file written by a newer fsbench.
+    #[error("{path}: schema: result format version {found} is newer than this fsbench reads (up to {supported}); upgrade fsbench")]
+    NewerSchema {
+        /// The file.
+        path: PathBuf,
+        /// Version found in the file.
+        found: u64,
+        /// Newest version this build reads.
+        supported: u32,
+    },
+    /// A cell id that cannot be used as a file name.
+    #[error("cell id `{0}` is not a safe file name")]
+    BadCellId(String),
+    /// A value could not be turned into JSON (a NaN is fine; this is a bug).
+    #[error("{0}: could not serialize: {1}")]
+    Serialize(PathBuf, serde_json::Error),
+}
+
+/// The machine a run ran on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HostInfo {
+    /// Host name (`uname -n`).
+    pub hostname: String,
+    /// Kernel release (`uname -r`).
+    pub kernel_release: String,
+    /// Kernel version string (`uname -v`).
+    pub kernel_version: String,
+    /// Kernel command line (`/proc/cmdline`).
+    pub kernel_cmdline: String,
+    /// CPU model name from `/proc/cpuinfo`.
+    pub cpu_model: String,
+    /// Online CPUs.
+    pub cpu_count: u32,
+    /// Total memory in bytes (`MemTotal`).
+    pub memory_bytes: u64,
+}
+
+impl HostInfo {
+    /// Read the host's identity from uname(2) and /proc; missing pieces stay empty.
+    pub fn detect() -> HostInfo {
+        let uts = nix::sys::utsname::uname().ok();
+        let s = |f: fn(&nix::sys::utsname::UtsName) -> &std::ffi::OsStr| {
+            uts.as_ref().map(|u| f(u).to_string_lossy().into_owned()).unwrap_or_default()
+        };
+        let read = |p: &str| fs::read_to_string(p).map(|t| t.trim().to_string()).unwrap_or_default();
+        let cpuinfo = read("/proc/cpuinfo");
+        let cpu_model = cpuinfo
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == "model name" || k.trim() == "Model").then(|| v.trim().to_string())
+            })
+            .unwrap_or_default();
+        let cpu_count = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(0);
+        let memory_bytes = read("/proc/meminfo")
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kib| kib * 1024)
+            .unwrap_or(0);
+        HostInfo {
+            hostname: s(|u| u.nodename()),
+            kernel_release: s(|u| u.release()),
+            kernel_version: s(|u| u.version()),
+            kernel_cmdline: read("/proc/cmdline"),
+            cpu_model,
+            cpu_count,
+            memory_bytes,
+        }
+    }
+}
+
+/// Contents of `run.json`: what ran, where, when, and what was planned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunMeta {
+    /// Result format version ([`RESULT_SCHEMA_VERSION`]).
+    pub schema: u32,
+    /// fsbench version that wrote the run.
+    pub tool_version: String,
+    /// Directory name of the run (`20250101T120000Z-host`).
+    pub run_id: String,
+    /// Scenario name.
+    pub scenario_name: String,
+    /// Where the scenario text came from (a path or `<embedded:...>`).
+    pub scenario_origin: String,
+    /// The scenario text after overrides.
+    pub scenario_text: String,
+    /// sha256 of `scenario_text`, hex.
+    pub scenario_sha256: String,
+    /// `lat_fs` or `steps`.
+    pub workload: String,
+    /// `--label` (e.g. the kernel under test).
+    #[serde(default)]
+    pub label: Option<String>,
+    /// The machine.
+    pub host: HostInfo,
+    /// Start, RFC 3339 UTC.
+    pub started: String,
+    /// End, RFC 3339 UTC; `None` while running or after a crash.
+    #[serde(default)]
+    pub finished: Option<String>,
+    /// Every cell the plan contained, in plan order.
+    pub planned_cells: Vec<CellParams>,
+    /// True when the run stopped early (Ctrl-C, SIGTERM).
+    #[serde(default)]
+    pub interrupted: bool,
+}
+
+/// Writes one run directory: `run.json` up front, a cell file as each cell finishes.
+#[derive(Debug)]
+pub struct RunWriter {
+    dir: PathBuf,
+    meta: RunMeta,
+}
+
+impl RunWriter {
+    /// Make `<out_root>/<scenario.name>/<run-id>/` and write `run.json` atomically.
+    ///
+    /// The run id is the UTC start time plus the short host name; if that
+    /// directory exists already (two runs in one second), `-2`, `-3`, ... is appended.
+    pub fn create(
+        out_root: &Path,
+        scenario: &crate::scenario::Scenario,
+        label: Option<&str>,
+        planned: &[CellParams],
+    ) -> Result<RunWriter, ResultsError> {
+        let host = HostInfo::detect();
+        let started = now_rfc3339();
+        let parent = out_root.join(&scenario.name);
+        fs::create_dir_all(&parent).map_err(|e| io(&parent, "create results directory", e))?;
+        let short_host = host.hostname.split('.').next().unwrap_or("").to_string();
+        let base = format!("{}-{}", compact_timestamp(&started), sanitize(&short_host));
+        let (dir, run_id) = create_unique_dir(&parent, &base)?;
+        let cells = dir.join(CELLS_DIR);
+        fs::create_dir(&cells).map_err(|e| io(&cells, "create cells directory", e))?;
+        let meta = RunMeta {
+            schema: RESULT_SCHEMA_VERSION,
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            run_id,
+            scenario_name: scenario.name.clone(),
+            scenario_origin: scenario.source.origin.clone(),
+            scenario_text: scenario.source.text.clone(),
+            scenario_sha256: sha256_hex(scenario.source.text.as_bytes()),
+            workload: scenario.workload.kind().to_string(),
+            label: label.map(str::to_string),
+            host,
+            started,
+            finished: None,
+            planned_cells: planned.to_vec(),
+            interrupted: false,
+        };
+        let writer = RunWriter { dir, meta };
+        writer.write_meta()?;
+        Ok(writer)
+    }
+
+    /// Reopen an interrupted run: its metadata and the ids of the cells already stored.
+    ///
+    /// Cells stored as `failed` and unreadable cell files are not counted as stored,
+    /// so a resumed run retries them (their files are replaced). Leftover temporary
+    /// files of a crashed write are removed. `finished` is cleared until `finish`.
+    pub fn resume(run_dir: &Path) -> Result<(RunWriter, RunMeta, BTreeSet<String>), ResultsError> {
+        let loaded = load_run(run_dir)?;
+        let cells = run_dir.join(CELLS_DIR);
+        fs::create_dir_all(&cells).map_err(|e| io(&cells, "create cells directory", e))?;
+        if let Ok(rd) = fs::read_dir(&cells) {
+            for entry in rd.flatten() {
+                let name = entry.file_name();
+                if name.to_string_lossy().starts_with(".tmp-") {
+                    let _ = fs::remove_file(entry.path());
+                }
+            }
+        }
+        let done: BTreeSet<String> = loaded
+            .cells
+            .iter()
+            .filter(|c| c.status != CellStatus::Failed)
+            .map(|c| c.id.clone())
+            .collect();
+        let mut meta = loaded.meta;
+        meta.finished = None;
+        meta.interrupted = false;
+        let writer = RunWriter { dir: run_dir.to_path_buf(), meta: meta.clone() };
+        writer.write_meta()?;
+        Ok((writer, meta, done))
+    }
+
+    /// Store one finished cell as `<run-dir>/cells/<id>.json` (temp file, fsync, rename).
+    pub fn write_cell(&mut self, cell: &CellResult) -> Result<PathBuf, ResultsError> {
+        if cell.id.is_empty() || cell.id.starts_with('.') || cell.id.contains(['/', '\0']) {
+            return Err(ResultsError::BadCellId(cell.id.clone()));
+        }
+        let path = self.dir.join(CELLS_DIR).join(format!("{}.json", cell.id));
+        let bytes = serde_json::to_vec_pretty(cell).map_err(|e| ResultsError::Serialize(path.clone(), e))?;
+        write_atomic(&path, &bytes)?;
+        Ok(path)
+    }
+
+    /// Record the end time (and whether the run was interrupted) in `run.json`.
+    pub fn finish(mut self, interrupted: bool) -> Result<PathBuf, ResultsError> {
+        self.meta.finished = Some(now_rfc3339());
+        self.meta.interrupted = interrupted;
+        self.write_meta()?;
+        Ok(self.dir)
+    }
+
+    /// The run directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn write_meta(&self) -> Result<(), ResultsError> {
+        let path = self.dir.join(RUN_FILE);
+        let bytes = serde_json::to_vec_pretty(&self.meta).map_err(|e| ResultsError::Serialize(path.clone(), e))?;
+        write_atomic(&path, &bytes)
+    }
+}
+
+/// A run as read back from disk.
+#[derive(Debug, Clone)]
+pub struct LoadedRun {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// Contents of `run.json`.
+    pub meta: RunMeta,
+    /// Every readable cell, sorted by plan order (unplanned cells last, by id).
+    pub cells: Vec<CellResult>,
+    /// One `path: field: message` line per cell file that could not be used.
+    pub problems: Vec<String>,
+}
+
+impl LoadedRun {
+    /// The label used in column names: `--label`, or `run` when none was given.
+    pub fn label(&self) -> &str {
+        self.meta.label.as_deref().unwrap_or("run")
+    }
+}
+
+/// Load a run directory. A missing or unreadable `run.json` (or a newer schema
+/// version) is an error; a bad cell file is recorded in `problems` and skipped.
+pub fn load_run(dir: &Path) -> Result<LoadedRun, ResultsError> {
+    let run_file = dir.join(RUN_FILE);
+    if !run_file.is_file() {
+        return Err(ResultsError::NotARun { dir: dir.to_path_buf() });
+    }
+    let meta: RunMeta = read_json(&run_file)?;
+    let mut cells = Vec::new();
+    let mut problems = Vec::new();
+    let cells_dir = dir.join(CELLS_DIR);
+    let mut paths: Vec<PathBuf> = match fs::read_dir(&cells_dir) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.extension().is_some_and(|x| x == "json")
+                    && !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))
+            })
+            .collect(),
+        // A run killed before its first cell has no cells yet: that is not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(io(&cells_dir, "read cells directory", e)),
+    };
+    paths.sort();
+    // Parsing dominates reporting time for large runs; files are independent, so
+    // spread them over the CPUs (order is restored by the sort below).
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8);
+    let chunk = paths.len().div_ceil(threads).max(1);
+    let parsed: Vec<(PathBuf, Result<CellResult, ResultsError>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = paths
+            .chunks(chunk)
+            .map(|part| s.spawn(move || part.iter().map(|p| (p.clone(), read_json::<CellResult>(p))).collect::<Vec<_>>()))
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().expect("cell parser thread panicked")).collect()
+    });
+    for (path, parsed) in parsed {
+        match parsed {
+            Ok(cell) => {
+                let expected = cell.params.id();
+                if cell.id != expected {
+                    problems.push(format!(
+                        "{}: id: `{}` does not match its params (expected `{expected}`); cell ignored",
+                        path.display(),
+                        cell.id
+                    ));
+                    continue;
+                }
+                cells.push(cell);
+            }
+            Err(e) => problems.push(e.to_string()),
+        }
+    }
+    let order: std::collections::HashMap<String, usize> =
+        meta.planned_cells.iter().enumerate().map(|(i, p)| (p.id(), i)).collect();
+    cells.sort_by(|a, b| {
+        let ka = order.get(&a.id).copied().unwrap_or(usize::MAX);
+        let kb = order.get(&b.id).copied().unwrap_or(usize::MAX);
+        ka.cmp(&kb).then_with(|| a.id.cmp(&b.id))
+    });
+    Ok(LoadedRun { dir: dir.to_path_buf(), meta, cells, problems })
+}
+
+/// Read a JSON result file. The common case (a good file) is parsed once; only
+/// when parsing fails is the text looked at again as untyped JSON, so that a file
+/// from a newer fsbench gets the version message instead of a confusing field error.
+fn read_json<T: serde::de::DeserializeOwned + HasSchema>(path: &Path) -> Result<T, ResultsError> {
+    let text = fs::read_to_string(path).map_err(|e| io(path, "read", e))?;
+    let mut de = serde_json::Deserializer::from_str(&text);
+    let typed: Result<T, (String, String)> = serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| (e.path().to_string(), e.into_inner().to_string()))
+        .and_then(|v| de.end().map(|()| v).map_err(|e| (".".to_string(), e.to_string())));
+    match typed {
+        Ok(v) if v.schema() > RESULT_SCHEMA_VERSION => {
+            Err(ResultsError::NewerSchema { path: path.to_path_buf(), found: v.schema() as u64, supported: RESULT_SCHEMA_VERSION })
+        }
+        Ok(v) => Ok(v),
+        Err((field, message)) => {
+            let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| ResultsError::Parse {
+                path: path.to_path_buf(),
+                field: ".".into(),
+                message: format!("not valid JSON ({e}); truncated or hand-edited?"),
+            })?;
+            // A missing `schema` is reported by serde's own message below.
+            if let Some(v) = value.get("schema") {
+                match v.as_u64() {
+                    Some(found) if found > RESULT_SCHEMA_VERSION as u64 => {
+                        return Err(ResultsError::NewerSchema { path: path.to_path_buf(), found, supported: RESULT_SCHEMA_VERSION });
+                    }
+                    Some(_) => {}
+                    None => {
+                        return Err(ResultsError::Parse {
+                            path: path.to_path_buf(),
+                            field: "schema".into(),
+                            message: format!("expected a version number, found {v}"),
+                        });
+                    }
+                }
+            }
+            Err(ResultsError::Parse { path: path.to_path_buf(), field, message })
+        }
+    }
+}
+
+/// Result files carry their format version.
+trait HasSchema {
+    fn schema(&self) -> u32;
+}
+
+impl HasSchema for CellResult {
+    fn schema(&self) -> u32 {
+        self.schema
+    }
+}
+
+impl HasSchema for RunMeta {
+    fn schema(&self) -> u32 {
+        self.schema
+    }
+}
+
+/// Write `bytes` to `path` atomically: temp file in the same directory, fsync,
+/// rename, fsync the directory (so the rename itself survives a crash).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ResultsError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".tmp-{}-{name}", std::process::id()));
+    let result = (|| {
+        let mut f = fs::File::create(&tmp).map_err(|e| io(&tmp, "create", e))?;
+        f.write_all(bytes).map_err(|e| io(&tmp, "write", e))?;
+        f.sync_all().map_err(|e| io(&tmp, "fsync", e))?;
+        fs::rename(&tmp, path).map_err(|e| io(path, "rename into place", e))?;
+        if let Ok(d) = fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// The current time as RFC 3339 UTC with seconds: `2025-01-31T12:00:00Z`.
+pub fn now_rfc3339() -> String {
+    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    rfc3339_from_unix(secs)
+}
+
+/// Format seconds since the epoch as RFC 3339 UTC (civil-from-days, proleptic Gregorian).
+pub fn rfc3339_from_unix(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's days_from_civil inverse: exact for all dates after 1970.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
+}
+
+/// sha256 of some bytes as lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// JSON Schema of cell result files (`schemas/result.schema.json`).
+pub fn result_schema_json() -> String {
+    let schema = schemars::schema_for!(CellResult);
+    serde_json::to_string_pretty(&schema).expect("schema serializes") + "\n"
+}
+
+/// JSON Schema of `run.json` (`schemas/run.schema.json`).
+pub fn run_schema_json() -> String {
+    let schema = schemars::schema_for!(RunMeta);
+    serde_json::to_string_pretty(&schema).expect("schema serializes") + "\n"
+}
+
+/// `2025-01-31T12:00:00Z` -> `20250131T120000Z`: sortable and safe in paths.
+fn compact_timestamp(rfc3339: &str) -> String {
+    rfc3339.chars().filter(|c| *c != '-' && *c != ':').collect()
+}
+
+fn sanitize(s: &str) -> String {
+    let s: String = s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    if s.is_empty() { "host".into() } else { s }
+}
+
+/// Create `<parent>/<base>` or the first free `<base>-N`; create_dir fails on an
+/// existing directory, so two concurrent runs can never share one.
+fn create_unique_dir(parent: &Path, base: &str) -> Result<(PathBuf, String), ResultsError> {
+    for n in 1u32.. {
+        let id = if n == 1 { base.to_string() } else { format!("{base}-{n}") };
+        let dir = parent.join(&id);
+        match fs::create_dir(&dir) {
+            Ok(()) => return Ok((dir, id)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io(&dir, "create run directory", e)),
+        }
+    }
+    unreachable!("u32 run-id suffixes exhausted")
+}
+
+fn io(path: &Path, what: &'static str, source: std::io::Error) -> ResultsError {
+    ResultsError::Io { path: path.to_path_buf(), what, source }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_known_dates() {
+        assert_eq!(rfc3339_from_unix(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339_from_unix(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339_from_unix(1_046_476_838), "2003-03-01T00:00:38Z");
+        assert_eq!(rfc3339_from_unix(4_102_444_799), "2099-12-31T23:59:59Z");
+        assert_eq!(compact_timestamp("2003-03-01T00:00:38Z"), "20030301T000038Z");
+    }
+
+    #[test]
+    fn unique_dirs_do_not_collide() {
+        let t = tempfile::tempdir().unwrap();
+        let (a, ia) = create_unique_dir(t.path(), "x").unwrap();
+        let (b, ib) = create_unique_dir(t.path(), "x").unwrap();
+        assert_ne!(a, b);
+        assert_eq!((ia.as_str(), ib.as_str()), ("x", "x-2"));
+    }
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("a.json");
+        write_atomic(&p, b"1").unwrap();
+        write_atomic(&p, b"22").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"22");
+        assert_eq!(fs::read_dir(t.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn host_detect_reads_this_kernel() {
+        let h = HostInfo::detect();
+        assert!(!h.kernel_release.is_empty());
+        assert!(h.cpu_count >= 1 && h.memory_bytes > 0);
+    }
+}

@@ -1,0 +1,384 @@
+//! Comparing runs: compatibility rules, ratios to the first label, and
+//! Welch's t-test on the repetitions.
+//!
+//! Compatibility rule (what is refused and what only warns):
+//! - different scenario names, or different workloads (lat_fs vs steps): refused;
+//! - the same label twice: refused (columns would be ambiguous);
+//! - different scenario texts (sha256): a warning naming the runs; the texts are
+//!   then compared as TOML and the comparison is refused only when a value that
+//!   changes what is measured differs: anything under `[filesystems]`,
+//!   `backing.kind`, `[archive]`, or `[workload]` other than the sample-size
+//!   and timing knobs (`repetitions`, `iterations`, `warmup`, `duration`,
+//!   which change precision, not the quantity). Matrix axes may differ: only
+//!   the cells both runs have are compared, the rest show `-`.
+//! - per cell present in both runs: the requested mount options and the mkfs
+//!   arguments (device paths removed) must match, else refused.
+
+use serde::Serialize;
+
+use super::latfs_tables::{LatfsTable, Point};
+use crate::results::LoadedRun;
+
+/// Significance level of the Welch test.
+pub const ALPHA: f64 = 0.05;
+
+/// Why runs cannot be compared.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    /// Fewer than two runs.
+    #[error("compare needs at least two runs, got {0}")]
+    TooFew(usize),
+    /// Runs of different scenarios.
+    #[error("runs are of different scenarios: {0}; compare runs of one scenario (results/<scenario>/...)")]
+    ScenarioMismatch(String),
+    /// lat_fs against steps.
+    #[error("runs have different workloads: {0}")]
+    WorkloadMismatch(String),
+    /// Two runs with one label.
+    #[error("label `{0}` is used twice; give each run its own label as LABEL=RUN_DIR")]
+    DuplicateLabel(String),
+    /// The scenario texts differ in something that changes what is measured.
+    #[error("runs are not comparable: {0}")]
+    Incompatible(String),
+}
+
+/// Result of Welch's two-sample t-test.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Welch {
+    /// t statistic (b - a).
+    pub t: f64,
+    /// Welch–Satterthwaite degrees of freedom.
+    pub df: f64,
+    /// Two-sided p-value.
+    pub p: f64,
+}
+
+/// Welch's t-test of two samples; `None` when either has fewer than two values
+/// or both have zero variance (no spread to test against).
+pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
+    let var = |x: &[f64], m: f64| x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (x.len() as f64 - 1.0);
+    let (ma, mb) = (mean(a), mean(b));
+    let (va, vb) = (var(a, ma) / na, var(b, mb) / nb);
+    if va + vb == 0.0 {
+        return None;
+    }
+    let t = (mb - ma) / (va + vb).sqrt();
+    let df = (va + vb).powi(2) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
+    Some(Welch { t, df, p: student_t_two_sided_p(t, df) })
+}
+
+/// Two-sided p-value of Student's t: I_{df/(df+t²)}(df/2, 1/2).
+pub fn student_t_two_sided_p(t: f64, df: f64) -> f64 {
+    if !t.is_finite() {
+        return 0.0;
+    }
+    reg_inc_beta(df / 2.0, 0.5, df / (df + t * t))
+}
+
+/// Regularized incomplete beta function I_x(a, b) (Numerical Recipes' continued
+/// fraction with Lentz's method; accurate to ~1e-10 for the ranges used here).
+pub fn reg_inc_beta(a: f64, b: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let ln_front = ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln();
+    // The continued fraction converges fast for x < (a+1)/(a+b+2); use symmetry otherwise.
+    if x < (a + 1.0) / (a + b + 2.0) {
+        ln_front.exp() * beta_cf(a, b, x) / a
+    } else {
+        1.0 - ln_front.exp() * beta_cf(b, a, 1.0 - x) / b
+    }
+}
+
+fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
+    const TINY: f64 = 1e-300;
+    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
+    let mut c = 1.0;
+    let mut d = 1.0 - qab * x / qap;
+    if d.abs() < TINY {
+        d = TINY;
+    }
+    d = 1.0 / d;
+    let mut h = d;
+    for m in 1..300 {
+        let m = m as f64;
+        let m2 = 2.0 * m;
+        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+        d = 1.0 + aa * d;
+        d = if d.abs() < TINY { TINY } else { d };
+        c = 1.0 + aa / c;
+        c = if c.abs() < TINY { TINY } else { c };
+        d = 1.0 / d;
+        h *= d * c;
+        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+        d = 1.0 + aa * d;
+        d = if d.abs() < TINY { TINY } else { d };
+        c = 1.0 + aa / c;
+        c = if c.abs() < TINY { TINY } else { c };
+        d = 1.0 / d;
+        let del = d * c;
+        h *= del;
+        if (del - 1.0).abs() < 1e-14 {
+            break;
+        }
+    }
+    h
+}
+
+/// ln Γ(x) by the Lanczos approximation (g = 7, n = 9), x > 0.
+fn ln_gamma(x: f64) -> f64 {
+    const G: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Reflection keeps the approximation in its accurate range.
+        return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut s = G[0];
+    for (i, g) in G.iter().enumerate().skip(1) {
+        s += g / (x + i as f64);
+    }
+    let t = x + 7.5;
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + s.ln()
+}
+
+/// One ratio cell: a label's median over the reference label's median, same configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Ratio {
+    /// median(label) / median(reference).
+    pub ratio: f64,
+    /// Welch's test on the repetitions, when both sides have at least two.
+    pub welch: Option<Welch>,
+    /// `welch.p < ALPHA`.
+    pub significant: bool,
+}
+
+impl Ratio {
+    /// `1.2134*` (significant), `1.2134` (not), `1.2134?` (untestable: fewer than 2 repetitions).
+    pub fn display(&self) -> String {
+        let mark = match (&self.welch, self.significant) {
+            (None, _) => "?",
+            (Some(_), true) => "*",
+            (Some(_), false) => "",
+        };
+        format!("{}{mark}", super::format::fmt4(self.ratio))
+    }
+}
+
+/// Compare two points of one configuration.
+pub fn ratio(reference: &Point, other: &Point) -> Option<Ratio> {
+    if reference.summary.median == 0.0 {
+        return None;
+    }
+    let welch = welch(&reference.samples, &other.samples);
+    Some(Ratio { ratio: other.summary.median / reference.summary.median, welch, significant: welch.is_some_and(|w| w.p < ALPHA) })
+}
+
+/// The ratio table under a merged table: for each non-reference column, the
+/// matching reference column (same quota) and the ratio per task count.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RatioTable {
+    /// `V3/BASE-ext2-M-qoff`, one per non-reference column that has a reference.
+    pub columns: Vec<String>,
+    /// Task counts (rows).
+    pub tasks: Vec<u32>,
+    /// `values[row][col]`.
+    pub values: Vec<Vec<Option<Ratio>>>,
+}
+
+/// Ratios of every label's columns to the first label's.
+pub fn ratio_table(t: &LatfsTable, reference_label: &str) -> RatioTable {
+    let mut pairs = Vec::new();
+    let mut columns = Vec::new();
+    for (ci, c) in t.columns.iter().enumerate() {
+        if c.label == reference_label {
+            continue;
+        }
+        if let Some(ri) = t.columns.iter().position(|r| r.label == reference_label && r.quota == c.quota) {
+            pairs.push((ri, ci));
+            columns.push(format!("{}/{}-{}-{}-{}", c.label, reference_label, t.fs, t.layout, c.quota.seed_name()));
+        }
+    }
+    let values = t
+        .values
+        .iter()
+        .map(|row| pairs.iter().map(|(ri, ci)| match (&row[*ri], &row[*ci]) {
+            (Some(r), Some(o)) => ratio(r, o),
+            _ => None,
+        }).collect())
+        .collect();
+    RatioTable { columns, tasks: t.tasks.clone(), values }
+}
+
+/// Check that runs may be compared; returns warnings (e.g. differing scenario texts).
+pub fn check_compatible(runs: &[(String, LoadedRun)]) -> Result<Vec<String>, CompareError> {
+    if runs.len() < 2 {
+        return Err(CompareError::TooFew(runs.len()));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (label, _) in runs {
+        if !seen.insert(label.as_str()) {
+            return Err(CompareError::DuplicateLabel(label.clone()));
+        }
+    }
+    let (l0, r0) = &runs[0];
+    let list = |f: &dyn Fn(&LoadedRun) -> String| runs.iter().map(|(l, r)| format!("{l}: `{}`", f(r))).collect::<Vec<_>>().join(", ");
+    if runs.iter().any(|(_, r)| r.meta.scenario_name != r0.meta.scenario_name) {
+        return Err(CompareError::ScenarioMismatch(list(&|r| r.meta.scenario_name.clone())));
+    }
+    if runs.iter().any(|(_, r)| r.meta.workload != r0.meta.workload) {
+        return Err(CompareError::WorkloadMismatch(list(&|r| r.meta.workload.clone())));
+    }
+    let mut warnings = Vec::new();
+    for (label, run) in &runs[1..] {
+        if run.meta.scenario_sha256 != r0.meta.scenario_sha256 {
+            warnings.push(format!(
+                "scenario texts differ: {l0} (sha256 {}, {}) and {label} (sha256 {}, {})",
+                short(&r0.meta.scenario_sha256),
+                r0.meta.scenario_origin,
+                short(&run.meta.scenario_sha256),
+                run.meta.scenario_origin
+            ));
+            let diffs = measured_differences(&r0.meta.scenario_text, &run.meta.scenario_text);
+            match diffs {
+                Ok(d) if !d.is_empty() => {
+                    return Err(CompareError::Incompatible(format!(
+                        "the scenario of {label} differs from {l0}'s in what is measured: {}",
+                        d.join("; ")
+                    )));
+                }
+                Ok(_) => {}
+                Err(e) => warnings.push(format!("could not compare the scenario texts as TOML ({e}); only cell parameters were checked")),
+            }
+        }
+        check_cells(l0, r0, label, run)?;
+    }
+    Ok(warnings)
+}
+
+fn short(s: &str) -> &str {
+    &s[..s.len().min(12)]
+}
+
+/// Keys whose values differ between two scenario texts and that change what is measured.
+fn measured_differences(a: &str, b: &str) -> Result<Vec<String>, String> {
+    let pa: toml::Table = a.parse().map_err(|e: toml::de::Error| e.message().to_string())?;
+    let pb: toml::Table = b.parse().map_err(|e: toml::de::Error| e.message().to_string())?;
+    const TIMING_ONLY: [&str; 4] = ["repetitions", "iterations", "warmup", "duration"];
+    let mut diffs = Vec::new();
+    for section in ["filesystems", "archive", "workload"] {
+        let (va, vb) = (pa.get(section), pb.get(section));
+        let strip = |v: Option<&toml::Value>| {
+            v.map(|v| {
+                let mut v = v.clone();
+                if section == "workload"
+                    && let Some(t) = v.as_table_mut()
+                {
+                    for k in TIMING_ONLY {
+                        t.remove(k);
+                    }
+                }
+                v
+            })
+        };
+        if strip(va) != strip(vb) {
+            diffs.push(format!("[{section}] differs"));
+        }
+    }
+    let kind = |t: &toml::Table| t.get("backing").and_then(|b| b.get("kind")).cloned();
+    if kind(&pa) != kind(&pb) {
+        diffs.push("backing.kind differs".into());
+    }
+    Ok(diffs)
+}
+
+/// Per cell both runs hold: same requested mount options and mkfs arguments.
+fn check_cells(l0: &str, r0: &LoadedRun, label: &str, run: &LoadedRun) -> Result<(), CompareError> {
+    let by_id: std::collections::HashMap<&str, &crate::model::CellResult> = r0.cells.iter().map(|c| (c.id.as_str(), c)).collect();
+    // Device and image paths differ between runs by nature; they are not parameters.
+    let norm = |argv: &[String]| argv.iter().filter(|a| !a.starts_with('/')).cloned().collect::<Vec<_>>();
+    for c in &run.cells {
+        let Some(c0) = by_id.get(c.id.as_str()) else { continue };
+        for (f0, f1) in c0.filesystems.iter().zip(&c.filesystems) {
+            if f0.mount_options_requested != f1.mount_options_requested {
+                return Err(CompareError::Incompatible(format!(
+                    "cell {}: mount options differ: {l0} {:?}, {label} {:?}",
+                    c.id, f0.mount_options_requested, f1.mount_options_requested
+                )));
+            }
+            if norm(&f0.mkfs_argv) != norm(&f1.mkfs_argv) {
+                return Err(CompareError::Incompatible(format!(
+                    "cell {}: mkfs arguments differ: {l0} {:?}, {label} {:?}",
+                    c.id, f0.mkfs_argv, f1.mkfs_argv
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn p_values_match_t_tables() {
+        // At the tabulated 97.5% quantile the two-sided p is 0.05.
+        for df in [1.0, 2.0, 4.0, 10.0, 30.0] {
+            let q = crate::stats::t_quantile_975(df);
+            let p = student_t_two_sided_p(q, df);
+            assert!((p - 0.05).abs() < 5e-4, "df {df}: p {p}");
+        }
+        assert!((student_t_two_sided_p(0.0, 5.0) - 1.0).abs() < 1e-12);
+        assert!((ln_gamma(5.0) - 24f64.ln()).abs() < 1e-10);
+    }
+
+    #[test]
+    fn welch_known_example() {
+        // Two clearly different small samples with unequal spread.
+        let a = [19.8, 20.4, 19.6, 17.8, 18.5, 18.9];
+        let b = [28.2, 26.6, 20.1, 23.3, 25.2, 22.1];
+        let w = welch(&a, &b).unwrap();
+        let m = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
+        assert!(w.t > 0.0 && (m(&b) - m(&a)) > 0.0);
+        // The p-value is consistent with the critical value for its df.
+        let crit = crate::stats::t_quantile_975(w.df);
+        assert_eq!(w.p < ALPHA, w.t.abs() > crit, "t {} df {} p {} crit {crit}", w.t, w.df, w.p);
+    }
+
+    #[test]
+    fn welch_needs_two_samples_and_spread() {
+        assert!(welch(&[1.0], &[2.0, 3.0]).is_none());
+        assert!(welch(&[1.0, 1.0], &[2.0, 2.0]).is_none());
+        let w = welch(&[10.0, 10.1, 9.9, 10.0], &[20.0, 20.2, 19.8, 20.1]).unwrap();
+        assert!(w.p < 1e-6);
+        let w = welch(&[10.0, 12.0, 8.0], &[10.5, 11.5, 8.5]).unwrap();
+        assert!(w.p > 0.5);
+    }
+
+    #[test]
+    fn timing_knobs_do_not_make_runs_incompatible() {
+        let a = "name='x'\n[workload]\nkind='lat_fs'\nrepetitions=5\nquota_refs=2\n";
+        let b = "name='x'\n[workload]\nkind='lat_fs'\nrepetitions=3\nquota_refs=2\n";
+        let c = "name='x'\n[workload]\nkind='lat_fs'\nrepetitions=5\nquota_refs=0\n";
+        assert!(measured_differences(a, b).unwrap().is_empty());
+        assert_eq!(measured_differences(a, c).unwrap(), ["[workload] differs"]);
+    }
+}

@@ -1,0 +1,112 @@
+//! Small text helpers shared by the renderers: aligned columns, Markdown, CSV.
+
+/// A number as the seed prints it: four decimals.
+pub fn fmt4(x: f64) -> String {
+    format!("{x:.4}")
+}
+
+/// Columns aligned with two spaces between them: the first column left-aligned,
+/// the others right-aligned (they hold numbers), so splitting a line on
+/// whitespace gives back exactly the seed's tab-separated fields.
+pub fn aligned(header: &[String], rows: &[Vec<String>]) -> String {
+    let ncol = header.len();
+    let mut width = vec![0usize; ncol];
+    for row in std::iter::once(header).chain(rows.iter().map(|r| r.as_slice())) {
+        for (i, c) in row.iter().enumerate().take(ncol) {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(header).chain(rows.iter().map(|r| r.as_slice())) {
+        let mut line = String::new();
+        for (i, c) in row.iter().enumerate().take(ncol) {
+            if i == 0 {
+                line.push_str(&format!("{c:<w$}", w = width[0]));
+            } else {
+                line.push_str(&format!("  {c:>w$}", w = width[i]));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// Tab-separated lines exactly as seed 000 printed its tables.
+pub fn tab_separated(header: &[String], rows: &[Vec<String>]) -> String {
+    let mut out = header.join("\t");
+    out.push('\n');
+    for r in rows {
+        out.push_str(&r.join("\t"));
+        out.push('\n');
+    }
+    out
+}
+
+/// A GitHub-flavoured Markdown table; numeric columns right-aligned.
+pub fn markdown(header: &[String], rows: &[Vec<String>]) -> String {
+    let esc = |s: &str| s.replace('|', "\\|");
+    let mut out = format!("| {} |\n", header.iter().map(|h| esc(h)).collect::<Vec<_>>().join(" | "));
+    out.push('|');
+    for i in 0..header.len() {
+        out.push_str(if i == 0 { " :--- |" } else { " ---: |" });
+    }
+    out.push('\n');
+    for r in rows {
+        out.push_str(&format!("| {} |\n", r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")));
+    }
+    out
+}
+
+/// One CSV record (RFC 4180 quoting where needed).
+pub fn csv_record(fields: &[String]) -> String {
+    let mut out = fields
+        .iter()
+        .map(|f| {
+            if f.contains([',', '"', '\n', '\r']) {
+                format!("\"{}\"", f.replace('"', "\"\""))
+            } else {
+                f.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",");
+    out.push('\n');
+    out
+}
+
+/// A float for CSV: empty when absent.
+pub fn csv_num(x: Option<f64>) -> String {
+    x.map(|v| format!("{v}")).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn aligned_splits_back_into_fields() {
+        let out = aligned(&s(&["#nr_task", "BASE-ext2-M-qoff"]), &[s(&["1", "948.1667"]), s(&["8", "15674.1247"])]);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "#nr_task  BASE-ext2-M-qoff");
+        assert_eq!(lines[1], "1                 948.1667");
+        assert_eq!(lines[2].split_whitespace().collect::<Vec<_>>(), ["8", "15674.1247"]);
+    }
+
+    #[test]
+    fn csv_quotes_only_when_needed() {
+        assert_eq!(csv_record(&s(&["a", "b,c", "d\"e"])), "a,\"b,c\",\"d\"\"e\"\n");
+        assert_eq!(fmt4(764.5), "764.5000");
+    }
+
+    #[test]
+    fn markdown_escapes_pipes() {
+        let md = markdown(&s(&["a", "b"]), &[s(&["x|y", "1"])]);
+        assert!(md.contains("x\\|y"));
+        assert!(md.contains("| :--- | ---: |"));
+    }
+}

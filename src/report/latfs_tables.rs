@@ -1,0 +1,190 @@
+//! lat_fs tables in seed 000's layout: one table per (fs, layout, test), a row
+//! per task count, a column per configuration `<label>-<fs>-<layout>-q<off|on>`.
+
+use serde::Serialize;
+
+use crate::model::{CellResult, CellStatus, LatfsTest, Layout, QuotaMode, Summary};
+use crate::results::LoadedRun;
+use crate::stats::summarize;
+
+/// One measured point: the summary of `total_loops_per_ms` and the raw repetitions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Point {
+    /// Statistics over repetitions (recomputed from `samples` when there are any).
+    pub summary: Summary,
+    /// `total_loops_per_ms` of every repetition, in order.
+    pub samples: Vec<f64>,
+}
+
+/// One column of a table: a label and a quota mode.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Column {
+    /// Run label (`BASE`), `run` when the run had none.
+    pub label: String,
+    /// Quota off or on.
+    pub quota: QuotaMode,
+    /// Header as the seed writes it: `BASE-ext2-M-qoff`.
+    pub name: String,
+}
+
+/// One seed-style table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LatfsTable {
+    /// Filesystem type.
+    pub fs: String,
+    /// Layout.
+    pub layout: Layout,
+    /// The lat_fs test.
+    pub test: LatfsTest,
+    /// Columns, label-major then quota (the seed's order).
+    pub columns: Vec<Column>,
+    /// Task counts, ascending: the rows.
+    pub tasks: Vec<u32>,
+    /// `values[row][col]`; `None` where the cell is missing, skipped or failed.
+    pub values: Vec<Vec<Option<Point>>>,
+}
+
+impl LatfsTable {
+    /// Section title as in the seed: `Results for ext2 mounttype:M`.
+    pub fn section(&self) -> String {
+        format!("Results for {} mounttype:{}", self.fs, self.layout)
+    }
+
+    /// Table title as in the seed: `lat_fs_open_close`.
+    pub fn title(&self) -> String {
+        format!("lat_fs_{}", self.test.name())
+    }
+
+    /// Plot file stem as in the seed: `ext2-M-lat_fs_open_close`.
+    pub fn file_stem(&self) -> String {
+        format!("{}-{}-lat_fs_{}", self.fs, self.layout, self.test.name())
+    }
+
+    /// Header row: `#nr_task` and the column names.
+    pub fn header(&self) -> Vec<String> {
+        std::iter::once("#nr_task".to_string()).chain(self.columns.iter().map(|c| c.name.clone())).collect()
+    }
+
+    /// Body rows with medians at four decimals; `-` where there is no value.
+    pub fn rows(&self) -> Vec<Vec<String>> {
+        self.tasks
+            .iter()
+            .zip(&self.values)
+            .map(|(t, vals)| {
+                std::iter::once(t.to_string())
+                    .chain(vals.iter().map(|v| v.as_ref().map(|p| super::format::fmt4(p.summary.median)).unwrap_or_else(|| "-".into())))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The value of column `col` at task count `tasks`.
+    pub fn get(&self, tasks: u32, col: usize) -> Option<&Point> {
+        let row = self.tasks.iter().position(|t| *t == tasks)?;
+        self.values[row][col].as_ref()
+    }
+}
+
+/// The measured point of a cell, if it ran and measured anything.
+pub fn point_of(cell: &CellResult) -> Option<Point> {
+    if cell.status != CellStatus::Ok {
+        return None;
+    }
+    let latfs = cell.latfs.as_ref()?;
+    let samples: Vec<f64> = latfs.repetitions.iter().map(|r| r.total_loops_per_ms).collect();
+    let summary = if samples.is_empty() { latfs.total_loops.clone() } else { summarize(&samples) };
+    if summary.n == 0 {
+        return None;
+    }
+    Some(Point { summary, samples })
+}
+
+/// Build the tables of several labelled runs, merged: fs and layouts in the
+/// order the first run planned them, tests in the seed's order, columns
+/// label-major (in the order given) then quota off before on.
+pub fn build_tables(runs: &[(&str, &LoadedRun)]) -> Vec<LatfsTable> {
+    // Index every cell once: (label index, fs, layout, test, quota, tasks) -> cell.
+    type Key<'a> = (usize, &'a str, Layout, LatfsTest, QuotaMode, u32);
+    let mut index: std::collections::HashMap<Key<'_>, &CellResult> = std::collections::HashMap::new();
+    let mut fs_order: Vec<&str> = Vec::new();
+    let mut layout_order: Vec<Layout> = Vec::new();
+    let mut tests: std::collections::BTreeSet<LatfsTest> = Default::default();
+    // Which (label, fs, layout, test, quota) columns exist: planned or stored.
+    let mut col_exists: std::collections::HashSet<(usize, &str, Layout, LatfsTest, QuotaMode)> = Default::default();
+    let mut tasks_of: std::collections::HashMap<(&str, Layout, LatfsTest), std::collections::BTreeSet<u32>> = Default::default();
+    for (li, (_, run)) in runs.iter().enumerate() {
+        let planned = run.meta.planned_cells.iter();
+        let stored = run.cells.iter().map(|c| &c.params);
+        for p in planned.chain(stored) {
+            let Some(test) = p.test else { continue };
+            if !fs_order.contains(&p.fs.as_str()) {
+                fs_order.push(&p.fs);
+            }
+            if !layout_order.contains(&p.layout) {
+                layout_order.push(p.layout);
+            }
+            tests.insert(test);
+            col_exists.insert((li, &p.fs, p.layout, test, p.quota));
+            tasks_of.entry((&p.fs, p.layout, test)).or_default().insert(p.tasks);
+        }
+        for c in &run.cells {
+            if let Some(test) = c.params.test {
+                index.insert((li, &c.params.fs, c.params.layout, test, c.params.quota, c.params.tasks), c);
+            }
+        }
+    }
+    let mut tables = Vec::new();
+    for fs in &fs_order {
+        for layout in &layout_order {
+            for test in &tests {
+                let Some(tasks) = tasks_of.get(&(*fs, *layout, *test)) else { continue };
+                let mut columns = Vec::new();
+                let mut keys = Vec::new();
+                for (li, (label, _)) in runs.iter().enumerate() {
+                    for quota in [QuotaMode::Off, QuotaMode::On] {
+                        if col_exists.contains(&(li, *fs, *layout, *test, quota)) {
+                            columns.push(Column {
+                                label: label.to_string(),
+                                quota,
+                                name: format!("{label}-{fs}-{layout}-{}", quota.seed_name()),
+                            });
+                            keys.push((li, quota));
+                        }
+                    }
+                }
+                let tasks: Vec<u32> = tasks.iter().copied().collect();
+                let values = tasks
+                    .iter()
+                    .map(|t| {
+                        keys.iter()
+                            .map(|(li, q)| index.get(&(*li, *fs, *layout, *test, *q, *t)).and_then(|c| point_of(c)))
+                            .collect()
+                    })
+                    .collect();
+                tables.push(LatfsTable { fs: fs.to_string(), layout: *layout, test: *test, columns, tasks, values });
+            }
+        }
+    }
+    tables
+}
+
+/// Seed-exact text of some tables: tab-separated, with the `./images/<stem>.png`
+/// line the seed put under each table when `image_prefix` is given.
+pub fn seed_text(tables: &[LatfsTable], image_prefix: Option<&str>) -> String {
+    let mut out = String::new();
+    let mut last_section = String::new();
+    for t in tables {
+        let section = t.section();
+        if section != last_section {
+            out.push_str(&format!("{section}\n\n"));
+            last_section = section;
+        }
+        out.push_str(&format!("{}\n\n\n", t.title()));
+        out.push_str(&super::format::tab_separated(&t.header(), &t.rows()));
+        if let Some(prefix) = image_prefix {
+            out.push_str(&format!("\n{prefix}{}.png\n", t.file_stem()));
+        }
+        out.push('\n');
+    }
+    out
+}

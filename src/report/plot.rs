@@ -1,0 +1,284 @@
+//! Plots: PNG and SVG per table. Pure: a table in, bytes out; `write_*` put them in a directory.
+//!
+//! lat_fs: total loops/ms (median) against task count, one line per
+//! configuration, error bars from the repetitions' min..max. Steps: elapsed
+//! seconds per step, one bar per iteration, so a step that slows down on later
+//! iterations stands out. Text uses an embedded DejaVu Sans subset
+//! (`assets/`), so plotting needs no system fonts.
+
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::latfs_tables::LatfsTable;
+use super::steps::StepsGroup;
+
+/// DejaVu Sans reduced to Latin-1 punctuation and ASCII (see assets/LICENSE-DejaVu.txt).
+static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans-subset.ttf");
+static FONT_ONCE: Once = Once::new();
+
+const SIZE: (u32, u32) = (900, 600);
+
+/// Errors while drawing or writing plots.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    /// plotters failed to draw.
+    #[error("drawing {what}: {message}")]
+    Draw {
+        /// Which plot.
+        what: String,
+        /// plotters' message.
+        message: String,
+    },
+    /// A plot file could not be written.
+    #[error("{path}: write plot: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One plot in both formats.
+#[derive(Debug, Clone)]
+pub struct PlotImage {
+    /// File stem (`ext2-M-lat_fs_open_close`).
+    pub stem: String,
+    /// PNG bytes.
+    pub png: Vec<u8>,
+    /// SVG text.
+    pub svg: String,
+}
+
+fn register_font() {
+    FONT_ONCE.call_once(|| {
+        // The subset is checked in and tested; a failure here is a build defect.
+        if plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_err() {
+            panic!("embedded font assets/DejaVuSans-subset.ttf does not parse");
+        }
+    });
+}
+
+fn colors(k: usize) -> RGBColor {
+    const C: [RGBColor; 8] = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(127, 127, 127),
+    ];
+    C[k % C.len()]
+}
+
+/// Plot one lat_fs table.
+pub fn plot_latfs(table: &LatfsTable) -> Result<PlotImage, PlotError> {
+    // Closures cannot be generic over the backend, so each backend gets its own.
+    render_with(table.file_stem(), |root| draw_latfs(root, table), |root| draw_latfs(root, table))
+}
+
+/// Plot one steps group: elapsed per step, a bar per iteration.
+pub fn plot_steps(group: &StepsGroup) -> Result<PlotImage, PlotError> {
+    let stem = format!("{}-{}-steps", group.label, group.config);
+    render_with(stem, |root| draw_steps(root, group), |root| draw_steps(root, group))
+}
+
+fn render_with<A, B>(stem: String, bitmap: A, svg_draw: B) -> Result<PlotImage, PlotError>
+where
+    A: Fn(DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), String>,
+    B: Fn(DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), String>,
+{
+    register_font();
+    let err = |message: String| PlotError::Draw { what: stem.clone(), message };
+    let mut rgb = vec![0u8; (SIZE.0 * SIZE.1 * 3) as usize];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
+        bitmap(root).map_err(err)?;
+    }
+    let mut png = Vec::new();
+    {
+        use image::ImageEncoder;
+        image::codecs::png::PngEncoder::new(&mut png)
+            .write_image(&rgb, SIZE.0, SIZE.1, image::ColorType::Rgb8)
+            .map_err(|e| err(e.to_string()))?;
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        svg_draw(root).map_err(err)?;
+    }
+    Ok(PlotImage { stem, png, svg })
+}
+
+fn draw_latfs<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &LatfsTable) -> Result<(), String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let n = t.tasks.len().max(1);
+    let ymax = t
+        .values
+        .iter()
+        .flatten()
+        .flatten()
+        .map(|p| p.summary.max.max(p.summary.median))
+        .fold(0.0f64, f64::max);
+    let ymax = if ymax > 0.0 { ymax * 1.12 } else { 1.0 };
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("{}-{} {}", t.fs, t.layout, t.title()), ("sans-serif", 26))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(80)
+        .build_cartesian_2d(-0.4f64..(n as f64 - 0.6), 0f64..ymax)
+        .map_err(|x| e(&x))?;
+    let tasks = t.tasks.clone();
+    chart
+        .configure_mesh()
+        .x_labels(n)
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < tasks.len() { tasks[i as usize].to_string() } else { String::new() }
+        })
+        .x_desc("tasks (#nr_task)")
+        .y_desc("total loops/ms (median; bars: min..max)")
+        .y_label_formatter(&|y| if ymax >= 20.0 { format!("{y:.0}") } else { format!("{y:.2}") })
+        .label_style(("sans-serif", 15))
+        .axis_desc_style(("sans-serif", 17))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(|x| e(&x))?;
+    let k = t.columns.len().max(1);
+    for (ci, col) in t.columns.iter().enumerate() {
+        let color = colors(ci);
+        // Spread the error bars of different configurations a little so they do not hide each other.
+        let dx = (ci as f64 - (k as f64 - 1.0) / 2.0) * 0.025;
+        let pts: Vec<(f64, &super::latfs_tables::Point)> =
+            t.values.iter().enumerate().filter_map(|(ri, row)| row[ci].as_ref().map(|p| (ri as f64 + dx, p))).collect();
+        chart
+            .draw_series(LineSeries::new(pts.iter().map(|(x, p)| (*x, p.summary.median)), color.stroke_width(2)))
+            .map_err(|x| e(&x))?
+            .label(col.name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+        chart
+            .draw_series(pts.iter().map(|(x, p)| Circle::new((*x, p.summary.median), 4, color.filled())))
+            .map_err(|x| e(&x))?;
+        chart
+            .draw_series(
+                pts.iter()
+                    .filter(|(_, p)| p.summary.n > 1)
+                    .map(|(x, p)| ErrorBar::new_vertical(*x, p.summary.min, p.summary.median, p.summary.max, color.stroke_width(1), 8)),
+            )
+            .map_err(|x| e(&x))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(legend_corner(t, n, ymax))
+        .label_font(("sans-serif", 15))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.5))
+        .draw()
+        .map_err(|x| e(&x))?;
+    root.present().map_err(|x| e(&x))?;
+    Ok(())
+}
+
+/// The first corner whose area (outer 40% of x, outer 35% of y) holds no point,
+/// so the legend does not hide data; upper left when every corner is taken.
+fn legend_corner(t: &LatfsTable, n: usize, ymax: f64) -> SeriesLabelPosition {
+    let pts: Vec<(f64, f64)> = t
+        .values
+        .iter()
+        .enumerate()
+        .flat_map(|(ri, row)| row.iter().flatten().flat_map(move |p| [(ri as f64, p.summary.max), (ri as f64, p.summary.min)]))
+        .collect();
+    let span = (n as f64 - 1.0).max(1.0);
+    let free = |left: bool, top: bool| {
+        !pts.iter().any(|(x, y)| {
+            let in_x = if left { *x <= 0.4 * span } else { *x >= 0.6 * span };
+            let in_y = if top { *y >= 0.65 * ymax } else { *y <= 0.35 * ymax };
+            in_x && in_y
+        })
+    };
+    [
+        (true, true, SeriesLabelPosition::UpperLeft),
+        (false, true, SeriesLabelPosition::UpperRight),
+        (false, false, SeriesLabelPosition::LowerRight),
+        (true, false, SeriesLabelPosition::LowerLeft),
+    ]
+    .into_iter()
+    .find(|(l, t, _)| free(*l, *t))
+    .map(|(_, _, p)| p)
+    .unwrap_or(SeriesLabelPosition::UpperLeft)
+}
+
+fn draw_steps<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, g: &StepsGroup) -> Result<(), String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let nsteps = g.iterations.iter().map(|i| i.len()).max().unwrap_or(0).max(1);
+    let nit = g.iterations.len().max(1);
+    let ymax = g.iterations.iter().flatten().map(|s| s.elapsed_us as f64 / 1e6).fold(0.0f64, f64::max);
+    let ymax = if ymax > 0.0 { ymax * 1.15 } else { 1.0 };
+    let names: Vec<String> = (0..nsteps)
+        .map(|j| g.iterations.iter().find_map(|it| it.get(j)).map(|s| s.label.clone()).unwrap_or_default())
+        .collect();
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("{} {}: elapsed per step and iteration", g.label, g.config), ("sans-serif", 24))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(-0.5f64..(nsteps as f64 - 0.5), 0f64..ymax)
+        .map_err(|x| e(&x))?;
+    chart
+        .configure_mesh()
+        .x_labels(nsteps)
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() { names[i as usize].clone() } else { String::new() }
+        })
+        .disable_x_mesh()
+        .y_desc("elapsed seconds")
+        .label_style(("sans-serif", 15))
+        .axis_desc_style(("sans-serif", 17))
+        .draw()
+        .map_err(|x| e(&x))?;
+    let width = 0.8 / nit as f64;
+    for (i, it) in g.iterations.iter().enumerate() {
+        let color = colors(i);
+        chart
+            .draw_series(it.iter().enumerate().map(|(j, s)| {
+                let x0 = j as f64 - 0.4 + i as f64 * width;
+                Rectangle::new([(x0 + width * 0.08, 0.0), (x0 + width * 0.92, s.elapsed_us as f64 / 1e6)], color.filled())
+            }))
+            .map_err(|x| e(&x))?
+            .label(format!("iteration {}", i + 1))
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .label_font(("sans-serif", 15))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.5))
+        .draw()
+        .map_err(|x| e(&x))?;
+    root.present().map_err(|x| e(&x))?;
+    Ok(())
+}
+
+/// Write `<dir>/<stem>.png` and `<dir>/<stem>.svg` for each plot; returns the paths written.
+pub fn write_plots(dir: &Path, plots: &[PlotImage]) -> Result<Vec<PathBuf>, PlotError> {
+    std::fs::create_dir_all(dir).map_err(|source| PlotError::Io { path: dir.to_path_buf(), source })?;
+    let mut written = Vec::new();
+    for p in plots {
+        for (ext, bytes) in [("png", p.png.as_slice()), ("svg", p.svg.as_bytes())] {
+            let path = dir.join(format!("{}.{ext}", p.stem));
+            std::fs::write(&path, bytes).map_err(|source| PlotError::Io { path: path.clone(), source })?;
+            written.push(path);
+        }
+    }
+    Ok(written)
+}

@@ -1,0 +1,195 @@
+//! Steps reports in seed 002's layout: per (label, fs) and iteration, one
+//! time(1)-style line per step; plus flags for iteration-dependent steps.
+//!
+//! Flag rule (a step "changes across iterations"): with at least two
+//! iterations, let e_i be the step's elapsed times, m their median and
+//! MAD = 1.4826 · median(|e_i − m|) (scaled to estimate σ for normal noise).
+//! The step is flagged when all three hold:
+//! 1. max/min > 1.5 (a change a user would notice),
+//! 2. some e_i lies more than 3·MAD from m (an outlier against the step's own
+//!    noise; with MAD = 0, i.e. most iterations identical, any deviation counts),
+//! 3. max − min ≥ 20 ms (time(1) prints centiseconds; below that is jitter).
+//!
+//! It is a finding to look at, not a verdict: e.g. ext4 untar after `rm -rf`
+//! of the same tree takes 6–8 s instead of 0.85 s on a fresh filesystem.
+
+use serde::Serialize;
+
+use crate::model::{CellStatus, StepTiming};
+use crate::results::LoadedRun;
+
+/// Smallest max−min spread (µs) that can be flagged.
+pub const FLAG_MIN_SPREAD_US: u64 = 20_000;
+/// Smallest max/min ratio that can be flagged.
+pub const FLAG_MIN_RATIO: f64 = 1.5;
+/// Outlier distance from the median, in scaled MADs.
+pub const FLAG_MADS: f64 = 3.0;
+
+/// All iterations of one (label, configuration).
+#[derive(Debug, Clone, Serialize)]
+pub struct StepsGroup {
+    /// Run label.
+    pub label: String,
+    /// Configuration name: the fs, plus layout/quota/tasks where the run varies them.
+    pub config: String,
+    /// Filesystem type.
+    pub fs: String,
+    /// `iterations[i][j]`: step j of iteration i.
+    pub iterations: Vec<Vec<StepTiming>>,
+    /// Steps whose elapsed time changes across iterations.
+    pub flags: Vec<StepFlag>,
+}
+
+/// A step whose elapsed time depends on the iteration.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepFlag {
+    /// Step index.
+    pub step: usize,
+    /// Step label (`tar zxf linux-2.5.63.tar.gz`).
+    pub label: String,
+    /// Elapsed seconds per iteration.
+    pub elapsed_s: Vec<f64>,
+    /// max/min.
+    pub ratio: f64,
+}
+
+impl StepFlag {
+    /// One line for humans.
+    pub fn describe(&self) -> String {
+        let per_it = self.elapsed_s.iter().enumerate().map(|(i, e)| format!("#{}: {e:.2}s", i + 1)).collect::<Vec<_>>().join(", ");
+        format!("iteration-dependent: `{}` elapsed varies {:.1}x across iterations ({per_it})", self.label, self.ratio)
+    }
+}
+
+/// Flag steps whose elapsed time changes across iterations (rule in the module docs).
+pub fn flag_steps(iterations: &[Vec<StepTiming>]) -> Vec<StepFlag> {
+    let nsteps = iterations.iter().map(|i| i.len()).max().unwrap_or(0);
+    let mut flags = Vec::new();
+    for j in 0..nsteps {
+        let e: Vec<u64> = iterations.iter().filter_map(|it| it.get(j)).map(|s| s.elapsed_us).collect();
+        if e.len() < 2 {
+            continue;
+        }
+        let (min, max) = (*e.iter().min().unwrap(), *e.iter().max().unwrap());
+        let ratio = if min == 0 { f64::INFINITY } else { max as f64 / min as f64 };
+        if ratio <= FLAG_MIN_RATIO || max - min < FLAG_MIN_SPREAD_US {
+            continue;
+        }
+        let ef: Vec<f64> = e.iter().map(|v| *v as f64).collect();
+        let m = median(&ef);
+        let mad = 1.4826 * median(&ef.iter().map(|v| (v - m).abs()).collect::<Vec<_>>());
+        if ef.iter().any(|v| (v - m).abs() > FLAG_MADS * mad) {
+            let label = iterations.iter().find_map(|it| it.get(j)).map(|s| s.label.clone()).unwrap_or_default();
+            flags.push(StepFlag { step: j, label, elapsed_s: ef.iter().map(|v| v / 1e6).collect(), ratio });
+        }
+    }
+    flags
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let n = s.len();
+    if n == 0 {
+        0.0
+    } else if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+/// Group the steps cells of labelled runs, in run then plan order.
+pub fn build_groups(runs: &[(&str, &LoadedRun)]) -> Vec<StepsGroup> {
+    let mut groups = Vec::new();
+    for (label, run) in runs {
+        let ok: Vec<_> = run.cells.iter().filter(|c| c.status == CellStatus::Ok && c.steps.is_some()).collect();
+        let all = run.meta.planned_cells.iter().chain(run.cells.iter().map(|c| &c.params));
+        let mut layouts = std::collections::HashSet::new();
+        let mut quotas = std::collections::HashSet::new();
+        let mut tasks = std::collections::HashSet::new();
+        for p in all {
+            layouts.insert(p.layout);
+            quotas.insert(p.quota);
+            tasks.insert(p.tasks);
+        }
+        for c in ok {
+            let p = &c.params;
+            let mut config = p.fs.clone();
+            if layouts.len() > 1 {
+                config.push_str(&format!("-{}", p.layout));
+            }
+            if quotas.len() > 1 {
+                config.push_str(&format!("-{}", p.quota.seed_name()));
+            }
+            if tasks.len() > 1 {
+                config.push_str(&format!("-t{}", p.tasks));
+            }
+            let iterations = c.steps.as_ref().map(|s| s.iterations.clone()).unwrap_or_default();
+            let flags = flag_steps(&iterations);
+            groups.push(StepsGroup { label: label.to_string(), config, fs: p.fs.clone(), iterations, flags });
+        }
+    }
+    groups
+}
+
+/// Seed 002 text: `<label>:` then per configuration `<fs>:` and per iteration its lines.
+pub fn seed_text(groups: &[StepsGroup]) -> String {
+    let mut out = String::new();
+    let mut last_label = None;
+    for g in groups {
+        if last_label != Some(&g.label) {
+            out.push_str("---------------------------------------------------------------------\n");
+            out.push_str(&format!("{}:\n", g.label));
+            last_label = Some(&g.label);
+        }
+        out.push_str(&format!("{}:\n", g.config));
+        for (i, it) in g.iterations.iter().enumerate() {
+            out.push_str(&format!("iteration {}:\n", i + 1));
+            for s in it {
+                out.push_str(&s.seed_line());
+                out.push('\n');
+            }
+        }
+        for f in &g.flags {
+            out.push_str(&format!("! {}\n", f.describe()));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn it(elapsed_ms: &[u64]) -> Vec<Vec<StepTiming>> {
+        elapsed_ms
+            .iter()
+            .map(|e| vec![StepTiming { label: "tar zxf x.tar.gz".into(), op: "untar".into(), user_us: 0, system_us: 0, elapsed_us: e * 1000, max_rss_kib: 0 }])
+            .collect()
+    }
+
+    #[test]
+    fn untar_after_rm_is_flagged() {
+        // The machine-facts observation: 0.85 s fresh, 6-8 s after rm -rf.
+        let f = flag_steps(&it(&[850, 7100, 6800, 7900, 7200]));
+        assert_eq!(f.len(), 1);
+        assert!(f[0].ratio > 9.0 && f[0].describe().contains("#1: 0.85s"));
+    }
+
+    #[test]
+    fn noise_is_not_flagged() {
+        assert!(flag_steps(&it(&[14090, 14390, 14820, 14100, 14500])).is_empty());
+        // Big ratio but tiny absolute spread: jitter of a near-zero step.
+        assert!(flag_steps(&it(&[2, 9, 3, 2, 2])).is_empty());
+        // A single iteration cannot vary.
+        assert!(flag_steps(&it(&[5000])).is_empty());
+    }
+
+    #[test]
+    fn sync_jump_in_seed_is_flagged() {
+        // Seed 002, ext3 sync: 0:08.14 on 2.5.60 vs 0:15.11 — as iterations it would be
+        // flagged against a steady background.
+        assert_eq!(flag_steps(&it(&[960, 1000, 980, 8140, 990])).len(), 1);
+    }
+}

@@ -1,0 +1,157 @@
+//! `fsbench report` and `fsbench compare` on bad input, significance, refusals, steps.
+
+mod report_support;
+
+use assert_cmd::Command;
+use fsbench::model::*;
+use report_support::*;
+
+fn fsbench() -> Command {
+    Command::cargo_bin("fsbench").unwrap()
+}
+
+fn out(o: &assert_cmd::assert::Assert) -> (String, String) {
+    let o = o.get_output();
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+fn params(quota: QuotaMode, tasks: u32) -> CellParams {
+    CellParams { fs: "ext4".into(), layout: Layout::M, quota, tasks, test: Some(LatfsTest::Chown) }
+}
+
+/// A run of 2 quota modes × 2 task counts with 5 repetitions around `center(quota, tasks)`.
+fn five_rep_run(dir: &std::path::Path, label: &str, text: &str, center: impl Fn(QuotaMode, u32) -> f64) -> std::path::PathBuf {
+    let mut cells = Vec::new();
+    for q in [QuotaMode::Off, QuotaMode::On] {
+        for t in [1, 2] {
+            let c = center(q, t);
+            cells.push(latfs_cell(params(q, t), &[c * 0.99, c * 1.01, c, c * 0.995, c * 1.005]));
+        }
+    }
+    let planned = cells.iter().map(|c| c.params.clone()).collect();
+    write_run(dir, &meta(Some(label), "quota-smp", text, "lat_fs", planned), &cells)
+}
+
+#[test]
+fn significant_differences_are_marked_and_noise_is_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = latfs_scenario_text("quota-smp", "repetitions = 5\n");
+    let a = five_rep_run(&tmp.path().join("a"), "BASE", &text, |q, t| if q == QuotaMode::On { 100.0 } else { 1000.0 * t as f64 });
+    // V3: quota-on doubles (significant), quota-off unchanged (not significant).
+    let b = five_rep_run(&tmp.path().join("b"), "V3", &text, |q, t| if q == QuotaMode::On { 200.0 } else { 1000.0 * t as f64 });
+    let plots = tmp.path().join("plots");
+    let a = fsbench().arg("compare").arg(&a).arg(&b).arg("--plot").arg(&plots).assert().success();
+    let (stdout, _) = out(&a);
+    let row1 = stdout.lines().filter(|l| l.starts_with("1 ")).nth(1).unwrap();
+    assert_eq!(row1.split_whitespace().collect::<Vec<_>>(), ["1", "1.0000", "2.0000*"], "{stdout}");
+    assert!(stdout.contains("#nr_task  V3/BASE-ext4-M-qoff  V3/BASE-ext4-M-qon"));
+    assert!(plots.join("ext4-M-lat_fs_chown.png").exists());
+    // The PNG decodes and has the plot's size.
+    let img = image::open(plots.join("ext4-M-lat_fs_chown.png")).unwrap();
+    assert_eq!((img.width(), img.height()), (900, 600));
+    let svg = std::fs::read_to_string(plots.join("ext4-M-lat_fs_chown.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("V3-ext4-M-qon"));
+}
+
+#[test]
+fn incompatible_runs_are_refused_with_the_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = latfs_scenario_text("quota-smp", "repetitions = 5\n");
+    let a = five_rep_run(&tmp.path().join("a"), "BASE", &text, |_, _| 10.0);
+    // Another scenario name.
+    let mut cells = vec![latfs_cell(params(QuotaMode::Off, 1), &[1.0])];
+    let other = write_run(&tmp.path().join("o"), &meta(Some("X"), "kernel-untar", &text, "lat_fs", vec![]), &cells);
+    let (_, err) = out(&fsbench().arg("compare").arg(&a).arg(&other).assert().code(2));
+    assert!(err.contains("different scenarios") && err.contains("kernel-untar"), "{err}");
+    // Same name, a measured parameter differs (quota_refs).
+    let changed = latfs_scenario_text("quota-smp", "repetitions = 5\n").replace("quota_refs = 2", "quota_refs = 0");
+    let c = five_rep_run(&tmp.path().join("c"), "V3", &changed, |_, _| 10.0);
+    let (_, err) = out(&fsbench().arg("compare").arg(&a).arg(&c).assert().code(2));
+    assert!(err.contains("[workload] differs"), "{err}");
+    // Only the repetitions differ: a warning, and the comparison runs.
+    let fewer = latfs_scenario_text("quota-smp", "repetitions = 3\n");
+    let d = five_rep_run(&tmp.path().join("d"), "V3", &fewer, |_, _| 10.0);
+    let (stdout, err) = out(&fsbench().arg("compare").arg(&a).arg(&d).assert().success());
+    assert!(err.contains("warning: scenario texts differ"), "{err}");
+    assert!(stdout.contains("V3-ext4-M-qoff"));
+    // Mount options differ in a cell both runs have.
+    cells[0].filesystems[0].mount_options_requested.push("barrier=0".into());
+    let planned = cells.iter().map(|c| c.params.clone()).collect();
+    let e = write_run(&tmp.path().join("e"), &meta(Some("V3"), "quota-smp", &text, "lat_fs", planned), &cells);
+    let (_, err) = out(&fsbench().arg("compare").arg(&a).arg(&e).assert().code(2));
+    assert!(err.contains("mount options differ"), "{err}");
+}
+
+#[test]
+fn bad_input_names_file_and_field_and_the_rest_renders() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = write_seed_run(&tmp.path().join("base"), "BASE");
+    let bad = dir.join("cells/ext2-M-qoff-t1-open_close.json");
+    std::fs::write(&bad, std::fs::read_to_string(&bad).unwrap().replace("\"total_loops_per_ms\": 948.1667", "\"total_loops_per_ms\": \"fast\"")).unwrap();
+    let trunc = dir.join("cells/ext4-S-qon-t8-chown.json");
+    std::fs::write(&trunc, &std::fs::read(&trunc).unwrap()[..40]).unwrap();
+    let (stdout, err) = out(&fsbench().arg("report").arg(&dir).assert().code(1));
+    assert!(err.contains(&format!("{}: latfs.repetitions[0].total_loops_per_ms: invalid type: string \"fast\"", bad.display())), "{err}");
+    assert!(err.contains(&format!("{}: .: not valid JSON", trunc.display())), "{err}");
+    // The bad cells show as `-`, every other number is there.
+    let row1: Vec<&str> = stdout.lines().find(|l| l.starts_with("1 ")).unwrap().split_whitespace().collect();
+    assert_eq!(row1, ["1", "-", "764.5000"]);
+    assert!(stdout.contains("15674.1247"));
+    assert!(stdout.contains("Unreadable result files (2)"));
+}
+
+#[test]
+fn unusable_input_exits_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, err) = out(&fsbench().arg("report").arg(tmp.path()).assert().code(2));
+    assert!(err.contains(&format!("{}: not a run directory (no run.json)", tmp.path().display())), "{err}");
+    let dir = write_seed_run(&tmp.path().join("base"), "BASE");
+    let run_json = dir.join("run.json");
+    std::fs::write(&run_json, std::fs::read_to_string(&run_json).unwrap().replacen("\"schema\": 1", "\"schema\": 2", 1)).unwrap();
+    let (_, err) = out(&fsbench().arg("report").arg(&dir).assert().code(2));
+    assert!(err.contains("result format version 2 is newer than this fsbench reads (up to 1)"), "{err}");
+    let good = write_seed_run(&tmp.path().join("v3"), "V3");
+    let (_, err) = out(&fsbench().arg("compare").arg(format!("V3={}", good.display())).arg(format!("BASE={}", tmp.path().join("nope").display())).assert().code(2));
+    assert!(err.contains("nope: not a run directory"), "{err}");
+}
+
+fn step(label: &str, op: &str, user_ms: u64, sys_ms: u64, elapsed_ms: u64) -> StepTiming {
+    StepTiming { label: label.into(), op: op.into(), user_us: user_ms * 1000, system_us: sys_ms * 1000, elapsed_us: elapsed_ms * 1000, max_rss_kib: 0 }
+}
+
+#[test]
+fn steps_report_prints_time_lines_per_iteration_and_flags_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cells = Vec::new();
+    for (fs, untar) in [("ext4", [850u64, 7100, 6800]), ("ext2", [900, 950, 920])] {
+        let p = CellParams { fs: fs.into(), layout: Layout::M, quota: QuotaMode::Off, tasks: 1, test: None };
+        let iterations = untar
+            .iter()
+            .map(|u| {
+                vec![
+                    step("rm -rf linux-2.5.63", "rm_rf", 20, 1710, 2160),
+                    step("tar zxf linux-2.5.63.tar.gz", "untar", 4830, 5860, *u * 10 + 5000),
+                    step("sync", "sync", 0, 30, 960),
+                ]
+            })
+            .collect();
+        let mut c = latfs_cell(p.clone(), &[1.0]);
+        c.latfs = None;
+        c.steps = Some(StepsResult { iterations });
+        cells.push(c);
+    }
+    let planned = cells.iter().map(|c| c.params.clone()).collect();
+    let dir = write_run(tmp.path(), &meta(Some("2.5.63"), "kernel-untar", "name='kernel-untar'", "steps", planned), &cells);
+    // FSBENCH_PLOT_DEMO keeps the plots for looking at them by hand.
+    let plots = std::env::var_os("FSBENCH_PLOT_DEMO").map(std::path::PathBuf::from).unwrap_or_else(|| tmp.path().join("plots"));
+    let (stdout, _) = out(&fsbench().arg("report").arg(&dir).arg("--plot").arg(&plots).assert().success());
+    assert!(stdout.contains("2.5.63:\next4:\niteration 1:\nrm -rf linux-2.5.63 0.02user 1.71system 0:02.16elapsed 80%CPU\n"), "{stdout}");
+    assert!(stdout.contains("sync 0.00user 0.03system 0:00.96elapsed 3%CPU"));
+    let flags: Vec<&str> = stdout.lines().filter(|l| l.starts_with("! ")).collect();
+    assert_eq!(flags.len(), 1, "only ext4's untar changes: {stdout}");
+    assert!(flags[0].contains("tar zxf linux-2.5.63.tar.gz"));
+    assert!(plots.join("2.5.63-ext4-steps.png").exists() && plots.join("2.5.63-ext2-steps.svg").exists());
+    let csv = out(&fsbench().args(["report", "--format", "csv"]).arg(&dir).assert().success()).0;
+    assert_eq!(csv.lines().count(), 1 + 2 * 3 * 3);
+    assert!(csv.contains("2.5.63,ext4,ext4,2,2,untar,tar zxf linux-2.5.63.tar.gz,4.830000,5.860000,76.000000,14,0,true"), "{csv}");
+}

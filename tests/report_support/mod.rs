@@ -1,0 +1,157 @@
+//! Shared helpers of the report and results tests: parse seed 000, write run directories.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use fsbench::model::*;
+use fsbench::results::{HostInfo, RunMeta, sha256_hex};
+use fsbench::stats::summarize;
+
+/// Seed 000 as published.
+pub const SEED000: &str = include_str!("../data/seed000/000_2378ba66e3aa0691.txt");
+
+/// One table of the seed: section fs/layout, test, header and rows as tab-split fields.
+#[derive(Debug, Clone)]
+pub struct SeedTable {
+    pub fs: String,
+    pub layout: Layout,
+    pub test: LatfsTest,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// Parse every table of seed 000.
+pub fn parse_seed000() -> Vec<SeedTable> {
+    let mut out = Vec::new();
+    let (mut fs, mut layout, mut test) = (String::new(), Layout::M, LatfsTest::OpenClose);
+    let lines: Vec<&str> = SEED000.lines().collect();
+    let mut i = 0;
+    while i < lines.len() {
+        let l = lines[i];
+        if let Some(rest) = l.strip_prefix("Results for ").and_then(|r| r.split_once(" mounttype:")) {
+            fs = rest.0.to_string();
+            layout = if rest.1 == "M" { Layout::M } else { Layout::S };
+        } else if let Some(t) = l.strip_prefix("lat_fs_") {
+            test = t.parse().unwrap();
+        } else if l.starts_with("#nr_task\t") {
+            let header = l.split('\t').map(String::from).collect();
+            let mut rows = Vec::new();
+            while i + 1 < lines.len() && !lines[i + 1].is_empty() {
+                i += 1;
+                rows.push(lines[i].split('\t').map(String::from).collect());
+            }
+            out.push(SeedTable { fs: fs.clone(), layout, test, header, rows });
+        }
+        i += 1;
+    }
+    out
+}
+
+/// A scenario text for a lat_fs run; `extra` is appended to `[workload]`.
+pub fn latfs_scenario_text(name: &str, extra: &str) -> String {
+    format!(
+        "schema = 1\nname = \"{name}\"\n[matrix]\nfs = [\"ext2\", \"ext4\"]\nlayout = [\"M\", \"S\"]\nquota = [\"off\", \"on\"]\ntasks = [1, 2, 4, 8]\n\
+         [filesystems.ext4]\nmount = [\"usrquota\", \"grpquota\", \"barrier=0\", \"noload\"]\n[backing]\nkind = \"tmpfs-loop\"\n\
+         [workload]\nkind = \"lat_fs\"\nquota_refs = 2\n{extra}"
+    )
+}
+
+/// A run.json for tests.
+pub fn meta(label: Option<&str>, scenario: &str, text: &str, workload: &str, planned: Vec<CellParams>) -> RunMeta {
+    RunMeta {
+        schema: RESULT_SCHEMA_VERSION,
+        tool_version: "0.1.0".into(),
+        run_id: format!("20101111T120000Z-{}", label.unwrap_or("host")),
+        scenario_name: scenario.into(),
+        scenario_origin: "scenarios/quota-smp.toml".into(),
+        scenario_text: text.into(),
+        scenario_sha256: sha256_hex(text.as_bytes()),
+        workload: workload.into(),
+        label: label.map(String::from),
+        host: HostInfo {
+            hostname: "xeon-w5580".into(),
+            kernel_release: "2.6.37-rc1".into(),
+            kernel_version: "#1 SMP".into(),
+            kernel_cmdline: "ro".into(),
+            cpu_model: "Intel(R) Xeon(R) CPU W5580".into(),
+            cpu_count: 8,
+            memory_bytes: 8 << 30,
+        },
+        started: "2010-11-11T12:00:00Z".into(),
+        finished: Some("2010-11-11T13:00:00Z".into()),
+        planned_cells: planned,
+        interrupted: false,
+    }
+}
+
+/// An ok lat_fs cell with one repetition per sample value.
+pub fn latfs_cell(params: CellParams, samples: &[f64]) -> CellResult {
+    let reps: Vec<LatfsRepetition> = samples
+        .iter()
+        .map(|v| LatfsRepetition {
+            tasks: (0..params.tasks).map(|t| TaskSample { task: t, iterations: 1000, window_ns: 1_000_000_000, user_us: 1, sys_us: 1 }).collect(),
+            total_loops_per_ms: *v,
+            latency_us: 1000.0 / v,
+        })
+        .collect();
+    let fs = FilesystemInfo {
+        fs: params.fs.clone(),
+        device: Some("/dev/loop3".into()),
+        mountpoint: "/tmp/fsbench/mnt/0".into(),
+        mkfs_argv: vec![format!("mkfs.{}", params.fs), "-q".into(), "/dev/loop3".into()],
+        mount_options_requested: vec!["usrquota".into(), "grpquota".into()],
+        ..Default::default()
+    };
+    CellResult {
+        schema: RESULT_SCHEMA_VERSION,
+        id: params.id(),
+        params,
+        status: CellStatus::Ok,
+        skip: None,
+        error: None,
+        filesystems: vec![fs],
+        latfs: Some(LatfsResult {
+            total_loops: summarize(samples),
+            latency_us: summarize(&reps.iter().map(|r| r.latency_us).collect::<Vec<_>>()),
+            repetitions: reps,
+        }),
+        steps: None,
+        started: "2010-11-11T12:00:00Z".into(),
+        finished: "2010-11-11T12:00:05Z".into(),
+    }
+}
+
+/// Write a run directory by hand, as a user or another lab would have it.
+pub fn write_run(dir: &Path, meta: &RunMeta, cells: &[CellResult]) -> PathBuf {
+    std::fs::create_dir_all(dir.join("cells")).unwrap();
+    std::fs::write(dir.join("run.json"), serde_json::to_vec_pretty(meta).unwrap()).unwrap();
+    for c in cells {
+        std::fs::write(dir.join("cells").join(format!("{}.json", c.id)), serde_json::to_vec_pretty(c).unwrap()).unwrap();
+    }
+    dir.to_path_buf()
+}
+
+/// The seed's cells of one label: (params, value) for every table cell of columns `<label>-...`.
+pub fn seed_cells(tables: &[SeedTable], label: &str) -> Vec<(CellParams, f64)> {
+    let mut out = Vec::new();
+    for t in tables {
+        for (ci, h) in t.header.iter().enumerate().skip(1) {
+            let Some(rest) = h.strip_prefix(&format!("{label}-")) else { continue };
+            let quota = if rest.ends_with("qon") { QuotaMode::On } else { QuotaMode::Off };
+            for row in &t.rows {
+                let params = CellParams { fs: t.fs.clone(), layout: t.layout, quota, tasks: row[0].parse().unwrap(), test: Some(t.test) };
+                out.push((params, row[ci].parse().unwrap()));
+            }
+        }
+    }
+    out
+}
+
+/// Write seed 000's run of `label` (one repetition per cell) into `dir`.
+pub fn write_seed_run(dir: &Path, label: &str) -> PathBuf {
+    let tables = parse_seed000();
+    let cells: Vec<CellResult> = seed_cells(&tables, label).into_iter().map(|(p, v)| latfs_cell(p, &[v])).collect();
+    let planned = cells.iter().map(|c| c.params.clone()).collect();
+    let m = meta(Some(label), "quota-smp", &latfs_scenario_text("quota-smp", "repetitions = 1\n"), "lat_fs", planned);
+    write_run(dir, &m, &cells)
+}
