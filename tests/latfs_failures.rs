@@ -73,7 +73,8 @@ fn zombie_children() -> Vec<String> {
         .filter(|p| {
             let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
             // pid (comm) state ppid ...: split after the last ')' since comm may hold spaces.
-            let rest: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
+            let rest: Vec<&str> =
+                stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
             rest.len() > 1 && rest[0] == "Z" && rest[1] == me
         })
         .collect()
@@ -108,7 +109,8 @@ fn removed_task_dir_fails_with_its_task_number() {
     let (tmp, dirs) = task_dirs(2);
     std::fs::remove_dir(&dirs[1]).unwrap();
     let spec = spec(Duration::from_millis(100));
-    let e = latfs::run(&LatfsRun { test: LatfsTest::OpenClose, spec: &spec, task_dirs: &dirs, exe: exe() }).unwrap_err();
+    let e =
+        latfs::run(&LatfsRun { test: LatfsTest::OpenClose, spec: &spec, task_dirs: &dirs, exe: exe() }).unwrap_err();
     assert_eq!(e.task(), Some(1), "{e}");
     assert_eq!(e.errno(), Some(Errno::ENOENT), "{e}");
     assert!(e.to_string().starts_with("task 1 "), "{e}");
@@ -186,7 +188,8 @@ fn sigint_reaching_the_workers_is_an_interruption() {
     let (tmp, dirs) = task_dirs(2);
     let spec = spec(Duration::from_secs(5));
     let killer = kill_worker_later(dirs[0].clone(), nix::sys::signal::Signal::SIGINT);
-    let e = latfs::run(&LatfsRun { test: LatfsTest::OpenClose, spec: &spec, task_dirs: &dirs, exe: exe() }).unwrap_err();
+    let e =
+        latfs::run(&LatfsRun { test: LatfsTest::OpenClose, spec: &spec, task_dirs: &dirs, exe: exe() }).unwrap_err();
     assert!(killer.join().unwrap());
     assert!(e.is_interrupted(), "{e}");
     assert_eq!(e.task(), Some(0));
@@ -199,8 +202,8 @@ fn a_missing_binary_fails_to_spawn_task_0() {
     let (tmp, dirs) = task_dirs(2);
     let spec = spec(Duration::from_millis(100));
     let missing = tmp.path().join("no-such-fsbench");
-    let e = latfs::run(&LatfsRun { test: LatfsTest::OpenClose, spec: &spec, task_dirs: &dirs, exe: &missing })
-        .unwrap_err();
+    let e =
+        latfs::run(&LatfsRun { test: LatfsTest::OpenClose, spec: &spec, task_dirs: &dirs, exe: &missing }).unwrap_err();
     assert!(matches!(e, LatfsError::Spawn { task: 0, .. }), "{e}");
     assert_no_leftovers(tmp.path());
 }
@@ -214,4 +217,34 @@ fn zero_tasks_or_repetitions_are_refused() {
     let (_tmp, dirs) = task_dirs(1);
     let r = latfs::run(&LatfsRun { test: LatfsTest::Chown, spec: &s, task_dirs: &dirs, exe: exe() });
     assert!(matches!(r, Err(LatfsError::NoRepetitions)));
+}
+
+/// Run one worker directly as an unprivileged user (nobody when we are root)
+/// and return its protocol line.
+fn unprivileged_worker(dir: &Path, extra: &[&str]) -> String {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(exe());
+    cmd.arg("__latfs-worker").args(extra).args([
+        "--task=0",
+        "--quota-refs=2",
+        "--write=1",
+        "--warmup-ns=1000000",
+        "--duration-ns=10000000",
+    ]);
+    cmd.arg(format!("--dir={}", dir.display()));
+    if is_root() {
+        cmd.uid(65534).gid(65534);
+    }
+    let out = cmd.stdin(std::process::Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn without_root_chown_and_per_task_ids_say_what_they_need() {
+    let (_tmp, dirs) = task_dirs(1);
+    let line = unprivileged_worker(&dirs[0], &["--test=chown"]);
+    assert!(line.starts_with("error 1 ") && line.contains("EPERM") && line.contains("CAP_CHOWN"), "{line}");
+    let line = unprivileged_worker(&dirs[0], &["--test=open_close", "--uid=100", "--gid=100"]);
+    assert!(line.starts_with("error 1 ") && line.contains("per-task ids need root"), "{line}");
 }

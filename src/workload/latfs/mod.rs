@@ -278,7 +278,11 @@ impl Pool {
             let pending: Vec<usize> = (0..n).filter(|&i| got[i].is_none()).collect();
             let mut fds: Vec<libc::pollfd> = pending
                 .iter()
-                .map(|&i| libc::pollfd { fd: self.workers[i].stdout.get_ref().as_raw_fd(), events: libc::POLLIN, revents: 0 })
+                .map(|&i| libc::pollfd {
+                    fd: self.workers[i].stdout.get_ref().as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
                 .collect();
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -293,7 +297,11 @@ impl Pool {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
-                return Err(LatfsError::Io { task: self.workers[pending[0]].task, what: "poll worker pipes", source: e });
+                return Err(LatfsError::Io {
+                    task: self.workers[pending[0]].task,
+                    what: "poll worker pipes",
+                    source: e,
+                });
             }
             for (k, &i) in pending.iter().enumerate() {
                 if fds[k].revents == 0 {

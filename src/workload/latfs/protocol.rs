@@ -55,10 +55,8 @@ pub struct ArgsError {
 impl WorkerConfig {
     /// Encode as arguments following `__latfs-worker`.
     pub fn to_args(&self) -> Vec<OsString> {
-        let mut args: Vec<OsString> = vec![
-            format!("--test={}", self.test.name()).into(),
-            format!("--task={}", self.task).into(),
-        ];
+        let mut args: Vec<OsString> =
+            vec![format!("--test={}", self.test.name()).into(), format!("--task={}", self.task).into()];
         if let Some((uid, gid)) = self.ids {
             args.push(format!("--uid={uid}").into());
             args.push(format!("--gid={gid}").into());

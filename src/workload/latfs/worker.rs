@@ -20,6 +20,9 @@ use crate::model::LatfsTest;
 /// The file each loop works on, in the task's directory (lmbench's name).
 pub const TEST_FILE: &str = "test";
 
+/// Why an fchown to another owner may fail, added to its error.
+const NEEDS_CAP_CHOWN: &str = " (the chown test needs root: CAP_CHOWN)";
+
 /// How long one batch of iterations between two clock reads should last.
 /// At ~1 µs per iteration and ~25 ns per clock read this keeps the clock's
 /// share far below 0.1%, while the window overshoots its length by at most this.
@@ -90,9 +93,9 @@ fn run_worker(c: &WorkerConfig) -> Result<(u64, Duration), Failure> {
         nix::unistd::seteuid(uid.into())
             .map_err(|e| Failure::sys(e, format!("switch to uid {uid} (seteuid; per-task ids need root)")))?;
     }
-    let mut refs = take_quota_refs(c.quota_refs, uid, gid)?;
+    let mut refs = take_quota_refs(c.quota_refs, uid, gid, "")?;
     if c.test == LatfsTest::Chown {
-        refs.extend(take_quota_refs(c.quota_refs, uid + 1, gid + 1)?);
+        refs.extend(take_quota_refs(c.quota_refs, uid + 1, gid + 1, NEEDS_CAP_CHOWN)?);
     }
     let mut body = LoopBody::setup(c.test, c.open_for_write, uid, gid)?;
     send(&WorkerMessage::Ready);
@@ -115,14 +118,15 @@ fn wait_for_start() -> Result<(), Failure> {
 
 /// lmbench -L: open a file, fchown it to the ids, unlink it and keep it open,
 /// so that the ids hold `n` extra quota references for the whole run.
-fn take_quota_refs(n: u32, uid: u32, gid: u32) -> Result<Vec<OwnedFd>, Failure> {
+/// `hint` is appended to an fchown failure (why it may have failed).
+fn take_quota_refs(n: u32, uid: u32, gid: u32, hint: &str) -> Result<Vec<OwnedFd>, Failure> {
     let mut fds = Vec::with_capacity(n as usize);
     for i in 0..n {
         let name = format!(".quota-ref-{uid}-{i}");
         let fd = open_owned(&name, libc::O_WRONLY | libc::O_CREAT)
             .map_err(|e| Failure::sys(e, format!("create quota reference `{name}`")))?;
         fchown(fd.as_raw_fd(), uid, gid)
-            .map_err(|e| Failure::sys(e, format!("fchown quota reference `{name}` to {uid}:{gid}")))?;
+            .map_err(|e| Failure::sys(e, format!("fchown quota reference `{name}` to {uid}:{gid}{hint}")))?;
         unlink(&name).map_err(|e| Failure::sys(e, format!("unlink quota reference `{name}`")))?;
         fds.push(fd);
     }
@@ -164,8 +168,12 @@ impl LoopBody {
             LatfsTest::CreateUnlink => LoopBody::CreateUnlink { path, flags: flags | libc::O_CREAT },
             LatfsTest::Chown => {
                 let fd = create()?;
-                fchown(fd.as_raw_fd(), uid, gid)
-                    .map_err(|e| Failure::sys(e, format!("fchown `{TEST_FILE}` to {uid}:{gid}")))?;
+                // Try both owners once, so that a missing CAP_CHOWN is named
+                // here rather than as a failure inside the timed loop.
+                for (u, g) in [(uid + 1, gid + 1), (uid, gid)] {
+                    fchown(fd.as_raw_fd(), u, g)
+                        .map_err(|e| Failure::sys(e, format!("fchown `{TEST_FILE}` to {u}:{g}{NEEDS_CAP_CHOWN}")))?;
+                }
                 LoopBody::Chown { fd, uid, gid }
             }
             LatfsTest::WriteTruncate => LoopBody::WriteTruncate { fd: create()?, buf: vec![0u8; 4096] },
