@@ -1,0 +1,478 @@
+//! The lmbench lat_fs loops: N worker processes, a start barrier, a timed window.
+//!
+//! For each repetition the parent starts one worker per task by re-executing
+//! the fsbench binary (`fsbench __latfs-worker ...`; fork() is unsafe in a
+//! threaded program). Each worker does its untimed setup in its task
+//! directory (ids, quota references, the test file), says `ready`, and waits
+//! for a start byte on its stdin. When all are ready the parent releases them
+//! together; each warms up, times its loop and reports iterations and window.
+//! The parent reaps every worker with wait4(2) for its CPU times.
+//!
+//! Workers stay in the parent's process group on purpose: a Ctrl-C at the
+//! terminal reaches them too, and the parent reaps them and reports
+//! [`LatfsError::Interrupted`]. On any failure every other worker is killed
+//! and reaped before `run` returns, so nothing outlives the call.
+
+mod protocol;
+mod worker;
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::signal::Signal;
+
+use crate::model::{LatfsRepetition, LatfsResult, LatfsTest, TaskSample};
+use crate::scenario::LatfsSpec;
+use crate::stats::summarize;
+
+pub use protocol::{WorkerConfig, WorkerMessage, task_ids};
+pub use worker::{TEST_FILE, worker_main};
+
+/// The hidden subcommand that runs a worker.
+pub const WORKER_SUBCOMMAND: &str = "__latfs-worker";
+
+/// How long a worker may take for its untimed setup (exec, ids, quota references).
+const SETUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Slack beyond warm-up + window before a silent worker counts as hung.
+const RESULT_SLACK: Duration = Duration::from_secs(60);
+
+/// One lat_fs cell to run: the test, its options, and one directory per task.
+pub struct LatfsRun<'a> {
+    /// Which loop to run.
+    pub test: LatfsTest,
+    /// Options: per-task ids, quota references, open mode, warm-up, window, repetitions.
+    pub spec: &'a LatfsSpec,
+    /// One directory per task; task i works in `task_dirs[i]` (created, writable for its uid).
+    pub task_dirs: &'a [PathBuf],
+    /// The fsbench binary, re-executed as `fsbench __latfs-worker ...`.
+    pub exe: &'a Path,
+}
+
+/// Why a lat_fs cell failed; every worker failure names its task.
+#[derive(Debug, thiserror::Error)]
+pub enum LatfsError {
+    /// The run has no task directories.
+    #[error("lat_fs needs at least one task directory")]
+    NoTasks,
+    /// The spec asks for zero repetitions.
+    #[error("lat_fs needs at least one repetition")]
+    NoRepetitions,
+    /// The worker process could not be started.
+    #[error("task {task}: failed to start the lat_fs worker {}: {source}", exe.display())]
+    Spawn {
+        /// Task number.
+        task: u32,
+        /// The binary we tried to run.
+        exe: PathBuf,
+        /// The error from spawning it.
+        #[source]
+        source: io::Error,
+    },
+    /// The worker reported a failed call (EACCES, ENOSPC, ...).
+    #[error("task {task} (in {}): {what}", dir.display())]
+    Worker {
+        /// Task number.
+        task: u32,
+        /// The task's directory.
+        dir: PathBuf,
+        /// The errno of the failed call, if a call failed.
+        errno: Option<Errno>,
+        /// What failed, with the errno (`create `test`: EACCES: Permission denied`).
+        what: String,
+    },
+    /// The worker died from a signal other than an interrupt.
+    #[error("task {task}: the lat_fs worker was killed by signal {signal} ({})", signal_name(*signal))]
+    Killed {
+        /// Task number.
+        task: u32,
+        /// The signal number.
+        signal: i32,
+    },
+    /// The worker died from SIGINT or SIGTERM: the run was interrupted.
+    #[error("task {task}: the lat_fs worker was interrupted by {}", signal_name(*signal))]
+    Interrupted {
+        /// Task number.
+        task: u32,
+        /// SIGINT or SIGTERM.
+        signal: i32,
+    },
+    /// The worker exited without reporting why (a panic, a bad argument, a lost line).
+    #[error("task {task}: the lat_fs worker {detail}")]
+    Protocol {
+        /// Task number.
+        task: u32,
+        /// What it did instead, with its stderr if any.
+        detail: String,
+    },
+    /// The worker stayed silent past its deadline.
+    #[error("task {task}: no {phase} from the lat_fs worker within {}s", timeout.as_secs())]
+    Timeout {
+        /// Task number.
+        task: u32,
+        /// What we were waiting for (`ready`, `result`).
+        phase: &'static str,
+        /// How long we waited.
+        timeout: Duration,
+    },
+    /// Talking to or waiting for the worker failed.
+    #[error("task {task}: {what}: {source}")]
+    Io {
+        /// Task number.
+        task: u32,
+        /// What we were doing.
+        what: &'static str,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl LatfsError {
+    /// The task the error is about, if any.
+    pub fn task(&self) -> Option<u32> {
+        match self {
+            LatfsError::NoTasks | LatfsError::NoRepetitions => None,
+            LatfsError::Spawn { task, .. }
+            | LatfsError::Worker { task, .. }
+            | LatfsError::Killed { task, .. }
+            | LatfsError::Interrupted { task, .. }
+            | LatfsError::Protocol { task, .. }
+            | LatfsError::Timeout { task, .. }
+            | LatfsError::Io { task, .. } => Some(*task),
+        }
+    }
+
+    /// The errno of the worker's failed call, if that is what failed.
+    pub fn errno(&self) -> Option<Errno> {
+        match self {
+            LatfsError::Worker { errno, .. } => *errno,
+            _ => None,
+        }
+    }
+
+    /// Whether the run was interrupted (Ctrl-C or SIGTERM reached the workers).
+    pub fn is_interrupted(&self) -> bool {
+        matches!(self, LatfsError::Interrupted { .. })
+    }
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    Signal::try_from(signal).map(|s| s.as_str()).unwrap_or("unknown signal")
+}
+
+/// Run every repetition of one lat_fs cell and summarise them.
+pub fn run(run: &LatfsRun) -> Result<LatfsResult, LatfsError> {
+    if run.task_dirs.is_empty() {
+        return Err(LatfsError::NoTasks);
+    }
+    if run.spec.repetitions == 0 {
+        return Err(LatfsError::NoRepetitions);
+    }
+    let mut repetitions = Vec::with_capacity(run.spec.repetitions as usize);
+    for _ in 0..run.spec.repetitions {
+        repetitions.push(repetition(run_once(run)?));
+    }
+    Ok(result(repetitions))
+}
+
+/// One repetition from its task samples: total loops per ms and mean latency.
+pub fn repetition(tasks: Vec<TaskSample>) -> LatfsRepetition {
+    let total_loops_per_ms = tasks.iter().map(TaskSample::loops_per_ms).sum();
+    let latency_us = if tasks.is_empty() {
+        0.0
+    } else {
+        tasks
+            .iter()
+            .map(|t| if t.iterations == 0 { 0.0 } else { t.window_ns as f64 / 1e3 / t.iterations as f64 })
+            .sum::<f64>()
+            / tasks.len() as f64
+    };
+    LatfsRepetition { tasks, total_loops_per_ms, latency_us }
+}
+
+/// A cell's result: every repetition plus statistics over them.
+pub fn result(repetitions: Vec<LatfsRepetition>) -> LatfsResult {
+    let totals: Vec<f64> = repetitions.iter().map(|r| r.total_loops_per_ms).collect();
+    let latencies: Vec<f64> = repetitions.iter().map(|r| r.latency_us).collect();
+    LatfsResult { total_loops: summarize(&totals), latency_us: summarize(&latencies), repetitions }
+}
+
+/// Start all workers, release them together, collect their samples.
+fn run_once(run: &LatfsRun) -> Result<Vec<TaskSample>, LatfsError> {
+    let spec = run.spec;
+    let mut pool = Pool { workers: Vec::with_capacity(run.task_dirs.len()) };
+    for (i, dir) in run.task_dirs.iter().enumerate() {
+        let task = i as u32;
+        let config = WorkerConfig {
+            test: run.test,
+            task,
+            dir: dir.clone(),
+            ids: spec.per_task_uid.then(|| task_ids(task)),
+            quota_refs: spec.quota_refs,
+            open_for_write: spec.open_for_write,
+            warmup: spec.warmup,
+            duration: spec.duration,
+        };
+        pool.spawn(run.exe, config)?;
+    }
+    pool.collect("ready", Instant::now() + SETUP_TIMEOUT)?;
+    pool.release()?;
+    let deadline = Instant::now() + spec.warmup + spec.duration + RESULT_SLACK;
+    let results = pool.collect("result", deadline)?;
+    pool.reap_all(results)
+}
+
+/// A started worker and our ends of its pipes.
+struct WorkerProc {
+    task: u32,
+    dir: PathBuf,
+    child: Child,
+    stdout: BufReader<ChildStdout>,
+    stdin: Option<ChildStdin>,
+    stderr: Option<ChildStderr>,
+    reaped: bool,
+}
+
+/// How a reaped worker ended.
+struct Reaped {
+    status: libc::c_int,
+    user_us: u64,
+    sys_us: u64,
+}
+
+/// All workers of one repetition. Dropping it kills and reaps whatever is
+/// still running, so no error path leaves a process or a zombie behind.
+struct Pool {
+    workers: Vec<WorkerProc>,
+}
+
+impl Pool {
+    fn spawn(&mut self, exe: &Path, config: WorkerConfig) -> Result<(), LatfsError> {
+        let task = config.task;
+        let mut child = Command::new(exe)
+            .arg(WORKER_SUBCOMMAND)
+            .args(config.to_args())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| LatfsError::Spawn { task, exe: exe.to_path_buf(), source })?;
+        let stdout = BufReader::new(child.stdout.take().expect("stdout is piped"));
+        let (stdin, stderr) = (child.stdin.take(), child.stderr.take());
+        self.workers.push(WorkerProc { task, dir: config.dir, child, stdout, stdin, stderr, reaped: false });
+        Ok(())
+    }
+
+    /// Wait until every worker has sent its next line (`ready` or `result`),
+    /// failing on the first worker that reports an error or dies.
+    fn collect(&mut self, phase: &'static str, deadline: Instant) -> Result<Vec<WorkerMessage>, LatfsError> {
+        let n = self.workers.len();
+        let mut got: Vec<Option<WorkerMessage>> = vec![None; n];
+        let started = Instant::now();
+        while got.iter().any(Option::is_none) {
+            let pending: Vec<usize> = (0..n).filter(|&i| got[i].is_none()).collect();
+            let mut fds: Vec<libc::pollfd> = pending
+                .iter()
+                .map(|&i| libc::pollfd {
+                    fd: self.workers[i].stdout.get_ref().as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect();
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let w = &self.workers[pending[0]];
+                return Err(LatfsError::Timeout { task: w.task, phase, timeout: deadline - started });
+            }
+            let ms = left.as_millis().min(i32::MAX as u128) as libc::c_int;
+            // SAFETY: `fds` is a valid array of pollfd for the duration of the call.
+            let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms.max(1)) };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(LatfsError::Io {
+                    task: self.workers[pending[0]].task,
+                    what: "poll worker pipes",
+                    source: e,
+                });
+            }
+            for (k, &i) in pending.iter().enumerate() {
+                if fds[k].revents == 0 {
+                    continue;
+                }
+                let mut line = String::new();
+                let w = &mut self.workers[i];
+                let read = w.stdout.read_line(&mut line);
+                match read {
+                    Ok(0) => return Err(self.died(i, phase)),
+                    Err(source) => return Err(LatfsError::Io { task: w.task, what: "read from the worker", source }),
+                    Ok(_) => match WorkerMessage::parse(&line) {
+                        Some(WorkerMessage::Error { errno, what }) => {
+                            let errno = (errno != 0).then(|| Errno::from_raw(errno));
+                            return Err(LatfsError::Worker { task: w.task, dir: w.dir.clone(), errno, what });
+                        }
+                        Some(m @ WorkerMessage::Ready) if phase == "ready" => got[i] = Some(m),
+                        Some(m @ WorkerMessage::Result { .. }) if phase == "result" => got[i] = Some(m),
+                        _ => {
+                            let detail = format!("sent `{}` while we waited for {phase}", line.trim_end());
+                            return Err(LatfsError::Protocol { task: w.task, detail });
+                        }
+                    },
+                }
+            }
+        }
+        Ok(got.into_iter().map(|m| m.expect("all collected")).collect())
+    }
+
+    /// The start barrier: one byte to every worker, as close together as we can.
+    fn release(&mut self) -> Result<(), LatfsError> {
+        for i in 0..self.workers.len() {
+            let mut stdin = self.workers[i].stdin.take().expect("released once");
+            if let Err(e) = stdin.write_all(b"g") {
+                drop(stdin);
+                if e.kind() == io::ErrorKind::BrokenPipe {
+                    return Err(self.died(i, "the start"));
+                }
+                return Err(LatfsError::Io { task: self.workers[i].task, what: "release the worker", source: e });
+            }
+        }
+        Ok(())
+    }
+
+    /// Reap every worker after its result; a non-zero exit still fails the run.
+    fn reap_all(&mut self, results: Vec<WorkerMessage>) -> Result<Vec<TaskSample>, LatfsError> {
+        let mut samples = Vec::with_capacity(results.len());
+        for (i, msg) in results.into_iter().enumerate() {
+            let reaped = self.reap(i)?;
+            let task = self.workers[i].task;
+            if !(libc::WIFEXITED(reaped.status) && libc::WEXITSTATUS(reaped.status) == 0) {
+                return Err(self.explain(i, &reaped, "after its result"));
+            }
+            let WorkerMessage::Result { iterations, window_ns } = msg else { unreachable!("collected results") };
+            samples.push(TaskSample { task, iterations, window_ns, user_us: reaped.user_us, sys_us: reaped.sys_us });
+        }
+        Ok(samples)
+    }
+
+    /// The worker's stdout closed before the line we wanted: reap it and say why.
+    fn died(&mut self, i: usize, phase: &str) -> LatfsError {
+        match self.reap(i) {
+            Ok(reaped) => self.explain(i, &reaped, &format!("before {phase}")),
+            Err(e) => e,
+        }
+    }
+
+    /// Turn a worker's wait status (and its stderr) into an error.
+    fn explain(&mut self, i: usize, reaped: &Reaped, when: &str) -> LatfsError {
+        let w = &mut self.workers[i];
+        let task = w.task;
+        let status = reaped.status;
+        if libc::WIFSIGNALED(status) {
+            let signal = libc::WTERMSIG(status);
+            return if signal == libc::SIGINT || signal == libc::SIGTERM {
+                LatfsError::Interrupted { task, signal }
+            } else {
+                LatfsError::Killed { task, signal }
+            };
+        }
+        let mut stderr = String::new();
+        if let Some(mut e) = w.stderr.take() {
+            // The worker has exited, so this read ends at EOF.
+            let _ = e.read_to_string(&mut stderr);
+        }
+        let stderr = stderr.trim();
+        let mut detail = format!("exited with status {} {when}", libc::WEXITSTATUS(status));
+        if !stderr.is_empty() {
+            detail.push_str(": ");
+            detail.push_str(stderr);
+        }
+        LatfsError::Protocol { task, detail }
+    }
+
+    /// wait4(2) one worker, for its status and CPU times.
+    fn reap(&mut self, i: usize) -> Result<Reaped, LatfsError> {
+        let w = &mut self.workers[i];
+        let pid = w.child.id() as libc::pid_t;
+        let mut status: libc::c_int = 0;
+        // SAFETY: rusage is plain old data; zeroed is a valid value.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        loop {
+            // SAFETY: pid is our unreaped child; status and ru are valid out-pointers.
+            let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+            if r == pid {
+                break;
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                w.reaped = true; // ECHILD: nothing left to reap or kill.
+                return Err(LatfsError::Io { task: w.task, what: "wait for the worker", source: e });
+            }
+        }
+        w.reaped = true;
+        let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+        Ok(Reaped { status, user_us: us(ru.ru_utime), sys_us: us(ru.ru_stime) })
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        // Kill all first, then reap: the workers die in parallel.
+        for w in self.workers.iter_mut().filter(|w| !w.reaped) {
+            let _ = w.child.kill();
+        }
+        for i in 0..self.workers.len() {
+            if !self.workers[i].reaped {
+                let _ = self.reap(i);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(task: u32, iterations: u64, window_ns: u64) -> TaskSample {
+        TaskSample { task, iterations, window_ns, user_us: 0, sys_us: 0 }
+    }
+
+    #[test]
+    fn repetition_sums_loops_and_averages_latency() {
+        // 617 loops/ms and 622 loops/ms; latencies 1.6207 µs and 1.6077 µs.
+        let r = repetition(vec![sample(0, 617_000, 1_000_000_000), sample(1, 1_244_000, 2_000_000_000)]);
+        assert!((r.total_loops_per_ms - 1239.0).abs() < 1e-9);
+        let lat = (1e6 / 617_000.0 + 2e6 / 1_244_000.0) / 2.0;
+        assert!((r.latency_us - lat).abs() < 1e-9);
+    }
+
+    #[test]
+    fn result_summarises_repetitions() {
+        let reps = vec![
+            repetition(vec![sample(0, 600_000, 1_000_000_000)]),
+            repetition(vec![sample(0, 620_000, 1_000_000_000)]),
+            repetition(vec![sample(0, 640_000, 1_000_000_000)]),
+        ];
+        let r = result(reps);
+        assert_eq!(r.total_loops.n, 3);
+        assert!((r.total_loops.median - 620.0).abs() < 1e-9);
+        assert!((r.total_loops.cv - 20.0 / 620.0).abs() < 1e-9);
+        assert_eq!(r.repetitions.len(), 3);
+    }
+
+    #[test]
+    fn errors_name_their_task_and_signal() {
+        let e = LatfsError::Killed { task: 1, signal: 9 };
+        assert_eq!(e.to_string(), "task 1: the lat_fs worker was killed by signal 9 (SIGKILL)");
+        assert_eq!(e.task(), Some(1));
+        let e = LatfsError::Interrupted { task: 0, signal: libc::SIGINT };
+        assert!(e.is_interrupted());
+        assert!(e.to_string().contains("SIGINT"));
+    }
+}

@@ -1,0 +1,250 @@
+//! lat_fs failures: a failing or killed worker fails the run with its task
+//! number, and no worker outlives `run` (no process, no zombie).
+//!
+//! The tests take one lock so that the zombie check sees only its own children.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use fsbench::model::LatfsTest;
+use fsbench::scenario::LatfsSpec;
+use fsbench::workload::latfs::{self, LatfsError, LatfsRun};
+use nix::errno::Errno;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+fn spec(duration: Duration) -> LatfsSpec {
+    LatfsSpec {
+        per_task_uid: is_root(),
+        quota_refs: 2,
+        open_for_write: true,
+        warmup: Duration::from_millis(20),
+        duration,
+        repetitions: 2,
+    }
+}
+
+fn task_dirs(n: usize) -> (tempfile::TempDir, Vec<PathBuf>) {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dirs: Vec<PathBuf> = (0..n).map(|i| tmp.path().join(i.to_string())).collect();
+    for d in &dirs {
+        std::fs::create_dir(d).unwrap();
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    (tmp, dirs)
+}
+
+fn exe() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_fsbench"))
+}
+
+fn cmdline(pid: &str) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| b.split(|&c| c == 0).map(|s| String::from_utf8_lossy(s).into_owned()).collect())
+        .unwrap_or_default()
+}
+
+fn pids() -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        .collect()
+}
+
+/// Workers whose directory argument lies under `root`.
+fn workers_under(root: &Path) -> Vec<String> {
+    let prefix = format!("--dir={}", root.display());
+    pids().into_iter().filter(|p| cmdline(p).iter().any(|a| a.starts_with(&prefix))).collect()
+}
+
+/// Zombie children of this test process.
+fn zombie_children() -> Vec<String> {
+    let me = std::process::id().to_string();
+    pids()
+        .into_iter()
+        .filter(|p| {
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            // pid (comm) state ppid ...: split after the last ')' since comm may hold spaces.
+            let rest: Vec<&str> =
+                stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
+            rest.len() > 1 && rest[0] == "Z" && rest[1] == me
+        })
+        .collect()
+}
+
+fn assert_no_leftovers(root: &Path) {
+    assert_eq!(workers_under(root), Vec::<String>::new(), "workers still running");
+    assert_eq!(zombie_children(), Vec::<String>::new(), "unreaped workers");
+}
+
+/// Kill the worker of `dir` with `signal` once it exists (it is then in setup or running).
+fn kill_worker_later(dir: PathBuf, signal: nix::sys::signal::Signal) -> std::thread::JoinHandle<bool> {
+    std::thread::spawn(move || {
+        let arg = format!("--dir={}", dir.display());
+        let until = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < until {
+            if let Some(pid) = pids().into_iter().find(|p| cmdline(p).contains(&arg)) {
+                // Let it finish setup so the others are running or at the barrier.
+                std::thread::sleep(Duration::from_millis(300));
+                let pid = nix::unistd::Pid::from_raw(pid.parse().unwrap());
+                return nix::sys::signal::kill(pid, signal).is_ok();
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        false
+    })
+}
+
+#[test]
+fn removed_task_dir_fails_with_its_task_number() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (tmp, dirs) = task_dirs(2);
+    std::fs::remove_dir(&dirs[1]).unwrap();
+    let spec = spec(Duration::from_millis(100));
+    let e =
+        latfs::run(&LatfsRun { test: LatfsTest::OpenClose, spec: &spec, task_dirs: &dirs, exe: exe() }).unwrap_err();
+    assert_eq!(e.task(), Some(1), "{e}");
+    assert_eq!(e.errno(), Some(Errno::ENOENT), "{e}");
+    assert!(e.to_string().starts_with("task 1 "), "{e}");
+    assert!(e.to_string().contains("ENOENT"), "{e}");
+    assert_no_leftovers(tmp.path());
+}
+
+#[test]
+fn directory_not_writable_for_the_uid_fails_with_eacces() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() {
+        eprintln!("skipped: per-task uids need root (geteuid != 0)");
+        return;
+    }
+    let (tmp, dirs) = task_dirs(2);
+    std::fs::set_permissions(&dirs[1], std::fs::Permissions::from_mode(0o755)).unwrap();
+    let spec = spec(Duration::from_millis(100));
+    for test in [LatfsTest::OpenClose, LatfsTest::CreateUnlink, LatfsTest::WriteTruncate] {
+        let e = latfs::run(&LatfsRun { test, spec: &spec, task_dirs: &dirs, exe: exe() }).unwrap_err();
+        assert_eq!((e.task(), e.errno()), (Some(1), Some(Errno::EACCES)), "{test}: {e}");
+        assert_no_leftovers(tmp.path());
+    }
+}
+
+/// A tmpfs with room for 4 inodes: its root, the task directory and the two
+/// quota references. Creating the test file then fails with ENOSPC.
+#[test]
+fn a_full_filesystem_fails_with_enospc() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() {
+        eprintln!("skipped: mounting a tmpfs needs root (geteuid != 0)");
+        return;
+    }
+    use nix::mount::{MntFlags, MsFlags, mount, umount2};
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = umount2(&self.0, MntFlags::MNT_DETACH);
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    mount(Some("tmpfs"), &mnt, Some("tmpfs"), MsFlags::empty(), Some("nr_inodes=4")).unwrap();
+    let _unmount = Unmount(mnt.clone());
+    let dir = mnt.join("0");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let spec = spec(Duration::from_millis(100));
+    let e = latfs::run(&LatfsRun { test: LatfsTest::WriteTruncate, spec: &spec, task_dirs: &[dir], exe: exe() })
+        .unwrap_err();
+    assert_eq!((e.task(), e.errno()), (Some(0), Some(Errno::ENOSPC)), "{e}");
+    assert_no_leftovers(tmp.path());
+}
+
+#[test]
+fn a_killed_worker_fails_the_run_at_once_with_its_signal() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (tmp, dirs) = task_dirs(2);
+    let spec = spec(Duration::from_secs(5));
+    let killer = kill_worker_later(dirs[1].clone(), nix::sys::signal::Signal::SIGKILL);
+    let started = Instant::now();
+    let e = latfs::run(&LatfsRun { test: LatfsTest::Chown, spec: &spec, task_dirs: &dirs, exe: exe() }).unwrap_err();
+    assert!(killer.join().unwrap(), "the worker of task 1 was never seen");
+    assert!(matches!(e, LatfsError::Killed { task: 1, signal: 9 }), "{e}");
+    assert!(e.to_string().contains("killed by signal 9 (SIGKILL)"), "{e}");
+    // Task 0 was killed too rather than waited for.
+    assert!(started.elapsed() < Duration::from_secs(4), "took {:?}", started.elapsed());
+    assert_no_leftovers(tmp.path());
+}
+
+#[test]
+fn sigint_reaching_the_workers_is_an_interruption() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (tmp, dirs) = task_dirs(2);
+    let spec = spec(Duration::from_secs(5));
+    let killer = kill_worker_later(dirs[0].clone(), nix::sys::signal::Signal::SIGINT);
+    let e =
+        latfs::run(&LatfsRun { test: LatfsTest::OpenClose, spec: &spec, task_dirs: &dirs, exe: exe() }).unwrap_err();
+    assert!(killer.join().unwrap());
+    assert!(e.is_interrupted(), "{e}");
+    assert_eq!(e.task(), Some(0));
+    assert_no_leftovers(tmp.path());
+}
+
+#[test]
+fn a_missing_binary_fails_to_spawn_task_0() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (tmp, dirs) = task_dirs(2);
+    let spec = spec(Duration::from_millis(100));
+    let missing = tmp.path().join("no-such-fsbench");
+    let e =
+        latfs::run(&LatfsRun { test: LatfsTest::OpenClose, spec: &spec, task_dirs: &dirs, exe: &missing }).unwrap_err();
+    assert!(matches!(e, LatfsError::Spawn { task: 0, .. }), "{e}");
+    assert_no_leftovers(tmp.path());
+}
+
+#[test]
+fn zero_tasks_or_repetitions_are_refused() {
+    let mut s = spec(Duration::from_millis(100));
+    let r = latfs::run(&LatfsRun { test: LatfsTest::Chown, spec: &s, task_dirs: &[], exe: exe() });
+    assert!(matches!(r, Err(LatfsError::NoTasks)));
+    s.repetitions = 0;
+    let (_tmp, dirs) = task_dirs(1);
+    let r = latfs::run(&LatfsRun { test: LatfsTest::Chown, spec: &s, task_dirs: &dirs, exe: exe() });
+    assert!(matches!(r, Err(LatfsError::NoRepetitions)));
+}
+
+/// Run one worker directly as an unprivileged user (nobody when we are root)
+/// and return its protocol line.
+fn unprivileged_worker(dir: &Path, extra: &[&str]) -> String {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(exe());
+    cmd.arg("__latfs-worker").args(extra).args([
+        "--task=0",
+        "--quota-refs=2",
+        "--write=1",
+        "--warmup-ns=1000000",
+        "--duration-ns=10000000",
+    ]);
+    cmd.arg(format!("--dir={}", dir.display()));
+    if is_root() {
+        cmd.uid(65534).gid(65534);
+    }
+    let out = cmd.stdin(std::process::Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn without_root_chown_and_per_task_ids_say_what_they_need() {
+    let (_tmp, dirs) = task_dirs(1);
+    let line = unprivileged_worker(&dirs[0], &["--test=chown"]);
+    assert!(line.starts_with("error 1 ") && line.contains("EPERM") && line.contains("CAP_CHOWN"), "{line}");
+    let line = unprivileged_worker(&dirs[0], &["--test=open_close", "--uid=100", "--gid=100"]);
+    assert!(line.starts_with("error 1 ") && line.contains("per-task ids need root"), "{line}");
+}

@@ -1,0 +1,128 @@
+//! lat_fs runs for real: worker processes in temporary directories on the host
+//! filesystem, short windows, one and two tasks.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use fsbench::model::LatfsTest;
+use fsbench::scenario::LatfsSpec;
+use fsbench::workload::latfs::{self, LatfsRun, TEST_FILE, task_ids};
+
+fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+fn spec(per_task_uid: bool) -> LatfsSpec {
+    LatfsSpec {
+        per_task_uid,
+        quota_refs: 2,
+        open_for_write: true,
+        warmup: Duration::from_millis(20),
+        duration: Duration::from_millis(100),
+        repetitions: 2,
+    }
+}
+
+/// A fresh directory with `n` task directories, writable for every uid.
+fn task_dirs(n: usize) -> (tempfile::TempDir, Vec<PathBuf>) {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dirs: Vec<PathBuf> = (0..n).map(|i| tmp.path().join(i.to_string())).collect();
+    for d in &dirs {
+        std::fs::create_dir(d).unwrap();
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    (tmp, dirs)
+}
+
+fn exe() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_fsbench"))
+}
+
+#[test]
+fn every_test_runs_with_one_and_two_tasks() {
+    let spec = spec(is_root());
+    for test in LatfsTest::ALL {
+        for n in [1, 2] {
+            let (_tmp, dirs) = task_dirs(n);
+            let r = latfs::run(&LatfsRun { test, spec: &spec, task_dirs: &dirs, exe: exe() })
+                .unwrap_or_else(|e| panic!("{test} with {n} tasks: {e}"));
+            assert_eq!(r.repetitions.len(), 2, "{test}/{n}");
+            for rep in &r.repetitions {
+                assert_eq!(rep.tasks.len(), n);
+                for (i, t) in rep.tasks.iter().enumerate() {
+                    assert_eq!(t.task, i as u32);
+                    assert!(t.iterations > 0, "{test}/{n}: task {i} made no iterations");
+                    assert!(t.window_ns >= 100_000_000, "{test}/{n}: window {} ns is short", t.window_ns);
+                    // The loop is system calls: the kernel side of ~120 ms cannot be 0.
+                    assert!(t.sys_us > 0, "{test}/{n}: task {i} has no system time (rusage not read?)");
+                }
+                let sum: f64 = rep.tasks.iter().map(|t| t.loops_per_ms()).sum();
+                assert!((rep.total_loops_per_ms - sum).abs() < 1e-9);
+                assert!(rep.latency_us > 0.0);
+            }
+            assert_eq!(r.total_loops.n, 2);
+            assert!(r.total_loops.min > 0.0 && r.total_loops.max >= r.total_loops.min);
+            assert_eq!(r.latency_us.n, 2);
+        }
+    }
+}
+
+#[test]
+fn files_end_up_owned_by_the_task_uid() {
+    if !is_root() {
+        eprintln!("skipped: per-task uids need root (geteuid != 0)");
+        return;
+    }
+    let spec = spec(true);
+    for (test, uid_offset) in [(LatfsTest::OpenClose, 0), (LatfsTest::WriteTruncate, 0), (LatfsTest::Chown, 1)] {
+        let (_tmp, dirs) = task_dirs(2);
+        latfs::run(&LatfsRun { test, spec: &spec, task_dirs: &dirs, exe: exe() }).unwrap();
+        for (i, d) in dirs.iter().enumerate() {
+            let (uid, gid) = task_ids(i as u32);
+            let m = std::fs::metadata(d.join(TEST_FILE)).unwrap();
+            // chown ends each iteration with fchown(uid+1, gid+1).
+            assert_eq!((m.uid(), m.gid()), (uid + uid_offset, gid + uid_offset), "{test}: task {i}");
+            if test == LatfsTest::WriteTruncate {
+                assert_eq!(m.len(), 8192, "the last call of an iteration is ftruncate(8192)");
+            }
+        }
+    }
+}
+
+#[test]
+fn without_per_task_uid_files_belong_to_the_caller() {
+    let spec = spec(false);
+    let (_tmp, dirs) = task_dirs(1);
+    latfs::run(&LatfsRun { test: LatfsTest::OpenClose, spec: &spec, task_dirs: &dirs, exe: exe() }).unwrap();
+    let m = std::fs::metadata(dirs[0].join(TEST_FILE)).unwrap();
+    assert_eq!(m.uid(), nix::unistd::geteuid().as_raw());
+}
+
+#[test]
+fn create_unlink_and_quota_references_leave_nothing_behind() {
+    let spec = spec(is_root());
+    let (_tmp, dirs) = task_dirs(2);
+    latfs::run(&LatfsRun { test: LatfsTest::CreateUnlink, spec: &spec, task_dirs: &dirs, exe: exe() }).unwrap();
+    for d in &dirs {
+        let left: Vec<_> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.is_empty(), "{}: {left:?}", d.display());
+    }
+}
+
+#[test]
+fn a_stale_test_file_of_another_uid_does_not_break_the_run() {
+    if !is_root() {
+        eprintln!("skipped: per-task uids need root (geteuid != 0)");
+        return;
+    }
+    let spec = spec(true);
+    let (_tmp, dirs) = task_dirs(1);
+    // Left by an earlier cell whose task 0 was someone else, mode 0644.
+    let stale = dirs[0].join(TEST_FILE);
+    std::fs::write(&stale, b"x").unwrap();
+    nix::unistd::chown(&stale, Some(4242.into()), Some(4242.into())).unwrap();
+    latfs::run(&LatfsRun { test: LatfsTest::OpenClose, spec: &spec, task_dirs: &dirs, exe: exe() }).unwrap();
+    assert_eq!(std::fs::metadata(&stale).unwrap().uid(), task_ids(0).0);
+}
