@@ -33,6 +33,7 @@ fn cell(params: CellParams, seed: u64) -> CellResult {
         status: CellStatus::Ok,
         skip: None,
         error: None,
+        notes: Vec::new(),
         latfs: Some(LatfsResult { total_loops: summarize(&samples), latency_us: summarize(&samples), repetitions: reps }),
         steps: None,
         started: "2025-01-01T00:00:00Z".into(),

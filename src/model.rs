@@ -357,6 +357,9 @@ pub struct CellResult {
     /// For failed cells: the error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Things a reader of the numbers should know (e.g. per-task uids not applied without root).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// The filesystems the cell ran on.
     #[serde(default)]
     pub filesystems: Vec<FilesystemInfo>,

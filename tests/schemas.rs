@@ -25,3 +25,13 @@ fn every_bundled_scenario_points_editors_at_the_schema() {
         assert!(text.starts_with("#:schema ../schemas/scenario.schema.json"), "{name}.toml must start with the #:schema line");
     }
 }
+
+#[test]
+fn result_schema_is_current() {
+    check("schemas/result.schema.json", fsbench::results::result_schema_json());
+}
+
+#[test]
+fn run_schema_is_current() {
+    check("schemas/run.schema.json", fsbench::results::run_schema_json());
+}

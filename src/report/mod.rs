@@ -136,13 +136,23 @@ fn run_line(label: &str, run: &LoadedRun) -> String {
 
 fn text_footer(out: &mut String, nm: &[NotMeasured], problems: &[String]) {
     if !nm.is_empty() {
-        out.push_str(&format!("Cells without a result ({}):\n", nm.len()));
+        // One entry per distinct reason: 64 quota cells skipped for one kernel limitation
+        // are one fact, not 64.
+        let mut groups: Vec<(String, &str, &str, Option<&String>, Vec<&str>)> = Vec::new();
         for n in nm {
-            out.push_str(&format!("  {} {}: {}: {}", n.label, n.id, n.status, n.reason));
-            if let Some(r) = &n.remedy {
-                out.push_str(&format!(" (remedy: {r})"));
+            let key = (n.label.as_str(), n.status.as_str(), n.reason.as_str());
+            match groups.iter_mut().find(|g| (g.0.as_str(), g.1, g.2) == key) {
+                Some(g) => g.4.push(&n.id),
+                None => groups.push((n.label.clone(), n.status.as_str(), n.reason.as_str(), n.remedy.as_ref(), vec![&n.id])),
             }
-            out.push('\n');
+        }
+        out.push_str(&format!("Cells without a result ({}):\n", nm.len()));
+        for (label, status, reason, remedy, ids) in groups {
+            let cells = if ids.len() <= 3 { ids.join(", ") } else { format!("{}, ... ({} cells)", ids[..2].join(", "), ids.len()) };
+            out.push_str(&format!("  {label} {status}: {reason}\n    cells: {cells}\n"));
+            if let Some(r) = remedy {
+                out.push_str(&format!("    remedy: {r}\n"));
+            }
         }
         out.push('\n');
     }

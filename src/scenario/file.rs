@@ -211,19 +211,11 @@ pub fn scenario_schema_json() -> String {
     text
 }
 
-/// The JSON Schema of cell result files, as checked in under `schemas/result.schema.json`.
-pub fn result_schema_json() -> String {
-    let schema = schemars::schema_for!(crate::model::CellResult);
-    let mut text = serde_json::to_string_pretty(&schema).expect("schema serializes");
-    text.push('\n');
-    text
-}
-
 /// `fsbench schema`.
 pub fn cli_schema(args: &SchemaArgs) -> anyhow::Result<i32> {
     let text = match args.which {
         SchemaKind::Scenario => scenario_schema_json(),
-        SchemaKind::Result => result_schema_json(),
+        SchemaKind::Result => crate::results::result_schema_json(),
     };
     print!("{text}");
     Ok(crate::exit::SUCCESS)

@@ -109,6 +109,7 @@ pub fn latfs_cell(params: CellParams, samples: &[f64]) -> CellResult {
         status: CellStatus::Ok,
         skip: None,
         error: None,
+        notes: Vec::new(),
         filesystems: vec![fs],
         latfs: Some(LatfsResult {
             total_loops: summarize(samples),
