@@ -53,6 +53,18 @@ pub enum Command {
     Report(ReportArgs),
     /// Put runs from different kernels, hosts or labs side by side, with ratios and significance.
     Compare(CompareArgs),
+    /// Compare a candidate run against a baseline and fail on significant regressions (for CI).
+    ///
+    /// Exit 0 when no cell regressed, 1 when one did, 2 on bad input.
+    Gate(GateArgs),
+    /// Pack, verify and run scenario bundles shared between labs.
+    #[command(subcommand)]
+    Bundle(BundleCommand),
+    /// Gather the shards of one sharded run (or runs from many hosts) and check they are complete.
+    Merge(MergeArgs),
+    /// Generate (and optionally submit) jobs that run a scenario's shards on a job engine.
+    #[command(subcommand)]
+    Submit(SubmitCommand),
     /// Internal: a lat_fs worker process (started by `fsbench run`, not by users).
     #[command(name = "__latfs-worker", hide = true)]
     LatfsWorker(WorkerArgs),
@@ -101,6 +113,17 @@ pub struct RunArgs {
     /// No progress display, only the final tables.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Run the cells under another kernel in qemu: `LABEL=PATH[,modules=DIR]` (PATH a kernel image).
+    /// May be repeated; each cell runs once per kernel.
+    #[arg(long = "kernel", value_name = "LABEL=PATH[,modules=DIR]")]
+    pub kernels: Vec<String>,
+    /// Run only the K-th of N disjoint parts of the matrix (`--shard 3/8`, K from 1).
+    /// Without it, the shard comes from Slurm array or Kubernetes indexed Job variables when set.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// Number of shards when the index comes from `JOB_COMPLETION_INDEX` (Kubernetes).
+    #[arg(long, value_name = "N")]
+    pub shard_count: Option<u32>,
 }
 
 /// `fsbench validate`.
@@ -226,6 +249,145 @@ pub struct CompareArgs {
     pub plot: Option<PathBuf>,
 }
 
+/// `fsbench gate`.
+#[derive(Debug, Clone, Args)]
+pub struct GateArgs {
+    /// The reference run directory.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub baseline: PathBuf,
+    /// The run directory under test.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub candidate: PathBuf,
+    /// Slowdown that counts as a regression when significant (`5%`); overrides the scenario's `[gate]`.
+    #[arg(long, value_name = "PERCENT")]
+    pub threshold: Option<String>,
+    /// Metric to compare: `total_loops` (lat_fs) or `elapsed` (steps); default by workload.
+    #[arg(long)]
+    pub metric: Option<String>,
+    /// Also write a Markdown summary here (for a CI job summary or PR comment).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Also write JUnit XML here (one test case per cell).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+}
+
+/// `fsbench bundle ...`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum BundleCommand {
+    /// Pack a scenario, its fixtures (or their recipe) and optionally results into one file.
+    Pack(BundlePackArgs),
+    /// Check a bundle's format, checksums and scenario, and say what running it would do.
+    Verify(BundleVerifyArgs),
+    /// Unpack a bundle into a fresh private directory and run its scenario.
+    Run(BundleRunArgs),
+}
+
+/// `fsbench bundle pack`.
+#[derive(Debug, Clone, Args)]
+pub struct BundlePackArgs {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    /// Include this run directory's results.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub with_results: Option<PathBuf>,
+    /// Output file (`lab.fsb`).
+    #[arg(short, long)]
+    pub output: PathBuf,
+}
+
+/// `fsbench bundle verify`.
+#[derive(Debug, Clone, Args)]
+pub struct BundleVerifyArgs {
+    /// The bundle file.
+    pub bundle: PathBuf,
+}
+
+/// `fsbench bundle run`.
+#[derive(Debug, Clone, Args)]
+pub struct BundleRunArgs {
+    /// The bundle file.
+    pub bundle: PathBuf,
+    /// Allow the bundle's `exec` steps to run commands on this machine.
+    #[arg(long)]
+    pub allow_exec: bool,
+    /// Allow formatting this block device if the bundle asks for it. DESTROYS ITS DATA.
+    #[arg(long, value_name = "DEVICE")]
+    pub allow_device: Option<PathBuf>,
+    #[command(flatten)]
+    pub scenario_options: ScenarioOptions,
+    /// Results root.
+    #[arg(long, default_value = "results", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Label for this run.
+    #[arg(long, value_name = "NAME")]
+    pub label: Option<String>,
+    /// Work directory for mounts.
+    #[arg(long, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+    /// No progress display.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `fsbench merge`.
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// Run directories, or directories containing run directories (a shared results root).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Output format of the merged report.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ReportFormat,
+}
+
+/// `fsbench submit ...`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum SubmitCommand {
+    /// Write (and with --submit, sbatch) a Slurm array job running the shards, plus a dependent merge job.
+    Slurm(SubmitSlurmArgs),
+    /// Write a Kubernetes indexed Job manifest running the shards.
+    K8s(SubmitK8sArgs),
+}
+
+/// `fsbench submit slurm`.
+#[derive(Debug, Clone, Args)]
+pub struct SubmitSlurmArgs {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    /// Number of shards (array tasks).
+    #[arg(long)]
+    pub shards: u32,
+    /// Slurm partition.
+    #[arg(long)]
+    pub partition: Option<String>,
+    /// Shared results root the shards write to.
+    #[arg(long, default_value = "results", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Where to write the sbatch script (default: stdout).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Submit with sbatch after writing.
+    #[arg(long)]
+    pub submit: bool,
+}
+
+/// `fsbench submit k8s`.
+#[derive(Debug, Clone, Args)]
+pub struct SubmitK8sArgs {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    /// Number of shards (completions).
+    #[arg(long)]
+    pub shards: u32,
+    /// Container image that has fsbench.
+    #[arg(long, default_value = "fsbench:latest")]
+    pub image: String,
+    /// Where to write the manifest (default: stdout).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
+
 /// Internal arguments of a lat_fs worker process.
 #[derive(Debug, Clone, Args)]
 pub struct WorkerArgs {
@@ -292,6 +454,13 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Fixture(FixtureCommand::KernelTree(args)) => crate::fixture::cli_kernel_tree(&args),
         Command::Report(args) => crate::report::cli_report(&args),
         Command::Compare(args) => crate::report::cli_compare(&args),
+        Command::Gate(args) => crate::gate::cli_gate(&args),
+        Command::Bundle(BundleCommand::Pack(args)) => crate::bundle::cli_pack(&args),
+        Command::Bundle(BundleCommand::Verify(args)) => crate::bundle::cli_verify(&args),
+        Command::Bundle(BundleCommand::Run(args)) => crate::bundle::cli_run(&args),
+        Command::Merge(args) => crate::shard::cli_merge(&args),
+        Command::Submit(SubmitCommand::Slurm(args)) => crate::shard::cli_submit_slurm(&args),
+        Command::Submit(SubmitCommand::K8s(args)) => crate::shard::cli_submit_k8s(&args),
         Command::LatfsWorker(_) => unreachable!("handled before dispatch"),
     }
 }

@@ -6,9 +6,11 @@
 //! -> `results` (self-describing files) -> `report` (tables, plots, compare).
 //! `runner` drives one run through these stages; `cli` maps the command line onto it.
 
+pub mod bundle;
 pub mod cli;
 pub mod exit;
 pub mod fixture;
+pub mod gate;
 pub mod model;
 pub mod plan;
 pub mod provision;
@@ -16,6 +18,7 @@ pub mod report;
 pub mod results;
 pub mod runner;
 pub mod scenario;
+pub mod shard;
 pub mod signals;
 pub mod stats;
 pub mod workload;

@@ -87,6 +87,12 @@ struct RunContext<'a> {
 /// `fsbench run`.
 pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
     crate::signals::install();
+    if !args.kernels.is_empty() {
+        return Err(exit::InputError::anyhow("--kernel: running cells under another kernel in qemu is not built yet (issue 8)"));
+    }
+    if args.shard.is_some() || args.shard_count.is_some() {
+        return Err(exit::InputError::anyhow("--shard: sharded runs are not built yet (issue 9)"));
+    }
     let (scenario, cells, mut writer, done) = match &args.resume {
         Some(dir) => open_resumed(dir, args)?,
         None => {

@@ -36,6 +36,21 @@ pub struct ScenarioFile {
     pub archive: Option<ArchiveFile>,
     /// What runs on the filesystems.
     pub workload: WorkloadFile,
+    /// Regression thresholds used by `fsbench gate`.
+    #[serde(default)]
+    pub gate: Option<GateFile>,
+}
+
+/// `[gate]`: how much slowdown `fsbench gate` tolerates before calling it a regression.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GateFile {
+    /// Default threshold for every cell, as a percentage (`"5%"`). Default 5%.
+    #[serde(default)]
+    pub threshold: Option<String>,
+    /// Per lat_fs test or step op thresholds: `{ chown = "10%", untar = "3%" }`.
+    #[serde(default)]
+    pub thresholds: BTreeMap<String, String>,
 }
 
 /// `[matrix]`: the axes. Cells are expanded fs > layout > quota > tasks > test (outermost first).

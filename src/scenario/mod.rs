@@ -40,6 +40,30 @@ pub struct Scenario {
     pub archive: Option<ArchiveSpec>,
     /// What runs on the filesystems.
     pub workload: Workload,
+    /// Regression thresholds for `fsbench gate`.
+    pub gate: GateSpec,
+}
+
+/// Regression thresholds, as fractions (0.05 = 5%).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateSpec {
+    /// Default threshold for every cell.
+    pub threshold: f64,
+    /// Per lat_fs test name or step op name.
+    pub per_key: BTreeMap<String, f64>,
+}
+
+impl Default for GateSpec {
+    fn default() -> Self {
+        GateSpec { threshold: 0.05, per_key: BTreeMap::new() }
+    }
+}
+
+impl GateSpec {
+    /// The threshold for a lat_fs test or step op.
+    pub fn threshold_for(&self, key: &str) -> f64 {
+        self.per_key.get(key).copied().unwrap_or(self.threshold)
+    }
 }
 
 /// The scenario text and its origin.

@@ -93,6 +93,19 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// Parse a percentage such as `5%` or `2.5%` into a fraction (0.05).
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let Some(num) = t.strip_suffix('%') else {
+        return Err(format!("`{s}` is not a percentage (write e.g. `5%`)"));
+    };
+    let v = parse_number(num.trim()).ok_or_else(|| format!("`{s}` is not a percentage (write e.g. `5%`)"))?;
+    if !(v > 0.0 && v < 1000.0) {
+        return Err(format!("percentage `{s}` must be above 0% and below 1000%"));
+    }
+    Ok(v / 100.0)
+}
+
 /// Format bytes with the largest binary unit that divides them (`10GiB`), for tables.
 pub fn format_size(bytes: u64) -> String {
     for (unit, mult) in [("TiB", 1u64 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
@@ -145,6 +158,14 @@ mod tests {
         assert_eq!(parse_duration("500us"), Ok(Duration::from_micros(500)));
         assert!(parse_duration("300").unwrap_err().contains("needs a unit"));
         assert!(parse_duration("3 fortnights").unwrap_err().contains("unknown duration unit"));
+    }
+
+    #[test]
+    fn percentages() {
+        assert_eq!(parse_percent("5%"), Ok(0.05));
+        assert_eq!(parse_percent(" 2.5 %"), Ok(0.025));
+        assert!(parse_percent("5").unwrap_err().contains("not a percentage"));
+        assert!(parse_percent("0%").is_err());
     }
 
     #[test]

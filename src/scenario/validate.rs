@@ -12,8 +12,8 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::file::{ArchiveFile, BackingFile, FilesystemFile, MatrixFile, ScenarioFile, StepFile, WorkloadFile};
-use super::units::{parse_duration, parse_size};
+use super::file::{ArchiveFile, BackingFile, FilesystemFile, GateFile, MatrixFile, ScenarioFile, StepFile, WorkloadFile};
+use super::units::{parse_duration, parse_percent, parse_size};
 use super::*;
 use crate::model::{LatfsTest, Layout, QuotaImpl, QuotaMode};
 
@@ -391,6 +391,10 @@ fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Scenario, Sce
         "lat_fs" => Workload::Latfs(validate_latfs(ctx, &f.workload)?),
         _ => Workload::Steps(validate_steps(ctx, &f.workload, archive.as_ref())?),
     };
+    let gate = match &f.gate {
+        Some(g) => validate_gate(ctx, g, &matrix, &workload)?,
+        None => GateSpec::default(),
+    };
     if archive.is_some() && !matches!(workload, Workload::Steps(_)) {
         return Err(ctx.at(&p("archive"), true, "`[archive]` is only used by steps workloads", Some("remove it, or use `kind = \"steps\"` with an untar step".into())));
     }
@@ -403,7 +407,28 @@ fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Scenario, Sce
         backing,
         archive,
         workload,
+        gate,
     })
+}
+
+fn validate_gate(ctx: &Ctx, g: &GateFile, matrix: &Matrix, workload: &Workload) -> Result<GateSpec, ScenarioError> {
+    let mut spec = GateSpec::default();
+    if let Some(t) = &g.threshold {
+        spec.threshold = parse_percent(t).map_err(|e| ctx.value(&p("gate.threshold"), e))?;
+    }
+    let keys: Vec<&str> = match workload {
+        Workload::Latfs(_) => matrix.test.iter().map(|t| t.name()).collect(),
+        Workload::Steps(st) => st.steps.iter().map(|s| s.op()).collect(),
+    };
+    for (k, v) in &g.thresholds {
+        let path = with(p("gate.thresholds"), Seg::Key(k.clone()));
+        if !keys.contains(&k.as_str()) {
+            let what = if matches!(workload, Workload::Latfs(_)) { "lat_fs test" } else { "step op" };
+            return Err(ctx.at(&path, true, format!("`{k}` is not a {what} of this scenario"), did_you_mean(k, &keys).or(Some(format!("keys here: {}", keys.join(", "))))));
+        }
+        spec.per_key.insert(k.clone(), parse_percent(v).map_err(|e| ctx.value(&path, e))?);
+    }
+    Ok(spec)
 }
 
 /// Check an axis: non-empty, no duplicates, every value parsed by `parse`.
