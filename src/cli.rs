@@ -36,7 +36,7 @@ pub enum Command {
     /// Results go to `<out>/<scenario>/<run-id>/`, one JSON file per cell,
     /// written as each cell finishes.
     Run(RunArgs),
-    /// Check scenario files without touching the system; exit 2 on the first bad one.
+    /// Check scenario files without touching the system; exit 2 if any is bad.
     Validate(ValidateArgs),
     /// Show the cells a scenario expands to, what each needs, and which would be skipped here.
     Plan(PlanArgs),
