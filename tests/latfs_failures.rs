@@ -3,6 +3,10 @@
 //!
 //! The tests take one lock so that the zombie check sees only its own children.
 
+mod latfs_support;
+use latfs_support as support;
+use support::{exe, is_root, task_dirs};
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -15,35 +19,12 @@ use nix::errno::Errno;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
-}
 
 fn spec(duration: Duration) -> LatfsSpec {
-    LatfsSpec {
-        per_task_uid: is_root(),
-        quota_refs: 2,
-        open_for_write: true,
-        warmup: Duration::from_millis(20),
-        duration,
-        repetitions: 2,
-    }
+    support::spec(is_root(), duration)
 }
 
-fn task_dirs(n: usize) -> (tempfile::TempDir, Vec<PathBuf>) {
-    let tmp = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let dirs: Vec<PathBuf> = (0..n).map(|i| tmp.path().join(i.to_string())).collect();
-    for d in &dirs {
-        std::fs::create_dir(d).unwrap();
-        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
-    }
-    (tmp, dirs)
-}
 
-fn exe() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_fsbench"))
-}
 
 fn cmdline(pid: &str) -> Vec<String> {
     std::fs::read(format!("/proc/{pid}/cmdline"))

@@ -1,44 +1,23 @@
 //! lat_fs runs for real: worker processes in temporary directories on the host
 //! filesystem, short windows, one and two tasks.
 
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+mod latfs_support;
+use latfs_support as support;
+use support::{exe, is_root, task_dirs};
+
+use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
 use fsbench::model::LatfsTest;
 use fsbench::scenario::LatfsSpec;
 use fsbench::workload::latfs::{self, LatfsRun, TEST_FILE, task_ids};
 
-fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
-}
 
 fn spec(per_task_uid: bool) -> LatfsSpec {
-    LatfsSpec {
-        per_task_uid,
-        quota_refs: 2,
-        open_for_write: true,
-        warmup: Duration::from_millis(20),
-        duration: Duration::from_millis(100),
-        repetitions: 2,
-    }
+    support::spec(per_task_uid, Duration::from_millis(100))
 }
 
-/// A fresh directory with `n` task directories, writable for every uid.
-fn task_dirs(n: usize) -> (tempfile::TempDir, Vec<PathBuf>) {
-    let tmp = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let dirs: Vec<PathBuf> = (0..n).map(|i| tmp.path().join(i.to_string())).collect();
-    for d in &dirs {
-        std::fs::create_dir(d).unwrap();
-        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
-    }
-    (tmp, dirs)
-}
 
-fn exe() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_fsbench"))
-}
 
 #[test]
 fn every_test_runs_with_one_and_two_tasks() {

@@ -134,6 +134,26 @@ fn run_line(label: &str, run: &LoadedRun) -> String {
     )
 }
 
+/// The ratio table under a compared lat_fs table: header and rows, `-` where there is no ratio.
+fn ratio_rows(
+    t: &latfs_tables::LatfsTable,
+    reference: &str,
+    show: impl Fn(&compare::Ratio) -> String,
+) -> (Vec<String>, Vec<Vec<String>>) {
+    let rt = compare::ratio_table(t, reference);
+    if rt.columns.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    let header = std::iter::once("#nr_task".to_string()).chain(rt.columns.iter().cloned()).collect();
+    let rows = rt
+        .tasks
+        .iter()
+        .zip(&rt.values)
+        .map(|(t, row)| std::iter::once(t.to_string()).chain(row.iter().map(|r| r.as_ref().map(&show).unwrap_or_else(|| "-".into()))).collect())
+        .collect();
+    (header, rows)
+}
+
 fn text_footer(out: &mut String, nm: &[NotMeasured], problems: &[String]) {
     if !nm.is_empty() {
         // One entry per distinct reason: 64 quota cells skipped for one kernel limitation
@@ -228,19 +248,8 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
                 out.push_str(&aligned(&t.header(), &t.rows()));
                 out.push('\n');
                 if with_ratios {
-                    let rt = compare::ratio_table(t, reference);
-                    if !rt.columns.is_empty() {
-                        let header: Vec<String> = std::iter::once("#nr_task".to_string()).chain(rt.columns.iter().cloned()).collect();
-                        let rows: Vec<Vec<String>> = rt
-                            .tasks
-                            .iter()
-                            .zip(&rt.values)
-                            .map(|(t, row)| {
-                                std::iter::once(t.to_string())
-                                    .chain(row.iter().map(|r| r.as_ref().map(|r| r.display()).unwrap_or_else(|| "-".into())))
-                                    .collect()
-                            })
-                            .collect();
+                    let (header, rows) = ratio_rows(t, reference, |r| r.display());
+                    if !rows.is_empty() {
                         out.push_str(&aligned(&header, &rows));
                         out.push('\n');
                     }
@@ -270,19 +279,8 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
                 out.push_str(&format!("\n### {}\n\n", t.title()));
                 out.push_str(&markdown(&t.header(), &t.rows()));
                 if with_ratios {
-                    let rt = compare::ratio_table(t, reference);
-                    if !rt.columns.is_empty() {
-                        let header: Vec<String> = std::iter::once("#nr_task".to_string()).chain(rt.columns.iter().cloned()).collect();
-                        let rows: Vec<Vec<String>> = rt
-                            .tasks
-                            .iter()
-                            .zip(&rt.values)
-                            .map(|(t, row)| {
-                                std::iter::once(t.to_string())
-                                    .chain(row.iter().map(|r| r.as_ref().map(|r| r.display().replace('*', "\\*")).unwrap_or_else(|| "-".into())))
-                                    .collect()
-                            })
-                            .collect();
+                    let (header, rows) = ratio_rows(t, reference, |r| r.display().replace('*', "\\*"));
+                    if !rows.is_empty() {
                         out.push('\n');
                         out.push_str(&markdown(&header, &rows));
                     }

@@ -2,5 +2,6 @@
 //! and timed step sequences (rm -rf / tar zxf / sync).
 
 pub mod latfs;
+pub mod rusage;
 pub mod steps;
 pub mod untar;

@@ -15,6 +15,7 @@ use std::path::{Component, Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use crate::workload::rusage::timeval_us;
 use crate::model::{StepTiming, StepsResult};
 use crate::scenario::{Step, StepsSpec};
 use crate::workload::untar::{self, Trust, UntarError};
@@ -123,11 +124,7 @@ fn rusage(who: i32) -> (u64, u64, u64) {
     // SAFETY: rusage is plain data; getrusage only fails for an invalid `who`.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(who, &mut ru) };
-    (tv_us(ru.ru_utime), tv_us(ru.ru_stime), ru.ru_maxrss as u64)
-}
-
-fn tv_us(tv: libc::timeval) -> u64 {
-    tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64
+    (timeval_us(ru.ru_utime), timeval_us(ru.ru_stime), ru.ru_maxrss as u64)
 }
 
 /// Time one step as `time <cmd>` would.
@@ -214,21 +211,9 @@ fn exec(dir: &Path, argv: &[String]) -> Result<(u64, u64, u64), StepError> {
         .current_dir(dir)
         .spawn()
         .map_err(|source| StepError::Spawn { argv: shown.clone(), source })?;
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: rusage is plain data.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: pid is our un-reaped child; status/ru are valid out-pointers.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-        if r == pid {
-            break;
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(StepError::Spawn { argv: shown, source: e });
-        }
-    }
+    let reaped = crate::workload::rusage::wait4(child.id() as libc::pid_t)
+        .map_err(|source| StepError::Spawn { argv: shown.clone(), source })?;
+    let status = reaped.status;
     // The child is reaped; `child` must not wait again (Drop does not wait).
     drop(child);
     if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
@@ -239,7 +224,7 @@ fn exec(dir: &Path, argv: &[String]) -> Result<(u64, u64, u64), StepError> {
         };
         return Err(StepError::ExecFailed { argv: shown, status });
     }
-    Ok((tv_us(ru.ru_utime), tv_us(ru.ru_stime), ru.ru_maxrss as u64))
+    Ok((reaped.user_us, reaped.sys_us, reaped.max_rss_kib))
 }
 
 /// Resolve a step path inside the target, refusing anything that could leave it.

@@ -400,24 +400,11 @@ impl Pool {
     fn reap(&mut self, i: usize) -> Result<Reaped, LatfsError> {
         let w = &mut self.workers[i];
         let pid = w.child.id() as libc::pid_t;
-        let mut status: libc::c_int = 0;
-        // SAFETY: rusage is plain old data; zeroed is a valid value.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        loop {
-            // SAFETY: pid is our unreaped child; status and ru are valid out-pointers.
-            let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-            if r == pid {
-                break;
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                w.reaped = true; // ECHILD: nothing left to reap or kill.
-                return Err(LatfsError::Io { task: w.task, what: "wait for the worker", source: e });
-            }
-        }
+        let reaped = crate::workload::rusage::wait4(pid);
+        // Reaped or ECHILD: either way there is nothing left to reap or kill.
         w.reaped = true;
-        let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
-        Ok(Reaped { status, user_us: us(ru.ru_utime), sys_us: us(ru.ru_stime) })
+        let r = reaped.map_err(|source| LatfsError::Io { task: w.task, what: "wait for the worker", source })?;
+        Ok(Reaped { status: r.status, user_us: r.user_us, sys_us: r.sys_us })
     }
 }
 
