@@ -289,3 +289,40 @@ fn wrong_options_are_usage_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(sb.run_dirs().is_empty(), "no run directory for a run that never started");
 }
+
+#[test]
+fn sigkill_of_a_worker_fails_its_cell_and_the_run_goes_on() {
+    if !require_root("sigkill_of_a_worker_fails_its_cell_and_the_run_goes_on") {
+        return;
+    }
+    let sb = Sandbox::new();
+    // Two cells: the first one's worker is killed, the second one still runs.
+    let args = ["run", "scenarios/quickstart.toml", "--only", "fs=ext4,tasks=2,test=open_close,test=chown", "--set", "workload.duration=3s", "--set", "workload.repetitions=1", "--set", "workload.warmup=0ms"];
+    let mut child = sb.cmd(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    // Find a worker of this run: its arguments name a task directory under our sandbox.
+    let sandbox = sb.dir.path().to_string_lossy().into_owned();
+    let start = Instant::now();
+    let worker = loop {
+        let found = std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let cmd = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).ok()?;
+            (cmd.contains("__latfs-worker") && cmd.contains(&sandbox)).then_some(pid)
+        });
+        if let Some(pid) = found {
+            break pid;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "no worker appeared");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(worker), nix::sys::signal::Signal::SIGKILL).unwrap();
+    let status = wait_for(&mut child, Duration::from_secs(60)).expect("fsbench finishes");
+    assert_eq!(status.code(), Some(1), "a failed cell makes the run exit 1");
+    let run = &sb.run_dirs()[0];
+    assert_eq!(cell_files(run).len(), 2, "the run went on to the next cell");
+    let failed: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t2-open_close.json")).unwrap()).unwrap();
+    assert_eq!(failed["status"], "failed", "{failed:#}");
+    let error = failed["error"].as_str().unwrap();
+    assert!(error.contains("task") && error.contains("signal 9"), "{error}");
+    sb.assert_no_leaks();
+}
