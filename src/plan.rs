@@ -166,10 +166,11 @@ pub fn needs(s: &Scenario, p: &CellParams) -> Vec<String> {
         };
         needs.push(how.into());
     }
-    if let Workload::Latfs(l) = &s.workload {
-        if l.per_task_uid && matches!(s.backing, Backing::Dir { .. }) {
-            needs.push("root for per-task uid (else runs as you)".into());
-        }
+    if let Workload::Latfs(l) = &s.workload
+        && l.per_task_uid
+        && matches!(s.backing, Backing::Dir { .. })
+    {
+        needs.push("root for per-task uid (else runs as you)".into());
     }
     if let Workload::Steps(st) = &s.workload {
         if st.steps.iter().any(|x| matches!(x, crate::scenario::Step::DropCaches)) && !needs.iter().any(|n| n == "root") {

@@ -34,10 +34,10 @@ fn leaks_under(dir: &Path) -> Vec<String> {
         .map(|l| format!("mount: {l}"))
         .collect();
     for entry in std::fs::read_dir("/sys/block").unwrap().flatten() {
-        if let Ok(b) = std::fs::read_to_string(entry.path().join("loop/backing_file")) {
-            if b.trim().starts_with(&dir) {
-                leaks.push(format!("loop: {} -> {}", entry.file_name().to_string_lossy(), b.trim()));
-            }
+        if let Ok(b) = std::fs::read_to_string(entry.path().join("loop/backing_file"))
+            && b.trim().starts_with(&dir)
+        {
+            leaks.push(format!("loop: {} -> {}", entry.file_name().to_string_lossy(), b.trim()));
         }
     }
     leaks

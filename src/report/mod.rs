@@ -158,7 +158,8 @@ fn text_footer(out: &mut String, nm: &[NotMeasured], problems: &[String]) {
     if !nm.is_empty() {
         // One entry per distinct reason: 64 quota cells skipped for one kernel limitation
         // are one fact, not 64.
-        let mut groups: Vec<(String, &str, &str, Option<&String>, Vec<&str>)> = Vec::new();
+        type Group<'a> = (String, &'a str, &'a str, Option<&'a String>, Vec<&'a str>);
+        let mut groups: Vec<Group> = Vec::new();
         for n in nm {
             let key = (n.label.as_str(), n.status.as_str(), n.reason.as_str());
             match groups.iter_mut().find(|g| (g.0.as_str(), g.1, g.2) == key) {

@@ -109,7 +109,7 @@ pub fn parse_percent(s: &str) -> Result<f64, String> {
 /// Format bytes with the largest binary unit that divides them (`10GiB`), for tables.
 pub fn format_size(bytes: u64) -> String {
     for (unit, mult) in [("TiB", 1u64 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
-        if bytes >= mult && bytes % mult == 0 {
+        if bytes >= mult && bytes.is_multiple_of(mult) {
             return format!("{}{unit}", bytes / mult);
         }
     }

@@ -116,18 +116,11 @@ impl<'a> Ctx<'a> {
     }
 
     fn error_at(&self, span: Option<Range<usize>>, key: Option<String>, message: String, help: Option<String>) -> ScenarioError {
-        if let Some(k) = &key {
-            if let Some((path, value)) = self.overrides.iter().find(|(p, _)| k == p || k.starts_with(&format!("{p}.")) || k.starts_with(&format!("{p}["))) {
-                return ScenarioError {
-                    origin: format!("--set {path}={value}"),
-                    line: None,
-                    column: None,
-                    key,
-                    message,
-                    help,
-                    snippet: None,
-                };
-            }
+        let overridden = key.as_ref().and_then(|k| {
+            self.overrides.iter().find(|(p, _)| k == p || k.starts_with(&format!("{p}.")) || k.starts_with(&format!("{p}[")))
+        });
+        if let Some((path, value)) = overridden {
+            return ScenarioError { origin: format!("--set {path}={value}"), line: None, column: None, key, message, help, snippet: None };
         }
         let (line, column, snippet) = match span {
             Some(span) => {
@@ -278,7 +271,7 @@ pub fn suggest<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) ->
         .map(|(_, c)| c)
 }
 
-fn did_you_mean<'c>(name: &str, candidates: &[&'c str]) -> Option<String> {
+fn did_you_mean(name: &str, candidates: &[&str]) -> Option<String> {
     suggest(name, candidates.iter().copied()).map(|c| format!("did you mean `{c}`?"))
 }
 
