@@ -25,4 +25,14 @@ else
     echo "test.sh: not root: tests that need tmpfs, loop devices, mkfs and mount will skip" >&2
 fi
 
-cargo test --locked "$@"
+# Keep cargo's output as it is, then close with the totals over every test binary
+# (cargo's own last line is the doc-test binary's, which has no tests of its own).
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --locked "$@" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i; if ($(i+1) ~ /^ignored/) s += $i } }
+     END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"
+exit "$status"
