@@ -16,8 +16,9 @@ pub const FIXTURES_DIR: &str = "fixtures";
 /// Directory of packed results inside a bundle (`results/<scenario>/<run-id>/`).
 pub const RESULTS_DIR: &str = "results";
 
-/// Largest manifest read (it is parsed in memory before anything is unpacked).
-pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+/// Largest manifest read (it is parsed in memory before anything is unpacked);
+/// room for [`MAX_FILES`] entries of about 400 bytes each.
+pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
 /// Most files a bundle may list.
 pub const MAX_FILES: usize = 10_000;
 /// Most bytes of file contents a bundle may hold (a real kernel tarball is a few hundred MB).

@@ -22,7 +22,7 @@ use flate2::read::MultiGzDecoder;
 use sha2::{Digest, Sha256};
 
 use super::BundleError;
-use super::manifest::{self, MANIFEST_FILE, MAX_DEPTH, MAX_FILES, MAX_MANIFEST_BYTES, MAX_PATH_LEN, Manifest};
+use super::manifest::{self, MANIFEST_FILE, MAX_DEPTH, MAX_MANIFEST_BYTES, MAX_PATH_LEN, Manifest};
 use crate::workload::untar::{EntryInfo, UnpackLimits, unpack_untrusted_admitting};
 
 fn entry_err(bundle: &Path, entry: &str, reason: impl Into<String>) -> BundleError {
@@ -64,8 +64,9 @@ pub fn read_manifest(bundle: &Path) -> Result<(Manifest, Vec<u8>), BundleError> 
 pub fn unpack(bundle: &Path, dest: &Path) -> Result<Manifest, BundleError> {
     let (m, manifest_bytes) = read_manifest(bundle)?;
     let limits = UnpackLimits {
-        // Unlisted entries are refused by name below; the cap only stops floods.
-        max_entries: MAX_FILES as u64 + 1,
+        // The listed files and the manifest; the first unlisted entry is refused by
+        // name below before this cap is reached, which also bounds the gzip stream.
+        max_entries: m.files.len() as u64 + 2,
         max_bytes: m.total_bytes() + manifest_bytes.len() as u64,
         max_path_len: MAX_PATH_LEN,
         max_depth: MAX_DEPTH,

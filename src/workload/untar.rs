@@ -341,12 +341,13 @@ impl<'a, 'f> Extractor<'a, 'f> {
             match kind {
                 EntryType::Regular | EntryType::Continuous => {
                     let size = entry.size();
+                    // The caller's check first: it knows why a size is wrong (a manifest).
+                    self.admit(&raw_path, &rel, kind, size)?;
                     if let Some(l) = self.limits()
                         && self.stats.bytes.saturating_add(size) > l.max_bytes
                     {
                         return Err(self.limit(&raw_path, "total bytes", l.max_bytes));
                     }
-                    self.admit(&raw_path, &rel, kind, size)?;
                     self.regular(&rel, &mut entry, mode, owner, mtime, archive)?;
                     self.stats.files += 1;
                 }
