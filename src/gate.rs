@@ -367,7 +367,7 @@ fn cells_of(r: &GateRow) -> [String; 7] {
     [r.name.clone(), r.metric.name().into(), num(&r.baseline), num(&r.candidate), change, ci, r.verdict.name().into()]
 }
 
-const HEADER: [&str; 7] = ["cell", "metric", "baseline median", "candidate median", "change", "95% CI", "verdict"];
+const HEADER: [&str; 7] = ["cell", "metric", "baseline median", "candidate median", "change of means", "95% CI", "verdict"];
 
 fn summary_line(rep: &GateReport) -> String {
     format!(

@@ -53,9 +53,14 @@ fn packed_here_runs_elsewhere_and_compares() {
         assert!(v.contains(want), "verify lacks `{want}`:\n{v}");
     }
     ok(fsbench(&lab_b, &cache).args(["bundle", "run", "lab.fsb", "--quiet", "--out", "res", "--label", "B"]));
-    let run_b = run_dirs(&lab_b.join("res")).pop().unwrap();
+    // Lab B now holds the packer's run (imported from the bundle) and its own.
+    let runs = run_dirs(&lab_b.join("res"));
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let imported = runs.iter().find(|r| r.file_name() == run_a.file_name()).expect("packer's run imported");
+    let run_b = runs.iter().find(|r| r.file_name() != run_a.file_name()).unwrap().clone();
+    assert_eq!(std::fs::read(imported.join("run.json")).unwrap(), std::fs::read(run_a.join("run.json")).unwrap());
     assert_eq!(std::fs::read_dir(run_b.join("cells")).unwrap().count(), 2);
-    let cmp = ok(fsbench(t.path(), &cache).arg("compare").arg(format!("A={}", run_a.display())).arg(format!("B={}", run_b.display())));
+    let cmp = ok(fsbench(&lab_b, &cache).arg("compare").arg(format!("A={}", imported.display())).arg(format!("B={}", run_b.display())));
     assert!(cmp.contains("B/A-ext4-S-qoff"), "{cmp}");
     // The gate accepts the pair as input (the verdict depends on this machine's noise).
     let out = fsbench(t.path(), &cache).arg("gate").arg("--baseline").arg(&run_a).arg("--candidate").arg(&run_b).output().unwrap();

@@ -248,6 +248,31 @@ pub fn check_allowed(
     Ok(())
 }
 
+/// Copy the bundle's packed run (verified, and loadable as a run) to
+/// `<out>/<scenario>/<run-id>/` unless a run of that id is already there.
+pub fn import_results(ob: &OpenBundle, out: &Path) -> Result<Option<PathBuf>, BundleError> {
+    let Some(rel) = &ob.manifest.results else { return Ok(None) };
+    let src = ob.dir.path().join(rel);
+    let run = crate::results::load_run(&src)?;
+    let dest = out.join(&run.meta.scenario_name).join(&run.meta.run_id);
+    if dest.exists() {
+        return Ok(Some(dest));
+    }
+    let io = |path: &Path, what: &'static str| {
+        let path = path.to_path_buf();
+        move |source| BundleError::Io { path, what, source }
+    };
+    let prefix = format!("{rel}/");
+    for f in ob.manifest.files.iter().filter(|f| f.path.starts_with(&prefix)) {
+        let to = dest.join(&f.path[prefix.len()..]);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent).map_err(io(parent, "create directory"))?;
+        }
+        std::fs::copy(ob.dir.path().join(&f.path), &to).map_err(io(&to, "write"))?;
+    }
+    Ok(Some(dest))
+}
+
 /// `fsbench bundle pack`.
 pub fn cli_pack(args: &BundlePackArgs) -> anyhow::Result<i32> {
     let packed = pack::pack(&args.scenario, args.with_results.as_deref(), &args.output).map_err(BundleError::into_cli)?;
@@ -279,6 +304,9 @@ pub fn cli_run(args: &BundleRunArgs) -> anyhow::Result<i32> {
     let effective = ob.scenario(&origin, &args.scenario_options.set).map_err(BundleError::into_cli)?;
     check_allowed(&bundled, &effective, &args.scenario_options.set, args.allow_exec, args.allow_device.as_deref())
         .map_err(BundleError::into_cli)?;
+    if let Some(dest) = import_results(&ob, &args.out).map_err(BundleError::into_cli)? {
+        eprintln!("fsbench: the bundle's results are in {} (for fsbench compare)", dest.display());
+    }
     if !args.quiet {
         eprintln!("fsbench: running bundle {} from {}", args.bundle.display(), ob.dir.path().display());
     }
