@@ -67,7 +67,7 @@ fn header(name: &[u8], typ: u8, mode: u32, size: u64, link: &[u8]) -> [u8; 512] 
 }
 
 fn pad(out: &mut Vec<u8>) {
-    while out.len() % 512 != 0 {
+    while !out.len().is_multiple_of(512) {
         out.push(0);
     }
 }

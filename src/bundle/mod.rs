@@ -76,15 +76,21 @@ pub enum BundleError {
         #[source]
         source: UntarError,
     },
-    /// The bundled (or packed) scenario does not validate.
+    /// The bundled (or packed) scenario does not validate (boxed: it carries a snippet).
     #[error(transparent)]
-    Scenario(#[from] ScenarioError),
+    Scenario(Box<ScenarioError>),
     /// The packed results could not be read.
     #[error(transparent)]
     Results(#[from] crate::results::ResultsError),
     /// Running the bundle would do something the user has not allowed.
     #[error("{0}")]
     Refused(String),
+}
+
+impl From<ScenarioError> for BundleError {
+    fn from(e: ScenarioError) -> Self {
+        BundleError::Scenario(Box::new(e))
+    }
 }
 
 impl BundleError {

@@ -56,7 +56,14 @@ fn sha256_file(path: &Path) -> Result<(u64, String), BundleError> {
 
 /// The scenario text as it travels: a real archive's path points into `fixtures/`,
 /// a `dir` backing loses its lab-specific path (a bundle must not choose where it writes).
-fn travelling_scenario(scenario: &Path) -> Result<(String, Option<(String, PathBuf)>, Vec<String>), BundleError> {
+/// The scenario as packed: its text, the real archive (path inside the bundle, file here), notes.
+struct Travelling {
+    text: String,
+    archive: Option<(String, PathBuf)>,
+    notes: Vec<String>,
+}
+
+fn travelling_scenario(scenario: &Path) -> Result<Travelling, BundleError> {
     let s = crate::scenario::load(scenario)?;
     let text = &s.source.text;
     let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| BundleError::Pack(format!("{}: {e}", scenario.display())))?;
@@ -79,7 +86,7 @@ fn travelling_scenario(scenario: &Path) -> Result<(String, Option<(String, PathB
         }
         notes.push(format!("backing.path `{}` dropped: a bundle runs in a private directory unless the user sets backing.path", path.display()));
     }
-    Ok((doc.to_string(), archive, notes))
+    Ok(Travelling { text: doc.to_string(), archive, notes })
 }
 
 /// The `created` time: `SOURCE_DATE_EPOCH` when set, else the packed run's finish (or start) time.
@@ -115,7 +122,7 @@ fn parse_rfc3339_utc(s: &str) -> Option<u64> {
 
 /// Pack `scenario` (and optionally the run in `with_results`) into `out` as a bundle.
 pub fn pack(scenario: &Path, with_results: Option<&Path>, out: &Path) -> Result<Packed, BundleError> {
-    let (text, archive, notes) = travelling_scenario(scenario)?;
+    let Travelling { text, archive, notes } = travelling_scenario(scenario)?;
     let mut files: Vec<(String, Source)> = vec![(SCENARIO_FILE.into(), Source::Bytes(text.into_bytes()))];
     if let Some((inside, real)) = archive {
         files.push((inside, Source::File(real)));
