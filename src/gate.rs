@@ -276,28 +276,34 @@ fn metric_for(workload: &str, requested: Option<&str>) -> Result<Metric, GateErr
 
 /// The `[gate]` thresholds of a run's scenario text; default 5% (with a warning) when unreadable.
 fn gate_spec_of(run: &LoadedRun, warnings: &mut Vec<String>) -> GateSpec {
-    // Validation of the whole scenario can fail on another host (an archive path
-    // that does not exist here); the thresholds are still wanted, so on failure
-    // only the `[gate]` table is validated, inside a minimal scenario.
+    // Validating the whole scenario can fail on another host (an archive path that
+    // does not exist here) while its thresholds are still wanted: then only the
+    // `[gate]` table is read, with the same types and units as the scenario.
     match crate::scenario::parse_str(&run.meta.scenario_text, &run.meta.scenario_origin) {
         Ok(s) => s.gate,
-        Err(first) => {
-            let gate_only = run.meta.scenario_text.parse::<toml::Table>().ok().and_then(|t| t.get("gate").cloned());
-            if let Some(gate) = gate_only {
-                let mut t = toml::Table::new();
-                t.insert("gate".into(), gate);
-                let text = format!(
-                    "schema = 1\nname = \"gate\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"dir\"\n[workload]\nkind = \"lat_fs\"\n{}",
-                    toml::to_string(&t).unwrap_or_default()
-                );
-                if let Ok(s) = crate::scenario::parse_str(&text, &run.meta.scenario_origin) {
-                    return s.gate;
-                }
+        Err(first) => match gate_table_only(&run.meta.scenario_text) {
+            Ok(spec) => spec,
+            Err(why) => {
+                warnings.push(format!("cannot read [gate] thresholds from the baseline's scenario ({first}; {why}); using 5%"));
+                GateSpec::default()
             }
-            warnings.push(format!("cannot read [gate] thresholds from the baseline's scenario ({first}); using 5%"));
-            GateSpec::default()
-        }
+        },
     }
+}
+
+fn gate_table_only(text: &str) -> Result<GateSpec, String> {
+    use crate::scenario::units::parse_percent;
+    let t: toml::Table = text.parse().map_err(|e: toml::de::Error| e.message().to_string())?;
+    let Some(g) = t.get("gate") else { return Ok(GateSpec::default()) };
+    let g: crate::scenario::file::GateFile = g.clone().try_into().map_err(|e: toml::de::Error| format!("[gate]: {}", e.message()))?;
+    let mut spec = GateSpec::default();
+    if let Some(t) = &g.threshold {
+        spec.threshold = parse_percent(t).map_err(|e| format!("gate.threshold: {e}"))?;
+    }
+    for (k, v) in &g.thresholds {
+        spec.per_key.insert(k.clone(), parse_percent(v).map_err(|e| format!("gate.thresholds.{k}: {e}"))?);
+    }
+    Ok(spec)
 }
 
 /// Compare two loaded runs.
@@ -526,6 +532,13 @@ mod tests {
         assert_eq!(verdict(ch, 0.05, true), Verdict::Unchanged);
         assert_eq!(verdict(relative_change(&[], &[1.0]), 0.05, true), Verdict::Missing);
         assert_eq!(verdict(relative_change(&[0.0, 0.0], &[1.0, 1.0]), 0.05, true), Verdict::Missing);
+    }
+
+    #[test]
+    fn gate_table_is_read_without_the_rest_of_the_scenario() {
+        let spec = gate_table_only("name = 1\n[archive]\npath = \"/nowhere\"\n[gate]\nthreshold = \"3%\"\nthresholds = { untar = \"10%\" }\n").unwrap();
+        assert!((spec.threshold_for("sync") - 0.03).abs() < 1e-12 && (spec.threshold_for("untar") - 0.10).abs() < 1e-12);
+        assert!(gate_table_only("[gate]\nthreshold = \"five\"\n").is_err());
     }
 
     #[test]
