@@ -224,8 +224,14 @@ fn symlink_inside_is_still_not_a_bundle_file() {
 
 #[test]
 fn hardlink_escaping() {
-    refused("hardlink", &bundle(vec![entry("hl", b'1', "../../outside/x")]), &["`../../outside/x`", "`..`"]);
-    refused("hardlink abs", &bundle(vec![entry("hl", b'1', "/etc/passwd")]), &["`/etc/passwd`", "absolute path"]);
+    refused("hardlink", &bundle(vec![entry("hl", b'1', "../../outside/x")]), &["entry `hl`", "target `../../outside/x`", "`..`"]);
+    refused("hardlink abs", &bundle(vec![entry("hl", b'1', "/etc/passwd")]), &["entry `hl`", "`/etc/passwd`", "absolute path"]);
+}
+
+#[test]
+fn scenario_that_does_not_validate() {
+    let b = bundle_with(vec![], |_| {}, &SCENARIO.replace("repetitions = 1", "repetitions = 1\nrepetitons = 2"));
+    refused("bad scenario", &b, &["scenario.toml", "repetitons"]);
 }
 
 #[test]

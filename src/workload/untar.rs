@@ -367,7 +367,14 @@ impl<'a, 'f> Extractor<'a, 'f> {
                 }
                 EntryType::Link => {
                     let target = entry.link_name_bytes().map(|c| c.into_owned()).unwrap_or_default();
-                    let Some(trel) = self.check_path(&target)? else {
+                    // Name the link entry itself in the error, not only its target.
+                    let trel = self.check_path(&target).map_err(|e| match e {
+                        UntarError::Unsafe { entry, reason } => {
+                            self.unsafe_entry(&raw_path, &format!("hard link target `{entry}` is refused: {reason}"))
+                        }
+                        other => other,
+                    })?;
+                    let Some(trel) = trel else {
                         return Err(self.unsafe_entry(&raw_path, "hard link to the archive root"));
                     };
                     self.admit(&raw_path, &rel, kind, 0)?;
