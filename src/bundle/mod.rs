@@ -1,18 +1,336 @@
 //! Scenario bundles: pack, verify and run, treating every bundle as untrusted input.
+//!
+//! A bundle (`lab.fsb`) is a gzip'd tar: `manifest.json` first (format version,
+//! tool version, created, every file with size and sha256), then
+//! `scenario.toml`, `fixtures/<archive>` when the scenario uses a real archive
+//! (a generated one travels as its `[archive] generate/scale/seed` recipe inside
+//! the scenario), and `results/<scenario>/<run-id>/` when packed with results.
+//! See [`pack`] for determinism and [`open`] for the checks made on unpacking.
+//! Running a bundle refuses `exec` steps without `--allow-exec`, a block device
+//! without a matching `--allow-device`, and a `dir` backing path that the user
+//! did not set with `--set backing.path=...`.
 
-use crate::cli::{BundlePackArgs, BundleRunArgs, BundleVerifyArgs};
+pub mod manifest;
+pub mod open;
+pub mod pack;
+
+use std::fmt::Write as _;
+use std::path::{Component, Path, PathBuf};
+
+use crate::cli::{BundlePackArgs, BundleRunArgs, BundleVerifyArgs, RunArgs};
+use crate::exit::{self, InputError};
+use crate::plan;
+use crate::scenario::{ArchiveSource, Backing, Scenario, ScenarioError, Step, Workload};
+use crate::workload::untar::UntarError;
+use manifest::{MANIFEST_FILE, Manifest, SCENARIO_FILE};
+
+/// Why a bundle could not be packed, opened or run.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    /// A file could not be read or written.
+    #[error("{path}: cannot {what}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What was being done.
+        what: &'static str,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Packing refused its input.
+    #[error("cannot pack: {0}")]
+    Pack(String),
+    /// The manifest is missing or malformed.
+    #[error("{bundle}: {message}")]
+    Manifest {
+        /// The bundle.
+        bundle: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The bundle was packed by a newer fsbench.
+    #[error("{bundle}: {message}")]
+    NewerFormat {
+        /// The bundle.
+        bundle: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// One entry of the bundle is refused.
+    #[error("{bundle}: refusing bundle entry `{entry}`: {reason}")]
+    Entry {
+        /// The bundle.
+        bundle: PathBuf,
+        /// Entry path as stored.
+        entry: String,
+        /// Why.
+        reason: String,
+    },
+    /// Extraction refused an entry or hit a cap.
+    #[error("{bundle}: {source}")]
+    Unpack {
+        /// The bundle.
+        bundle: PathBuf,
+        /// The extractor's error (names the entry).
+        #[source]
+        source: UntarError,
+    },
+    /// The bundled (or packed) scenario does not validate (boxed: it carries a snippet).
+    #[error(transparent)]
+    Scenario(Box<ScenarioError>),
+    /// The packed results could not be read.
+    #[error(transparent)]
+    Results(#[from] crate::results::ResultsError),
+    /// Running the bundle would do something the user has not allowed.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl From<ScenarioError> for BundleError {
+    fn from(e: ScenarioError) -> Self {
+        BundleError::Scenario(Box::new(e))
+    }
+}
+
+impl BundleError {
+    /// As an `anyhow` error, with bad bundles and refusals mapped to exit code 2.
+    fn into_cli(self) -> anyhow::Error {
+        match self {
+            BundleError::Io { .. } => anyhow::Error::new(self),
+            other => InputError::anyhow(other.to_string()),
+        }
+    }
+}
+
+/// A verified, unpacked bundle in a private temporary directory (removed on drop).
+#[derive(Debug)]
+pub struct OpenBundle {
+    /// The private directory (mode 0700).
+    pub dir: tempfile::TempDir,
+    /// The manifest.
+    pub manifest: Manifest,
+    /// The scenario text as bundled.
+    pub scenario_text: String,
+}
+
+impl OpenBundle {
+    /// Path of the unpacked scenario file.
+    pub fn scenario_path(&self) -> PathBuf {
+        self.dir.path().join(&self.manifest.scenario)
+    }
+
+    /// Parse the bundled scenario with `overrides`; relative paths resolve inside the bundle.
+    pub fn scenario(&self, origin: &str, overrides: &[String]) -> Result<Scenario, BundleError> {
+        let s = crate::scenario::parse_overridden(&self.scenario_text, origin, self.dir.path(), overrides)?;
+        self.check_archive_inside(&s)?;
+        Ok(s)
+    }
+
+    /// A real archive must be a file of the bundle: never a path of this machine.
+    fn check_archive_inside(&self, s: &Scenario) -> Result<(), BundleError> {
+        let Some(a) = &s.archive else { return Ok(()) };
+        let ArchiveSource::Path(p) = &a.source else { return Ok(()) };
+        let rel = p.strip_prefix(self.dir.path()).ok().filter(|r| r.components().all(|c| matches!(c, Component::Normal(_))));
+        match rel.and_then(|r| r.to_str()).filter(|r| self.manifest.file(r).is_some()) {
+            Some(_) => Ok(()),
+            None => Err(BundleError::Refused(format!(
+                "the scenario's [archive] path `{}` is not a file of the bundle; a bundle may only use archives it carries",
+                p.strip_prefix(self.dir.path()).unwrap_or(p).display()
+            ))),
+        }
+    }
+}
+
+/// Unpack and verify a bundle into a fresh private directory under the system temp dir.
+pub fn open_bundle(bundle: &Path) -> Result<OpenBundle, BundleError> {
+    let dir = tempfile::Builder::new()
+        .prefix("fsbench-bundle-")
+        .tempdir()
+        .map_err(|source| BundleError::Io { path: std::env::temp_dir(), what: "create a private directory in", source })?;
+    let manifest = open::unpack(bundle, dir.path())?;
+    let sp = dir.path().join(&manifest.scenario);
+    let scenario_text = std::fs::read_to_string(&sp).map_err(|source| BundleError::Io { path: sp, what: "read", source })?;
+    Ok(OpenBundle { dir, manifest, scenario_text })
+}
+
+/// The `exec` steps of a scenario, as command lines.
+pub fn exec_steps(s: &Scenario) -> Vec<String> {
+    match &s.workload {
+        Workload::Steps(st) => st.steps.iter().filter(|x| matches!(x, Step::Exec { .. })).map(Step::label).collect(),
+        Workload::Latfs(_) => Vec::new(),
+    }
+}
+
+/// What running the bundle would do, for `bundle verify`.
+pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario) -> String {
+    let m = &ob.manifest;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{}: bundle format {}, packed by fsbench {}{}",
+        bundle.display(),
+        m.format,
+        m.tool_version,
+        m.created.as_ref().map(|c| format!(", created {c}")).unwrap_or_default()
+    );
+    let _ = writeln!(o, "  files:       {} + {MANIFEST_FILE}, {} bytes, every sha256 matches", m.files.len(), m.total_bytes());
+    let p = plan::expand(s);
+    let _ = writeln!(o, "  scenario:    {} ({}), {} cells", s.name, s.workload.kind(), p.cells.len());
+    let _ = writeln!(o, "  filesystems: {}", s.matrix.fs.join(", "));
+    let backing = match &s.backing {
+        Backing::TmpfsLoop { .. } => "tmpfs-loop (loop devices on a private tmpfs)".to_string(),
+        Backing::Dir { path } if path.as_os_str().is_empty() => "dir (a private directory)".into(),
+        Backing::Dir { path } => format!("dir {} (refused unless you --set backing.path)", path.display()),
+        Backing::Device { path } => format!("device {}", path.display()),
+    };
+    let _ = writeln!(o, "  backing:     {backing}");
+    let root = p.cells.iter().any(|c| plan::needs(s, &c.params).iter().any(|n| n == "root" || n.starts_with("root (")));
+    let _ = writeln!(o, "  needs root:  {}", if root { "yes" } else { "no" });
+    let exec = exec_steps(s);
+    if exec.is_empty() {
+        let _ = writeln!(o, "  exec steps:  none");
+    } else {
+        let _ = writeln!(o, "  exec steps:  {} (refused unless --allow-exec): {}", exec.len(), exec.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", "));
+    }
+    match &s.backing {
+        Backing::Device { path } => {
+            let _ = writeln!(o, "  devices:     {} (FORMATTED; refused unless --allow-device {})", path.display(), path.display());
+        }
+        _ => {
+            let _ = writeln!(o, "  devices:     none");
+        }
+    }
+    match s.archive.as_ref().map(|a| &a.source) {
+        Some(ArchiveSource::Generate { profile, scale, seed }) => {
+            let _ = writeln!(o, "  fixture:     generated {profile}, scale {scale}, seed {seed}");
+        }
+        Some(ArchiveSource::Path(p)) => {
+            let _ = writeln!(o, "  fixture:     {}", p.strip_prefix(ob.dir.path()).unwrap_or(p).display());
+        }
+        None => {}
+    }
+    if let Some(r) = &m.results {
+        let cells = m.files.iter().filter(|f| f.path.starts_with(&format!("{r}/cells/"))).count();
+        let _ = writeln!(o, "  results:     {r} ({cells} cells)");
+    }
+    o
+}
+
+/// The checks `bundle run` makes before running anything.
+pub fn check_allowed(
+    bundled: &Scenario,
+    effective: &Scenario,
+    overrides: &[String],
+    allow_exec: bool,
+    allow_device: Option<&Path>,
+) -> Result<(), BundleError> {
+    let exec = exec_steps(effective);
+    if !exec.is_empty() && !allow_exec {
+        return Err(BundleError::Refused(format!(
+            "refusing bundle step `exec`: the scenario runs commands on this machine ({}); inspect it with `fsbench bundle verify` and pass --allow-exec to allow",
+            exec.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    if let Backing::Device { path } = &effective.backing
+        && allow_device != Some(path.as_path())
+    {
+        return Err(BundleError::Refused(format!(
+            "refusing backing device {}: the bundle would format it; pass --allow-device {} to allow (this destroys its data)",
+            path.display(),
+            path.display()
+        )));
+    }
+    if let (Backing::Dir { path }, Backing::Dir { path: eff }) = (&bundled.backing, &effective.backing)
+        && !path.as_os_str().is_empty()
+        && path == eff
+        && !overrides.iter().any(|o| o.trim_start().starts_with("backing.path"))
+    {
+        return Err(BundleError::Refused(format!(
+            "refusing backing.path `{}` chosen by the bundle: set your own with --set backing.path=DIR, or remove it to use a private directory",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Copy the bundle's packed run (verified, and loadable as a run) to
+/// `<out>/<scenario>/<run-id>/` unless a run of that id is already there.
+pub fn import_results(ob: &OpenBundle, out: &Path) -> Result<Option<PathBuf>, BundleError> {
+    let Some(rel) = &ob.manifest.results else { return Ok(None) };
+    let src = ob.dir.path().join(rel);
+    let run = crate::results::load_run(&src)?;
+    let dest = out.join(&run.meta.scenario_name).join(&run.meta.run_id);
+    if dest.exists() {
+        return Ok(Some(dest));
+    }
+    let io = |path: &Path, what: &'static str| {
+        let path = path.to_path_buf();
+        move |source| BundleError::Io { path, what, source }
+    };
+    let prefix = format!("{rel}/");
+    for f in ob.manifest.files.iter().filter(|f| f.path.starts_with(&prefix)) {
+        let to = dest.join(&f.path[prefix.len()..]);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent).map_err(io(parent, "create directory"))?;
+        }
+        std::fs::copy(ob.dir.path().join(&f.path), &to).map_err(io(&to, "write"))?;
+    }
+    Ok(Some(dest))
+}
 
 /// `fsbench bundle pack`.
-pub fn cli_pack(_args: &BundlePackArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("bundles are not built yet (issue 7)")
+pub fn cli_pack(args: &BundlePackArgs) -> anyhow::Result<i32> {
+    let packed = pack::pack(&args.scenario, args.with_results.as_deref(), &args.output).map_err(BundleError::into_cli)?;
+    for n in &packed.notes {
+        eprintln!("note: {n}");
+    }
+    let m = &packed.manifest;
+    println!("{}: {} files, {} bytes of contents", args.output.display(), m.files.len() + 1, m.total_bytes());
+    for f in &m.files {
+        println!("  {}  {:>10}  {}", &f.sha256[..16], f.size, f.path);
+    }
+    Ok(exit::SUCCESS)
 }
 
 /// `fsbench bundle verify`.
-pub fn cli_verify(_args: &BundleVerifyArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("bundles are not built yet (issue 7)")
+pub fn cli_verify(args: &BundleVerifyArgs) -> anyhow::Result<i32> {
+    let ob = open_bundle(&args.bundle).map_err(BundleError::into_cli)?;
+    let origin = format!("{}:{SCENARIO_FILE}", args.bundle.display());
+    let s = ob.scenario(&origin, &[]).map_err(BundleError::into_cli)?;
+    print!("{}", describe(&args.bundle, &ob, &s));
+    Ok(exit::SUCCESS)
 }
 
 /// `fsbench bundle run`.
-pub fn cli_run(_args: &BundleRunArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("bundles are not built yet (issue 7)")
+pub fn cli_run(args: &BundleRunArgs) -> anyhow::Result<i32> {
+    let ob = open_bundle(&args.bundle).map_err(BundleError::into_cli)?;
+    let origin = format!("{}:{SCENARIO_FILE}", args.bundle.display());
+    let bundled = ob.scenario(&origin, &[]).map_err(BundleError::into_cli)?;
+    let effective = ob.scenario(&origin, &args.scenario_options.set).map_err(BundleError::into_cli)?;
+    check_allowed(&bundled, &effective, &args.scenario_options.set, args.allow_exec, args.allow_device.as_deref())
+        .map_err(BundleError::into_cli)?;
+    if let Some(dest) = import_results(&ob, &args.out).map_err(BundleError::into_cli)? {
+        eprintln!("fsbench: the bundle's results are in {} (for fsbench compare)", dest.display());
+    }
+    if !args.quiet {
+        eprintln!("fsbench: running bundle {} from {}", args.bundle.display(), ob.dir.path().display());
+    }
+    let run = RunArgs {
+        scenario: Some(ob.scenario_path()),
+        scenario_options: args.scenario_options.clone(),
+        out: args.out.clone(),
+        label: args.label.clone(),
+        resume: None,
+        workdir: args.workdir.clone(),
+        allow_device: args.allow_device.clone(),
+        quiet: args.quiet,
+        kernels: Vec::new(),
+        shard: None,
+        shard_count: None,
+    };
+    // `ob` (the private directory) lives until the run is over.
+    let code = crate::runner::cli_run(&run);
+    drop(ob);
+    code
 }

@@ -108,9 +108,9 @@ pub enum UntarError {
     /// An entry of an untrusted archive is unsafe; nothing was written for it.
     #[error("refusing archive entry `{entry}`: {reason}")]
     Unsafe { entry: String, reason: String },
-    /// An untrusted archive exceeds a cap.
-    #[error("archive exceeds the limit on {what} ({limit})")]
-    Limit { what: &'static str, limit: u64 },
+    /// An untrusted archive exceeds a cap; `entry` is where it was noticed.
+    #[error("refusing archive entry `{entry}`: archive exceeds the limit on {what} ({limit})")]
+    Limit { entry: String, what: &'static str, limit: u64 },
     /// The cancel callback asked to stop.
     #[error("extraction interrupted")]
     Interrupted,
@@ -124,12 +124,45 @@ pub fn unpack_tar_gz(archive: &Path, dest: &Path, trust: &Trust) -> Result<Unpac
     unpack_tar_gz_cancellable(archive, dest, trust, &|| false)
 }
 
+/// An entry of an untrusted archive that passed the built-in checks, shown to
+/// an admission callback before anything is written for it.
+#[derive(Debug, Clone, Copy)]
+pub struct EntryInfo<'p> {
+    /// Normalised relative path (only normal components).
+    pub path: &'p Path,
+    /// Entry type.
+    pub kind: EntryType,
+    /// Size of the contents in bytes (0 for non-regular entries).
+    pub size: u64,
+}
+
+/// Callback deciding whether an entry may be written: `Err(reason)` refuses it.
+pub type Admit<'a> = dyn FnMut(&EntryInfo<'_>) -> Result<(), String> + 'a;
+
+/// Unpack an untrusted archive, asking `admit` about every entry after the
+/// built-in checks and before it is written (bundles use it to refuse entries
+/// that their manifest does not list, or whose size differs).
+pub fn unpack_untrusted_admitting(archive: &Path, dest: &Path, limits: &UnpackLimits, admit: &mut Admit<'_>) -> Result<UnpackStats, UntarError> {
+    let trust = Trust::Untrusted(limits.clone());
+    unpack_impl(archive, dest, &trust, &|| false, Some(admit))
+}
+
 /// [`unpack_tar_gz`], polling `cancel` between entries; `true` stops with [`UntarError::Interrupted`].
 pub fn unpack_tar_gz_cancellable(
     archive: &Path,
     dest: &Path,
     trust: &Trust,
     cancel: &dyn Fn() -> bool,
+) -> Result<UnpackStats, UntarError> {
+    unpack_impl(archive, dest, trust, cancel, None)
+}
+
+fn unpack_impl(
+    archive: &Path,
+    dest: &Path,
+    trust: &Trust,
+    cancel: &dyn Fn() -> bool,
+    admit: Option<&mut Admit<'_>>,
 ) -> Result<UnpackStats, UntarError> {
     let file = File::open(archive).map_err(|source| UntarError::OpenArchive { path: archive.into(), source })?;
     let dest_fd = open_dir(dest).map_err(|source| UntarError::OpenDest { path: dest.into(), source })?;
@@ -147,6 +180,7 @@ pub fn unpack_tar_gz_cancellable(
         .map_err(|source| UntarError::Read { path: archive.into(), source })?;
     let reader = ChannelReader { rx: full_rx, recycle: empty_tx, cur: Vec::new(), pos: 0 };
     let mut ex = Extractor::new(dest, dest_fd, trust);
+    ex.admit = admit;
     let result = ex.run(reader, archive, cancel);
     // Dropping the reader (inside run) closed the channel, so the decoder exits.
     let joined = decoder.join();
@@ -229,8 +263,10 @@ struct DelayedDir {
 }
 
 /// The state of one extraction.
-struct Extractor<'a> {
+struct Extractor<'a, 'f> {
     dest: &'a Path,
+    /// Extra admission check of untrusted entries (bundles: the manifest).
+    admit: Option<&'a mut Admit<'f>>,
     dest_fd: OwnedFd,
     trust: &'a Trust,
     /// Root preserves owners and exact modes, as GNU tar does by default as root.
@@ -243,7 +279,7 @@ struct Extractor<'a> {
     stats: UnpackStats,
 }
 
-impl<'a> Extractor<'a> {
+impl<'a, 'f> Extractor<'a, 'f> {
     fn new(dest: &'a Path, dest_fd: OwnedFd, trust: &'a Trust) -> Self {
         // SAFETY: umask(2) cannot fail; read it by setting and restoring.
         let umask = unsafe {
@@ -254,6 +290,7 @@ impl<'a> Extractor<'a> {
         let root = matches!(trust, Trust::Fixture) && unsafe { libc::geteuid() } == 0;
         Extractor {
             dest,
+            admit: None,
             dest_fd,
             trust,
             root,
@@ -286,12 +323,12 @@ impl<'a> Extractor<'a> {
                 continue;
             }
             self.stats.entries += 1;
+            let raw_path = entry.path_bytes().into_owned();
             if let Some(l) = self.limits()
                 && self.stats.entries > l.max_entries
             {
-                return Err(UntarError::Limit { what: "number of entries", limit: l.max_entries });
+                return Err(self.limit(&raw_path, "number of entries", l.max_entries));
             }
-            let raw_path = entry.path_bytes().into_owned();
             let Some(rel) = self.check_path(&raw_path)? else { continue };
             let h = entry.header();
             let mode = h.mode().map_err(rd)? & 0o7777;
@@ -304,15 +341,18 @@ impl<'a> Extractor<'a> {
             match kind {
                 EntryType::Regular | EntryType::Continuous => {
                     let size = entry.size();
+                    // The caller's check first: it knows why a size is wrong (a manifest).
+                    self.admit(&raw_path, &rel, kind, size)?;
                     if let Some(l) = self.limits()
                         && self.stats.bytes.saturating_add(size) > l.max_bytes
                     {
-                        return Err(UntarError::Limit { what: "total bytes", limit: l.max_bytes });
+                        return Err(self.limit(&raw_path, "total bytes", l.max_bytes));
                     }
                     self.regular(&rel, &mut entry, mode, owner, mtime, archive)?;
                     self.stats.files += 1;
                 }
                 EntryType::Directory => {
+                    self.admit(&raw_path, &rel, kind, 0)?;
                     self.directory(&rel, mode, owner, mtime)?;
                     self.stats.dirs += 1;
                 }
@@ -321,14 +361,23 @@ impl<'a> Extractor<'a> {
                     if self.limits().is_some() {
                         self.check_symlink_target(&raw_path, &target)?;
                     }
+                    self.admit(&raw_path, &rel, kind, 0)?;
                     self.symlink(&rel, &target, owner, mtime)?;
                     self.stats.symlinks += 1;
                 }
                 EntryType::Link => {
                     let target = entry.link_name_bytes().map(|c| c.into_owned()).unwrap_or_default();
-                    let Some(trel) = self.check_path(&target)? else {
+                    // Name the link entry itself in the error, not only its target.
+                    let trel = self.check_path(&target).map_err(|e| match e {
+                        UntarError::Unsafe { entry, reason } => {
+                            self.unsafe_entry(&raw_path, &format!("hard link target `{entry}` is refused: {reason}"))
+                        }
+                        other => other,
+                    })?;
+                    let Some(trel) = trel else {
                         return Err(self.unsafe_entry(&raw_path, "hard link to the archive root"));
                     };
+                    self.admit(&raw_path, &rel, kind, 0)?;
                     self.hardlink(&rel, &trel)?;
                     self.stats.hardlinks += 1;
                 }
@@ -360,6 +409,19 @@ impl<'a> Extractor<'a> {
         Ok(std::mem::take(&mut self.stats))
     }
 
+    fn limit(&self, raw: &[u8], what: &'static str, limit: u64) -> UntarError {
+        UntarError::Limit { entry: String::from_utf8_lossy(raw).into_owned(), what, limit }
+    }
+
+    /// Ask the admission callback, if any, about an entry that passed the built-in checks.
+    fn admit(&mut self, raw: &[u8], rel: &CStr, kind: EntryType, size: u64) -> Result<(), UntarError> {
+        if let Some(admit) = self.admit.as_mut() {
+            let info = EntryInfo { path: Path::new(std::ffi::OsStr::from_bytes(rel.to_bytes())), kind, size };
+            admit(&info).map_err(|reason| UntarError::Unsafe { entry: String::from_utf8_lossy(raw).into_owned(), reason })?;
+        }
+        Ok(())
+    }
+
     fn unsafe_entry(&self, raw: &[u8], reason: &str) -> UntarError {
         UntarError::Unsafe { entry: String::from_utf8_lossy(raw).into_owned(), reason: reason.into() }
     }
@@ -387,11 +449,14 @@ impl<'a> Extractor<'a> {
             }
         }
         if let Some(l) = self.limits() {
+            if raw.is_empty() {
+                return Err(self.unsafe_entry(raw, "empty name"));
+            }
             if raw.len() > l.max_path_len {
-                return Err(UntarError::Limit { what: "path length", limit: l.max_path_len as u64 });
+                return Err(self.limit(raw, "path length", l.max_path_len as u64));
             }
             if depth > l.max_depth {
-                return Err(UntarError::Limit { what: "path depth", limit: l.max_depth as u64 });
+                return Err(self.limit(raw, "path depth", l.max_depth as u64));
             }
         }
         if depth == 0 {
@@ -758,7 +823,7 @@ fn lookup_id(name: &[u8], user: bool) -> Option<u32> {
 mod tests {
     use super::*;
 
-    fn ex(trust: &Trust) -> Extractor<'_> {
+    fn ex(trust: &Trust) -> Extractor<'_, 'static> {
         let dir = std::env::temp_dir();
         Extractor::new(Path::new("/nonexistent"), open_dir(&dir).unwrap(), trust)
     }

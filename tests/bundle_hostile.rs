@@ -1,0 +1,366 @@
+//! The hostile-bundle corpus: every kind of bad bundle is refused by `bundle verify`
+//! and `bundle run` with exit code 2 and a message naming the entry, and nothing is
+//! written outside the sandbox's private directories.
+//!
+//! The bundles are generated here (see tests/hostile_bundles/README.md) with raw
+//! tar headers, because well-behaved tar writers refuse to produce them.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use sha2::{Digest, Sha256};
+
+const SCENARIO: &str = "schema = 1\nname = \"tiny\"\n[matrix]\nfs = [\"ext4\"]\ntasks = [1]\ntest = [\"open_close\"]\n\
+                        [backing]\nkind = \"dir\"\n[workload]\nkind = \"lat_fs\"\nwarmup = \"0ms\"\nduration = \"10ms\"\nrepetitions = 1\n";
+
+fn sha(b: &[u8]) -> String {
+    Sha256::digest(b).iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// One raw tar entry.
+#[derive(Clone)]
+struct E {
+    name: Vec<u8>,
+    typ: u8,
+    mode: u32,
+    data: Vec<u8>,
+    link: Vec<u8>,
+    /// Listed in the manifest with its true size and sha256.
+    listed: bool,
+}
+
+fn file(name: &str, data: &[u8]) -> E {
+    E { name: name.as_bytes().to_vec(), typ: b'0', mode: 0o644, data: data.to_vec(), link: Vec::new(), listed: true }
+}
+
+fn unlisted(mut e: E) -> E {
+    e.listed = false;
+    e
+}
+
+fn octal(field: &mut [u8], v: u64) {
+    let s = format!("{:0w$o}\0", v, w = field.len() - 1);
+    field.copy_from_slice(s.as_bytes());
+}
+
+/// A ustar header with any name, type and link, as a hostile packer would write it.
+fn header(name: &[u8], typ: u8, mode: u32, size: u64, link: &[u8]) -> [u8; 512] {
+    let mut h = [0u8; 512];
+    h[..name.len()].copy_from_slice(name);
+    octal(&mut h[100..108], mode as u64);
+    octal(&mut h[108..116], 0);
+    octal(&mut h[116..124], 0);
+    octal(&mut h[124..136], size);
+    octal(&mut h[136..148], 0);
+    h[156] = typ;
+    h[157..157 + link.len()].copy_from_slice(link);
+    h[257..263].copy_from_slice(b"ustar\0");
+    h[263..265].copy_from_slice(b"00");
+    h[148..156].fill(b' ');
+    let sum: u64 = h.iter().map(|b| *b as u64).sum();
+    h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    h
+}
+
+fn pad(out: &mut Vec<u8>) {
+    while !out.len().is_multiple_of(512) {
+        out.push(0);
+    }
+}
+
+fn append(out: &mut Vec<u8>, e: &E) {
+    if e.name.len() > 100 {
+        // GNU long name: a `././@LongLink` entry of type L carrying the name.
+        let mut long = e.name.clone();
+        long.push(0);
+        out.extend_from_slice(&header(b"././@LongLink", b'L', 0o644, long.len() as u64, b""));
+        out.extend_from_slice(&long);
+        pad(out);
+        out.extend_from_slice(&header(&e.name[..100], e.typ, e.mode, e.data.len() as u64, &e.link));
+    } else {
+        out.extend_from_slice(&header(&e.name, e.typ, e.mode, e.data.len() as u64, &e.link));
+    }
+    out.extend_from_slice(&e.data);
+    pad(out);
+}
+
+fn manifest_for(entries: &[E]) -> serde_json::Value {
+    let mut files: Vec<serde_json::Value> = entries
+        .iter()
+        .filter(|e| e.listed && e.typ == b'0')
+        .map(|e| serde_json::json!({"path": String::from_utf8_lossy(&e.name), "size": e.data.len(), "sha256": sha(&e.data)}))
+        .collect();
+    files.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+    serde_json::json!({"format": 1, "tool_version": "0.1.0", "created": null, "scenario": "scenario.toml", "results": null, "files": files})
+}
+
+/// A bundle of the scenario plus `extra`; `edit` may change the manifest.
+fn bundle_with(extra: Vec<E>, edit: impl FnOnce(&mut serde_json::Value), scenario: &str) -> Vec<u8> {
+    let mut entries = vec![file("scenario.toml", scenario.as_bytes())];
+    entries.extend(extra);
+    let mut m = manifest_for(&entries);
+    edit(&mut m);
+    let mut tar = Vec::new();
+    append(&mut tar, &file("manifest.json", &serde_json::to_vec_pretty(&m).unwrap()));
+    for e in &entries {
+        append(&mut tar, e);
+    }
+    tar.extend_from_slice(&[0u8; 1024]);
+    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+    gz.write_all(&tar).unwrap();
+    gz.finish().unwrap()
+}
+
+fn bundle(extra: Vec<E>) -> Vec<u8> {
+    bundle_with(extra, |_| {}, SCENARIO)
+}
+
+/// A gzip bomb: after a valid manifest and scenario, a GNU long-name header that
+/// claims `size` bytes of name (a tar reader buffers those in memory).
+fn make_gzip_bomb(size: u64) -> Vec<u8> {
+    let entries = vec![file("scenario.toml", SCENARIO.as_bytes())];
+    let m = manifest_for(&entries);
+    let mut tar = Vec::new();
+    append(&mut tar, &file("manifest.json", &serde_json::to_vec_pretty(&m).unwrap()));
+    append(&mut tar, &entries[0]);
+    tar.extend_from_slice(&header(b"././@LongLink", b'L', 0o644, size, b""));
+    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+    gz.write_all(&tar).unwrap();
+    let chunk = vec![b'a'; 1 << 20];
+    for _ in 0..size >> 20 {
+        gz.write_all(&chunk).unwrap();
+    }
+    gz.finish().unwrap()
+}
+
+/// A directory tree where a test may only write under `work` and `tmp`.
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let dir = tempfile::Builder::new().prefix("fsbench-hostile-").tempdir().unwrap();
+        for d in ["work", "tmp", "outside"] {
+            std::fs::create_dir(dir.path().join(d)).unwrap();
+        }
+        Sandbox { dir }
+    }
+    fn p(&self, s: &str) -> PathBuf {
+        self.dir.path().join(s)
+    }
+    fn cmd(&self, args: &[&str]) -> (i32, String, String) {
+        let out = Command::cargo_bin("fsbench")
+            .unwrap()
+            .current_dir(self.p("work"))
+            .env("TMPDIR", self.p("tmp"))
+            .env("XDG_CACHE_HOME", self.p("work/cache"))
+            .args(args)
+            .timeout(Duration::from_secs(120))
+            .output()
+            .unwrap();
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    }
+    /// Nothing outside `work` (where the bundle itself lies) and no leftover private directory.
+    fn assert_nothing_written(&self, case: &str) {
+        let listing = |d: &str| std::fs::read_dir(self.p(d)).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect::<Vec<_>>();
+        assert!(listing("outside").is_empty(), "{case}: wrote outside: {:?}", listing("outside"));
+        assert!(listing("tmp").is_empty(), "{case}: private directory left behind: {:?}", listing("tmp"));
+        assert_eq!(listing("work"), ["lab.fsb"], "{case}: wrote into the working directory");
+        assert!(!self.dir.path().join("pwned").exists() && !Path::new("/tmp/pwned-by-fsbench-bundle").exists(), "{case}");
+    }
+}
+
+/// Both `verify` and `run` refuse `bytes` with exit 2 and a message containing every `expect`.
+fn refused(case: &str, bytes: &[u8], expect: &[&str]) {
+    let sb = Sandbox::new();
+    std::fs::write(sb.p("work/lab.fsb"), bytes).unwrap();
+    for args in [&["bundle", "verify", "lab.fsb"][..], &["bundle", "run", "lab.fsb", "--quiet", "--out", "res"][..]] {
+        let t = Instant::now();
+        let (code, stdout, stderr) = sb.cmd(args);
+        assert_eq!(code, 2, "{case}: {args:?} exit {code}\nstdout: {stdout}\nstderr: {stderr}");
+        for e in expect {
+            assert!(stderr.contains(e), "{case}: {args:?}: stderr lacks `{e}`:\n{stderr}");
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "{case}: took {:?}", t.elapsed());
+        sb.assert_nothing_written(case);
+    }
+}
+
+fn entry(name: &str, typ: u8, link: &str) -> E {
+    E { name: name.as_bytes().to_vec(), typ, mode: 0o644, data: Vec::new(), link: link.as_bytes().to_vec(), listed: false }
+}
+
+#[test]
+fn absolute_path() {
+    let abs = "/tmp/pwned-by-fsbench-bundle";
+    refused("absolute path", &bundle(vec![unlisted(file(abs, b"x"))]), &[abs, "absolute path"]);
+}
+
+#[test]
+fn dot_dot() {
+    refused("..", &bundle(vec![unlisted(file("../../pwned", b"x"))]), &["`../../pwned`", "`..`"]);
+}
+
+#[test]
+fn empty_name() {
+    refused("empty name", &bundle(vec![unlisted(file("", b"x"))]), &["refusing archive entry ``", "empty name"]);
+}
+
+#[test]
+fn symlink_escaping() {
+    let b = bundle(vec![entry("escape", b'2', "../../outside"), unlisted(file("escape/pwned", b"x"))]);
+    refused("symlink", &b, &["`escape`", "symlink target points outside"]);
+}
+
+#[test]
+fn symlink_inside_is_still_not_a_bundle_file() {
+    refused("inner symlink", &bundle(vec![entry("alias", b'2', "scenario.toml")]), &["`alias`", "only regular files"]);
+}
+
+#[test]
+fn hardlink_escaping() {
+    refused("hardlink", &bundle(vec![entry("hl", b'1', "../../outside/x")]), &["entry `hl`", "target `../../outside/x`", "`..`"]);
+    refused("hardlink abs", &bundle(vec![entry("hl", b'1', "/etc/passwd")]), &["entry `hl`", "`/etc/passwd`", "absolute path"]);
+}
+
+#[test]
+fn scenario_that_does_not_validate() {
+    let b = bundle_with(vec![], |_| {}, &SCENARIO.replace("repetitions = 1", "repetitions = 1\nrepetitons = 2"));
+    refused("bad scenario", &b, &["scenario.toml", "repetitons"]);
+}
+
+#[test]
+fn device_node() {
+    refused("device", &bundle(vec![entry("null", b'3', "")]), &["`null`", "device nodes"]);
+}
+
+#[test]
+fn setuid_bit() {
+    let mut e = file("tool", b"#!/bin/sh\n");
+    e.mode = 0o4755;
+    refused("setuid", &bundle(vec![e]), &["`tool`", "setuid"]);
+}
+
+#[test]
+fn file_not_in_manifest() {
+    refused("unlisted", &bundle(vec![unlisted(file("extra.txt", b"surprise"))]), &["`extra.txt`", "not listed in manifest.json"]);
+}
+
+#[test]
+fn checksum_mismatch() {
+    let b = bundle_with(vec![], |m| m["files"][0]["sha256"] = serde_json::json!("0".repeat(64)), SCENARIO);
+    refused("checksum", &b, &["`scenario.toml`", "checksum mismatch"]);
+}
+
+#[test]
+fn size_mismatch() {
+    let b = bundle_with(vec![], |m| m["files"][0]["size"] = serde_json::json!(3), SCENARIO);
+    refused("size", &b, &["`scenario.toml`", "differs from the 3 bytes"]);
+}
+
+#[test]
+fn listed_but_missing() {
+    let b = bundle_with(vec![], |m| m["files"].as_array_mut().unwrap().push(serde_json::json!({"path": "zz", "size": 0, "sha256": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"})), SCENARIO);
+    refused("missing", &b, &["`zz`", "not in the bundle"]);
+}
+
+#[test]
+fn newer_format_version() {
+    let b = bundle_with(vec![], |m| m["format"] = serde_json::json!(2), SCENARIO);
+    refused("format", &b, &["bundle format 2 is newer", "upgrade fsbench"]);
+}
+
+#[test]
+fn manifest_not_first() {
+    let mut tar = Vec::new();
+    append(&mut tar, &file("scenario.toml", SCENARIO.as_bytes()));
+    tar.extend_from_slice(&[0u8; 1024]);
+    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+    gz.write_all(&tar).unwrap();
+    refused("no manifest", &gz.finish().unwrap(), &["first entry is `scenario.toml`, not manifest.json"]);
+}
+
+#[test]
+fn gzip_bomb() {
+    // 256 MiB of header inflating from about 256 KiB: stopped at the cap (about 1 MiB: the declared bytes plus headers).
+    let b = make_gzip_bomb(256 << 20);
+    assert!(b.len() < 2 << 20, "bomb is {} bytes", b.len());
+    refused("gzip bomb", &b, &["decompressed stream exceeds"]);
+}
+
+#[test]
+fn declared_bomb() {
+    // A manifest that honestly declares 2 GiB is refused before anything is inflated.
+    let b = bundle_with(vec![], |m| m["files"].as_array_mut().unwrap().push(serde_json::json!({"path": "big", "size": 2u64 << 30, "sha256": "0".repeat(64)})), SCENARIO);
+    refused("declared bomb", &b, &["declares 2147", "decompression bomb"]);
+}
+
+#[test]
+fn too_many_entries() {
+    let many: Vec<E> = (0..10_001).map(|i| file(&format!("f/{i}"), b"")).collect();
+    refused("entries", &bundle(many), &["10002 files", "too many entries"]);
+}
+
+#[test]
+fn too_deep_path() {
+    let deep = "a/b/c/d/e/f/g/h/i/j/k";
+    refused("deep", &bundle(vec![unlisted(file(deep, b"x"))]), &[deep, "path depth"]);
+}
+
+#[test]
+fn overlong_path() {
+    let long = format!("{}/x", "n".repeat(300));
+    refused("long", &bundle(vec![unlisted(file(&long, b"x"))]), &[&long[..40], "path length"]);
+}
+
+#[test]
+fn exec_step_needs_allow_exec() {
+    let scenario = "schema = 1\nname = \"ex\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"dir\"\n[workload]\nkind = \"steps\"\niterations = 1\n\
+                    steps = [{ op = \"exec\", argv = [\"touch\", \"pwned\"] }]\n";
+    let sb = Sandbox::new();
+    std::fs::write(sb.p("work/lab.fsb"), bundle_with(vec![], |_| {}, scenario)).unwrap();
+    let (code, stdout, stderr) = sb.cmd(&["bundle", "verify", "lab.fsb"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("exec steps:  1 (refused unless --allow-exec): `touch pwned`"), "{stdout}");
+    let (code, _, stderr) = sb.cmd(&["bundle", "run", "lab.fsb", "--quiet", "--out", "res"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("refusing bundle step `exec`") && stderr.contains("--allow-exec"), "{stderr}");
+    sb.assert_nothing_written("exec");
+}
+
+#[test]
+fn archive_outside_the_bundle() {
+    let scenario = "schema = 1\nname = \"ar\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"dir\"\n[archive]\npath = \"/etc/hostname\"\n\
+                    [workload]\nkind = \"steps\"\niterations = 1\nsteps = [{ op = \"untar\", archive = \"hostname\" }]\n";
+    refused("archive", &bundle_with(vec![], |_| {}, scenario), &["[archive] path `/etc/hostname` is not a file of the bundle"]);
+}
+
+#[test]
+fn backing_path_chosen_by_the_bundle() {
+    let scenario = SCENARIO.replace("kind = \"dir\"", "kind = \"dir\"\npath = \"/tmp\"");
+    let sb = Sandbox::new();
+    std::fs::write(sb.p("work/lab.fsb"), bundle_with(vec![], |_| {}, &scenario)).unwrap();
+    let (code, _, stderr) = sb.cmd(&["bundle", "run", "lab.fsb", "--quiet", "--out", "res"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("refusing backing.path `/tmp`"), "{stderr}");
+    sb.assert_nothing_written("backing path");
+}
+
+#[test]
+fn device_backing_needs_allow_device() {
+    let scenario = SCENARIO.replace("kind = \"dir\"", "kind = \"device\"\npath = \"/dev/fsbench-no-such-disk\"");
+    let sb = Sandbox::new();
+    std::fs::write(sb.p("work/lab.fsb"), bundle_with(vec![], |_| {}, &scenario)).unwrap();
+    let (code, stdout, stderr) = sb.cmd(&["bundle", "verify", "lab.fsb"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("devices:     /dev/fsbench-no-such-disk (FORMATTED"), "{stdout}");
+    let (code, _, stderr) = sb.cmd(&["bundle", "run", "lab.fsb", "--quiet", "--out", "res"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("refusing backing device /dev/fsbench-no-such-disk"), "{stderr}");
+    sb.assert_nothing_written("device");
+}

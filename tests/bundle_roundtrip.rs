@@ -1,0 +1,152 @@
+//! A bundle packed here verifies and runs from another directory, its results compare
+//! against the packer's, and packing is deterministic.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+const TINY: &str = "schema = 1\nname = \"tiny\"\n[matrix]\nfs = [\"ext4\"]\ntasks = [1]\ntest = [\"open_close\", \"write_truncate\"]\n\
+                    [backing]\nkind = \"dir\"\n[workload]\nkind = \"lat_fs\"\nper_task_uid = false\nwarmup = \"0ms\"\nduration = \"20ms\"\nrepetitions = 3\n";
+
+fn fsbench(cwd: &Path, cache: &Path) -> Command {
+    let mut c = Command::cargo_bin("fsbench").unwrap();
+    c.current_dir(cwd).env("XDG_CACHE_HOME", cache).env_remove("SOURCE_DATE_EPOCH");
+    c
+}
+
+fn ok(c: &mut Command) -> String {
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "{:?}: exit {:?}\nstdout: {}\nstderr: {}", c, out.status.code(), String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn run_dirs(out: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(out).unwrap().flat_map(|s| std::fs::read_dir(s.unwrap().path()).unwrap()).map(|e| e.unwrap().path()).collect();
+    v.sort();
+    v
+}
+
+fn manifest_paths(bundle: &Path) -> Vec<String> {
+    let gz = flate2::read::GzDecoder::new(std::fs::File::open(bundle).unwrap());
+    let mut ar = tar::Archive::new(gz);
+    ar.entries().unwrap().map(|e| e.unwrap().path().unwrap().to_string_lossy().into_owned()).collect()
+}
+
+#[test]
+fn packed_here_runs_elsewhere_and_compares() {
+    let t = tempfile::tempdir().unwrap();
+    let (lab_a, lab_b, cache) = (t.path().join("lab-a"), t.path().join("lab-b"), t.path().join("cache"));
+    std::fs::create_dir_all(&lab_a).unwrap();
+    std::fs::create_dir_all(&lab_b).unwrap();
+    std::fs::write(lab_a.join("tiny.toml"), TINY).unwrap();
+    ok(fsbench(&lab_a, &cache).args(["run", "tiny.toml", "--quiet", "--out", "res", "--label", "A"]));
+    let run_a = run_dirs(&lab_a.join("res")).pop().unwrap();
+    ok(fsbench(&lab_a, &cache).args(["bundle", "pack", "tiny.toml", "-o", "lab.fsb", "--with-results"]).arg(&run_a));
+    let entries = manifest_paths(&lab_a.join("lab.fsb"));
+    assert_eq!(entries[0], "manifest.json");
+    assert!(entries.iter().any(|e| e.ends_with("/run.json")) && entries.iter().any(|e| e.ends_with("open_close.json")), "{entries:?}");
+
+    std::fs::copy(lab_a.join("lab.fsb"), lab_b.join("lab.fsb")).unwrap();
+    let v = ok(fsbench(&lab_b, &cache).args(["bundle", "verify", "lab.fsb"]));
+    for want in ["bundle format 1", "scenario:    tiny (lat_fs), 2 cells", "filesystems: ext4", "needs root:  no", "exec steps:  none", "devices:     none", "(2 cells)"] {
+        assert!(v.contains(want), "verify lacks `{want}`:\n{v}");
+    }
+    ok(fsbench(&lab_b, &cache).args(["bundle", "run", "lab.fsb", "--quiet", "--out", "res", "--label", "B"]));
+    // Lab B now holds the packer's run (imported from the bundle) and its own.
+    let runs = run_dirs(&lab_b.join("res"));
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let imported = runs.iter().find(|r| r.file_name() == run_a.file_name()).expect("packer's run imported");
+    let run_b = runs.iter().find(|r| r.file_name() != run_a.file_name()).unwrap().clone();
+    assert_eq!(std::fs::read(imported.join("run.json")).unwrap(), std::fs::read(run_a.join("run.json")).unwrap());
+    assert_eq!(std::fs::read_dir(run_b.join("cells")).unwrap().count(), 2);
+    let cmp = ok(fsbench(&lab_b, &cache).arg("compare").arg(format!("A={}", imported.display())).arg(format!("B={}", run_b.display())));
+    assert!(cmp.contains("B/A-ext4-S-qoff"), "{cmp}");
+    // The gate accepts the pair as input (the verdict depends on this machine's noise).
+    let out = fsbench(t.path(), &cache).arg("gate").arg("--baseline").arg(&run_a).arg("--candidate").arg(&run_b).output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn packing_is_deterministic() {
+    let t = tempfile::tempdir().unwrap();
+    std::fs::write(t.path().join("tiny.toml"), TINY).unwrap();
+    let cache = t.path().join("cache");
+    for epoch in [None, Some("1289476800")] {
+        let mut bytes = Vec::new();
+        for name in ["a.fsb", "b.fsb"] {
+            let mut c = fsbench(t.path(), &cache);
+            c.args(["bundle", "pack", "tiny.toml", "-o", name]);
+            if let Some(e) = epoch {
+                c.env("SOURCE_DATE_EPOCH", e);
+            }
+            ok(&mut c);
+            std::thread::sleep(std::time::Duration::from_millis(1100));
+            bytes.push(std::fs::read(t.path().join(name)).unwrap());
+        }
+        assert_eq!(bytes[0], bytes[1], "SOURCE_DATE_EPOCH {epoch:?}");
+        // gzip header: no timestamp, no file name flag.
+        assert_eq!(&bytes[0][4..8], &[0, 0, 0, 0]);
+        assert_eq!(bytes[0][3] & 0x08, 0);
+        let gz = flate2::read::GzDecoder::new(&bytes[0][..]);
+        let mut ar = tar::Archive::new(gz);
+        let mut e = ar.entries().unwrap();
+        let mut first = e.next().unwrap().unwrap();
+        assert_eq!(first.header().mtime().unwrap(), epoch.map(|e| e.parse().unwrap()).unwrap_or(0));
+        let mut m = String::new();
+        std::io::Read::read_to_string(&mut first, &mut m).unwrap();
+        let created = if epoch.is_some() { "\"created\": \"2010-11-11T12:00:00Z\"" } else { "\"created\": null" };
+        assert!(m.contains(created), "{m}");
+    }
+}
+
+/// A tiny real tarball: two files.
+fn small_archive(path: &Path) {
+    let f = std::fs::File::create(path).unwrap();
+    let gz = flate2::write::GzEncoder::new(f, flate2::Compression::default());
+    let mut b = tar::Builder::new(gz);
+    for (name, data) in [("src/a.c", &b"int a;\n"[..]), ("src/b.c", b"int b;\n")] {
+        let mut h = tar::Header::new_ustar();
+        h.set_path(name).unwrap();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_uid(0);
+        h.set_gid(0);
+        h.set_mtime(0);
+        h.set_cksum();
+        b.append(&h, data).unwrap();
+    }
+    b.into_inner().unwrap().finish().unwrap().flush().unwrap();
+}
+
+#[test]
+fn real_archive_travels_as_a_file_and_generated_as_a_recipe() {
+    let t = tempfile::tempdir().unwrap();
+    let (lab_a, lab_b, cache) = (t.path().join("lab-a"), t.path().join("lab-b"), t.path().join("cache"));
+    std::fs::create_dir_all(lab_a.join("data")).unwrap();
+    std::fs::create_dir_all(&lab_b).unwrap();
+    small_archive(&lab_a.join("data/small.tar.gz"));
+    let steps = "schema = 1\nname = \"untar\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"dir\"\npath = \"scratch\"\n\
+                 [archive]\npath = \"data/small.tar.gz\"\n[workload]\nkind = \"steps\"\niterations = 2\n\
+                 steps = [{ op = \"rm_rf\", path = \"src\" }, { op = \"untar\", archive = \"small.tar.gz\" }, { op = \"syncfs\" }]\n";
+    std::fs::write(lab_a.join("untar.toml"), steps).unwrap();
+    let packed = ok(fsbench(&lab_a, &cache).args(["bundle", "pack", "untar.toml", "-o", "untar.fsb"]));
+    assert!(packed.contains("fixtures/small.tar.gz"), "{packed}");
+    std::fs::copy(lab_a.join("untar.fsb"), lab_b.join("untar.fsb")).unwrap();
+    let v = ok(fsbench(&lab_b, &cache).args(["bundle", "verify", "untar.fsb"]));
+    assert!(v.contains("fixture:     fixtures/small.tar.gz") && v.contains("backing:     dir (a private directory)"), "{v}");
+    ok(fsbench(&lab_b, &cache).args(["bundle", "run", "untar.fsb", "--quiet", "--out", "res"]));
+    let run = run_dirs(&lab_b.join("res")).pop().unwrap();
+    let cell: serde_json::Value = serde_json::from_slice(&std::fs::read(run.join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
+    assert_eq!(cell["status"], "ok", "{cell}");
+    assert_eq!(cell["steps"]["iterations"].as_array().unwrap().len(), 2);
+
+    let generated = "schema = 1\nname = \"gen\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"dir\"\n\
+               [archive]\ngenerate = \"linux-2.5.63\"\nscale = 0.01\nseed = 7\n[workload]\nkind = \"steps\"\niterations = 1\n\
+               steps = [{ op = \"untar\", archive = \"linux-2.5.63.tar.gz\" }]\n";
+    std::fs::write(lab_a.join("gen.toml"), generated).unwrap();
+    ok(fsbench(&lab_a, &cache).args(["bundle", "pack", "gen.toml", "-o", "gen.fsb"]));
+    assert_eq!(manifest_paths(&lab_a.join("gen.fsb")), ["manifest.json", "scenario.toml"]);
+    let v = ok(fsbench(&lab_a, &cache).args(["bundle", "verify", "gen.fsb"]));
+    assert!(v.contains("fixture:     generated linux-2.5.63, scale 0.01, seed 7"), "{v}");
+}

@@ -1,0 +1,193 @@
+//! `fsbench gate` on synthetic result sets with known noise.
+
+mod report_support;
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use fsbench::model::*;
+use report_support::*;
+
+fn fsbench() -> Command {
+    Command::cargo_bin("fsbench").unwrap()
+}
+
+fn params(test: LatfsTest, tasks: u32) -> CellParams {
+    CellParams { fs: "ext4".into(), layout: Layout::M, quota: QuotaMode::Off, tasks, test: Some(test) }
+}
+
+/// Samples around `mean` with a fixed relative spread pattern (deterministic "noise").
+fn noisy(mean: f64, rel_spread: f64) -> Vec<f64> {
+    [0.0, 1.0, -1.0, 0.5, -0.5, 0.8, -0.8].iter().map(|k| mean * (1.0 + k * rel_spread)).collect()
+}
+
+/// Write a lat_fs run of `cells` (params, samples) with an optional `[gate]` section.
+fn run(dir: &Path, label: &str, gate: &str, cells: &[(CellParams, Vec<f64>)]) -> PathBuf {
+    let cells: Vec<CellResult> = cells.iter().map(|(p, s)| latfs_cell(p.clone(), s)).collect();
+    let planned = cells.iter().map(|c| c.params.clone()).collect();
+    let text = format!("{}{gate}", latfs_scenario_text("quota-smp", "repetitions = 7\n"));
+    let m = meta(Some(label), "quota-smp", &text, "lat_fs", planned);
+    write_run(&dir.join(label), &m, &cells)
+}
+
+struct Gate {
+    code: i32,
+    stdout: String,
+    junit: String,
+    markdown: String,
+}
+
+fn gate(base: &Path, cand: &Path, extra: &[&str]) -> Gate {
+    let tmp = tempfile::tempdir().unwrap();
+    let (j, m) = (tmp.path().join("junit.xml"), tmp.path().join("summary.md"));
+    let out = fsbench()
+        .arg("gate")
+        .arg("--baseline")
+        .arg(base)
+        .arg("--candidate")
+        .arg(cand)
+        .arg("--junit")
+        .arg(&j)
+        .arg("--markdown")
+        .arg(&m)
+        .args(extra)
+        .output()
+        .unwrap();
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    Gate { code: out.status.code().unwrap(), stdout: String::from_utf8_lossy(&out.stdout).into(), junit: read(&j), markdown: read(&m) }
+}
+
+fn line_of<'a>(stdout: &'a str, cell: &str) -> &'a str {
+    stdout.lines().find(|l| l.contains(cell)).unwrap_or_else(|| panic!("no row for {cell} in\n{stdout}"))
+}
+
+#[test]
+fn ten_percent_slowdown_with_tight_samples_fails() {
+    let d = tempfile::tempdir().unwrap();
+    let p = params(LatfsTest::Chown, 1);
+    let b = run(d.path(), "BASE", "", &[(p.clone(), noisy(1000.0, 0.005))]);
+    let c = run(d.path(), "CAND", "", &[(p.clone(), noisy(900.0, 0.005))]);
+    let g = gate(&b, &c, &[]);
+    assert_eq!(g.code, 1, "{}", g.stdout);
+    assert!(line_of(&g.stdout, &p.id()).contains("regressed"), "{}", g.stdout);
+    assert!(line_of(&g.stdout, &p.id()).contains("-10.0%"), "{}", g.stdout);
+    assert!(g.markdown.contains("**regressed**") && g.markdown.contains("regression"), "{}", g.markdown);
+    let doc = roxmltree::Document::parse(&g.junit).expect("JUnit XML is well-formed");
+    let case = doc.descendants().find(|n| n.has_tag_name("testcase")).unwrap();
+    assert_eq!(case.attribute("name"), Some(p.id().as_str()));
+    assert!(case.children().any(|n| n.has_tag_name("failure")));
+}
+
+#[test]
+fn ten_percent_slowdown_with_wide_noise_passes() {
+    let d = tempfile::tempdir().unwrap();
+    let p = params(LatfsTest::Chown, 1);
+    let b = run(d.path(), "BASE", "", &[(p.clone(), noisy(1000.0, 0.25))]);
+    let c = run(d.path(), "CAND", "", &[(p.clone(), noisy(900.0, 0.25))]);
+    let g = gate(&b, &c, &[]);
+    assert_eq!(g.code, 0, "{}", g.stdout);
+    assert!(line_of(&g.stdout, &p.id()).contains("unchanged"), "{}", g.stdout);
+}
+
+#[test]
+fn one_percent_never_fails_at_five_percent() {
+    let d = tempfile::tempdir().unwrap();
+    // From no noise at all to wide noise: a 1% change is inside a 5% threshold.
+    for spread in [0.0, 0.0001, 0.01, 0.1, 0.3] {
+        let p = params(LatfsTest::OpenClose, 2);
+        let b = run(&d.path().join(format!("{spread}")), "BASE", "", &[(p.clone(), noisy(1000.0, spread))]);
+        let c = run(&d.path().join(format!("{spread}")), "CAND", "", &[(p.clone(), noisy(990.0, spread))]);
+        let g = gate(&b, &c, &["--threshold", "5%"]);
+        assert_eq!(g.code, 0, "spread {spread}: {}", g.stdout);
+        assert!(line_of(&g.stdout, &p.id()).contains("unchanged"), "{}", g.stdout);
+    }
+}
+
+#[test]
+fn improvement_is_reported_and_passes() {
+    let d = tempfile::tempdir().unwrap();
+    let p = params(LatfsTest::CreateUnlink, 1);
+    let b = run(d.path(), "BASE", "", &[(p.clone(), noisy(1000.0, 0.005))]);
+    let c = run(d.path(), "CAND", "", &[(p.clone(), noisy(1200.0, 0.005))]);
+    let g = gate(&b, &c, &[]);
+    assert_eq!(g.code, 0, "{}", g.stdout);
+    assert!(line_of(&g.stdout, &p.id()).contains("improved"), "{}", g.stdout);
+}
+
+#[test]
+fn missing_cells_are_skipped_not_failed() {
+    let d = tempfile::tempdir().unwrap();
+    let (p1, p2) = (params(LatfsTest::Chown, 1), params(LatfsTest::Chown, 2));
+    let b = run(d.path(), "BASE", "", &[(p1.clone(), noisy(1000.0, 0.01)), (p2.clone(), noisy(500.0, 0.01))]);
+    let c = run(d.path(), "CAND", "", &[(p1.clone(), noisy(1000.0, 0.01))]);
+    let g = gate(&b, &c, &[]);
+    assert_eq!(g.code, 0, "{}", g.stdout);
+    assert!(line_of(&g.stdout, &p2.id()).contains("missing"), "{}", g.stdout);
+    let doc = roxmltree::Document::parse(&g.junit).unwrap();
+    let cases: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("testcase")).collect();
+    assert_eq!(cases.len(), 2);
+    let skipped = cases.iter().find(|c| c.attribute("name") == Some(p2.id().as_str())).unwrap();
+    assert!(skipped.children().any(|n| n.has_tag_name("skipped")));
+    let suite = doc.descendants().find(|n| n.has_tag_name("testsuite")).unwrap();
+    assert_eq!((suite.attribute("tests"), suite.attribute("skipped"), suite.attribute("failures")), (Some("2"), Some("1"), Some("0")));
+}
+
+#[test]
+fn scenario_thresholds_apply_per_test_and_cli_overrides_them() {
+    let d = tempfile::tempdir().unwrap();
+    let (chown, oc) = (params(LatfsTest::Chown, 1), params(LatfsTest::OpenClose, 1));
+    let gate_section = "[gate]\nthreshold = \"5%\"\nthresholds = { chown = \"20%\" }\n";
+    let cells = |m: f64| vec![(chown.clone(), noisy(m, 0.005)), (oc.clone(), noisy(m, 0.005))];
+    let b = run(d.path(), "BASE", gate_section, &cells(1000.0));
+    let c = run(d.path(), "CAND", gate_section, &cells(900.0));
+    let g = gate(&b, &c, &[]);
+    assert_eq!(g.code, 1);
+    assert!(line_of(&g.stdout, &chown.id()).contains("unchanged"), "{}", g.stdout);
+    assert!(line_of(&g.stdout, &oc.id()).contains("regressed"), "{}", g.stdout);
+    let g = gate(&b, &c, &["--threshold", "15%"]);
+    assert_eq!(g.code, 0, "{}", g.stdout);
+}
+
+#[test]
+fn bad_input_exits_2() {
+    let d = tempfile::tempdir().unwrap();
+    let p = params(LatfsTest::Chown, 1);
+    let b = run(d.path(), "BASE", "", &[(p.clone(), noisy(1000.0, 0.01))]);
+    let g = gate(&b, &d.path().join("nope"), &[]);
+    assert_eq!(g.code, 2);
+    let g = gate(&b, &b, &["--threshold", "five"]);
+    assert_eq!(g.code, 2);
+    let g = gate(&b, &b, &["--metric", "elapsed"]);
+    assert_eq!(g.code, 2);
+}
+
+#[test]
+fn steps_are_gated_per_step_on_elapsed() {
+    let d = tempfile::tempdir().unwrap();
+    let p = CellParams { fs: "ext4".into(), layout: Layout::S, quota: QuotaMode::Off, tasks: 1, test: None };
+    let text = "schema = 1\nname = \"untar\"\n[matrix]\nfs = [\"ext4\"]\nlayout = [\"S\"]\n[backing]\nkind = \"dir\"\n\
+                [archive]\ngenerate = \"linux-2.5.63\"\nscale = 0.01\n[workload]\nkind = \"steps\"\niterations = 5\n\
+                steps = [{ op = \"sync\" }, { op = \"untar\" }]\n";
+    let mk = |label: &str, untar_us: u64| {
+        let iterations = (0..5u64)
+            .map(|i| {
+                vec![
+                    StepTiming { label: "sync".into(), op: "sync".into(), user_us: 0, system_us: 0, elapsed_us: 1000 + i, max_rss_kib: 0 },
+                    StepTiming { label: "tar zxf a".into(), op: "untar".into(), user_us: 0, system_us: 0, elapsed_us: untar_us + i * 100, max_rss_kib: 0 },
+                ]
+            })
+            .collect();
+        let mut cell = latfs_cell(p.clone(), &[1.0]);
+        cell.latfs = None;
+        cell.steps = Some(StepsResult { iterations });
+        let m = meta(Some(label), "untar", text, "steps", vec![p.clone()]);
+        write_run(&d.path().join(label), &m, &[cell])
+    };
+    let b = mk("BASE", 1_000_000);
+    let c = mk("CAND", 1_200_000);
+    let g = gate(&b, &c, &[]);
+    assert_eq!(g.code, 1, "{}", g.stdout);
+    assert!(line_of(&g.stdout, "#0 sync").contains("unchanged"), "{}", g.stdout);
+    assert!(line_of(&g.stdout, "#1 untar").contains("regressed"), "{}", g.stdout);
+    assert!(line_of(&g.stdout, "#1 untar").contains("elapsed"), "{}", g.stdout);
+}
