@@ -12,7 +12,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::file::{ArchiveFile, BackingFile, FilesystemFile, GateFile, MatrixFile, ScenarioFile, StepFile, WorkloadFile};
+use super::file::{ArchiveFile, BackingFile, FilesystemFile, GateFile, KernelFile, MatrixFile, ScenarioFile, StepFile, WorkloadFile};
 use super::units::{parse_duration, parse_percent, parse_size};
 use super::*;
 use crate::model::{LatfsTest, Layout, QuotaImpl, QuotaMode};
@@ -398,6 +398,7 @@ fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Scenario, Sce
     if archive.is_some() && !matches!(workload, Workload::Steps(_)) {
         return Err(ctx.at(&p("archive"), true, "`[archive]` is only used by steps workloads", Some("remove it, or use `kind = \"steps\"` with an untar step".into())));
     }
+    let kernels = validate_kernels(ctx, &f.kernels, base_dir)?;
     Ok(Scenario {
         name,
         description: f.description.unwrap_or_default(),
@@ -408,7 +409,49 @@ fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Scenario, Sce
         archive,
         workload,
         gate,
+        kernels,
     })
+}
+
+fn validate_kernels(ctx: &Ctx, ks: &[KernelFile], base_dir: &Path) -> Result<Vec<KernelSpec>, ScenarioError> {
+    let mut out: Vec<KernelSpec> = Vec::new();
+    for (i, k) in ks.iter().enumerate() {
+        let at = |key: &str| with(with(p("kernels"), Seg::Index(i)), Seg::Key(key.to_string()));
+        let label = k.label.trim().to_string();
+        if label.is_empty() || label.len() > 64 || !label.chars().all(|c| c.is_ascii_alphanumeric() || "._-+".contains(c)) {
+            return Err(ctx.value_help(&at("label"), format!("invalid kernel label `{}`", k.label), "use 1 to 64 characters from A-Z a-z 0-9 . _ - +"));
+        }
+        if out.iter().any(|o| o.label == label) {
+            return Err(ctx.value(&at("label"), format!("kernel label `{label}` is used twice")));
+        }
+        if k.image.trim().is_empty() {
+            return Err(ctx.value(&at("image"), "`image` names no file"));
+        }
+        let memory = match &k.memory {
+            None => DEFAULT_GUEST_MEMORY,
+            Some(m) => {
+                let bytes = parse_size(m).map_err(|e| ctx.value(&at("memory"), e))?;
+                if bytes < (128 << 20) {
+                    return Err(ctx.value(&at("memory"), format!("guest memory {m} is below 128 MiB")));
+                }
+                bytes
+            }
+        };
+        let cpus = match k.cpus {
+            None => DEFAULT_GUEST_CPUS,
+            Some(c) if (1..=256).contains(&c) => c as u32,
+            Some(c) => return Err(ctx.value(&at("cpus"), format!("cpus {c} is outside 1..=256"))),
+        };
+        out.push(KernelSpec {
+            label,
+            image: base_dir.join(&k.image),
+            modules: k.modules.as_deref().filter(|m| !m.is_empty()).map(|m| base_dir.join(m)),
+            cmdline: k.cmdline.clone().unwrap_or_default(),
+            memory,
+            cpus,
+        });
+    }
+    Ok(out)
 }
 
 fn validate_gate(ctx: &Ctx, g: &GateFile, matrix: &Matrix, workload: &Workload) -> Result<GateSpec, ScenarioError> {
