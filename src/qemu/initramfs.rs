@@ -134,10 +134,10 @@ pub fn write(contents: &Contents, dest: &Path) -> Result<u64, QemuError> {
 pub fn library_dirs(libs: &[PathBuf]) -> Vec<String> {
     let mut dirs: Vec<String> = Vec::new();
     for l in libs {
-        if let Some(d) = l.parent().map(|d| d.to_string_lossy().into_owned()) {
-            if !dirs.contains(&d) {
-                dirs.push(d);
-            }
+        if let Some(d) = l.parent().map(|d| d.to_string_lossy().into_owned())
+            && !dirs.contains(&d)
+        {
+            dirs.push(d);
         }
     }
     dirs

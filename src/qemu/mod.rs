@@ -216,6 +216,12 @@ pub fn run_if_requested(args: &RunArgs) -> anyhow::Result<Option<i32>> {
     Ok(Some(worst))
 }
 
+/// Seconds the guest may take to start fsbench (default 180 under TCG, 60 under KVM).
+pub const BOOT_TIMEOUT_ENV: &str = "FSBENCH_QEMU_BOOT_TIMEOUT";
+/// Seconds without progress while cells run before the guest counts as hung
+/// (default 60 s plus 20x (TCG) or 3x (KVM) a cell's own warm-up and windows).
+pub const CELL_TIMEOUT_ENV: &str = "FSBENCH_QEMU_CELL_TIMEOUT";
+
 /// Deadlines of one guest run.
 fn timeouts(s: &Scenario, cells: usize, accel: Accel) -> (Duration, Duration, Duration) {
     // TCG emulates every instruction: allow for a large slowdown over the scenario's own time.
@@ -224,8 +230,9 @@ fn timeouts(s: &Scenario, cells: usize, accel: Accel) -> (Duration, Duration, Du
         Workload::Latfs(l) => (l.warmup + l.duration) * l.repetitions,
         Workload::Steps(_) => Duration::from_secs(120),
     };
-    let cell = Duration::from_secs(60) + cell_work * slow;
-    let boot = Duration::from_secs(if accel == Accel::Tcg { 180 } else { 60 });
+    let env_secs = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok()).map(Duration::from_secs);
+    let cell = env_secs(CELL_TIMEOUT_ENV).unwrap_or(Duration::from_secs(60) + cell_work * slow);
+    let boot = env_secs(BOOT_TIMEOUT_ENV).unwrap_or(Duration::from_secs(if accel == Accel::Tcg { 180 } else { 60 }));
     let overall = boot + cell * (cells as u32 + 1);
     (boot, cell, overall)
 }
@@ -274,7 +281,13 @@ fn run_kernel(args: &RunArgs, s: &Scenario, k: &KernelSpec, qemu: &Path, accel: 
         let report = vm::boot(&spec, &mut on_line)?;
         // KVM that hangs (no output at all) or that qemu cannot drive (it aborts before
         // the guest says anything): fall back to TCG, once, for this and later kernels.
-        if try_accel == Accel::Kvm && report.booted_after.is_none() && matches!(report.outcome, Outcome::Silent | Outcome::Exited(_)) {
+        // (A guest that panics makes qemu exit with status 0 under -no-reboot: not KVM's fault.)
+        let kvm_broken = match &report.outcome {
+            Outcome::Silent => true,
+            Outcome::Exited(status) => !status.success(),
+            _ => false,
+        };
+        if try_accel == Accel::Kvm && report.booted_after.is_none() && kvm_broken {
             let why = match &report.outcome {
                 Outcome::Silent => format!("printed nothing within {}", crate::plan::human_duration(spec.first_output)),
                 _ => format!("failed before the guest started: {}", report.tail.last().map(String::as_str).unwrap_or("")),
@@ -283,10 +296,10 @@ fn run_kernel(args: &RunArgs, s: &Scenario, k: &KernelSpec, qemu: &Path, accel: 
             try_accel = Accel::Tcg;
             continue;
         }
-        if let Some(b) = report.booted_after {
-            if !args.quiet {
-                eprintln!("fsbench: kernel {}: guest up after {}, done after {} ({})", k.label, crate::plan::human_duration(b), crate::plan::human_duration(report.elapsed), try_accel.name());
-            }
+        if let Some(b) = report.booted_after
+            && !args.quiet
+        {
+            eprintln!("fsbench: kernel {}: guest up after {}, done after {} ({})", k.label, crate::plan::human_duration(b), crate::plan::human_duration(report.elapsed), try_accel.name());
         }
         if report.booted_after.is_some() || matches!(report.outcome, Outcome::Exited(_)) {
             *accel = Some(try_accel);
@@ -327,10 +340,10 @@ fn build_initramfs(s: &Scenario, k: &KernelSpec, only: &[String], dest: &Path) -
     }
     if let Workload::Steps(st) = &s.workload {
         for step in &st.steps {
-            if let Step::Exec { argv } = step {
-                if let Some(p) = argv.first() {
-                    tools.push(p.clone());
-                }
+            if let Step::Exec { argv } = step
+                && let Some(p) = argv.first()
+            {
+                tools.push(p.clone());
             }
         }
     }

@@ -838,6 +838,28 @@ mod tests {
     }
 
     #[test]
+    fn kernels_are_validated_with_positions() {
+        let ok = format!("{MINIMAL}[[kernels]]\nlabel = \"V3\"\nimage = \"boot/vmlinuz-6.1\"\nmemory = \"2GiB\"\n[[kernels]]\nlabel = \"BASE\"\nimage = \"/k/bzImage\"\nmodules = \"/k/mods\"\ncpus = 4\ncmdline = \"mitigations=off\"\n");
+        let sc = parse_overridden(&ok, "/s/t.toml", Path::new("/s"), &[]).unwrap();
+        assert_eq!(sc.kernels.len(), 2);
+        assert_eq!(sc.kernels[0].image, PathBuf::from("/s/boot/vmlinuz-6.1"));
+        assert_eq!((sc.kernels[0].memory, sc.kernels[0].cpus, sc.kernels[0].modules.clone()), (2 << 30, DEFAULT_GUEST_CPUS, None));
+        assert_eq!((sc.kernels[1].cpus, sc.kernels[1].cmdline.as_str()), (4, "mitigations=off"));
+        assert_eq!(sc.kernels[1].modules, Some(PathBuf::from("/k/mods")));
+
+        let e = parse_str(&ok.replace("cpus = 4", "cpus = 0"), "t.toml").unwrap_err();
+        assert_eq!(e.line, Some(18), "{e}");
+        assert!(e.message.contains("cpus 0"), "{e}");
+        let e = parse_str(&ok.replace("\"BASE\"", "\"V3\""), "t.toml").unwrap_err();
+        assert_eq!(e.line, Some(15), "{e}");
+        assert!(e.message.contains("used twice"), "{e}");
+        let e = parse_str(&ok.replace("memory = ", "memroy = "), "t.toml").unwrap_err();
+        assert!(e.message.contains("unknown key `memroy`"), "{e}");
+        let e = parse_str(&ok.replace("\"2GiB\"", "\"2 parsecs\""), "t.toml").unwrap_err();
+        assert_eq!(e.line, Some(13), "{e}");
+    }
+
+    #[test]
     fn unknown_key_points_at_it_and_suggests() {
         let text = MINIMAL.replace("fs = [\"ext4\"]", "fs = [\"ext4\"]\ntaks = [1]");
         let e = parse_str(&text, "t.toml").unwrap_err();
