@@ -237,6 +237,7 @@ pub const EMBEDDED: &[EmbeddedScenario] = &[
     EmbeddedScenario { name: "quickstart", text: include_str!("../../scenarios/quickstart.toml") },
     EmbeddedScenario { name: "quota-smp", text: include_str!("../../scenarios/quota-smp.toml") },
     EmbeddedScenario { name: "kernel-untar", text: include_str!("../../scenarios/kernel-untar.toml") },
+    EmbeddedScenario { name: "quota-qemu", text: include_str!("../../scenarios/quota-qemu.toml") },
 ];
 
 /// Find an embedded scenario by name.
