@@ -113,4 +113,11 @@ fn bad_kernel_options_are_usage_errors() {
     let out = Command::new(env!("CARGO_BIN_EXE_fsbench")).args(["run", "quickstart", "--kernel", "A=/nonexistent/vmlinuz"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+    // An image with no modules directory next to it, and none named.
+    let t = tempfile::tempdir().unwrap();
+    let image = t.path().join("bzImage");
+    std::fs::write(&image, b"x").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fsbench")).args(["run", "quickstart", "--kernel"]).arg(format!("A={}", image.display())).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("modules=DIR"), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -169,12 +169,13 @@ pub fn run_if_requested(args: &RunArgs) -> anyhow::Result<Option<i32>> {
     }
     // Validate the plan (and --only) on the host, before any boot.
     crate::plan::plan_for(&scenario, &args.scenario_options)?;
-    let qemu = vm::find_qemu().ok_or_else(|| exit::InputError::anyhow("qemu-system-x86_64 not found: apt-get install qemu-system-x86 (or set FSBENCH_QEMU)"))?;
     for k in &kernels {
         if !k.image.is_file() {
             return Err(exit::InputError::anyhow(format!("kernel `{}`: image {} does not exist", k.label, k.image.display())));
         }
+        modules_dir(k).map_err(|e| exit::InputError::anyhow(format!("kernel `{}`: {e}", k.label)))?;
     }
+    let qemu = vm::find_qemu().ok_or_else(|| exit::InputError::anyhow("qemu-system-x86_64 not found: apt-get install qemu-system-x86 (or set FSBENCH_QEMU)"))?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     let mut accel = None;
     let mut worst = exit::SUCCESS;
@@ -332,6 +333,13 @@ fn run_kernel(args: &RunArgs, s: &Scenario, k: &KernelSpec, qemu: &Path, accel: 
 fn build_initramfs(s: &Scenario, k: &KernelSpec, only: &[String], dest: &Path) -> anyhow::Result<u64> {
     let exe = std::env::current_exe().context("cannot find the fsbench executable")?;
     let mut c = Contents::default();
+    // Debug builds carry ~60 MiB of debug info the guest never reads; without it the
+    // initramfs is a third the size and boots about a second sooner under TCG.
+    let stripped = dest.with_file_name("fsbench");
+    let exe = match std::process::Command::new("strip").arg("--strip-debug").arg("-o").arg(&stripped).arg(&exe).stderr(std::process::Stdio::null()).status() {
+        Ok(st) if st.success() => stripped,
+        _ => exe,
+    };
     c.programs.push((exe, GUEST_EXE.into()));
     let mut tools: Vec<String> = s.matrix.fs.iter().map(|f| format!("mkfs.{f}")).collect();
     let quota = s.matrix.quota.contains(&QuotaMode::On);
