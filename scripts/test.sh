@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Run the whole fsbench test suite. As root it first installs the system packages
-# the real-kernel tests need (mkfs tools, quota tools, strace, GNU tar/time) when
+# the real-kernel tests need (mkfs tools, quota tools, strace, GNU tar/time, qemu and
+# a Debian kernel with quota support) when
 # they are missing, and makes root-only tests fail instead of skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(e2fsprogs xfsprogs btrfs-progs quota strace tar gzip time)
-commands=(mkfs.ext4 mkfs.xfs mkfs.btrfs quotacheck strace tar gzip /usr/bin/time)
+packages=(e2fsprogs xfsprogs btrfs-progs quota strace tar gzip time qemu-system-x86)
+commands=(mkfs.ext4 mkfs.xfs mkfs.btrfs quotacheck strace tar gzip /usr/bin/time qemu-system-x86_64)
 
 if [ "$(id -u)" = 0 ]; then
     missing=()
@@ -19,10 +20,29 @@ if [ "$(id -u)" = 0 ]; then
         apt-get update -qq
         apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
     fi
+    # A Debian kernel with quota format v2 for the qemu tests (this host's kernel
+    # lacks it), unpacked once into target/kernels/ (no depmod needed: fsbench
+    # reads module dependencies from the .ko files when modules.dep is missing).
+    if ! ls target/kernels/*/boot/vmlinuz-* >/dev/null 2>&1; then
+        pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*-amd64\)$/\1/p' | head -1)
+        if [ -z "$pkg" ]; then
+            apt-get update -qq
+            pkg=$(apt-cache depends linux-image-amd64 | sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*-amd64\)$/\1/p' | head -1)
+        fi
+        echo "test.sh: downloading $pkg for the qemu tests" >&2
+        mkdir -p target/kernels
+        (cd target/kernels && apt-get download -q "$pkg" >/dev/null 2>&1 && dpkg-deb -x "$pkg"_*.deb "$pkg" && rm -f "$pkg"_*.deb)
+    fi
     # As root every real-kernel test must run: a skip is a failure.
     export FSBENCH_REQUIRE_ROOT_TESTS=1
 else
     echo "test.sh: not root: tests that need tmpfs, loop devices, mkfs and mount will skip" >&2
+fi
+
+# The newest kernel image under target/kernels/, for tests/qemu_*.rs.
+kernel=$(ls target/kernels/*/boot/vmlinuz-* 2>/dev/null | sort -V | tail -1 || true)
+if [ -n "$kernel" ]; then
+    export FSBENCH_TEST_KERNEL="$PWD/$kernel"
 fi
 
 # Keep cargo's output as it is, then close with the totals over every test binary

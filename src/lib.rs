@@ -14,6 +14,7 @@ pub mod gate;
 pub mod model;
 pub mod plan;
 pub mod provision;
+pub mod qemu;
 pub mod report;
 pub mod results;
 pub mod runner;

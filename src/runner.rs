@@ -87,8 +87,9 @@ struct RunContext<'a> {
 /// `fsbench run`.
 pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
     crate::signals::install();
-    if !args.kernels.is_empty() {
-        return Err(exit::InputError::anyhow("--kernel: running cells under another kernel in qemu is not built yet (issue 8)"));
+    // --kernel or [[kernels]]: the cells run in qemu guests, each a run of its own.
+    if let Some(code) = crate::qemu::run_if_requested(args)? {
+        return Ok(code);
     }
     if args.shard.is_some() || args.shard_count.is_some() {
         return Err(exit::InputError::anyhow("--shard: sharded runs are not built yet (issue 9)"));

@@ -36,7 +36,7 @@ fn bundled_scenarios_validate() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut cmd = Command::cargo_bin("fsbench").unwrap();
     cmd.current_dir(root).arg("validate");
-    for name in ["quickstart", "quota-smp", "kernel-untar"] {
+    for name in ["quickstart", "quota-smp", "kernel-untar", "quota-qemu"] {
         cmd.arg(format!("scenarios/{name}.toml"));
     }
     cmd.assert().success();

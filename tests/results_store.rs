@@ -30,6 +30,7 @@ fn scenario() -> Scenario {
             repetitions: 2,
         }),
         gate: GateSpec::default(),
+        kernels: Vec::new(),
     }
 }
 

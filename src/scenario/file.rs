@@ -39,6 +39,32 @@ pub struct ScenarioFile {
     /// Regression thresholds used by `fsbench gate`.
     #[serde(default)]
     pub gate: Option<GateFile>,
+    /// Kernels to run every cell under, each in a qemu virtual machine (`[[kernels]]`).
+    /// Without any, cells run on the host kernel.
+    #[serde(default)]
+    pub kernels: Vec<KernelFile>,
+}
+
+/// `[[kernels]]`: one kernel image to boot in qemu and run every cell under.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KernelFile {
+    /// Label of the run made under this kernel (`BASE`, `V3`); used by compare.
+    pub label: String,
+    /// Kernel image (bzImage, `vmlinuz-V`), relative to the scenario file.
+    pub image: String,
+    /// Its modules directory (`lib/modules/V`); default: `<root>/lib/modules/V` for `<root>/boot/vmlinuz-V`.
+    #[serde(default)]
+    pub modules: Option<String>,
+    /// Extra kernel command line, appended to fsbench's own (`console=ttyS0 panic=-1 ...`).
+    #[serde(default)]
+    pub cmdline: Option<String>,
+    /// Guest memory (`"1GiB"`). Default 1 GiB.
+    #[serde(default)]
+    pub memory: Option<String>,
+    /// Guest CPUs. Default 2.
+    #[serde(default)]
+    pub cpus: Option<i64>,
 }
 
 /// `[gate]`: how much slowdown `fsbench gate` tolerates before calling it a regression.
@@ -211,6 +237,7 @@ pub const EMBEDDED: &[EmbeddedScenario] = &[
     EmbeddedScenario { name: "quickstart", text: include_str!("../../scenarios/quickstart.toml") },
     EmbeddedScenario { name: "quota-smp", text: include_str!("../../scenarios/quota-smp.toml") },
     EmbeddedScenario { name: "kernel-untar", text: include_str!("../../scenarios/kernel-untar.toml") },
+    EmbeddedScenario { name: "quota-qemu", text: include_str!("../../scenarios/quota-qemu.toml") },
 ];
 
 /// Find an embedded scenario by name.

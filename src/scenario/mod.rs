@@ -46,7 +46,31 @@ pub struct Scenario {
     pub workload: Workload,
     /// Regression thresholds for `fsbench gate`.
     pub gate: GateSpec,
+    /// Kernels to boot in qemu and run every cell under; empty: the host kernel.
+    pub kernels: Vec<KernelSpec>,
 }
+
+/// One kernel to run the cells under, in a qemu virtual machine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelSpec {
+    /// Label of the run made under this kernel.
+    pub label: String,
+    /// Kernel image.
+    pub image: PathBuf,
+    /// Modules directory (`.../lib/modules/V`); `None`: derived from the image path.
+    pub modules: Option<PathBuf>,
+    /// Extra kernel command line.
+    pub cmdline: String,
+    /// Guest memory in bytes.
+    pub memory: u64,
+    /// Guest CPUs.
+    pub cpus: u32,
+}
+
+/// Default guest memory: enough for sparse loop images on a tmpfs and the initramfs.
+pub const DEFAULT_GUEST_MEMORY: u64 = 1 << 30;
+/// Default guest CPUs: the 2-task cells of the seeds.
+pub const DEFAULT_GUEST_CPUS: u32 = 2;
 
 /// Regression thresholds, as fractions (0.05 = 5%).
 #[derive(Debug, Clone, PartialEq)]

@@ -12,7 +12,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::file::{ArchiveFile, BackingFile, FilesystemFile, GateFile, MatrixFile, ScenarioFile, StepFile, WorkloadFile};
+use super::file::{ArchiveFile, BackingFile, FilesystemFile, GateFile, KernelFile, MatrixFile, ScenarioFile, StepFile, WorkloadFile};
 use super::units::{parse_duration, parse_percent, parse_size};
 use super::*;
 use crate::model::{LatfsTest, Layout, QuotaImpl, QuotaMode};
@@ -391,6 +391,7 @@ fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Scenario, Sce
     if archive.is_some() && !matches!(workload, Workload::Steps(_)) {
         return Err(ctx.at(&p("archive"), true, "`[archive]` is only used by steps workloads", Some("remove it, or use `kind = \"steps\"` with an untar step".into())));
     }
+    let kernels = validate_kernels(ctx, &f.kernels, base_dir)?;
     Ok(Scenario {
         name,
         description: f.description.unwrap_or_default(),
@@ -401,7 +402,49 @@ fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Scenario, Sce
         archive,
         workload,
         gate,
+        kernels,
     })
+}
+
+fn validate_kernels(ctx: &Ctx, ks: &[KernelFile], base_dir: &Path) -> Result<Vec<KernelSpec>, ScenarioError> {
+    let mut out: Vec<KernelSpec> = Vec::new();
+    for (i, k) in ks.iter().enumerate() {
+        let at = |key: &str| with(with(p("kernels"), Seg::Index(i)), Seg::Key(key.to_string()));
+        let label = k.label.trim().to_string();
+        if label.is_empty() || label.len() > 64 || !label.chars().all(|c| c.is_ascii_alphanumeric() || "._-+".contains(c)) {
+            return Err(ctx.value_help(&at("label"), format!("invalid kernel label `{}`", k.label), "use 1 to 64 characters from A-Z a-z 0-9 . _ - +"));
+        }
+        if out.iter().any(|o| o.label == label) {
+            return Err(ctx.value(&at("label"), format!("kernel label `{label}` is used twice")));
+        }
+        if k.image.trim().is_empty() {
+            return Err(ctx.value(&at("image"), "`image` names no file"));
+        }
+        let memory = match &k.memory {
+            None => DEFAULT_GUEST_MEMORY,
+            Some(m) => {
+                let bytes = parse_size(m).map_err(|e| ctx.value(&at("memory"), e))?;
+                if bytes < (128 << 20) {
+                    return Err(ctx.value(&at("memory"), format!("guest memory {m} is below 128 MiB")));
+                }
+                bytes
+            }
+        };
+        let cpus = match k.cpus {
+            None => DEFAULT_GUEST_CPUS,
+            Some(c) if (1..=256).contains(&c) => c as u32,
+            Some(c) => return Err(ctx.value(&at("cpus"), format!("cpus {c} is outside 1..=256"))),
+        };
+        out.push(KernelSpec {
+            label,
+            image: base_dir.join(&k.image),
+            modules: k.modules.as_deref().filter(|m| !m.is_empty()).map(|m| base_dir.join(m)),
+            cmdline: k.cmdline.clone().unwrap_or_default(),
+            memory,
+            cpus,
+        });
+    }
+    Ok(out)
 }
 
 fn validate_gate(ctx: &Ctx, g: &GateFile, matrix: &Matrix, workload: &Workload) -> Result<GateSpec, ScenarioError> {
@@ -785,6 +828,28 @@ mod tests {
         assert_eq!(s.matrix.test.len(), 4);
         let Workload::Latfs(l) = &s.workload else { panic!() };
         assert_eq!((l.repetitions, l.quota_refs, l.duration), (5, 2, Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn kernels_are_validated_with_positions() {
+        let ok = format!("{MINIMAL}[[kernels]]\nlabel = \"V3\"\nimage = \"boot/vmlinuz-6.1\"\nmemory = \"2GiB\"\n[[kernels]]\nlabel = \"BASE\"\nimage = \"/k/bzImage\"\nmodules = \"/k/mods\"\ncpus = 4\ncmdline = \"mitigations=off\"\n");
+        let sc = parse_overridden(&ok, "/s/t.toml", Path::new("/s"), &[]).unwrap();
+        assert_eq!(sc.kernels.len(), 2);
+        assert_eq!(sc.kernels[0].image, PathBuf::from("/s/boot/vmlinuz-6.1"));
+        assert_eq!((sc.kernels[0].memory, sc.kernels[0].cpus, sc.kernels[0].modules.clone()), (2 << 30, DEFAULT_GUEST_CPUS, None));
+        assert_eq!((sc.kernels[1].cpus, sc.kernels[1].cmdline.as_str()), (4, "mitigations=off"));
+        assert_eq!(sc.kernels[1].modules, Some(PathBuf::from("/k/mods")));
+
+        let e = parse_str(&ok.replace("cpus = 4", "cpus = 0"), "t.toml").unwrap_err();
+        assert_eq!(e.line, Some(18), "{e}");
+        assert!(e.message.contains("cpus 0"), "{e}");
+        let e = parse_str(&ok.replace("\"BASE\"", "\"V3\""), "t.toml").unwrap_err();
+        assert_eq!(e.line, Some(15), "{e}");
+        assert!(e.message.contains("used twice"), "{e}");
+        let e = parse_str(&ok.replace("memory = ", "memroy = "), "t.toml").unwrap_err();
+        assert!(e.message.contains("unknown key `memroy`"), "{e}");
+        let e = parse_str(&ok.replace("\"2GiB\"", "\"2 parsecs\""), "t.toml").unwrap_err();
+        assert_eq!(e.line, Some(13), "{e}");
     }
 
     #[test]
