@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Run the whole fsbench test suite. As root it first installs the system packages
-# the real-kernel tests need (mkfs tools, quota tools, strace, GNU tar/time, qemu and
-# a Debian kernel with quota support) when
-# they are missing, and makes root-only tests fail instead of skip.
+# Run the whole fsbench test suite. As root it first installs what the real-kernel
+# tests need when it is missing (mkfs tools, quota tools, strace, GNU tar/time, qemu,
+# and a Debian kernel with quota support for the qemu tests), and makes root-only
+# tests fail instead of skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
