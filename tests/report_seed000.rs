@@ -114,12 +114,3 @@ fn other_formats_carry_the_same_numbers() {
     assert_eq!(t0["values"][0][3]["summary"]["median"], 927.6667);
     assert!((t0["ratios"]["values"][0][1]["ratio"].as_f64().unwrap() - 927.6667 / 764.5).abs() < 1e-9);
 }
-
-/// Writes the seed runs to $FSBENCH_SEED_DEMO for looking at by hand (ignored by default).
-#[test]
-#[ignore]
-fn write_seed_demo() {
-    let dir = std::path::PathBuf::from(std::env::var("FSBENCH_SEED_DEMO").unwrap());
-    write_seed_run(&dir.join("base"), "BASE");
-    write_seed_run(&dir.join("v3"), "V3");
-}
