@@ -293,8 +293,17 @@ pub fn cli_pack(args: &BundlePackArgs) -> anyhow::Result<i32> {
     Ok(exit::SUCCESS)
 }
 
+/// A bundle named on the command line that is not there is a usage error, not an I/O failure.
+fn require_file(bundle: &Path) -> anyhow::Result<()> {
+    if !bundle.is_file() {
+        return Err(InputError::anyhow(format!("{}: no such bundle file", bundle.display())));
+    }
+    Ok(())
+}
+
 /// `fsbench bundle verify`.
 pub fn cli_verify(args: &BundleVerifyArgs) -> anyhow::Result<i32> {
+    require_file(&args.bundle)?;
     let ob = open_bundle(&args.bundle).map_err(BundleError::into_cli)?;
     let origin = format!("{}:{SCENARIO_FILE}", args.bundle.display());
     let s = ob.scenario(&origin, &[]).map_err(BundleError::into_cli)?;
@@ -304,6 +313,7 @@ pub fn cli_verify(args: &BundleVerifyArgs) -> anyhow::Result<i32> {
 
 /// `fsbench bundle run`.
 pub fn cli_run(args: &BundleRunArgs) -> anyhow::Result<i32> {
+    require_file(&args.bundle)?;
     let ob = open_bundle(&args.bundle).map_err(BundleError::into_cli)?;
     let origin = format!("{}:{SCENARIO_FILE}", args.bundle.display());
     let bundled = ob.scenario(&origin, &[]).map_err(BundleError::into_cli)?;
