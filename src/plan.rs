@@ -314,9 +314,17 @@ pub fn human_duration(d: Duration) -> String {
 pub fn cli_plan(args: &PlanArgs) -> anyhow::Result<i32> {
     let s = load_scenario(args.scenario.as_deref(), &args.scenario_options)?;
     let plan = plan_for(&s, &args.scenario_options)?;
-    let check = |s: &Scenario, p: &CellParams| crate::runner::host_check(s, p, None);
+    // Cells that run under other kernels in qemu are checked inside each guest, not here.
+    let in_guests = !s.kernels.is_empty();
+    let check = |s: &Scenario, p: &CellParams| if in_guests { None } else { crate::runner::host_check(s, p, None) };
     match args.format {
-        PlanFormat::Table => print!("{}", render_plan_table(&s, &plan, &check)),
+        PlanFormat::Table => {
+            print!("{}", render_plan_table(&s, &plan, &check));
+            if in_guests {
+                let labels: Vec<&str> = s.kernels.iter().map(|k| k.label.as_str()).collect();
+                println!("\nevery cell runs once per kernel in qemu ({}); what each guest kernel supports is checked inside it", labels.join(", "));
+            }
+        }
         PlanFormat::Json => {
             let cells: Vec<serde_json::Value> = plan
                 .cells
