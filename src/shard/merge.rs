@@ -355,8 +355,11 @@ pub fn cli_merge(args: &MergeArgs) -> anyhow::Result<i32> {
     for g in &groups {
         let c = completeness(g);
         let summary = describe(g, &c);
-        for line in &summary {
-            eprintln!("fsbench: {line}");
+        // Tables and Markdown carry the summary themselves; keep CSV and JSON on stdout parseable.
+        if matches!(args.format, ReportFormat::Csv | ReportFormat::Json) {
+            for line in &summary {
+                eprintln!("fsbench: {line}");
+            }
         }
         if !c.is_complete() {
             code = exit::FAILURE;
