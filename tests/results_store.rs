@@ -29,6 +29,7 @@ fn scenario() -> Scenario {
             duration: Duration::from_secs(1),
             repetitions: 2,
         }),
+        gate: GateSpec::default(),
     }
 }
 

@@ -157,7 +157,8 @@ fn engine_variables_pick_the_shard() {
 #[test]
 fn inconsistent_shard_settings_are_usage_errors() {
     let sb = Sandbox::new();
-    let cases: &[(&[&str], &[(&str, &str)], &str)] = &[
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: &[Case] = &[
         (&["--shard", "5/4"], &[], "expected K/N"),
         (&["--shard", "1/2", "--shard-count", "3"], &[], "disagrees"),
         (&["--shard-count", "3"], &[], "--shard-count needs JOB_COMPLETION_INDEX"),

@@ -115,7 +115,9 @@ pub fn find_run_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, MergeError> {
         }
         found.extend(here);
     }
-    found.dedup();
+    // The same run named twice (a run directory and its root) is one run, not a duplicated shard.
+    let mut seen = std::collections::HashSet::new();
+    found.retain(|d| seen.insert(d.canonicalize().unwrap_or_else(|_| d.clone())));
     Ok(found)
 }
 
@@ -491,6 +493,7 @@ mod tests {
         assert_eq!(find_run_dirs(&[t.path().to_path_buf()]).unwrap().len(), 3);
         assert_eq!(find_run_dirs(&[t.path().join("s")]).unwrap().len(), 2);
         assert_eq!(find_run_dirs(&[t.path().join("s/r1")]).unwrap().len(), 1);
+        assert_eq!(find_run_dirs(&[t.path().join("s"), t.path().join("s/r1")]).unwrap().len(), 2, "named twice, counted once");
         assert!(matches!(find_run_dirs(&[t.path().join("empty")]), Err(MergeError::NoRuns(_))));
     }
 }
