@@ -217,6 +217,25 @@ mod tests {
         assert_eq!(select(&s, &cells, ShardSpec::new(1, 2).unwrap()).len(), 3);
     }
 
+    /// The bundled 128-cell scenario over 8 machines: LPT keeps every shard within
+    /// one (largest) cell of the ideal, where contiguous slices of the plan would not.
+    #[test]
+    fn quota_smp_over_eight_shards_is_balanced() {
+        let s = crate::scenario::parse_str(crate::scenario::file::embedded("quota-smp").unwrap().text, "q").unwrap();
+        let cells = crate::plan::expand(&s).cells;
+        let loads = shard_loads(&s, &cells, 8);
+        let total: Duration = loads.iter().sum();
+        let ideal = total / 8;
+        let biggest = cells.iter().map(|c| cell_cost(&s, c)).max().unwrap();
+        let (min, max) = (*loads.iter().min().unwrap(), *loads.iter().max().unwrap());
+        eprintln!("quota-smp, 8 shards: ideal {ideal:?}, min {min:?}, max {max:?}, biggest cell {biggest:?}");
+        assert!(max <= ideal + biggest && min + biggest >= ideal, "{loads:?}");
+        // Contiguous slices (plan order) put all layout-M cells, the expensive ones, together.
+        let slice: Vec<Duration> = cells.chunks(16).map(|ch| ch.iter().map(|c| cell_cost(&s, c)).sum()).collect();
+        eprintln!("contiguous slices: min {:?}, max {:?}", slice.iter().min().unwrap(), slice.iter().max().unwrap());
+        assert!(slice.iter().max().unwrap() >= &max, "{slice:?} vs {loads:?}");
+    }
+
     #[test]
     fn equal_costs_spread_round_robin_in_plan_order() {
         let costs: Vec<(usize, Duration)> = (0..7).map(|i| (i, Duration::from_secs(1))).collect();
