@@ -88,6 +88,7 @@ fn main() {
         finished: Some("2025-01-01T01:00:00Z".into()),
         planned_cells: planned.clone(),
         interrupted: false,
+        shard: None,
     };
     std::fs::write(dir.join("run.json"), serde_json::to_vec(&meta).unwrap()).unwrap();
 

@@ -6,8 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(e2fsprogs xfsprogs btrfs-progs quota strace tar gzip time qemu-system-x86)
-commands=(mkfs.ext4 mkfs.xfs mkfs.btrfs quotacheck strace tar gzip /usr/bin/time qemu-system-x86_64)
+# The Slurm integration test (tests/slurm_array.rs) starts its own munged, slurmctld and slurmd.
+packages=(e2fsprogs xfsprogs btrfs-progs quota strace tar gzip time qemu-system-x86 munge slurmctld slurmd slurm-client)
+commands=(mkfs.ext4 mkfs.xfs mkfs.btrfs quotacheck strace tar gzip /usr/bin/time qemu-system-x86_64 /usr/sbin/munged /usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/sbatch)
 
 if [ "$(id -u)" = 0 ]; then
     missing=()

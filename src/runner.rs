@@ -91,18 +91,32 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
     if let Some(code) = crate::qemu::run_if_requested(args)? {
         return Ok(code);
     }
-    if args.shard.is_some() || args.shard_count.is_some() {
-        return Err(exit::InputError::anyhow("--shard: sharded runs are not built yet (issue 9)"));
-    }
+    // A resumed run keeps the shard it was planned with (its run.json lists its cells).
+    let shard = match &args.resume {
+        Some(_) if args.shard.is_some() || args.shard_count.is_some() => {
+            return Err(exit::InputError::anyhow("--resume continues a run as it was planned: --shard and --shard-count cannot change it"));
+        }
+        Some(_) => None,
+        None => crate::shard::resolve_shard(args.shard.as_deref(), args.shard_count, &|k| std::env::var(k).ok())
+            .map_err(|e| exit::InputError::anyhow(e.to_string()))?,
+    };
     let (scenario, cells, mut writer, done) = match &args.resume {
         Some(dir) => open_resumed(dir, args)?,
         None => {
             let s = plan::load_scenario(args.scenario.as_deref(), &args.scenario_options)?;
             let plan = plan::plan_for(&s, &args.scenario_options)?;
-            let planned: Vec<CellParams> = plan.cells.iter().map(|c| c.params.clone()).collect();
-            let writer = RunWriter::create(&args.out, &s, args.label.as_deref(), &planned)
+            let (cells, shard_meta) = match shard {
+                Some(sh) => {
+                    let (cells, meta) = crate::shard::shard_plan(&s, plan.cells, sh, &|k| std::env::var(k).ok());
+                    eprintln!("fsbench: shard {sh} (run key {}): {} of {} cells", meta.key, cells.len(), meta.total_cells);
+                    (cells, Some(meta))
+                }
+                None => (plan.cells, None),
+            };
+            let planned: Vec<CellParams> = cells.iter().map(|c| c.params.clone()).collect();
+            let writer = RunWriter::create_shard(&args.out, &s, args.label.as_deref(), &planned, shard_meta)
                 .with_context(|| format!("cannot create a run directory under {}", args.out.display()))?;
-            (s, plan.cells, writer, Default::default())
+            (s, cells, writer, Default::default())
         }
     };
     if let Backing::Device { path } = &scenario.backing {

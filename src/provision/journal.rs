@@ -74,9 +74,14 @@ impl Journal {
         let path = cell_dir.join(JOURNAL_FILE);
         let file = OpenOptions::new().create_new(true).append(true).open(&path).map_err(|e| ProvisionError::io("create journal", &path, e))?;
         let mut j = Journal { path, file };
-        j.write_line(MAGIC)?;
         let pid = std::process::id() as i32;
-        j.record(&Entry::Owner { pid, start: process_start(pid).unwrap_or(0) })?;
+        // Magic and owner in one write: a concurrent run's cleanup_stale must never
+        // see a journal without its owner and take a live cell for a dead one.
+        let owner = Entry::Owner { pid, start: process_start(pid).unwrap_or(0) }.line();
+        j.file
+            .write_all(format!("{MAGIC}\n{owner}\n").as_bytes())
+            .and_then(|_| j.file.sync_data())
+            .map_err(|e| ProvisionError::io("write journal", &j.path, e))?;
         Ok(j)
     }
 
@@ -172,7 +177,8 @@ pub fn cleanup_stale(root: &Path) -> Result<Vec<String>, ProvisionError> {
         .collect();
     for jpath in journals {
         let Some(entries) = read(&jpath) else { continue };
-        if owner_alive(&entries) {
+        // No owner line: another process is creating this journal right now.
+        if owner_alive(&entries) || !entries.iter().any(|e| matches!(e, Entry::Owner { .. })) {
             continue;
         }
         let cell_dir = jpath.parent().expect("journal has a parent").to_path_buf();

@@ -164,6 +164,24 @@ pub struct RunMeta {
     /// True when the run stopped early (Ctrl-C, SIGTERM).
     #[serde(default)]
     pub interrupted: bool,
+    /// Which part of a sharded run this is (`fsbench run --shard K/N`); absent when unsharded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<RunShard>,
+}
+
+/// One shard of a sharded run, as recorded in `run.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RunShard {
+    /// Shard number K, from 1.
+    pub index: u32,
+    /// Number of shards N.
+    pub count: u32,
+    /// What the shards of one logical run share (`slurm-<array job id>`, or scenario hash and N).
+    pub key: String,
+    /// Cells in the whole (unsharded) plan.
+    pub total_cells: usize,
+    /// Position of each planned cell of this shard in the full expansion, parallel to `planned_cells`.
+    pub cell_indices: Vec<usize>,
 }
 
 /// Writes one run directory: `run.json` up front, a cell file as each cell finishes.
@@ -184,12 +202,27 @@ impl RunWriter {
         label: Option<&str>,
         planned: &[CellParams],
     ) -> Result<RunWriter, ResultsError> {
+        RunWriter::create_shard(out_root, scenario, label, planned, None)
+    }
+
+    /// Like [`RunWriter::create`], for one shard of a sharded run: the run id ends
+    /// in `-shard<K>of<N>` and `run.json` records the shard.
+    pub fn create_shard(
+        out_root: &Path,
+        scenario: &crate::scenario::Scenario,
+        label: Option<&str>,
+        planned: &[CellParams],
+        shard: Option<RunShard>,
+    ) -> Result<RunWriter, ResultsError> {
         let host = HostInfo::detect();
         let started = now_rfc3339();
         let parent = out_root.join(&scenario.name);
         fs::create_dir_all(&parent).map_err(|e| io(&parent, "create results directory", e))?;
         let short_host = host.hostname.split('.').next().unwrap_or("").to_string();
-        let base = format!("{}-{}", compact_timestamp(&started), sanitize(&short_host));
+        let mut base = format!("{}-{}", compact_timestamp(&started), sanitize(&short_host));
+        if let Some(sh) = &shard {
+            base.push_str(&format!("-shard{}of{}", sh.index, sh.count));
+        }
         let (dir, run_id) = create_unique_dir(&parent, &base)?;
         let cells = dir.join(CELLS_DIR);
         fs::create_dir(&cells).map_err(|e| io(&cells, "create cells directory", e))?;
@@ -208,6 +241,7 @@ impl RunWriter {
             finished: None,
             planned_cells: planned.to_vec(),
             interrupted: false,
+            shard,
         };
         let writer = RunWriter { dir, meta };
         writer.write_meta()?;

@@ -81,6 +81,7 @@ pub fn meta(label: Option<&str>, scenario: &str, text: &str, workload: &str, pla
         finished: Some("2010-11-11T13:00:00Z".into()),
         planned_cells: planned,
         interrupted: false,
+        shard: None,
     }
 }
 
