@@ -161,6 +161,9 @@ pub fn run_if_requested(args: &RunArgs) -> anyhow::Result<Option<i32>> {
     if kernels.is_empty() {
         return Ok(None);
     }
+    if args.shard.is_some() || args.shard_count.is_some() {
+        return Err(exit::InputError::anyhow("--shard cannot be combined with --kernel/[[kernels]] yet: each kernel boots once and runs all its cells"));
+    }
     if args.label.is_some() {
         return Err(exit::InputError::anyhow("--label names a host run; under --kernel/[[kernels]] each run is labelled with its kernel's label"));
     }
