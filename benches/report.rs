@@ -18,7 +18,15 @@ fn cell(params: CellParams, seed: u64) -> CellResult {
         .map(|r| {
             let v = base * (1.0 + 0.01 * r as f64);
             LatfsRepetition {
-                tasks: (0..params.tasks).map(|t| TaskSample { task: t, iterations: 1_000 + t as u64, window_ns: 1_000_000_000, user_us: 10, sys_us: 900 }).collect(),
+                tasks: (0..params.tasks)
+                    .map(|t| TaskSample {
+                        task: t,
+                        iterations: 1_000 + t as u64,
+                        window_ns: 1_000_000_000,
+                        user_us: 10,
+                        sys_us: 900,
+                    })
+                    .collect(),
                 total_loops_per_ms: v,
                 latency_us: 1000.0 / v,
             }
@@ -28,13 +36,21 @@ fn cell(params: CellParams, seed: u64) -> CellResult {
     CellResult {
         schema: RESULT_SCHEMA_VERSION,
         id: params.id(),
-        filesystems: vec![FilesystemInfo { fs: params.fs.clone(), mountpoint: "/tmp/fsbench/mnt/0".into(), ..Default::default() }],
+        filesystems: vec![FilesystemInfo {
+            fs: params.fs.clone(),
+            mountpoint: "/tmp/fsbench/mnt/0".into(),
+            ..Default::default()
+        }],
         params,
         status: CellStatus::Ok,
         skip: None,
         error: None,
         notes: Vec::new(),
-        latfs: Some(LatfsResult { total_loops: summarize(&samples), latency_us: summarize(&samples), repetitions: reps }),
+        latfs: Some(LatfsResult {
+            total_loops: summarize(&samples),
+            latency_us: summarize(&samples),
+            repetitions: reps,
+        }),
         steps: None,
         started: "2025-01-01T00:00:00Z".into(),
         finished: "2025-01-01T00:00:01Z".into(),
@@ -97,7 +113,12 @@ fn main() {
     println!("cells: {}", run.cells.len());
     println!("load_run                 {:>8.1} ms", load.as_secs_f64() * 1e3);
     let mut table = Duration::ZERO;
-    for (name, fmt) in [("table", ReportFormat::Table), ("markdown", ReportFormat::Markdown), ("csv", ReportFormat::Csv), ("json", ReportFormat::Json)] {
+    for (name, fmt) in [
+        ("table", ReportFormat::Table),
+        ("markdown", ReportFormat::Markdown),
+        ("csv", ReportFormat::Csv),
+        ("json", ReportFormat::Json),
+    ] {
         let (t, out) = best_of(5, || fsbench::report::render_run(&run, fmt));
         if fmt == ReportFormat::Table {
             table = t;

@@ -46,6 +46,13 @@ if [ -n "$kernel" ]; then
     export FSBENCH_TEST_KERNEL="$PWD/$kernel"
 fi
 
+# Formatting is part of the contract: fail early, with the fix, rather than review by hand.
+if ! cargo fmt --check >/dev/null 2>&1; then
+    echo "test.sh: the tree is not formatted: run \`cargo fmt\` and commit" >&2
+    cargo fmt --check 2>&1 | head -40 >&2
+    exit 1
+fi
+
 # Keep cargo's output as it is, then close with the totals over every test binary
 # (cargo's own last line is the doc-test binary's, which has no tests of its own).
 log=$(mktemp)

@@ -438,8 +438,7 @@ pub fn report_error(e: &anyhow::Error) -> i32 {
 
 fn is_input_error(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
-        c.downcast_ref::<exit::InputError>().is_some()
-            || c.downcast_ref::<crate::scenario::ScenarioError>().is_some()
+        c.downcast_ref::<exit::InputError>().is_some() || c.downcast_ref::<crate::scenario::ScenarioError>().is_some()
     })
 }
 

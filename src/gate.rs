@@ -233,11 +233,18 @@ struct Series {
 fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
     let not_ok = match cell.status {
         CellStatus::Ok => None,
-        other => Some(format!("cell is {}", serde_json::to_value(other).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default())),
+        other => Some(format!(
+            "cell is {}",
+            serde_json::to_value(other).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
+        )),
     };
     match metric {
         Metric::TotalLoops => {
-            let samples = cell.latfs.as_ref().map(|l| l.repetitions.iter().map(|r| r.total_loops_per_ms).collect()).unwrap_or_default();
+            let samples = cell
+                .latfs
+                .as_ref()
+                .map(|l| l.repetitions.iter().map(|r| r.total_loops_per_ms).collect())
+                .unwrap_or_default();
             let key = cell.params.test.map(|t| t.name().to_string()).unwrap_or_default();
             vec![Series { name: cell.id.clone(), key, samples, note: not_ok }]
         }
@@ -269,7 +276,9 @@ fn metric_for(workload: &str, requested: Option<&str>) -> Result<Metric, GateErr
         other => return Err(GateError::Workload(other.into())),
     };
     match requested {
-        Some(m) if m != own.name() => Err(GateError::Metric { metric: m.into(), workload: workload.into(), expected: own.name() }),
+        Some(m) if m != own.name() => {
+            Err(GateError::Metric { metric: m.into(), workload: workload.into(), expected: own.name() })
+        }
         _ => Ok(own),
     }
 }
@@ -284,7 +293,9 @@ fn gate_spec_of(run: &LoadedRun, warnings: &mut Vec<String>) -> GateSpec {
         Err(first) => match gate_table_only(&run.meta.scenario_text) {
             Ok(spec) => spec,
             Err(why) => {
-                warnings.push(format!("cannot read [gate] thresholds from the baseline's scenario ({first}; {why}); using 5%"));
+                warnings.push(format!(
+                    "cannot read [gate] thresholds from the baseline's scenario ({first}; {why}); using 5%"
+                ));
                 GateSpec::default()
             }
         },
@@ -295,7 +306,8 @@ fn gate_table_only(text: &str) -> Result<GateSpec, String> {
     use crate::scenario::units::parse_percent;
     let t: toml::Table = text.parse().map_err(|e: toml::de::Error| e.message().to_string())?;
     let Some(g) = t.get("gate") else { return Ok(GateSpec::default()) };
-    let g: crate::scenario::file::GateFile = g.clone().try_into().map_err(|e: toml::de::Error| format!("[gate]: {}", e.message()))?;
+    let g: crate::scenario::file::GateFile =
+        g.clone().try_into().map_err(|e: toml::de::Error| format!("[gate]: {}", e.message()))?;
     let mut spec = GateSpec::default();
     if let Some(t) = &g.threshold {
         spec.threshold = parse_percent(t).map_err(|e| format!("gate.threshold: {e}"))?;
@@ -310,7 +322,8 @@ fn gate_table_only(text: &str) -> Result<GateSpec, String> {
 pub fn evaluate(baseline: &LoadedRun, candidate: &LoadedRun, opts: &GateOptions) -> anyhow::Result<GateReport> {
     let pair = vec![("baseline".to_string(), baseline.clone()), ("candidate".to_string(), candidate.clone())];
     let mut warnings = crate::report::check_compatible(&pair).map_err(|e| InputError::anyhow(e.to_string()))?;
-    let metric = metric_for(&baseline.meta.workload, opts.metric.as_deref()).map_err(|e| InputError::anyhow(e.to_string()))?;
+    let metric =
+        metric_for(&baseline.meta.workload, opts.metric.as_deref()).map_err(|e| InputError::anyhow(e.to_string()))?;
     let spec = match opts.threshold {
         Some(t) => GateSpec { threshold: t, per_key: Default::default() },
         None => gate_spec_of(baseline, &mut warnings),
@@ -334,7 +347,17 @@ pub fn evaluate(baseline: &LoadedRun, candidate: &LoadedRun, opts: &GateOptions)
         if b.is_empty() || c.is_empty() {
             v = Verdict::Missing;
         }
-        GateRow { name: name.into(), metric, key: key.into(), threshold, baseline: summarize(b), candidate: summarize(c), change, verdict: v, note }
+        GateRow {
+            name: name.into(),
+            metric,
+            key: key.into(),
+            threshold,
+            baseline: summarize(b),
+            candidate: summarize(c),
+            change,
+            verdict: v,
+            note,
+        }
     };
     for b in &base {
         match cand.iter().find(|c| c.name == b.name) {
@@ -373,7 +396,8 @@ fn cells_of(r: &GateRow) -> [String; 7] {
     [r.name.clone(), r.metric.name().into(), num(&r.baseline), num(&r.candidate), change, ci, r.verdict.name().into()]
 }
 
-const HEADER: [&str; 7] = ["cell", "metric", "baseline median", "candidate median", "change of means", "95% CI", "verdict"];
+const HEADER: [&str; 7] =
+    ["cell", "metric", "baseline median", "candidate median", "change of means", "95% CI", "verdict"];
 
 fn summary_line(rep: &GateReport) -> String {
     format!(
@@ -442,7 +466,8 @@ fn xml_escape(s: &str) -> String {
 pub fn render_junit(rep: &GateReport) -> String {
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let (n, f, k) = (rep.rows.len(), rep.count(Verdict::Regressed), rep.count(Verdict::Missing));
-    let _ = writeln!(s, "<testsuites name=\"fsbench gate\" tests=\"{n}\" failures=\"{f}\" skipped=\"{k}\" errors=\"0\">");
+    let _ =
+        writeln!(s, "<testsuites name=\"fsbench gate\" tests=\"{n}\" failures=\"{f}\" skipped=\"{k}\" errors=\"0\">");
     let suite = xml_escape(&format!("fsbench gate {} vs {}", rep.baseline, rep.candidate));
     let _ = writeln!(s, "  <testsuite name=\"{suite}\" tests=\"{n}\" failures=\"{f}\" skipped=\"{k}\" errors=\"0\">");
     for r in &rep.rows {
@@ -458,10 +483,19 @@ pub fn render_junit(rep: &GateReport) -> String {
             r.verdict.name(),
             r.note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default()
         );
-        let _ = write!(s, "    <testcase classname=\"fsbench.gate.{}\" name=\"{}\"", xml_escape(r.metric.name()), xml_escape(&r.name));
+        let _ = write!(
+            s,
+            "    <testcase classname=\"fsbench.gate.{}\" name=\"{}\"",
+            xml_escape(r.metric.name()),
+            xml_escape(&r.name)
+        );
         match r.verdict {
             Verdict::Regressed => {
-                let _ = writeln!(s, ">\n      <failure message=\"regressed\" type=\"regression\">{}</failure>\n    </testcase>", xml_escape(&detail));
+                let _ = writeln!(
+                    s,
+                    ">\n      <failure message=\"regressed\" type=\"regression\">{}</failure>\n    </testcase>",
+                    xml_escape(&detail)
+                );
             }
             Verdict::Missing => {
                 let _ = writeln!(s, ">\n      <skipped message=\"{}\"/>\n    </testcase>", xml_escape(&detail));
@@ -536,8 +570,13 @@ mod tests {
 
     #[test]
     fn gate_table_is_read_without_the_rest_of_the_scenario() {
-        let spec = gate_table_only("name = 1\n[archive]\npath = \"/nowhere\"\n[gate]\nthreshold = \"3%\"\nthresholds = { untar = \"10%\" }\n").unwrap();
-        assert!((spec.threshold_for("sync") - 0.03).abs() < 1e-12 && (spec.threshold_for("untar") - 0.10).abs() < 1e-12);
+        let spec = gate_table_only(
+            "name = 1\n[archive]\npath = \"/nowhere\"\n[gate]\nthreshold = \"3%\"\nthresholds = { untar = \"10%\" }\n",
+        )
+        .unwrap();
+        assert!(
+            (spec.threshold_for("sync") - 0.03).abs() < 1e-12 && (spec.threshold_for("untar") - 0.10).abs() < 1e-12
+        );
         assert!(gate_table_only("[gate]\nthreshold = \"five\"\n").is_err());
     }
 

@@ -60,12 +60,8 @@ pub enum LatfsTest {
 
 impl LatfsTest {
     /// All tests in the seed's order.
-    pub const ALL: [LatfsTest; 4] = [
-        LatfsTest::OpenClose,
-        LatfsTest::CreateUnlink,
-        LatfsTest::Chown,
-        LatfsTest::WriteTruncate,
-    ];
+    pub const ALL: [LatfsTest; 4] =
+        [LatfsTest::OpenClose, LatfsTest::CreateUnlink, LatfsTest::Chown, LatfsTest::WriteTruncate];
 
     /// The name used in scenario files and result files (`open_close`).
     pub fn name(self) -> &'static str {
@@ -87,10 +83,7 @@ impl fmt::Display for LatfsTest {
 impl FromStr for LatfsTest {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        LatfsTest::ALL
-            .into_iter()
-            .find(|t| t.name() == s)
-            .ok_or_else(|| format!("unknown lat_fs test `{s}`"))
+        LatfsTest::ALL.into_iter().find(|t| t.name() == s).ok_or_else(|| format!("unknown lat_fs test `{s}`"))
     }
 }
 
@@ -380,7 +373,14 @@ mod tests {
     use super::*;
 
     fn timing(user_us: u64, system_us: u64, elapsed_us: u64) -> StepTiming {
-        StepTiming { label: "tar zxf linux-2.5.63.tar.gz".into(), op: "untar".into(), user_us, system_us, elapsed_us, max_rss_kib: 0 }
+        StepTiming {
+            label: "tar zxf linux-2.5.63.tar.gz".into(),
+            op: "untar".into(),
+            user_us,
+            system_us,
+            elapsed_us,
+            max_rss_kib: 0,
+        }
     }
 
     #[test]
@@ -400,7 +400,13 @@ mod tests {
 
     #[test]
     fn cell_id_is_stable() {
-        let p = CellParams { fs: "ext4".into(), layout: Layout::S, quota: QuotaMode::Off, tasks: 2, test: Some(LatfsTest::Chown) };
+        let p = CellParams {
+            fs: "ext4".into(),
+            layout: Layout::S,
+            quota: QuotaMode::Off,
+            tasks: 2,
+            test: Some(LatfsTest::Chown),
+        };
         assert_eq!(p.id(), "ext4-S-qoff-t2-chown");
     }
 }

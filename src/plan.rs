@@ -99,7 +99,9 @@ impl CellFilter {
             let mut group: BTreeMap<String, Vec<String>> = BTreeMap::new();
             for part in opt.split(',').map(str::trim).filter(|p| !p.is_empty()) {
                 let Some((axis, value)) = part.split_once('=') else {
-                    return Err(InputError(format!("--only {opt}: expected AXIS=VALUE, found `{part}` (e.g. --only fs=ext4,tasks=1)")));
+                    return Err(InputError(format!(
+                        "--only {opt}: expected AXIS=VALUE, found `{part}` (e.g. --only fs=ext4,tasks=1)"
+                    )));
                 };
                 let axis = axis.trim();
                 if !AXES.contains(&axis) {
@@ -173,7 +175,8 @@ pub fn needs(s: &Scenario, p: &CellParams) -> Vec<String> {
         needs.push("root for per-task uid (else runs as you)".into());
     }
     if let Workload::Steps(st) = &s.workload {
-        if st.steps.iter().any(|x| matches!(x, crate::scenario::Step::DropCaches)) && !needs.iter().any(|n| n == "root") {
+        if st.steps.iter().any(|x| matches!(x, crate::scenario::Step::DropCaches)) && !needs.iter().any(|n| n == "root")
+        {
             needs.push("root (drop_caches)".into());
         }
         if st.steps.iter().any(|x| matches!(x, crate::scenario::Step::Exec { .. })) {
@@ -203,7 +206,12 @@ pub fn load_scenario(path: Option<&std::path::Path>, options: &ScenarioOptions) 
         }
         Some(p) if !p.exists() && embedded(&p.to_string_lossy()).is_some() => {
             let e = embedded(&p.to_string_lossy()).expect("checked");
-            crate::scenario::parse_overridden(e.text, &format!("<embedded:{}>", e.name), std::path::Path::new("."), &options.set)?
+            crate::scenario::parse_overridden(
+                e.text,
+                &format!("<embedded:{}>", e.name),
+                std::path::Path::new("."),
+                &options.set,
+            )?
         }
         Some(p) => crate::scenario::load_with(p, &options.set)?,
     };
@@ -266,7 +274,14 @@ pub fn render_plan_table(s: &Scenario, plan: &Plan, check: &HostCheck) -> String
                 format!("skip: {}", short(&r.reason))
             }
         };
-        let mut row = vec![c.index.to_string(), c.id(), p.fs.clone(), p.layout.to_string(), p.quota.to_string(), p.tasks.to_string()];
+        let mut row = vec![
+            c.index.to_string(),
+            c.id(),
+            p.fs.clone(),
+            p.layout.to_string(),
+            p.quota.to_string(),
+            p.tasks.to_string(),
+        ];
         if has_test {
             row.push(p.test.map(|t| t.name().to_string()).unwrap_or_default());
         }
@@ -295,7 +310,11 @@ pub fn render_plan_table(s: &Scenario, plan: &Plan, check: &HostCheck) -> String
 
 fn short(reason: &str) -> String {
     let first = reason.lines().next().unwrap_or(reason);
-    if first.chars().count() > 48 { format!("{}…", first.chars().take(47).collect::<String>()) } else { first.to_string() }
+    if first.chars().count() > 48 {
+        format!("{}…", first.chars().take(47).collect::<String>())
+    } else {
+        first.to_string()
+    }
 }
 
 /// `1h02m`, `3m05s`, `12s`.
@@ -322,7 +341,10 @@ pub fn cli_plan(args: &PlanArgs) -> anyhow::Result<i32> {
             print!("{}", render_plan_table(&s, &plan, &check));
             if in_guests {
                 let labels: Vec<&str> = s.kernels.iter().map(|k| k.label.as_str()).collect();
-                println!("\nevery cell runs once per kernel in qemu ({}); what each guest kernel supports is checked inside it", labels.join(", "));
+                println!(
+                    "\nevery cell runs once per kernel in qemu ({}); what each guest kernel supports is checked inside it",
+                    labels.join(", ")
+                );
             }
         }
         PlanFormat::Json => {
@@ -350,13 +372,17 @@ mod tests {
     use super::*;
 
     fn scenario(matrix: &str) -> Scenario {
-        let text = format!("schema = 1\nname = \"t\"\n[matrix]\n{matrix}\n[backing]\nkind = \"dir\"\npath = \"/tmp\"\n[workload]\nkind = \"lat_fs\"\n");
+        let text = format!(
+            "schema = 1\nname = \"t\"\n[matrix]\n{matrix}\n[backing]\nkind = \"dir\"\npath = \"/tmp\"\n[workload]\nkind = \"lat_fs\"\n"
+        );
         crate::scenario::parse_str(&text, "t.toml").unwrap()
     }
 
     #[test]
     fn expansion_order_is_fs_layout_quota_tasks_test() {
-        let s = scenario("fs = [\"ext4\", \"ext2\"]\nlayout = [\"M\", \"S\"]\ntasks = [1, 2]\ntest = [\"chown\", \"open_close\"]");
+        let s = scenario(
+            "fs = [\"ext4\", \"ext2\"]\nlayout = [\"M\", \"S\"]\ntasks = [1, 2]\ntest = [\"chown\", \"open_close\"]",
+        );
         let ids: Vec<String> = expand(&s).cells.iter().map(Cell::id).collect();
         assert_eq!(ids.len(), 16);
         assert_eq!(ids[0], "ext4-M-qoff-t1-chown");

@@ -94,7 +94,9 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
     // A resumed run keeps the shard it was planned with (its run.json lists its cells).
     let shard = match &args.resume {
         Some(_) if args.shard.is_some() || args.shard_count.is_some() => {
-            return Err(exit::InputError::anyhow("--resume continues a run as it was planned: --shard and --shard-count cannot change it"));
+            return Err(exit::InputError::anyhow(
+                "--resume continues a run as it was planned: --shard and --shard-count cannot change it",
+            ));
         }
         Some(_) => None,
         None => crate::shard::resolve_shard(args.shard.as_deref(), args.shard_count, &|k| std::env::var(k).ok())
@@ -108,7 +110,12 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
             let (cells, shard_meta) = match shard {
                 Some(sh) => {
                     let (cells, meta) = crate::shard::shard_plan(&s, plan.cells, sh, &|k| std::env::var(k).ok());
-                    eprintln!("fsbench: shard {sh} (run key {}): {} of {} cells", meta.key, cells.len(), meta.total_cells);
+                    eprintln!(
+                        "fsbench: shard {sh} (run key {}): {} of {} cells",
+                        meta.key,
+                        cells.len(),
+                        meta.total_cells
+                    );
                     (cells, Some(meta))
                 }
                 None => (plan.cells, None),
@@ -130,7 +137,8 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
     }
 
     let workroot = args.workdir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_WORKDIR));
-    std::fs::create_dir_all(&workroot).with_context(|| format!("cannot create work directory {}", workroot.display()))?;
+    std::fs::create_dir_all(&workroot)
+        .with_context(|| format!("cannot create work directory {}", workroot.display()))?;
     for cleaned in provision::cleanup_stale(&workroot).context("cannot clean up after an earlier killed run")? {
         eprintln!("fsbench: cleaned up after an earlier run: {cleaned}");
     }
@@ -152,7 +160,13 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
     };
     let todo: Vec<&Cell> = cells.iter().filter(|c| !done.contains(&c.id())).collect();
     if !done.is_empty() {
-        eprintln!("fsbench: resuming {}: {} of {} cells done, {} to run", writer.dir().display(), done.len(), cells.len(), todo.len());
+        eprintln!(
+            "fsbench: resuming {}: {} of {} cells done, {} to run",
+            writer.dir().display(),
+            done.len(),
+            cells.len(),
+            todo.len()
+        );
     }
 
     let progress = Progress::new(todo.len(), args.quiet);
@@ -202,14 +216,25 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
 }
 
 /// Re-open an interrupted run: its scenario text (with overrides) and planned cells are in run.json.
-fn open_resumed(dir: &Path, args: &RunArgs) -> anyhow::Result<(Scenario, Vec<Cell>, RunWriter, std::collections::BTreeSet<String>)> {
+fn open_resumed(
+    dir: &Path,
+    args: &RunArgs,
+) -> anyhow::Result<(Scenario, Vec<Cell>, RunWriter, std::collections::BTreeSet<String>)> {
     if !args.scenario_options.set.is_empty() || !args.scenario_options.only.is_empty() || args.label.is_some() {
-        return Err(exit::InputError::anyhow("--resume continues a run as it was planned: --set, --only and --label cannot change it"));
+        return Err(exit::InputError::anyhow(
+            "--resume continues a run as it was planned: --set, --only and --label cannot change it",
+        ));
     }
-    let (writer, meta, done) = RunWriter::resume(dir).map_err(|e| exit::InputError::anyhow(format!("cannot resume {}: {e}", dir.display())))?;
-    let base = Path::new(&meta.scenario_origin).parent().filter(|p| p.is_dir()).map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    let (writer, meta, done) = RunWriter::resume(dir)
+        .map_err(|e| exit::InputError::anyhow(format!("cannot resume {}: {e}", dir.display())))?;
+    let base = Path::new(&meta.scenario_origin)
+        .parent()
+        .filter(|p| p.is_dir())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
     let s = crate::scenario::parse_overridden(&meta.scenario_text, &meta.scenario_origin, &base, &[])?;
-    let cells = meta.planned_cells.iter().enumerate().map(|(index, params)| Cell { index, params: params.clone() }).collect();
+    let cells =
+        meta.planned_cells.iter().enumerate().map(|(index, params)| Cell { index, params: params.clone() }).collect();
     let _: &ScenarioOptions = &args.scenario_options;
     Ok((s, cells, writer, done))
 }
@@ -272,7 +297,14 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult) -> any
     let uids = latfs_spec.as_ref().filter(|l| l.per_task_uid).map(|_| task_uids(p.tasks));
     let backing = ctx.backing.clone();
     let fs = s.filesystems.get(&p.fs).cloned().unwrap_or_default();
-    let req = ProvisionRequest { cell: p, fs: &fs, backing: &backing, workdir: &ctx.workdir, task_uids: uids, allow_device: ctx.allow_device };
+    let req = ProvisionRequest {
+        cell: p,
+        fs: &fs,
+        backing: &backing,
+        workdir: &ctx.workdir,
+        task_uids: uids,
+        allow_device: ctx.allow_device,
+    };
     let provisioned = provision::provision(&req).context("provisioning failed")?;
     r.filesystems = provisioned.filesystems().to_vec();
 
@@ -292,7 +324,11 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult) -> any
     Ok(())
 }
 
-fn run_steps(ctx: &mut RunContext, spec: &crate::scenario::StepsSpec, target: &Path) -> anyhow::Result<crate::model::StepsResult> {
+fn run_steps(
+    ctx: &mut RunContext,
+    spec: &crate::scenario::StepsSpec,
+    target: &Path,
+) -> anyhow::Result<crate::model::StepsResult> {
     let archive_dir = match &ctx.scenario.archive {
         Some(a) => Some(stage_archive(ctx, a, target)?),
         None => None,
@@ -309,7 +345,8 @@ fn stage_archive(ctx: &mut RunContext, a: &ArchiveSpec, target: &Path) -> anyhow
         Some(p) => p.clone(),
         None => {
             let cache = cache_dir();
-            std::fs::create_dir_all(&cache).with_context(|| format!("cannot create fixture cache {}", cache.display()))?;
+            std::fs::create_dir_all(&cache)
+                .with_context(|| format!("cannot create fixture cache {}", cache.display()))?;
             eprintln!("fsbench: preparing archive {} (cached in {})", a.file_name, cache.display());
             let p = crate::fixture::cached_archive(&a.source, &cache).context("cannot prepare the archive")?;
             ctx.archive = Some(p.clone());
@@ -319,7 +356,8 @@ fn stage_archive(ctx: &mut RunContext, a: &ArchiveSpec, target: &Path) -> anyhow
     if a.on_target {
         // Untimed, before the first iteration: the seed's tarball lived on the filesystem under test.
         let dest = target.join(&a.file_name);
-        std::fs::copy(&source, &dest).with_context(|| format!("cannot copy {} onto the filesystem under test", source.display()))?;
+        std::fs::copy(&source, &dest)
+            .with_context(|| format!("cannot copy {} onto the filesystem under test", source.display()))?;
         Ok(target.to_path_buf())
     } else {
         let dir = ctx.workdir.join("archive");
@@ -375,10 +413,14 @@ impl Progress {
     fn finish(&self, cell: &Cell, r: &CellResult) {
         self.done.set(self.done.get() + 1);
         let what = match (r.status, &r.latfs, &r.steps) {
-            (CellStatus::Ok, Some(l), _) => format!("ok, {:.1} loops/ms (cv {:.1}%)", l.total_loops.median, l.total_loops.cv * 100.0),
+            (CellStatus::Ok, Some(l), _) => {
+                format!("ok, {:.1} loops/ms (cv {:.1}%)", l.total_loops.median, l.total_loops.cv * 100.0)
+            }
             (CellStatus::Ok, _, Some(st)) => format!("ok, {} iterations", st.iterations.len()),
             (CellStatus::Ok, _, _) => "ok".into(),
-            (CellStatus::Skipped, _, _) => format!("skipped: {}", r.skip.as_ref().map(|s| s.reason.as_str()).unwrap_or("")),
+            (CellStatus::Skipped, _, _) => {
+                format!("skipped: {}", r.skip.as_ref().map(|s| s.reason.as_str()).unwrap_or(""))
+            }
             (CellStatus::Failed, _, _) => format!("FAILED: {}", r.error.as_deref().unwrap_or("")),
         };
         match &self.bar {

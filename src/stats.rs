@@ -8,9 +8,8 @@ use crate::model::Summary;
 /// Cornish-Fisher correction (error below 1e-3 for df > 30).
 pub fn t_quantile_975(df: f64) -> f64 {
     const TABLE: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-        2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
     ];
     if df.is_nan() || df < 1.0 {
         return f64::INFINITY;
@@ -37,22 +36,11 @@ pub fn summarize(samples: &[f64]) -> Summary {
     }
     let mut sorted = samples.to_vec();
     sorted.sort_by(|a, b| a.total_cmp(b));
-    let median = if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    };
+    let median = if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 };
     let mean = samples.iter().sum::<f64>() / n as f64;
-    let stddev = if n > 1 {
-        (samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
-    } else {
-        0.0
-    };
-    let half = if n > 1 {
-        t_quantile_975((n - 1) as f64) * stddev / (n as f64).sqrt()
-    } else {
-        0.0
-    };
+    let stddev =
+        if n > 1 { (samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() } else { 0.0 };
+    let half = if n > 1 { t_quantile_975((n - 1) as f64) * stddev / (n as f64).sqrt() } else { 0.0 };
     Summary {
         n,
         median,

@@ -7,14 +7,26 @@ use assert_cmd::Command;
 #[test]
 fn every_bad_scenario_is_rejected_with_its_expected_message() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bad_scenarios");
-    let mut cases: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
+    let mut cases: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
     cases.sort();
     assert!(cases.len() >= 25, "the corpus has {} cases, want at least 25", cases.len());
     let mut failures = Vec::new();
     for case in &cases {
-        let expected = std::fs::read_to_string(case.with_extension("expected")).unwrap_or_else(|_| panic!("{} has no .expected file", case.display()));
+        let expected = std::fs::read_to_string(case.with_extension("expected"))
+            .unwrap_or_else(|_| panic!("{} has no .expected file", case.display()));
         // Run from the crate root so the reported path is the relative one in .expected.
-        let out = Command::cargo_bin("fsbench").unwrap().current_dir(env!("CARGO_MANIFEST_DIR")).arg("validate").arg(case.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap()).output().unwrap();
+        let out = Command::cargo_bin("fsbench")
+            .unwrap()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .arg("validate")
+            .arg(case.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap())
+            .output()
+            .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         if out.status.code() != Some(2) {
             failures.push(format!("{}: exit {:?}, want 2\n{stderr}", case.display(), out.status.code()));
@@ -61,7 +73,12 @@ fn set_and_only_errors_are_usage_errors() {
 
 #[test]
 fn plan_of_quota_smp_lists_128_cells() {
-    let out = Command::cargo_bin("fsbench").unwrap().current_dir(env!("CARGO_MANIFEST_DIR")).args(["plan", "scenarios/quota-smp.toml", "--format", "json"]).output().unwrap();
+    let out = Command::cargo_bin("fsbench")
+        .unwrap()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["plan", "scenarios/quota-smp.toml", "--format", "json"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["cells"].as_array().unwrap().len(), 128);

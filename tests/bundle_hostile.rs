@@ -163,15 +163,27 @@ impl Sandbox {
             .timeout(Duration::from_secs(120))
             .output()
             .unwrap();
-        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into(),
+            String::from_utf8_lossy(&out.stderr).into(),
+        )
     }
     /// Nothing outside `work` (where the bundle itself lies) and no leftover private directory.
     fn assert_nothing_written(&self, case: &str) {
-        let listing = |d: &str| std::fs::read_dir(self.p(d)).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect::<Vec<_>>();
+        let listing = |d: &str| {
+            std::fs::read_dir(self.p(d))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+        };
         assert!(listing("outside").is_empty(), "{case}: wrote outside: {:?}", listing("outside"));
         assert!(listing("tmp").is_empty(), "{case}: private directory left behind: {:?}", listing("tmp"));
         assert_eq!(listing("work"), ["lab.fsb"], "{case}: wrote into the working directory");
-        assert!(!self.dir.path().join("pwned").exists() && !Path::new("/tmp/pwned-by-fsbench-bundle").exists(), "{case}");
+        assert!(
+            !self.dir.path().join("pwned").exists() && !Path::new("/tmp/pwned-by-fsbench-bundle").exists(),
+            "{case}"
+        );
     }
 }
 
@@ -192,7 +204,14 @@ fn refused(case: &str, bytes: &[u8], expect: &[&str]) {
 }
 
 fn entry(name: &str, typ: u8, link: &str) -> E {
-    E { name: name.as_bytes().to_vec(), typ, mode: 0o644, data: Vec::new(), link: link.as_bytes().to_vec(), listed: false }
+    E {
+        name: name.as_bytes().to_vec(),
+        typ,
+        mode: 0o644,
+        data: Vec::new(),
+        link: link.as_bytes().to_vec(),
+        listed: false,
+    }
 }
 
 #[test]
@@ -224,8 +243,16 @@ fn symlink_inside_is_still_not_a_bundle_file() {
 
 #[test]
 fn hardlink_escaping() {
-    refused("hardlink", &bundle(vec![entry("hl", b'1', "../../outside/x")]), &["entry `hl`", "target `../../outside/x`", "`..`"]);
-    refused("hardlink abs", &bundle(vec![entry("hl", b'1', "/etc/passwd")]), &["entry `hl`", "`/etc/passwd`", "absolute path"]);
+    refused(
+        "hardlink",
+        &bundle(vec![entry("hl", b'1', "../../outside/x")]),
+        &["entry `hl`", "target `../../outside/x`", "`..`"],
+    );
+    refused(
+        "hardlink abs",
+        &bundle(vec![entry("hl", b'1', "/etc/passwd")]),
+        &["entry `hl`", "`/etc/passwd`", "absolute path"],
+    );
 }
 
 #[test]
@@ -248,7 +275,11 @@ fn setuid_bit() {
 
 #[test]
 fn file_not_in_manifest() {
-    refused("unlisted", &bundle(vec![unlisted(file("extra.txt", b"surprise"))]), &["`extra.txt`", "not listed in manifest.json"]);
+    refused(
+        "unlisted",
+        &bundle(vec![unlisted(file("extra.txt", b"surprise"))]),
+        &["`extra.txt`", "not listed in manifest.json"],
+    );
 }
 
 #[test]
@@ -265,7 +296,13 @@ fn size_mismatch() {
 
 #[test]
 fn listed_but_missing() {
-    let b = bundle_with(vec![], |m| m["files"].as_array_mut().unwrap().push(serde_json::json!({"path": "zz", "size": 0, "sha256": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"})), SCENARIO);
+    let b = bundle_with(
+        vec![],
+        |m| {
+            m["files"].as_array_mut().unwrap().push(serde_json::json!({"path": "zz", "size": 0, "sha256": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}))
+        },
+        SCENARIO,
+    );
     refused("missing", &b, &["`zz`", "not in the bundle"]);
 }
 
@@ -296,7 +333,16 @@ fn gzip_bomb() {
 #[test]
 fn declared_bomb() {
     // A manifest that honestly declares 2 GiB is refused before anything is inflated.
-    let b = bundle_with(vec![], |m| m["files"].as_array_mut().unwrap().push(serde_json::json!({"path": "big", "size": 2u64 << 30, "sha256": "0".repeat(64)})), SCENARIO);
+    let b = bundle_with(
+        vec![],
+        |m| {
+            m["files"]
+                .as_array_mut()
+                .unwrap()
+                .push(serde_json::json!({"path": "big", "size": 2u64 << 30, "sha256": "0".repeat(64)}))
+        },
+        SCENARIO,
+    );
     refused("declared bomb", &b, &["declares 2147", "decompression bomb"]);
 }
 
@@ -337,7 +383,11 @@ fn exec_step_needs_allow_exec() {
 fn archive_outside_the_bundle() {
     let scenario = "schema = 1\nname = \"ar\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"dir\"\n[archive]\npath = \"/etc/hostname\"\n\
                     [workload]\nkind = \"steps\"\niterations = 1\nsteps = [{ op = \"untar\", archive = \"hostname\" }]\n";
-    refused("archive", &bundle_with(vec![], |_| {}, scenario), &["[archive] path `/etc/hostname` is not a file of the bundle"]);
+    refused(
+        "archive",
+        &bundle_with(vec![], |_| {}, scenario),
+        &["[archive] path `/etc/hostname` is not a file of the bundle"],
+    );
 }
 
 #[test]

@@ -17,12 +17,23 @@ fn fsbench(cwd: &Path, cache: &Path) -> Command {
 
 fn ok(c: &mut Command) -> String {
     let out = c.output().unwrap();
-    assert!(out.status.success(), "{:?}: exit {:?}\nstdout: {}\nstderr: {}", c, out.status.code(), String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{:?}: exit {:?}\nstdout: {}\nstderr: {}",
+        c,
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn run_dirs(out: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(out).unwrap().flat_map(|s| std::fs::read_dir(s.unwrap().path()).unwrap()).map(|e| e.unwrap().path()).collect();
+    let mut v: Vec<PathBuf> = std::fs::read_dir(out)
+        .unwrap()
+        .flat_map(|s| std::fs::read_dir(s.unwrap().path()).unwrap())
+        .map(|e| e.unwrap().path())
+        .collect();
     v.sort();
     v
 }
@@ -45,11 +56,22 @@ fn packed_here_runs_elsewhere_and_compares() {
     ok(fsbench(&lab_a, &cache).args(["bundle", "pack", "tiny.toml", "-o", "lab.fsb", "--with-results"]).arg(&run_a));
     let entries = manifest_paths(&lab_a.join("lab.fsb"));
     assert_eq!(entries[0], "manifest.json");
-    assert!(entries.iter().any(|e| e.ends_with("/run.json")) && entries.iter().any(|e| e.ends_with("open_close.json")), "{entries:?}");
+    assert!(
+        entries.iter().any(|e| e.ends_with("/run.json")) && entries.iter().any(|e| e.ends_with("open_close.json")),
+        "{entries:?}"
+    );
 
     std::fs::copy(lab_a.join("lab.fsb"), lab_b.join("lab.fsb")).unwrap();
     let v = ok(fsbench(&lab_b, &cache).args(["bundle", "verify", "lab.fsb"]));
-    for want in ["bundle format 1", "scenario:    tiny (lat_fs), 2 cells", "filesystems: ext4", "needs root:  no", "exec steps:  none", "devices:     none", "(2 cells)"] {
+    for want in [
+        "bundle format 1",
+        "scenario:    tiny (lat_fs), 2 cells",
+        "filesystems: ext4",
+        "needs root:  no",
+        "exec steps:  none",
+        "devices:     none",
+        "(2 cells)",
+    ] {
         assert!(v.contains(want), "verify lacks `{want}`:\n{v}");
     }
     ok(fsbench(&lab_b, &cache).args(["bundle", "run", "lab.fsb", "--quiet", "--out", "res", "--label", "B"]));
@@ -60,10 +82,20 @@ fn packed_here_runs_elsewhere_and_compares() {
     let run_b = runs.iter().find(|r| r.file_name() != run_a.file_name()).unwrap().clone();
     assert_eq!(std::fs::read(imported.join("run.json")).unwrap(), std::fs::read(run_a.join("run.json")).unwrap());
     assert_eq!(std::fs::read_dir(run_b.join("cells")).unwrap().count(), 2);
-    let cmp = ok(fsbench(&lab_b, &cache).arg("compare").arg(format!("A={}", imported.display())).arg(format!("B={}", run_b.display())));
+    let cmp = ok(fsbench(&lab_b, &cache)
+        .arg("compare")
+        .arg(format!("A={}", imported.display()))
+        .arg(format!("B={}", run_b.display())));
     assert!(cmp.contains("B/A-ext4-S-qoff"), "{cmp}");
     // The gate accepts the pair as input (the verdict depends on this machine's noise).
-    let out = fsbench(t.path(), &cache).arg("gate").arg("--baseline").arg(&run_a).arg("--candidate").arg(&run_b).output().unwrap();
+    let out = fsbench(t.path(), &cache)
+        .arg("gate")
+        .arg("--baseline")
+        .arg(&run_a)
+        .arg("--candidate")
+        .arg(&run_b)
+        .output()
+        .unwrap();
     assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
@@ -134,10 +166,14 @@ fn real_archive_travels_as_a_file_and_generated_as_a_recipe() {
     assert!(packed.contains("fixtures/small.tar.gz"), "{packed}");
     std::fs::copy(lab_a.join("untar.fsb"), lab_b.join("untar.fsb")).unwrap();
     let v = ok(fsbench(&lab_b, &cache).args(["bundle", "verify", "untar.fsb"]));
-    assert!(v.contains("fixture:     fixtures/small.tar.gz") && v.contains("backing:     dir (a private directory)"), "{v}");
+    assert!(
+        v.contains("fixture:     fixtures/small.tar.gz") && v.contains("backing:     dir (a private directory)"),
+        "{v}"
+    );
     ok(fsbench(&lab_b, &cache).args(["bundle", "run", "untar.fsb", "--quiet", "--out", "res"]));
     let run = run_dirs(&lab_b.join("res")).pop().unwrap();
-    let cell: serde_json::Value = serde_json::from_slice(&std::fs::read(run.join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
+    let cell: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
     assert_eq!(cell["status"], "ok", "{cell}");
     assert_eq!(cell["steps"]["iterations"].as_array().unwrap().len(), 2);
 

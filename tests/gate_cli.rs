@@ -54,7 +54,12 @@ fn gate(base: &Path, cand: &Path, extra: &[&str]) -> Gate {
         .output()
         .unwrap();
     let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
-    Gate { code: out.status.code().unwrap(), stdout: String::from_utf8_lossy(&out.stdout).into(), junit: read(&j), markdown: read(&m) }
+    Gate {
+        code: out.status.code().unwrap(),
+        stdout: String::from_utf8_lossy(&out.stdout).into(),
+        junit: read(&j),
+        markdown: read(&m),
+    }
 }
 
 fn line_of<'a>(stdout: &'a str, cell: &str) -> &'a str {
@@ -129,7 +134,10 @@ fn missing_cells_are_skipped_not_failed() {
     let skipped = cases.iter().find(|c| c.attribute("name") == Some(p2.id().as_str())).unwrap();
     assert!(skipped.children().any(|n| n.has_tag_name("skipped")));
     let suite = doc.descendants().find(|n| n.has_tag_name("testsuite")).unwrap();
-    assert_eq!((suite.attribute("tests"), suite.attribute("skipped"), suite.attribute("failures")), (Some("2"), Some("1"), Some("0")));
+    assert_eq!(
+        (suite.attribute("tests"), suite.attribute("skipped"), suite.attribute("failures")),
+        (Some("2"), Some("1"), Some("0"))
+    );
 }
 
 #[test]
@@ -172,8 +180,22 @@ fn steps_are_gated_per_step_on_elapsed() {
         let iterations = (0..5u64)
             .map(|i| {
                 vec![
-                    StepTiming { label: "sync".into(), op: "sync".into(), user_us: 0, system_us: 0, elapsed_us: 1000 + i, max_rss_kib: 0 },
-                    StepTiming { label: "tar zxf a".into(), op: "untar".into(), user_us: 0, system_us: 0, elapsed_us: untar_us + i * 100, max_rss_kib: 0 },
+                    StepTiming {
+                        label: "sync".into(),
+                        op: "sync".into(),
+                        user_us: 0,
+                        system_us: 0,
+                        elapsed_us: 1000 + i,
+                        max_rss_kib: 0,
+                    },
+                    StepTiming {
+                        label: "tar zxf a".into(),
+                        op: "untar".into(),
+                        user_us: 0,
+                        system_us: 0,
+                        elapsed_us: untar_us + i * 100,
+                        max_rss_kib: 0,
+                    },
                 ]
             })
             .collect();

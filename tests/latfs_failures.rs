@@ -19,12 +19,9 @@ use nix::errno::Errno;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-
 fn spec(duration: Duration) -> LatfsSpec {
     support::spec(is_root(), duration)
 }
-
-
 
 fn cmdline(pid: &str) -> Vec<String> {
     std::fs::read(format!("/proc/{pid}/cmdline"))

@@ -12,12 +12,9 @@ use fsbench::model::LatfsTest;
 use fsbench::scenario::LatfsSpec;
 use fsbench::workload::latfs::{self, LatfsRun, TEST_FILE, task_ids};
 
-
 fn spec(per_task_uid: bool) -> LatfsSpec {
     support::spec(per_task_uid, Duration::from_millis(100))
 }
-
-
 
 #[test]
 fn every_test_runs_with_one_and_two_tasks() {

@@ -19,7 +19,14 @@ fn round_trip(fs: &str, layout: Layout, tasks: u32, image: u64, uids: bool) {
     let spec = spec(fs);
     let backing = tmpfs_loop(image, image);
     let task_uids = uids.then(|| (0..tasks).map(|t| (t << 3) + 100).collect::<Vec<u32>>());
-    let req = ProvisionRequest { cell: &cell, fs: &spec, backing: &backing, workdir: tmp.path(), task_uids: task_uids.clone(), allow_device: None };
+    let req = ProvisionRequest {
+        cell: &cell,
+        fs: &spec,
+        backing: &backing,
+        workdir: tmp.path(),
+        task_uids: task_uids.clone(),
+        allow_device: None,
+    };
     provision::check(&req).unwrap_or_else(|s| panic!("{fs} {layout} t{tasks} should be runnable: {s:?}"));
     let p = provision::provision(&req).unwrap_or_else(|e| panic!("{fs} {layout} t{tasks}: {e}"));
 
@@ -102,7 +109,14 @@ fn backing_dir_needs_no_mkfs_and_removes_only_its_own_dir() {
     let dir_cell = cell(&fstype, Layout::S, 3);
     let spec = spec("none");
     let backing = fsbench::scenario::Backing::Dir { path: data.path().to_path_buf() };
-    let req = ProvisionRequest { cell: &dir_cell, fs: &spec, backing: &backing, workdir: tmp.path(), task_uids: None, allow_device: None };
+    let req = ProvisionRequest {
+        cell: &dir_cell,
+        fs: &spec,
+        backing: &backing,
+        workdir: tmp.path(),
+        task_uids: None,
+        allow_device: None,
+    };
     let p = provision::provision(&req).unwrap();
     assert_eq!(p.task_dirs().len(), 3);
     assert!(p.task_dirs().iter().all(|d| d.starts_with(data.path().canonicalize().unwrap())));
@@ -114,7 +128,14 @@ fn backing_dir_needs_no_mkfs_and_removes_only_its_own_dir() {
 
     // A dir on another filesystem type than the cell asks for is skipped, not mislabelled.
     let other = cell("zzfs", Layout::S, 1);
-    let req = ProvisionRequest { cell: &other, fs: &spec, backing: &backing, workdir: tmp.path(), task_uids: None, allow_device: None };
+    let req = ProvisionRequest {
+        cell: &other,
+        fs: &spec,
+        backing: &backing,
+        workdir: tmp.path(),
+        task_uids: None,
+        allow_device: None,
+    };
     let skip = provision::check(&req).unwrap_err();
     assert!(skip.reason.contains(&format!("is on {fstype}")), "{skip:?}");
 }

@@ -22,7 +22,8 @@ impl Fake {
         std::fs::write(root.join("k/boot/vmlinuz-9.9.9"), b"not really a kernel").unwrap();
         std::fs::create_dir_all(root.join("tmp")).unwrap();
         let script = root.join("qemu");
-        std::fs::write(&script, format!("#!/bin/sh\necho $$ > '{}'\n{body}\n", root.join("qemu.pid").display())).unwrap();
+        std::fs::write(&script, format!("#!/bin/sh\necho $$ > '{}'\n{body}\n", root.join("qemu.pid").display()))
+            .unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
         Fake { dir }
@@ -56,10 +57,12 @@ impl Fake {
             nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err(),
             "qemu (pid {pid}) is still running"
         );
-        let left: Vec<PathBuf> = std::fs::read_dir(self.root().join("tmp")).unwrap().map(|e| e.unwrap().path()).collect();
+        let left: Vec<PathBuf> =
+            std::fs::read_dir(self.root().join("tmp")).unwrap().map(|e| e.unwrap().path()).collect();
         assert!(left.is_empty(), "temporary files left: {left:?}");
         if let Ok(rd) = std::fs::read_dir(self.root().join("results")) {
-            let staged: Vec<PathBuf> = rd.map(|e| e.unwrap().path()).filter(|p| p.to_string_lossy().contains(".fsbench-guest-")).collect();
+            let staged: Vec<PathBuf> =
+                rd.map(|e| e.unwrap().path()).filter(|p| p.to_string_lossy().contains(".fsbench-guest-")).collect();
             assert!(staged.is_empty(), "staging left: {staged:?}");
         }
     }
@@ -107,17 +110,27 @@ fn a_guest_that_dies_without_reporting_shows_its_panic() {
 
 #[test]
 fn bad_kernel_options_are_usage_errors() {
-    let out = Command::new(env!("CARGO_BIN_EXE_fsbench")).args(["run", "quickstart", "--kernel", "A=/x,speed=9"]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fsbench"))
+        .args(["run", "quickstart", "--kernel", "A=/x,speed=9"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown key `speed`"));
-    let out = Command::new(env!("CARGO_BIN_EXE_fsbench")).args(["run", "quickstart", "--kernel", "A=/nonexistent/vmlinuz"]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fsbench"))
+        .args(["run", "quickstart", "--kernel", "A=/nonexistent/vmlinuz"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
     // An image with no modules directory next to it, and none named.
     let t = tempfile::tempdir().unwrap();
     let image = t.path().join("bzImage");
     std::fs::write(&image, b"x").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_fsbench")).args(["run", "quickstart", "--kernel"]).arg(format!("A={}", image.display())).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fsbench"))
+        .args(["run", "quickstart", "--kernel"])
+        .arg(format!("A={}", image.display()))
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("modules=DIR"), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -61,7 +61,19 @@ fn quota_scenario_runs_under_a_debian_kernel_and_compares_with_the_host() {
     let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/quota-qemu.toml");
 
     // The host kernel: quota-off cells only (it lacks quota format v2).
-    let host = fsbench(&["run", scenario, "--out", out_s, "--workdir", work.to_str().unwrap(), "--label", "HOST", "--only", "quota=off", "-q"]);
+    let host = fsbench(&[
+        "run",
+        scenario,
+        "--out",
+        out_s,
+        "--workdir",
+        work.to_str().unwrap(),
+        "--label",
+        "HOST",
+        "--only",
+        "quota=off",
+        "-q",
+    ]);
     assert_eq!(host.status.code(), Some(0));
 
     // The guest kernel: every cell, quota on included.
@@ -85,7 +97,8 @@ fn quota_scenario_runs_under_a_debian_kernel_and_compares_with_the_host() {
         let c: serde_json::Value = serde_json::from_slice(&std::fs::read(e.unwrap().path()).unwrap()).unwrap();
         let id = c["id"].as_str().unwrap();
         assert_eq!(c["status"], "ok", "{id}: {c}");
-        let states: Vec<&str> = c["filesystems"].as_array().unwrap().iter().map(|f| f["quota_state"].as_str().unwrap_or("")).collect();
+        let states: Vec<&str> =
+            c["filesystems"].as_array().unwrap().iter().map(|f| f["quota_state"].as_str().unwrap_or("")).collect();
         if c["params"]["quota"] == "on" {
             on += 1;
             assert!(states.iter().all(|s| *s == "user=on group=on"), "{id}: quota state {states:?}");
@@ -112,7 +125,16 @@ fn a_kernel_without_init_panics_and_the_panic_reaches_the_user() {
     let t = tempfile::tempdir().unwrap();
     // A later rdinit= wins: the kernel finds no init and panics; with panic=-1 and -no-reboot qemu exits.
     let arg = format!("BROKEN={},cmdline=rdinit=/no-such-init init=/no-such-init", kernel.display());
-    let out = fsbench(&["run", "quickstart", "--only", "fs=ext4,tasks=1,test=open_close", "--out", t.path().to_str().unwrap(), "--kernel", &arg]);
+    let out = fsbench(&[
+        "run",
+        "quickstart",
+        "--only",
+        "fs=ext4,tasks=1,test=open_close",
+        "--out",
+        t.path().to_str().unwrap(),
+        "--kernel",
+        &arg,
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("Kernel panic"), "{stderr}");

@@ -20,7 +20,12 @@ fn params(quota: QuotaMode, tasks: u32) -> CellParams {
 }
 
 /// A run of 2 quota modes × 2 task counts with 5 repetitions around `center(quota, tasks)`.
-fn five_rep_run(dir: &std::path::Path, label: &str, text: &str, center: impl Fn(QuotaMode, u32) -> f64) -> std::path::PathBuf {
+fn five_rep_run(
+    dir: &std::path::Path,
+    label: &str,
+    text: &str,
+    center: impl Fn(QuotaMode, u32) -> f64,
+) -> std::path::PathBuf {
     let mut cells = Vec::new();
     for q in [QuotaMode::Off, QuotaMode::On] {
         for t in [1, 2] {
@@ -36,9 +41,21 @@ fn five_rep_run(dir: &std::path::Path, label: &str, text: &str, center: impl Fn(
 fn significant_differences_are_marked_and_noise_is_not() {
     let tmp = tempfile::tempdir().unwrap();
     let text = latfs_scenario_text("quota-smp", "repetitions = 5\n");
-    let a = five_rep_run(&tmp.path().join("a"), "BASE", &text, |q, t| if q == QuotaMode::On { 100.0 } else { 1000.0 * t as f64 });
+    let a =
+        five_rep_run(
+            &tmp.path().join("a"),
+            "BASE",
+            &text,
+            |q, t| if q == QuotaMode::On { 100.0 } else { 1000.0 * t as f64 },
+        );
     // V3: quota-on doubles (significant), quota-off unchanged (not significant).
-    let b = five_rep_run(&tmp.path().join("b"), "V3", &text, |q, t| if q == QuotaMode::On { 200.0 } else { 1000.0 * t as f64 });
+    let b =
+        five_rep_run(
+            &tmp.path().join("b"),
+            "V3",
+            &text,
+            |q, t| if q == QuotaMode::On { 200.0 } else { 1000.0 * t as f64 },
+        );
     let plots = tmp.path().join("plots");
     let a = fsbench().arg("compare").arg(&a).arg(&b).arg("--plot").arg(&plots).assert().success();
     let (stdout, _) = out(&a);
@@ -87,11 +104,23 @@ fn bad_input_names_file_and_field_and_the_rest_renders() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = write_seed_run(&tmp.path().join("base"), "BASE");
     let bad = dir.join("cells/ext2-M-qoff-t1-open_close.json");
-    std::fs::write(&bad, std::fs::read_to_string(&bad).unwrap().replace("\"total_loops_per_ms\": 948.1667", "\"total_loops_per_ms\": \"fast\"")).unwrap();
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(&bad)
+            .unwrap()
+            .replace("\"total_loops_per_ms\": 948.1667", "\"total_loops_per_ms\": \"fast\""),
+    )
+    .unwrap();
     let trunc = dir.join("cells/ext4-S-qon-t8-chown.json");
     std::fs::write(&trunc, &std::fs::read(&trunc).unwrap()[..40]).unwrap();
     let (stdout, err) = out(&fsbench().arg("report").arg(&dir).assert().code(1));
-    assert!(err.contains(&format!("{}: latfs.repetitions[0].total_loops_per_ms: invalid type: string \"fast\"", bad.display())), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}: latfs.repetitions[0].total_loops_per_ms: invalid type: string \"fast\"",
+            bad.display()
+        )),
+        "{err}"
+    );
     assert!(err.contains(&format!("{}: .: not valid JSON", trunc.display())), "{err}");
     // The bad cells show as `-`, every other number is there.
     let row1: Vec<&str> = stdout.lines().find(|l| l.starts_with("1 ")).unwrap().split_whitespace().collect();
@@ -107,16 +136,32 @@ fn unusable_input_exits_2() {
     assert!(err.contains(&format!("{}: not a run directory (no run.json)", tmp.path().display())), "{err}");
     let dir = write_seed_run(&tmp.path().join("base"), "BASE");
     let run_json = dir.join("run.json");
-    std::fs::write(&run_json, std::fs::read_to_string(&run_json).unwrap().replacen("\"schema\": 1", "\"schema\": 2", 1)).unwrap();
+    std::fs::write(
+        &run_json,
+        std::fs::read_to_string(&run_json).unwrap().replacen("\"schema\": 1", "\"schema\": 2", 1),
+    )
+    .unwrap();
     let (_, err) = out(&fsbench().arg("report").arg(&dir).assert().code(2));
     assert!(err.contains("result format version 2 is newer than this fsbench reads (up to 1)"), "{err}");
     let good = write_seed_run(&tmp.path().join("v3"), "V3");
-    let (_, err) = out(&fsbench().arg("compare").arg(format!("V3={}", good.display())).arg(format!("BASE={}", tmp.path().join("nope").display())).assert().code(2));
+    let (_, err) = out(&fsbench()
+        .arg("compare")
+        .arg(format!("V3={}", good.display()))
+        .arg(format!("BASE={}", tmp.path().join("nope").display()))
+        .assert()
+        .code(2));
     assert!(err.contains("nope: not a run directory"), "{err}");
 }
 
 fn step(label: &str, op: &str, user_ms: u64, sys_ms: u64, elapsed_ms: u64) -> StepTiming {
-    StepTiming { label: label.into(), op: op.into(), user_us: user_ms * 1000, system_us: sys_ms * 1000, elapsed_us: elapsed_ms * 1000, max_rss_kib: 0 }
+    StepTiming {
+        label: label.into(),
+        op: op.into(),
+        user_us: user_ms * 1000,
+        system_us: sys_ms * 1000,
+        elapsed_us: elapsed_ms * 1000,
+        max_rss_kib: 0,
+    }
 }
 
 #[test]
@@ -141,11 +186,17 @@ fn steps_report_prints_time_lines_per_iteration_and_flags_changes() {
         cells.push(c);
     }
     let planned = cells.iter().map(|c| c.params.clone()).collect();
-    let dir = write_run(tmp.path(), &meta(Some("2.5.63"), "kernel-untar", "name='kernel-untar'", "steps", planned), &cells);
+    let dir =
+        write_run(tmp.path(), &meta(Some("2.5.63"), "kernel-untar", "name='kernel-untar'", "steps", planned), &cells);
     // FSBENCH_PLOT_DEMO keeps the plots for looking at them by hand.
-    let plots = std::env::var_os("FSBENCH_PLOT_DEMO").map(std::path::PathBuf::from).unwrap_or_else(|| tmp.path().join("plots"));
+    let plots =
+        std::env::var_os("FSBENCH_PLOT_DEMO").map(std::path::PathBuf::from).unwrap_or_else(|| tmp.path().join("plots"));
     let (stdout, _) = out(&fsbench().arg("report").arg(&dir).arg("--plot").arg(&plots).assert().success());
-    assert!(stdout.contains("2.5.63:\next4:\niteration 1:\nrm -rf linux-2.5.63 0.02user 1.71system 0:02.16elapsed 80%CPU\n"), "{stdout}");
+    assert!(
+        stdout
+            .contains("2.5.63:\next4:\niteration 1:\nrm -rf linux-2.5.63 0.02user 1.71system 0:02.16elapsed 80%CPU\n"),
+        "{stdout}"
+    );
     assert!(stdout.contains("sync 0.00user 0.03system 0:00.96elapsed 3%CPU"));
     let flags: Vec<&str> = stdout.lines().filter(|l| l.starts_with("! ")).collect();
     assert_eq!(flags.len(), 1, "only ext4's untar changes: {stdout}");
@@ -153,5 +204,8 @@ fn steps_report_prints_time_lines_per_iteration_and_flags_changes() {
     assert!(plots.join("2.5.63-ext4-steps.png").exists() && plots.join("2.5.63-ext2-steps.svg").exists());
     let csv = out(&fsbench().args(["report", "--format", "csv"]).arg(&dir).assert().success()).0;
     assert_eq!(csv.lines().count(), 1 + 2 * 3 * 3);
-    assert!(csv.contains("2.5.63,ext4,ext4,2,2,untar,tar zxf linux-2.5.63.tar.gz,4.830000,5.860000,76.000000,14,0,true"), "{csv}");
+    assert!(
+        csv.contains("2.5.63,ext4,ext4,2,2,untar,tar zxf linux-2.5.63.tar.gz,4.830000,5.860000,76.000000,14,0,true"),
+        "{csv}"
+    );
 }

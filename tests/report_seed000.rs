@@ -49,7 +49,12 @@ fn seed000_round_trips_through_compare() {
         next = assert_table_in(&stdout, t, next) + 1;
     }
     // Sections as in the seed.
-    for s in ["Results for ext2 mounttype:M", "Results for ext2 mounttype:S", "Results for ext4 mounttype:M", "Results for ext4 mounttype:S"] {
+    for s in [
+        "Results for ext2 mounttype:M",
+        "Results for ext2 mounttype:S",
+        "Results for ext4 mounttype:M",
+        "Results for ext4 mounttype:S",
+    ] {
         assert!(stdout.lines().any(|l| l == s), "missing section {s}");
     }
     // One repetition per cell: ratios are shown but cannot be tested for significance.
@@ -98,12 +103,21 @@ fn other_formats_carry_the_same_numbers() {
     let base = write_seed_run(&tmp.path().join("base"), "BASE");
     let v3 = write_seed_run(&tmp.path().join("v3"), "V3");
     let run = |fmt: &str| {
-        let o = fsbench().args(["compare", "--format", fmt]).arg(format!("BASE={}", base.display())).arg(format!("V3={}", v3.display())).assert().success();
+        let o = fsbench()
+            .args(["compare", "--format", fmt])
+            .arg(format!("BASE={}", base.display()))
+            .arg(format!("V3={}", v3.display()))
+            .assert()
+            .success();
         String::from_utf8(o.get_output().stdout.clone()).unwrap()
     };
     let csv = run("csv");
     assert_eq!(csv.lines().count(), 1 + 256, "header + one row per cell");
-    assert!(csv.lines().any(|l| l.starts_with("V3,ext2,M,on,open_close,1,V3-ext2-M-qon,1,927.6667,") && l.ends_with(",1.2134,,")), "{csv}");
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with("V3,ext2,M,on,open_close,1,V3-ext2-M-qon,1,927.6667,") && l.ends_with(",1.2134,,")),
+        "{csv}"
+    );
     let md = run("markdown");
     assert!(md.contains("| #nr_task | BASE-ext2-M-qoff | BASE-ext2-M-qon | V3-ext2-M-qoff | V3-ext2-M-qon |"));
     assert!(md.contains("| 1 | 948.1667 | 764.5000 | 946.3333 | 927.6667 |"));

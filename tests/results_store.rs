@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use fsbench::model::*;
-use fsbench::results::{RunWriter, ResultsError, load_run};
+use fsbench::results::{ResultsError, RunWriter, load_run};
 use fsbench::scenario::*;
 use report_support::*;
 
@@ -17,7 +17,13 @@ fn scenario() -> Scenario {
         name: "quota-smp".into(),
         description: "test".into(),
         source: ScenarioSource { origin: "test.toml".into(), base_dir: PathBuf::from("."), text },
-        matrix: Matrix { fs: vec!["ext2".into()], layout: vec![Layout::M], quota: vec![QuotaMode::Off], tasks: vec![1, 2], test: vec![LatfsTest::OpenClose, LatfsTest::Chown] },
+        matrix: Matrix {
+            fs: vec!["ext2".into()],
+            layout: vec![Layout::M],
+            quota: vec![QuotaMode::Off],
+            tasks: vec![1, 2],
+            test: vec![LatfsTest::OpenClose, LatfsTest::Chown],
+        },
         filesystems: BTreeMap::new(),
         backing: Backing::TmpfsLoop { image_size_m: 1 << 30, image_size_s: 10 << 30 },
         archive: None,
@@ -62,11 +68,17 @@ fn create_write_finish_load() {
     assert!(run.problems.is_empty(), "{:?}", run.problems);
     assert_eq!(run.cells.iter().map(|c| c.params.clone()).collect::<Vec<_>>(), plan);
     let m = &run.meta;
-    assert_eq!((m.label.as_deref(), m.workload.as_str(), m.scenario_name.as_str()), (Some("BASE"), "lat_fs", "quota-smp"));
+    assert_eq!(
+        (m.label.as_deref(), m.workload.as_str(), m.scenario_name.as_str()),
+        (Some("BASE"), "lat_fs", "quota-smp")
+    );
     assert_eq!(m.scenario_sha256, fsbench::results::sha256_hex(m.scenario_text.as_bytes()));
     assert!(m.finished.is_some() && !m.interrupted && !m.host.kernel_release.is_empty());
     // No temporary files are left behind.
-    let names: Vec<String> = std::fs::read_dir(dir.join("cells")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> = std::fs::read_dir(dir.join("cells"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     assert!(names.iter().all(|n| n.ends_with(".json") && !n.starts_with('.')), "{names:?}");
 }
 
@@ -121,16 +133,24 @@ fn bad_cell_files_become_problems_naming_file_and_field() {
     let text = std::fs::read_to_string(cell(0)).unwrap();
     std::fs::write(cell(0), &text[..text.len() / 2]).unwrap();
     // Hand-edited field of the wrong type.
-    std::fs::write(cell(1), std::fs::read_to_string(cell(1)).unwrap().replace("\"tasks\": 1,", "\"tasks\": \"one\",")).unwrap();
+    std::fs::write(cell(1), std::fs::read_to_string(cell(1)).unwrap().replace("\"tasks\": 1,", "\"tasks\": \"one\","))
+        .unwrap();
     // Newer schema.
-    std::fs::write(cell(2), std::fs::read_to_string(cell(2)).unwrap().replacen("\"schema\": 1", "\"schema\": 7", 1)).unwrap();
+    std::fs::write(cell(2), std::fs::read_to_string(cell(2)).unwrap().replacen("\"schema\": 1", "\"schema\": 7", 1))
+        .unwrap();
     let run = load_run(&dir).unwrap();
     assert_eq!(run.cells.len(), 1, "the good cell still loads");
     assert_eq!(run.problems.len(), 3, "{:#?}", run.problems);
     let p = run.problems.join("\n");
     assert!(p.contains(&format!("{}: .: not valid JSON", cell(0).display())), "{p}");
     assert!(p.contains(&format!("{}: params.tasks: invalid type: string \"one\"", cell(1).display())), "{p}");
-    assert!(p.contains(&format!("{}: schema: result format version 7 is newer than this fsbench reads (up to 1)", cell(2).display())), "{p}");
+    assert!(
+        p.contains(&format!(
+            "{}: schema: result format version 7 is newer than this fsbench reads (up to 1)",
+            cell(2).display()
+        )),
+        "{p}"
+    );
 }
 
 #[test]
@@ -143,5 +163,8 @@ fn run_json_missing_or_newer_is_an_error() {
     m.schema = 2;
     write_run(tmp.path(), &m, &[]);
     let err = load_run(tmp.path()).unwrap_err().to_string();
-    assert!(err.contains("run.json: schema: result format version 2 is newer than this fsbench reads (up to 1)"), "{err}");
+    assert!(
+        err.contains("run.json: schema: result format version 2 is newer than this fsbench reads (up to 1)"),
+        "{err}"
+    );
 }

@@ -19,7 +19,10 @@ fn require_root(test: &str) -> bool {
     if nix::unistd::geteuid().is_root() {
         return true;
     }
-    assert!(std::env::var_os("FSBENCH_REQUIRE_ROOT_TESTS").is_none(), "{test}: root tests are required but we are not root");
+    assert!(
+        std::env::var_os("FSBENCH_REQUIRE_ROOT_TESTS").is_none(),
+        "{test}: root tests are required but we are not root"
+    );
     eprintln!("skipping {test}: needs root to mount tmpfs, attach loop devices and run mkfs");
     false
 }
@@ -122,7 +125,8 @@ fn wait_for_mount(dir: &Path, timeout: Duration) -> bool {
     false
 }
 
-const QUICK: &[&str] = &["--set", "workload.warmup=10ms", "--set", "workload.duration=50ms", "--set", "workload.repetitions=2"];
+const QUICK: &[&str] =
+    &["--set", "workload.warmup=10ms", "--set", "workload.duration=50ms", "--set", "workload.repetitions=2"];
 
 #[test]
 fn dir_backing_runs_without_provisioning() {
@@ -150,11 +154,17 @@ fn tmpfs_loop_ext4_cells_run_and_leave_nothing() {
     let out = sb.cmd(&args).output().unwrap();
     assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let run = &sb.run_dirs()[0];
-    let cell: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t2-chown.json")).unwrap()).unwrap();
+    let cell: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t2-chown.json")).unwrap()).unwrap();
     assert_eq!(cell["status"], "ok", "{cell:#}");
     let fs = &cell["filesystems"][0];
     assert!(fs["device"].as_str().unwrap().starts_with("/dev/loop"), "{fs:#}");
-    assert!(fs["super_options"].as_str().unwrap().contains("noload") || fs["mount_options"].as_str().unwrap().contains("noload") || fs["mount_options_requested"].to_string().contains("noload"), "{fs:#}");
+    assert!(
+        fs["super_options"].as_str().unwrap().contains("noload")
+            || fs["mount_options"].as_str().unwrap().contains("noload")
+            || fs["mount_options_requested"].to_string().contains("noload"),
+        "{fs:#}"
+    );
     assert!(cell["latfs"]["total_loops"]["median"].as_f64().unwrap() > 0.0);
     sb.assert_no_leaks();
 }
@@ -170,8 +180,10 @@ fn quota_on_cells_are_skipped_with_a_reason_when_the_kernel_lacks_quota() {
     let out = sb.cmd(&args).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let run = &sb.run_dirs()[0];
-    let qon: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qon-t1-chown.json")).unwrap()).unwrap();
-    let qoff: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t1-chown.json")).unwrap()).unwrap();
+    let qon: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qon-t1-chown.json")).unwrap()).unwrap();
+    let qoff: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t1-chown.json")).unwrap()).unwrap();
     assert_eq!(qoff["status"], "ok", "{qoff:#}");
     // On a kernel with quota support the cell runs; on these machines it is skipped with the reason.
     if qon["status"] == "skipped" {
@@ -206,7 +218,16 @@ fn sigint_during_workload_and_second_sigint_still_clean_up() {
         return;
     }
     let sb = Sandbox::new();
-    let args = ["run", "scenarios/quickstart.toml", "--only", "fs=ext4,tasks=2,test=open_close", "--set", "workload.duration=5s", "--set", "workload.repetitions=1"];
+    let args = [
+        "run",
+        "scenarios/quickstart.toml",
+        "--only",
+        "fs=ext4,tasks=2,test=open_close",
+        "--set",
+        "workload.duration=5s",
+        "--set",
+        "workload.repetitions=1",
+    ];
     let mut child = sb.cmd(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     assert!(wait_for_mount(sb.dir.path(), Duration::from_secs(30)), "provisioning never started");
     std::thread::sleep(Duration::from_millis(1500)); // inside the timed window
@@ -234,7 +255,16 @@ fn sigkill_then_next_start_cleans_the_stale_work_directory() {
         return;
     }
     let sb = Sandbox::new();
-    let args = ["run", "scenarios/quickstart.toml", "--only", "fs=ext4,tasks=1,test=chown", "--set", "workload.duration=5s", "--set", "workload.repetitions=1"];
+    let args = [
+        "run",
+        "scenarios/quickstart.toml",
+        "--only",
+        "fs=ext4,tasks=1,test=chown",
+        "--set",
+        "workload.duration=5s",
+        "--set",
+        "workload.repetitions=1",
+    ];
     let mut child = sb.cmd(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     assert!(wait_for_mount(sb.dir.path(), Duration::from_secs(30)), "provisioning never started");
     std::thread::sleep(Duration::from_millis(300));
@@ -244,16 +274,47 @@ fn sigkill_then_next_start_cleans_the_stale_work_directory() {
     std::thread::sleep(Duration::from_millis(500));
     assert!(!leaks_under(sb.dir.path()).is_empty(), "kill -9 should have left something to clean");
     // The next start finds the stale work directory and cleans it before running.
-    let out = sb.cmd(&["run", "scenarios/quickstart.toml", "--only", "fs=ext4,tasks=1,test=chown", "--set", "backing.kind=dir", "--set", "workload.duration=20ms", "--set", "workload.repetitions=1"]).output().unwrap();
+    let out = sb
+        .cmd(&[
+            "run",
+            "scenarios/quickstart.toml",
+            "--only",
+            "fs=ext4,tasks=1,test=chown",
+            "--set",
+            "backing.kind=dir",
+            "--set",
+            "workload.duration=20ms",
+            "--set",
+            "workload.repetitions=1",
+        ])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cleaned up after an earlier run"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cleaned up after an earlier run"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     sb.assert_no_leaks();
 }
 
 #[test]
 fn interrupted_run_resumes_to_the_same_cell_set() {
     let sb = Sandbox::new();
-    let args = ["run", "scenarios/quickstart.toml", "--set", "backing.kind=dir", "--set", "workload.warmup=0ms", "--set", "workload.duration=150ms", "--set", "workload.repetitions=1", "--only", "fs=ext4"];
+    let args = [
+        "run",
+        "scenarios/quickstart.toml",
+        "--set",
+        "backing.kind=dir",
+        "--set",
+        "workload.warmup=0ms",
+        "--set",
+        "workload.duration=150ms",
+        "--set",
+        "workload.repetitions=1",
+        "--only",
+        "fs=ext4",
+    ];
     let mut child = sb.cmd(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     // Wait until some but not all cells are stored, then Ctrl-C.
     let start = Instant::now();
@@ -274,7 +335,23 @@ fn interrupted_run_resumes_to_the_same_cell_set() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // Same cell set as an uninterrupted run of the same plan.
     let full = Sandbox::new();
-    let out = full.cmd(&["run", "scenarios/quickstart.toml", "--set", "backing.kind=dir", "--set", "workload.duration=10ms", "--set", "workload.warmup=0ms", "--set", "workload.repetitions=1", "--only", "fs=ext4"]).output().unwrap();
+    let out = full
+        .cmd(&[
+            "run",
+            "scenarios/quickstart.toml",
+            "--set",
+            "backing.kind=dir",
+            "--set",
+            "workload.duration=10ms",
+            "--set",
+            "workload.warmup=0ms",
+            "--set",
+            "workload.repetitions=1",
+            "--only",
+            "fs=ext4",
+        ])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     assert_eq!(cell_files(&run), cell_files(&full.run_dirs()[0]));
 }
@@ -297,7 +374,18 @@ fn sigkill_of_a_worker_fails_its_cell_and_the_run_goes_on() {
     }
     let sb = Sandbox::new();
     // Two cells: the first one's worker is killed, the second one still runs.
-    let args = ["run", "scenarios/quickstart.toml", "--only", "fs=ext4,tasks=2,test=open_close,test=chown", "--set", "workload.duration=3s", "--set", "workload.repetitions=1", "--set", "workload.warmup=0ms"];
+    let args = [
+        "run",
+        "scenarios/quickstart.toml",
+        "--only",
+        "fs=ext4,tasks=2,test=open_close,test=chown",
+        "--set",
+        "workload.duration=3s",
+        "--set",
+        "workload.repetitions=1",
+        "--set",
+        "workload.warmup=0ms",
+    ];
     let mut child = sb.cmd(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     // Find a worker of this run: its arguments name a task directory under our sandbox.
     let sandbox = sb.dir.path().to_string_lossy().into_owned();
@@ -320,7 +408,9 @@ fn sigkill_of_a_worker_fails_its_cell_and_the_run_goes_on() {
     assert_eq!(status.code(), Some(1), "a failed cell makes the run exit 1");
     let run = &sb.run_dirs()[0];
     assert_eq!(cell_files(run).len(), 2, "the run went on to the next cell");
-    let failed: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t2-open_close.json")).unwrap()).unwrap();
+    let failed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t2-open_close.json")).unwrap())
+            .unwrap();
     assert_eq!(failed["status"], "failed", "{failed:#}");
     let error = failed["error"].as_str().unwrap();
     assert!(error.contains("task") && error.contains("signal 9"), "{error}");

@@ -21,8 +21,13 @@ fn scenario_schema_is_current() {
 #[test]
 fn every_bundled_scenario_points_editors_at_the_schema() {
     for name in ["quickstart", "quota-smp", "kernel-untar", "quota-qemu"] {
-        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenarios/{name}.toml"))).unwrap();
-        assert!(text.starts_with("#:schema ../schemas/scenario.schema.json"), "{name}.toml must start with the #:schema line");
+        let text =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenarios/{name}.toml")))
+                .unwrap();
+        assert!(
+            text.starts_with("#:schema ../schemas/scenario.schema.json"),
+            "{name}.toml must start with the #:schema line"
+        );
     }
 }
 

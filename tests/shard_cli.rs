@@ -9,8 +9,16 @@ fn exe() -> &'static str {
 }
 
 const QUICK: &[&str] = &[
-    "--set", "backing.kind=dir", "--set", "workload.warmup=5ms", "--set", "workload.duration=20ms", "--set", "workload.repetitions=2",
-    "--only", "fs=ext4,tasks=1",
+    "--set",
+    "backing.kind=dir",
+    "--set",
+    "workload.warmup=5ms",
+    "--set",
+    "workload.duration=20ms",
+    "--set",
+    "workload.repetitions=2",
+    "--only",
+    "fs=ext4,tasks=1",
 ];
 
 struct Sandbox {
@@ -27,31 +35,65 @@ impl Sandbox {
     /// `fsbench run` of the quickstart (4 cells) with a clean engine environment plus `env`.
     fn run(&self, extra: &[&str], env: &[(&str, &str)]) -> Output {
         let mut c = Command::new(exe());
-        c.current_dir(env!("CARGO_MANIFEST_DIR")).args(["run", "scenarios/quickstart.toml", "--quiet"]).args(QUICK).args(extra);
+        c.current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["run", "scenarios/quickstart.toml", "--quiet"])
+            .args(QUICK)
+            .args(extra);
         c.arg("--out").arg(self.out()).arg("--workdir").arg(self.dir.path().join("work"));
-        for v in ["SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_JOB_ID", "JOB_COMPLETION_INDEX", "FSBENCH_SHARD_COUNT", "FSBENCH_RUN_KEY"] {
+        for v in [
+            "SLURM_ARRAY_TASK_ID",
+            "SLURM_ARRAY_TASK_COUNT",
+            "SLURM_ARRAY_TASK_MIN",
+            "SLURM_ARRAY_JOB_ID",
+            "JOB_COMPLETION_INDEX",
+            "FSBENCH_SHARD_COUNT",
+            "FSBENCH_RUN_KEY",
+        ] {
             c.env_remove(v);
         }
         c.envs(env.iter().copied());
         c.output().unwrap()
     }
     fn runs(&self) -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(self.out().join("quickstart")).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.join("run.json").exists()).collect();
+        let mut v: Vec<PathBuf> = std::fs::read_dir(self.out().join("quickstart"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.join("run.json").exists())
+            .collect();
         v.sort();
         v
     }
     fn merge(&self, dirs: &[&Path], format: &str) -> Output {
-        Command::new(exe()).arg("merge").args(dirs).args(["--format", format]).env_remove("FSBENCH_RUN_KEY").output().unwrap()
+        Command::new(exe())
+            .arg("merge")
+            .args(dirs)
+            .args(["--format", format])
+            .env_remove("FSBENCH_RUN_KEY")
+            .output()
+            .unwrap()
     }
 }
 
 fn ok(o: &Output) -> String {
-    assert!(o.status.success(), "exit {:?}\n{}\n{}", o.status.code(), String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "exit {:?}\n{}\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 fn cells(run: &Path) -> Vec<String> {
-    std::fs::read_dir(run.join("cells")).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.ends_with(".json")).collect()
+    std::fs::read_dir(run.join("cells"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json"))
+        .collect()
 }
 
 fn meta(run: &Path) -> serde_json::Value {
@@ -143,12 +185,20 @@ fn hosts_are_a_dimension_not_an_average() {
 #[test]
 fn engine_variables_pick_the_shard() {
     let sb = Sandbox::new();
-    let slurm = [("SLURM_ARRAY_TASK_ID", "2"), ("SLURM_ARRAY_TASK_COUNT", "2"), ("SLURM_ARRAY_TASK_MIN", "1"), ("SLURM_ARRAY_JOB_ID", "99")];
+    let slurm = [
+        ("SLURM_ARRAY_TASK_ID", "2"),
+        ("SLURM_ARRAY_TASK_COUNT", "2"),
+        ("SLURM_ARRAY_TASK_MIN", "1"),
+        ("SLURM_ARRAY_JOB_ID", "99"),
+    ];
     ok(&sb.run(&[], &slurm));
     ok(&sb.run(&[], &[("JOB_COMPLETION_INDEX", "0"), ("FSBENCH_SHARD_COUNT", "2"), ("FSBENCH_RUN_KEY", "slurm-99")]));
     let runs = sb.runs();
     let names: Vec<String> = runs.iter().map(|r| r.file_name().unwrap().to_string_lossy().into_owned()).collect();
-    assert!(names.iter().any(|n| n.ends_with("-shard2of2")) && names.iter().any(|n| n.ends_with("-shard1of2")), "{names:?}");
+    assert!(
+        names.iter().any(|n| n.ends_with("-shard2of2")) && names.iter().any(|n| n.ends_with("-shard1of2")),
+        "{names:?}"
+    );
     assert!(runs.iter().all(|r| meta(r)["shard"]["key"] == "slurm-99"));
     let text = ok(&sb.merge(&[&sb.out()], "table"));
     assert!(text.contains("merged 2 of 2 shards of run slurm-99"), "{text}");
@@ -164,8 +214,16 @@ fn inconsistent_shard_settings_are_usage_errors() {
         (&["--shard-count", "3"], &[], "--shard-count needs JOB_COMPLETION_INDEX"),
         (&[], &[("JOB_COMPLETION_INDEX", "1")], "FSBENCH_SHARD_COUNT"),
         (&[], &[("JOB_COMPLETION_INDEX", "4"), ("FSBENCH_SHARD_COUNT", "4")], "not below the shard count"),
-        (&[], &[("SLURM_ARRAY_TASK_ID", "3"), ("SLURM_ARRAY_TASK_COUNT", "2"), ("SLURM_ARRAY_TASK_MIN", "1")], "not below"),
-        (&["--shard-count", "3"], &[("SLURM_ARRAY_TASK_ID", "1"), ("SLURM_ARRAY_TASK_COUNT", "2"), ("SLURM_ARRAY_TASK_MIN", "1")], "disagrees"),
+        (
+            &[],
+            &[("SLURM_ARRAY_TASK_ID", "3"), ("SLURM_ARRAY_TASK_COUNT", "2"), ("SLURM_ARRAY_TASK_MIN", "1")],
+            "not below",
+        ),
+        (
+            &["--shard-count", "3"],
+            &[("SLURM_ARRAY_TASK_ID", "1"), ("SLURM_ARRAY_TASK_COUNT", "2"), ("SLURM_ARRAY_TASK_MIN", "1")],
+            "disagrees",
+        ),
     ];
     for (args, env, message) in cases {
         let o = sb.run(args, env);
@@ -184,5 +242,9 @@ fn shards_of_one_key_from_different_scenarios_are_refused() {
     ok(&sb.run(&["--shard", "2/2", "--set", "workload.repetitions=3"], &key));
     let o = sb.merge(&[&sb.out()], "table");
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("different scenario texts"), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("different scenario texts"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

@@ -11,7 +11,9 @@ fn exe() -> &'static str {
 }
 
 fn documents(yaml: &str) -> Vec<Value> {
-    serde_yaml::Deserializer::from_str(yaml).map(|d| Value::deserialize(d).unwrap_or_else(|e| panic!("bad YAML ({e}):\n{yaml}"))).collect()
+    serde_yaml::Deserializer::from_str(yaml)
+        .map(|d| Value::deserialize(d).unwrap_or_else(|e| panic!("bad YAML ({e}):\n{yaml}")))
+        .collect()
 }
 
 fn submit(shards: &str, extra: &[&str]) -> (String, String, i32) {
@@ -21,7 +23,11 @@ fn submit(shards: &str, extra: &[&str]) -> (String, String, i32) {
         .args(extra)
         .output()
         .unwrap();
-    (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned(), out.status.code().unwrap_or(-1))
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
 }
 
 fn str_at<'a>(v: &'a Value, path: &str) -> &'a str {
@@ -45,7 +51,10 @@ fn manifest_is_an_indexed_batch_v1_job() {
     assert_eq!(str_at(job, "/apiVersion"), "batch/v1");
     assert_eq!(str_at(job, "/kind"), "Job");
     let name = str_at(job, "/metadata/name");
-    assert!(name.len() <= 63 && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'), "{name}");
+    assert!(
+        name.len() <= 63 && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+        "{name}"
+    );
     let spec = &job["spec"];
     assert_eq!(str_at(spec, "/completionMode"), "Indexed");
     assert_eq!(spec["completions"], 6);

@@ -20,11 +20,21 @@ fn can_run(test: &str) -> bool {
     let reason = if !nix::unistd::geteuid().is_root() {
         Some("needs root to run slurmctld, slurmd and munged".to_string())
     } else {
-        let missing: Vec<&str> = ["/usr/sbin/munged", "/usr/sbin/mungekey", "/usr/sbin/slurmctld", "/usr/sbin/slurmd", "/usr/bin/sbatch", "/usr/bin/squeue", "/usr/bin/sinfo"]
-            .into_iter()
-            .filter(|p| !Path::new(p).exists())
-            .collect();
-        (!missing.is_empty()).then(|| format!("missing {} (Debian: apt-get install slurmctld slurmd slurm-client munge)", missing.join(", ")))
+        let missing: Vec<&str> = [
+            "/usr/sbin/munged",
+            "/usr/sbin/mungekey",
+            "/usr/sbin/slurmctld",
+            "/usr/sbin/slurmd",
+            "/usr/bin/sbatch",
+            "/usr/bin/squeue",
+            "/usr/bin/sinfo",
+        ]
+        .into_iter()
+        .filter(|p| !Path::new(p).exists())
+        .collect();
+        (!missing.is_empty()).then(|| {
+            format!("missing {} (Debian: apt-get install slurmctld slurmd slurm-client munge)", missing.join(", "))
+        })
     };
     match reason {
         None => true,
@@ -89,7 +99,10 @@ impl Cluster {
         let mem_mib = std::fs::read_to_string("/proc/meminfo")
             .unwrap()
             .lines()
-            .find_map(|l| l.strip_prefix("MemTotal:").map(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().unwrap() / 1024))
+            .find_map(|l| {
+                l.strip_prefix("MemTotal:")
+                    .map(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().unwrap() / 1024)
+            })
             .unwrap();
         let d = c.dir.path().display().to_string();
         let conf = format!(
@@ -147,7 +160,10 @@ impl Cluster {
             if ok(self) {
                 return;
             }
-            let exited = self.daemons.iter_mut().find_map(|(name, child)| child.try_wait().ok().flatten().map(|st| format!("{name} exited ({st})")));
+            let exited = self
+                .daemons
+                .iter_mut()
+                .find_map(|(name, child)| child.try_wait().ok().flatten().map(|st| format!("{name} exited ({st})")));
             if let Some(e) = exited {
                 panic!("{e} while waiting for {what}\n{}", self.logs());
             }
@@ -165,7 +181,11 @@ impl Cluster {
             if entry.file_type().is_file() && (name.contains("/log/") || name.contains("/slurm/")) {
                 let text = std::fs::read_to_string(p).unwrap_or_default();
                 let tail: Vec<&str> = text.lines().rev().take(25).collect();
-                out.push_str(&format!("==> {} <==\n{}\n", p.display(), tail.into_iter().rev().collect::<Vec<_>>().join("\n")));
+                out.push_str(&format!(
+                    "==> {} <==\n{}\n",
+                    p.display(),
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                ));
             }
         }
         out
@@ -235,7 +255,13 @@ repetitions = 2
 "#;
 
 fn run_dirs(root: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(root).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.join("run.json").is_file()).collect();
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("run.json").is_file())
+        .collect();
     v.sort();
     v
 }
@@ -263,7 +289,8 @@ fn layout_of(json: &str) -> serde_json::Value {
             serde_json::json!({ "fs": t["fs"], "layout": t["layout"], "test": t["test"], "columns": cols, "tasks": t["tasks"], "present": present })
         })
         .collect();
-    let mut nm: Vec<String> = v["not_measured"].as_array().unwrap().iter().map(|n| format!("{} {}", n["id"], n["status"])).collect();
+    let mut nm: Vec<String> =
+        v["not_measured"].as_array().unwrap().iter().map(|n| format!("{} {}", n["id"], n["status"])).collect();
     nm.sort();
     serde_json::json!({ "tables": tables, "not_measured": nm })
 }
@@ -291,7 +318,12 @@ fn four_shard_array_merges_to_the_single_machine_run() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "submit failed: {stdout}\n{}\n{}", String::from_utf8_lossy(&out.stderr), cluster.logs());
+    assert!(
+        out.status.success(),
+        "submit failed: {stdout}\n{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        cluster.logs()
+    );
     // `submitted array job 1 (4 shards) and merge job 2`
     let words: Vec<&str> = stdout.split_whitespace().collect();
     let array_id = words.get(3).expect("array job id").to_string();
@@ -308,7 +340,8 @@ fn four_shard_array_merges_to_the_single_machine_run() {
         q.trim().is_empty()
     });
     eprintln!("array and merge finished in {:.1}s", started.elapsed().as_secs_f64());
-    let merged_text = std::fs::read_to_string(&merge_out).unwrap_or_else(|e| panic!("{}: {e}\n{}", merge_out.display(), cluster.logs()));
+    let merged_text = std::fs::read_to_string(&merge_out)
+        .unwrap_or_else(|e| panic!("{}: {e}\n{}", merge_out.display(), cluster.logs()));
     assert!(
         merged_text.contains(&format!("merged 4 of 4 shards of run slurm-{array_id}")),
         "merge job output:\n{merged_text}\n{}",
@@ -318,7 +351,10 @@ fn four_shard_array_merges_to_the_single_machine_run() {
     // Four run directories, one per shard number, and every planned cell in exactly one.
     let shard_dirs = run_dirs(&res.join("shardtiny"));
     assert_eq!(shard_dirs.len(), 4, "{shard_dirs:?}\n{}", cluster.logs());
-    let mut numbers: Vec<String> = shard_dirs.iter().map(|d| d.file_name().unwrap().to_string_lossy().rsplit('-').next().unwrap().to_string()).collect();
+    let mut numbers: Vec<String> = shard_dirs
+        .iter()
+        .map(|d| d.file_name().unwrap().to_string_lossy().rsplit('-').next().unwrap().to_string())
+        .collect();
     numbers.sort();
     assert_eq!(numbers, ["shard1of4", "shard2of4", "shard3of4", "shard4of4"]);
     let mut all: Vec<String> = shard_dirs.iter().flat_map(|d| cell_ids(d)).collect();
@@ -328,7 +364,8 @@ fn four_shard_array_merges_to_the_single_machine_run() {
     assert_eq!(all.len(), total, "a cell ran in two shards");
     assert_eq!(total, 8, "{all:?}");
     for d in &shard_dirs {
-        let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
+        let meta: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d.join("run.json")).unwrap()).unwrap();
         assert_eq!(meta["shard"]["key"], format!("slurm-{array_id}"));
         assert_eq!(meta["shard"]["count"], 4);
         assert_eq!(cell_ids(d).len(), 2, "8 equal cells over 4 shards: 2 each ({})", d.display());
@@ -354,11 +391,13 @@ fn four_shard_array_merges_to_the_single_machine_run() {
     single_cells.sort();
     assert_eq!(single_cells, all, "merge and single run hold the same cells");
 
-    let merged = Command::new(exe()).arg("merge").arg(res.join("shardtiny")).args(["--format", "json"]).output().unwrap();
+    let merged =
+        Command::new(exe()).arg("merge").arg(res.join("shardtiny")).args(["--format", "json"]).output().unwrap();
     assert!(merged.status.success(), "{}", String::from_utf8_lossy(&merged.stderr));
     let report = Command::new(exe()).arg("report").arg(&single[0]).args(["--format", "json"]).output().unwrap();
     assert!(report.status.success());
-    let (m, s) = (layout_of(&String::from_utf8_lossy(&merged.stdout)), layout_of(&String::from_utf8_lossy(&report.stdout)));
+    let (m, s) =
+        (layout_of(&String::from_utf8_lossy(&merged.stdout)), layout_of(&String::from_utf8_lossy(&report.stdout)));
     assert_eq!(m, s, "merged report and single-machine report differ in layout");
     assert!(!m["tables"].as_array().unwrap().is_empty());
 
@@ -377,7 +416,11 @@ fn cluster_guard_leaves_nothing_running() {
     assert_eq!(pids.len(), 3);
     drop(cluster);
     for pid in pids {
-        assert!(!Path::new(&format!("/proc/{pid}")).exists() || std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(") Z"), "daemon {pid} still running");
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists()
+                || std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(") Z"),
+            "daemon {pid} still running"
+        );
     }
     assert!(!dir.exists(), "temporary directory removed");
 }

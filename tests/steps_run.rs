@@ -30,7 +30,8 @@ fn is_time_line(s: &str) -> bool {
 fn seed_loop_keeps_every_iteration_in_time_format() {
     let d = tempfile::tempdir().unwrap();
     let spec = seed_loop(3);
-    let r = run(&StepsRun { spec: &spec, target: d.path(), archive_dir: Path::new(FIXTURES), cancel: &|| false }).unwrap();
+    let r =
+        run(&StepsRun { spec: &spec, target: d.path(), archive_dir: Path::new(FIXTURES), cancel: &|| false }).unwrap();
     assert_eq!(r.iterations.len(), 3);
     for it in &r.iterations {
         let labels: Vec<&str> = it.iter().map(|t| t.label.as_str()).collect();
@@ -47,7 +48,11 @@ fn seed_loop_keeps_every_iteration_in_time_format() {
     }
     // The second and later rm_rf have a tree to remove: they take system time.
     assert!(r.iterations[1][0].system_us + r.iterations[1][0].user_us > 0 || r.iterations[1][0].elapsed_us > 100);
-    assert_eq!(std::fs::read_dir(d.path().join("linux-2.5.63")).unwrap().count(), 12, "11 top-level dirs and the root file of the 2% fixture");
+    assert_eq!(
+        std::fs::read_dir(d.path().join("linux-2.5.63")).unwrap().count(),
+        12,
+        "11 top-level dirs and the root file of the 2% fixture"
+    );
 }
 
 #[test]
@@ -55,19 +60,31 @@ fn exec_counts_the_childs_cpu() {
     let d = tempfile::tempdir().unwrap();
     let spec = StepsSpec {
         iterations: 1,
-        steps: vec![Step::Exec { argv: vec!["sh".into(), "-c".into(), "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done".into()] }],
+        steps: vec![Step::Exec {
+            argv: vec!["sh".into(), "-c".into(), "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done".into()],
+        }],
     };
     let r = run(&StepsRun { spec: &spec, target: d.path(), archive_dir: d.path(), cancel: &|| false }).unwrap();
     let t = &r.iterations[0][0];
     assert!(t.user_us >= 50_000, "the busy loop's user time is counted: {}", t.time_format());
-    assert!(t.user_us + t.system_us <= t.elapsed_us + 20_000, "CPU cannot exceed elapsed for one single-threaded child");
+    assert!(
+        t.user_us + t.system_us <= t.elapsed_us + 20_000,
+        "CPU cannot exceed elapsed for one single-threaded child"
+    );
     assert_eq!(t.label, "sh -c i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done");
 }
 
 #[test]
 fn exec_runs_in_the_target_and_reports_failure() {
     let d = tempfile::tempdir().unwrap();
-    let spec = StepsSpec { iterations: 2, steps: vec![Step::Mkdir { path: "a/b".into() }, Step::Exec { argv: vec!["test".into(), "-d".into(), "a/b".into()] }, Step::Syncfs] };
+    let spec = StepsSpec {
+        iterations: 2,
+        steps: vec![
+            Step::Mkdir { path: "a/b".into() },
+            Step::Exec { argv: vec!["test".into(), "-d".into(), "a/b".into()] },
+            Step::Syncfs,
+        ],
+    };
     let r = run(&StepsRun { spec: &spec, target: d.path(), archive_dir: d.path(), cancel: &|| false }).unwrap();
     assert_eq!(r.iterations.len(), 2);
     let spec = StepsSpec { iterations: 1, steps: vec![Step::Sync, Step::Exec { argv: vec!["false".into()] }] };
@@ -91,7 +108,8 @@ fn cancel_stops_early_with_what_was_timed() {
         polls.set(polls.get() + 1);
         polls.get() > 310
     };
-    let e = run(&StepsRun { spec: &spec, target: d.path(), archive_dir: Path::new(FIXTURES), cancel: &cancel }).unwrap_err();
+    let e = run(&StepsRun { spec: &spec, target: d.path(), archive_dir: Path::new(FIXTURES), cancel: &cancel })
+        .unwrap_err();
     match e {
         StepsError::Interrupted { iteration, completed } => {
             assert_eq!(iteration, 2);
@@ -101,7 +119,8 @@ fn cancel_stops_early_with_what_was_timed() {
         other => panic!("unexpected {other:?}"),
     }
     let cancel_now = || true;
-    let e = run(&StepsRun { spec: &spec, target: d.path(), archive_dir: Path::new(FIXTURES), cancel: &cancel_now }).unwrap_err();
+    let e = run(&StepsRun { spec: &spec, target: d.path(), archive_dir: Path::new(FIXTURES), cancel: &cancel_now })
+        .unwrap_err();
     assert!(matches!(e, StepsError::Interrupted { iteration: 1, .. }));
 }
 

@@ -39,7 +39,14 @@ fn snapshot(root: &Path) -> BTreeMap<PathBuf, Node> {
             ("file", std::fs::read(e.path()).unwrap())
         };
         let mode = if ft.is_symlink() { 0 } else { m.permissions().mode() & 0o7777 };
-        let node = Node { kind, mode, mtime: m.mtime(), owner: is_root().then(|| (m.uid(), m.gid())), content, nlink: if ft.is_dir() { 0 } else { m.nlink() } };
+        let node = Node {
+            kind,
+            mode,
+            mtime: m.mtime(),
+            owner: is_root().then(|| (m.uid(), m.gid())),
+            content,
+            nlink: if ft.is_dir() { 0 } else { m.nlink() },
+        };
         out.insert(e.path().strip_prefix(root).unwrap().to_path_buf(), node);
     }
     out

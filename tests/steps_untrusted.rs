@@ -68,7 +68,12 @@ impl Sandbox {
     }
 
     fn assert_nothing_outside(&self) {
-        assert_eq!(std::fs::read_dir(&self.outside).unwrap().count(), 0, "something was written to {}", self.outside.display());
+        assert_eq!(
+            std::fs::read_dir(&self.outside).unwrap().count(),
+            0,
+            "something was written to {}",
+            self.outside.display()
+        );
         let top: Vec<_> = std::fs::read_dir(&self.root).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(top.len(), 2, "unexpected entries next to the destination: {top:?}");
     }
@@ -83,7 +88,15 @@ fn expect_err(sb: &Sandbox, entries: &[E], limits: UnpackLimits, want: &str) {
 #[test]
 fn a_benign_archive_unpacks() {
     let sb = sandbox();
-    sb.untar(&[file(b"d/a.c", b"int x;\n"), link(b"d/l", tar::EntryType::Symlink, b"a.c"), link(b"d/h", tar::EntryType::Link, b"d/a.c")], UnpackLimits::default()).unwrap();
+    sb.untar(
+        &[
+            file(b"d/a.c", b"int x;\n"),
+            link(b"d/l", tar::EntryType::Symlink, b"a.c"),
+            link(b"d/h", tar::EntryType::Link, b"d/a.c"),
+        ],
+        UnpackLimits::default(),
+    )
+    .unwrap();
     assert_eq!(std::fs::read(sb.dest.join("d/l")).unwrap(), b"int x;\n");
     assert_eq!(std::fs::read(sb.dest.join("d/h")).unwrap(), b"int x;\n");
 }
@@ -105,8 +118,18 @@ fn dotdot_is_refused() {
 fn symlink_escape_then_write_through_it_is_refused() {
     let sb = sandbox();
     let target = sb.outside.as_os_str().as_encoded_bytes().to_vec().leak();
-    expect_err(&sb, &[link(b"esc", tar::EntryType::Symlink, target), file(b"esc/pwned", b"x")], UnpackLimits::default(), "symlink");
-    expect_err(&sb, &[link(b"a/esc", tar::EntryType::Symlink, b"../../outside"), file(b"a/esc/pwned", b"x")], UnpackLimits::default(), "outside the destination");
+    expect_err(
+        &sb,
+        &[link(b"esc", tar::EntryType::Symlink, target), file(b"esc/pwned", b"x")],
+        UnpackLimits::default(),
+        "symlink",
+    );
+    expect_err(
+        &sb,
+        &[link(b"a/esc", tar::EntryType::Symlink, b"../../outside"), file(b"a/esc/pwned", b"x")],
+        UnpackLimits::default(),
+        "outside the destination",
+    );
 }
 
 #[test]
@@ -135,7 +158,10 @@ fn hardlink_escape_is_refused() {
     let e = sb.untar(&[link(b"h", tar::EntryType::Link, b"pre/secret")], UnpackLimits::default()).unwrap_err();
     assert!(matches!(e, UntarError::Fs { .. }), "{e}");
     assert!(!sb.dest.join("h").exists());
-    assert_eq!(std::fs::metadata(sb.outside.join("secret")).map(|m| std::os::unix::fs::MetadataExt::nlink(&m)).unwrap(), 1);
+    assert_eq!(
+        std::fs::metadata(sb.outside.join("secret")).map(|m| std::os::unix::fs::MetadataExt::nlink(&m)).unwrap(),
+        1
+    );
 }
 
 #[test]
@@ -162,7 +188,12 @@ fn entry_and_byte_caps_hold() {
     let many: Vec<E> = (0..10).map(|i| file(format!("f{i}").as_bytes(), b"x")).collect();
     expect_err(&sb, &many, UnpackLimits { max_entries: 5, ..Default::default() }, "number of entries");
     let sb = sandbox();
-    expect_err(&sb, &[file(b"big", &vec![0u8; 2 << 20])], UnpackLimits { max_bytes: 1 << 20, ..Default::default() }, "total bytes");
+    expect_err(
+        &sb,
+        &[file(b"big", &vec![0u8; 2 << 20])],
+        UnpackLimits { max_bytes: 1 << 20, ..Default::default() },
+        "total bytes",
+    );
     assert!(!sb.dest.join("big").exists(), "the capped file is never created");
     let sb = sandbox();
     expect_err(&sb, &[file(b"a/b/c/d/e", b"x")], UnpackLimits { max_depth: 3, ..Default::default() }, "path depth");

@@ -74,8 +74,12 @@ impl Manifest {
 /// Parse and check a manifest: the format version first (so a newer bundle gets
 /// "upgrade fsbench" rather than a field error), then every entry.
 pub fn parse(bytes: &[u8]) -> Result<Manifest, String> {
-    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| format!("{MANIFEST_FILE} is not JSON: {e}"))?;
-    let format = value.get("format").and_then(|f| f.as_u64()).ok_or_else(|| format!("{MANIFEST_FILE} has no numeric `format`"))?;
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| format!("{MANIFEST_FILE} is not JSON: {e}"))?;
+    let format = value
+        .get("format")
+        .and_then(|f| f.as_u64())
+        .ok_or_else(|| format!("{MANIFEST_FILE} has no numeric `format`"))?;
     if format > BUNDLE_FORMAT_VERSION as u64 {
         return Err(format!(
             "bundle format {format} is newer than this fsbench reads (up to {BUNDLE_FORMAT_VERSION}); upgrade fsbench"
@@ -91,7 +95,10 @@ pub fn parse(bytes: &[u8]) -> Result<Manifest, String> {
 
 fn check(m: &Manifest) -> Result<(), String> {
     if m.files.len() > MAX_FILES {
-        return Err(format!("{MANIFEST_FILE} lists {} files, more than the {MAX_FILES} a bundle may hold (too many entries)", m.files.len()));
+        return Err(format!(
+            "{MANIFEST_FILE} lists {} files, more than the {MAX_FILES} a bundle may hold (too many entries)",
+            m.files.len()
+        ));
     }
     if m.total_bytes() > MAX_BYTES {
         return Err(format!(
@@ -109,7 +116,10 @@ fn check(m: &Manifest) -> Result<(), String> {
             return Err(format!("{MANIFEST_FILE} lists `{}` twice", f.path));
         }
         if f.sha256.len() != 64 || !f.sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
-            return Err(format!("{MANIFEST_FILE}: file `{}`: sha256 `{}` is not 64 lowercase hex digits", f.path, f.sha256));
+            return Err(format!(
+                "{MANIFEST_FILE}: file `{}`: sha256 `{}` is not 64 lowercase hex digits",
+                f.path, f.sha256
+            ));
         }
     }
     if !seen.contains(m.scenario.as_str()) {
@@ -151,7 +161,14 @@ mod tests {
     use super::*;
 
     fn m(files: Vec<ManifestFile>) -> Manifest {
-        Manifest { format: 1, tool_version: "0.1.0".into(), created: None, scenario: SCENARIO_FILE.into(), results: None, files }
+        Manifest {
+            format: 1,
+            tool_version: "0.1.0".into(),
+            created: None,
+            scenario: SCENARIO_FILE.into(),
+            results: None,
+            files,
+        }
     }
 
     fn f(path: &str) -> ManifestFile {

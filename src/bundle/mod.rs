@@ -131,7 +131,8 @@ impl OpenBundle {
     fn check_archive_inside(&self, s: &Scenario) -> Result<(), BundleError> {
         let Some(a) = &s.archive else { return Ok(()) };
         let ArchiveSource::Path(p) = &a.source else { return Ok(()) };
-        let rel = p.strip_prefix(self.dir.path()).ok().filter(|r| r.components().all(|c| matches!(c, Component::Normal(_))));
+        let rel =
+            p.strip_prefix(self.dir.path()).ok().filter(|r| r.components().all(|c| matches!(c, Component::Normal(_))));
         match rel.and_then(|r| r.to_str()).filter(|r| self.manifest.file(r).is_some()) {
             Some(_) => Ok(()),
             None => Err(BundleError::Refused(format!(
@@ -144,13 +145,15 @@ impl OpenBundle {
 
 /// Unpack and verify a bundle into a fresh private directory under the system temp dir.
 pub fn open_bundle(bundle: &Path) -> Result<OpenBundle, BundleError> {
-    let dir = tempfile::Builder::new()
-        .prefix("fsbench-bundle-")
-        .tempdir()
-        .map_err(|source| BundleError::Io { path: std::env::temp_dir(), what: "create a private directory in", source })?;
+    let dir = tempfile::Builder::new().prefix("fsbench-bundle-").tempdir().map_err(|source| BundleError::Io {
+        path: std::env::temp_dir(),
+        what: "create a private directory in",
+        source,
+    })?;
     let manifest = open::unpack(bundle, dir.path())?;
     let sp = dir.path().join(&manifest.scenario);
-    let scenario_text = std::fs::read_to_string(&sp).map_err(|source| BundleError::Io { path: sp, what: "read", source })?;
+    let scenario_text =
+        std::fs::read_to_string(&sp).map_err(|source| BundleError::Io { path: sp, what: "read", source })?;
     Ok(OpenBundle { dir, manifest, scenario_text })
 }
 
@@ -174,7 +177,12 @@ pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario) -> String {
         m.tool_version,
         m.created.as_ref().map(|c| format!(", created {c}")).unwrap_or_default()
     );
-    let _ = writeln!(o, "  files:       {} + {MANIFEST_FILE}, {} bytes, every sha256 matches", m.files.len(), m.total_bytes());
+    let _ = writeln!(
+        o,
+        "  files:       {} + {MANIFEST_FILE}, {} bytes, every sha256 matches",
+        m.files.len(),
+        m.total_bytes()
+    );
     let p = plan::expand(s);
     let _ = writeln!(o, "  scenario:    {} ({}), {} cells", s.name, s.workload.kind(), p.cells.len());
     let _ = writeln!(o, "  filesystems: {}", s.matrix.fs.join(", "));
@@ -191,11 +199,21 @@ pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario) -> String {
     if exec.is_empty() {
         let _ = writeln!(o, "  exec steps:  none");
     } else {
-        let _ = writeln!(o, "  exec steps:  {} (refused unless --allow-exec): {}", exec.len(), exec.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", "));
+        let _ = writeln!(
+            o,
+            "  exec steps:  {} (refused unless --allow-exec): {}",
+            exec.len(),
+            exec.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ")
+        );
     }
     match &s.backing {
         Backing::Device { path } => {
-            let _ = writeln!(o, "  devices:     {} (FORMATTED; refused unless --allow-device {})", path.display(), path.display());
+            let _ = writeln!(
+                o,
+                "  devices:     {} (FORMATTED; refused unless --allow-device {})",
+                path.display(),
+                path.display()
+            );
         }
         _ => {
             let _ = writeln!(o, "  devices:     none");
@@ -281,7 +299,8 @@ pub fn import_results(ob: &OpenBundle, out: &Path) -> Result<Option<PathBuf>, Bu
 
 /// `fsbench bundle pack`.
 pub fn cli_pack(args: &BundlePackArgs) -> anyhow::Result<i32> {
-    let packed = pack::pack(&args.scenario, args.with_results.as_deref(), &args.output).map_err(BundleError::into_cli)?;
+    let packed =
+        pack::pack(&args.scenario, args.with_results.as_deref(), &args.output).map_err(BundleError::into_cli)?;
     for n in &packed.notes {
         eprintln!("note: {n}");
     }

@@ -71,7 +71,8 @@ pub fn unpack(bundle: &Path, dest: &Path) -> Result<Manifest, BundleError> {
         max_path_len: MAX_PATH_LEN,
         max_depth: MAX_DEPTH,
     };
-    let mut expected: BTreeMap<&str, (u64, bool)> = m.files.iter().map(|f| (f.path.as_str(), (f.size, false))).collect();
+    let mut expected: BTreeMap<&str, (u64, bool)> =
+        m.files.iter().map(|f| (f.path.as_str(), (f.size, false))).collect();
     let mut manifest_seen = false;
     let mut admit = |e: &EntryInfo<'_>| -> Result<(), String> {
         if e.kind != tar::EntryType::Regular {
@@ -95,20 +96,23 @@ pub fn unpack(bundle: &Path, dest: &Path) -> Result<Manifest, BundleError> {
         }
         Ok(())
     };
-    unpack_untrusted_admitting(bundle, dest, &limits, &mut admit).map_err(|source| BundleError::Unpack { bundle: bundle.into(), source })?;
+    unpack_untrusted_admitting(bundle, dest, &limits, &mut admit)
+        .map_err(|source| BundleError::Unpack { bundle: bundle.into(), source })?;
     verify_tree(bundle, dest, &m, &manifest_bytes)?;
     Ok(m)
 }
 
 /// After extraction: every listed file present with its size and sha256, nothing else.
 fn verify_tree(bundle: &Path, dest: &Path, m: &Manifest, manifest_bytes: &[u8]) -> Result<(), BundleError> {
-    let on_disk = std::fs::read(dest.join(MANIFEST_FILE)).map_err(|e| entry_err(bundle, MANIFEST_FILE, format!("cannot read back: {e}")))?;
+    let on_disk = std::fs::read(dest.join(MANIFEST_FILE))
+        .map_err(|e| entry_err(bundle, MANIFEST_FILE, format!("cannot read back: {e}")))?;
     if on_disk != manifest_bytes {
         return Err(entry_err(bundle, MANIFEST_FILE, "changed while the bundle was read"));
     }
     for f in &m.files {
         let p = dest.join(&f.path);
-        let meta = std::fs::symlink_metadata(&p).map_err(|_| entry_err(bundle, &f.path, format!("listed in {MANIFEST_FILE} but not in the bundle")))?;
+        let meta = std::fs::symlink_metadata(&p)
+            .map_err(|_| entry_err(bundle, &f.path, format!("listed in {MANIFEST_FILE} but not in the bundle")))?;
         if !meta.is_file() {
             return Err(entry_err(bundle, &f.path, "is not a regular file"));
         }
@@ -126,14 +130,25 @@ fn verify_tree(bundle: &Path, dest: &Path, m: &Manifest, manifest_bytes: &[u8]) 
         }
         let sha: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
         if n != f.size {
-            return Err(entry_err(bundle, &f.path, format!("size {n} differs from the {} bytes listed in {MANIFEST_FILE}", f.size)));
+            return Err(entry_err(
+                bundle,
+                &f.path,
+                format!("size {n} differs from the {} bytes listed in {MANIFEST_FILE}", f.size),
+            ));
         }
         if sha != f.sha256 {
-            return Err(entry_err(bundle, &f.path, format!("checksum mismatch: sha256 {sha}, {MANIFEST_FILE} says {}", f.sha256)));
+            return Err(entry_err(
+                bundle,
+                &f.path,
+                format!("checksum mismatch: sha256 {sha}, {MANIFEST_FILE} says {}", f.sha256),
+            ));
         }
     }
     for e in walkdir::WalkDir::new(dest).min_depth(1) {
-        let e = e.map_err(|e| BundleError::Manifest { bundle: bundle.into(), message: format!("cannot walk the unpacked bundle: {e}") })?;
+        let e = e.map_err(|e| BundleError::Manifest {
+            bundle: bundle.into(),
+            message: format!("cannot walk the unpacked bundle: {e}"),
+        })?;
         if e.file_type().is_dir() {
             continue;
         }

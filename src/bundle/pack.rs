@@ -14,7 +14,9 @@ use flate2::{Compression, GzBuilder};
 use sha2::{Digest, Sha256};
 
 use super::BundleError;
-use super::manifest::{BUNDLE_FORMAT_VERSION, FIXTURES_DIR, MANIFEST_FILE, Manifest, ManifestFile, RESULTS_DIR, SCENARIO_FILE};
+use super::manifest::{
+    BUNDLE_FORMAT_VERSION, FIXTURES_DIR, MANIFEST_FILE, Manifest, ManifestFile, RESULTS_DIR, SCENARIO_FILE,
+};
 use crate::results::{CELLS_DIR, RUN_FILE, load_run, rfc3339_from_unix, sha256_hex};
 use crate::scenario::{ArchiveSource, Backing};
 
@@ -66,7 +68,8 @@ struct Travelling {
 fn travelling_scenario(scenario: &Path) -> Result<Travelling, BundleError> {
     let s = crate::scenario::load(scenario)?;
     let text = &s.source.text;
-    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| BundleError::Pack(format!("{}: {e}", scenario.display())))?;
+    let mut doc: toml_edit::DocumentMut =
+        text.parse().map_err(|e: toml_edit::TomlError| BundleError::Pack(format!("{}: {e}", scenario.display())))?;
     let mut notes = Vec::new();
     let mut archive = None;
     if let Some(a) = &s.archive
@@ -84,7 +87,10 @@ fn travelling_scenario(scenario: &Path) -> Result<Travelling, BundleError> {
         if let Some(b) = doc.get_mut("backing").and_then(|b| b.as_table_like_mut()) {
             b.remove("path");
         }
-        notes.push(format!("backing.path `{}` dropped: a bundle runs in a private directory unless the user sets backing.path", path.display()));
+        notes.push(format!(
+            "backing.path `{}` dropped: a bundle runs in a private directory unless the user sets backing.path",
+            path.display()
+        ));
     }
     Ok(Travelling { text: doc.to_string(), archive, notes })
 }
@@ -92,7 +98,10 @@ fn travelling_scenario(scenario: &Path) -> Result<Travelling, BundleError> {
 /// The `created` time: `SOURCE_DATE_EPOCH` when set, else the packed run's finish (or start) time.
 fn created(results: Option<&crate::results::LoadedRun>) -> Result<Option<(String, u64)>, BundleError> {
     if let Ok(v) = std::env::var("SOURCE_DATE_EPOCH") {
-        let secs: u64 = v.trim().parse().map_err(|_| BundleError::Pack(format!("SOURCE_DATE_EPOCH `{v}` is not a number of seconds")))?;
+        let secs: u64 = v
+            .trim()
+            .parse()
+            .map_err(|_| BundleError::Pack(format!("SOURCE_DATE_EPOCH `{v}` is not a number of seconds")))?;
         return Ok(Some((rfc3339_from_unix(secs), secs)));
     }
     Ok(results.map(|r| {
@@ -179,7 +188,10 @@ pub fn pack(scenario: &Path, with_results: Option<&Path>, out: &Path) -> Result<
     manifest_bytes.push(b'\n');
 
     let dir = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let tmp = tempfile::Builder::new().prefix(".fsbench-bundle-").tempfile_in(dir).map_err(io_err(dir, "create a temporary file in"))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".fsbench-bundle-")
+        .tempfile_in(dir)
+        .map_err(io_err(dir, "create a temporary file in"))?;
     {
         let gz = GzBuilder::new().mtime(0).write(tmp.as_file(), Compression::default());
         let mut tar = tar::Builder::new(gz);
@@ -195,7 +207,8 @@ pub fn pack(scenario: &Path, with_results: Option<&Path>, out: &Path) -> Result<
             h.set_cksum();
             tar.append(&h, data)
         };
-        append(MANIFEST_FILE, manifest_bytes.len() as u64, &mut manifest_bytes.as_slice()).map_err(io_err(out, "write"))?;
+        append(MANIFEST_FILE, manifest_bytes.len() as u64, &mut manifest_bytes.as_slice())
+            .map_err(io_err(out, "write"))?;
         for ((path, src), listed) in files.iter().zip(&manifest.files) {
             match src {
                 Source::Bytes(b) => append(path, b.len() as u64, &mut b.as_slice()),

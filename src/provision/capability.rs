@@ -26,8 +26,9 @@ pub fn check(req: &ProvisionRequest) -> Result<(), SkipReason> {
         Backing::Dir { path } => check_dir(req, path),
         Backing::TmpfsLoop { .. } => {
             need_root("tmpfs-loop backing")?;
-            loopdev::loop_control_available()
-                .map_err(|e| skip(format!("no loop device support: {e}"), "load the loop module (modprobe loop)".to_string()))?;
+            loopdev::loop_control_available().map_err(|e| {
+                skip(format!("no loop device support: {e}"), "load the loop module (modprobe loop)".to_string())
+            })?;
             check_fs_tools(&cell.fs)?;
             check_quota(req)
         }
@@ -35,7 +36,10 @@ pub fn check(req: &ProvisionRequest) -> Result<(), SkipReason> {
             need_root("device backing")?;
             if cell.layout == Layout::M && cell.tasks > 1 {
                 return Err(skip(
-                    format!("device backing holds one filesystem; layout M with {} tasks needs {}", cell.tasks, cell.tasks),
+                    format!(
+                        "device backing holds one filesystem; layout M with {} tasks needs {}",
+                        cell.tasks, cell.tasks
+                    ),
                     "use layout S, or backing kind \"tmpfs-loop\"".to_string(),
                 ));
             }
@@ -59,11 +63,10 @@ fn need_root(what: &str) -> Result<(), SkipReason> {
 
 fn check_dir(req: &ProvisionRequest, path: &Path) -> Result<(), SkipReason> {
     let cell = req.cell;
-    let canon = path
-        .canonicalize()
-        .ok()
-        .filter(|p| p.is_dir())
-        .ok_or_else(|| skip(format!("backing dir {} does not exist or is not a directory", path.display()), None))?;
+    let canon =
+        path.canonicalize().ok().filter(|p| p.is_dir()).ok_or_else(|| {
+            skip(format!("backing dir {} does not exist or is not a directory", path.display()), None)
+        })?;
     if cell.quota == QuotaMode::On {
         return Err(skip(
             "quota cannot be switched on for backing kind \"dir\" (fsbench did not make that filesystem)",
@@ -71,16 +74,20 @@ fn check_dir(req: &ProvisionRequest, path: &Path) -> Result<(), SkipReason> {
         ));
     }
     if req.task_uids.is_some() && !is_root() {
-        return Err(skip("per-task uids need root (chown of task directories)", "run as root, or set per_task_uid = false".to_string()));
+        return Err(skip(
+            "per-task uids need root (chown of task directories)",
+            "run as root, or set per_task_uid = false".to_string(),
+        ));
     }
     // A result labelled ext4 must have run on ext4.
     if let Some(m) = mount::containing_mount(&canon)
-        && m.fstype != cell.fs {
-            return Err(skip(
-                format!("backing dir {} is on {}, the cell asks for {}", canon.display(), m.fstype, cell.fs),
-                format!("point backing.path at a directory on {}, or use backing kind \"tmpfs-loop\"", cell.fs),
-            ));
-        }
+        && m.fstype != cell.fs
+    {
+        return Err(skip(
+            format!("backing dir {} is on {}, the cell asks for {}", canon.display(), m.fstype, cell.fs),
+            format!("point backing.path at a directory on {}, or use backing kind \"tmpfs-loop\"", cell.fs),
+        ));
+    }
     Ok(())
 }
 
@@ -103,7 +110,9 @@ pub fn fs_known_to_kernel(fs: &str) -> Result<(), SkipReason> {
     }
     let release = nix::sys::utsname::uname().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default();
     Err(skip(
-        format!("kernel {release} does not support filesystem type {fs} (not in /proc/filesystems, no module in /lib/modules/{release})"),
+        format!(
+            "kernel {release} does not support filesystem type {fs} (not in /proc/filesystems, no module in /lib/modules/{release})"
+        ),
         format!("use a kernel built with {fs} support"),
     ))
 }
@@ -174,7 +183,10 @@ fn check_quota(req: &ProvisionRequest) -> Result<(), SkipReason> {
         return Ok(());
     }
     if req.fs.quota == QuotaImpl::Files && mkfs::find_tool("quotacheck").is_none() {
-        return Err(skip("quotacheck not found (quota files are made with quota-tools)", "apt-get install quota".to_string()));
+        return Err(skip(
+            "quotacheck not found (quota files are made with quota-tools)",
+            "apt-get install quota".to_string(),
+        ));
     }
     match quota_probe(&req.cell.fs, req.fs) {
         QuotaProbe::Supported => Ok(()),
@@ -187,7 +199,8 @@ fn check_quota(req: &ProvisionRequest) -> Result<(), SkipReason> {
 /// off, and everything torn down. Cached per process.
 pub fn quota_probe(fs: &str, spec: &FsSpec) -> QuotaProbe {
     let quota_options: Vec<String> = spec.mount.iter().filter(|o| quota::is_quota_option(o)).cloned().collect();
-    let key = ProbeKey { fs: fs.to_string(), imp: spec.quota, mkfs: spec.mkfs.clone(), quota_options: quota_options.clone() };
+    let key =
+        ProbeKey { fs: fs.to_string(), imp: spec.quota, mkfs: spec.mkfs.clone(), quota_options: quota_options.clone() };
     // Holding the lock across the probe serialises probes, which is what we want.
     let mut cache = probe_cache().lock().unwrap_or_else(|e| e.into_inner());
     if let Some(r) = cache.get(&key) {
@@ -209,7 +222,14 @@ fn run_quota_probe(fs: &str, spec: &FsSpec, mut quota_options: Vec<String>) -> Q
     let probe_spec = FsSpec { mkfs: spec.mkfs.clone(), mount: quota_options, quota: spec.quota };
     // Big enough for every common fs's minimum size (xfs: 300 MiB); sparse on tmpfs.
     let backing = Backing::TmpfsLoop { image_size_m: 512 << 20, image_size_s: 512 << 20 };
-    let req = ProvisionRequest { cell: &cell, fs: &probe_spec, backing: &backing, workdir: tmp.path(), task_uids: None, allow_device: None };
+    let req = ProvisionRequest {
+        cell: &cell,
+        fs: &probe_spec,
+        backing: &backing,
+        workdir: tmp.path(),
+        task_uids: None,
+        allow_device: None,
+    };
     let what = match spec.quota {
         QuotaImpl::Files => "quota files (vfsv0)",
         QuotaImpl::Feature => "quota feature (mkfs -O quota)",
@@ -233,11 +253,15 @@ fn run_quota_probe(fs: &str, spec: &FsSpec, mut quota_options: Vec<String>) -> Q
                 QuotaProbe::Unsupported(skip(reason, quota_remedy()))
             }
         }
-        Err(ProvisionError::Quota { detail, .. }) => QuotaProbe::Unsupported(skip(format!("{fs} {what}: {detail}"), quota_remedy())),
-        Err(ProvisionError::Mkfs { argv, stderr, .. }) if spec.quota == QuotaImpl::Feature => QuotaProbe::NotApplicable(skip(
-            format!("{fs} {what}: `{argv}` failed: {}", stderr.lines().next().unwrap_or("")),
-            None,
-        )),
+        Err(ProvisionError::Quota { detail, .. }) => {
+            QuotaProbe::Unsupported(skip(format!("{fs} {what}: {detail}"), quota_remedy()))
+        }
+        Err(ProvisionError::Mkfs { argv, stderr, .. }) if spec.quota == QuotaImpl::Feature => {
+            QuotaProbe::NotApplicable(skip(
+                format!("{fs} {what}: `{argv}` failed: {}", stderr.lines().next().unwrap_or("")),
+                None,
+            ))
+        }
         // Anything else is not about quota: let the real provisioning report it.
         Err(_) => QuotaProbe::Supported,
     }
@@ -274,7 +298,12 @@ pub fn capabilities(fs_list: &[String]) -> Vec<Capability> {
     rows.push(if root {
         row("root", "ok", "effective uid 0", "")
     } else {
-        row("root", "missing", format!("effective uid {}", nix::unistd::geteuid()), "run as root, or use backing kind \"dir\"")
+        row(
+            "root",
+            "missing",
+            format!("effective uid {}", nix::unistd::geteuid()),
+            "run as root, or use backing kind \"dir\"",
+        )
     });
     rows.push(match loopdev::loop_control_available() {
         Ok(()) => row("loop devices", "ok", "/dev/loop-control", ""),
@@ -286,7 +315,12 @@ pub fn capabilities(fs_list: &[String]) -> Vec<Capability> {
     });
     rows.push(match std::fs::File::open("/dev/kmsg") {
         Ok(_) => row("kernel log", "ok", "/dev/kmsg readable: refused mounts carry the kernel's message", ""),
-        Err(e) => row("kernel log", "missing", format!("/dev/kmsg: {e}"), "run as root to see the kernel's reasons for refused mounts"),
+        Err(e) => row(
+            "kernel log",
+            "missing",
+            format!("/dev/kmsg: {e}"),
+            "run as root to see the kernel's reasons for refused mounts",
+        ),
     });
     rows.push(match mkfs::find_tool("quotacheck") {
         Some(p) => row("quota tools", "ok", p.display().to_string(), ""),

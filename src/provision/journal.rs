@@ -72,7 +72,11 @@ impl Journal {
     /// Create the journal of `cell_dir`, owned by this process.
     pub fn create(cell_dir: &Path) -> Result<Journal, ProvisionError> {
         let path = cell_dir.join(JOURNAL_FILE);
-        let file = OpenOptions::new().create_new(true).append(true).open(&path).map_err(|e| ProvisionError::io("create journal", &path, e))?;
+        let file = OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| ProvisionError::io("create journal", &path, e))?;
         let mut j = Journal { path, file };
         let pid = std::process::id() as i32;
         // Magic and owner in one write: a concurrent run's cleanup_stale must never
@@ -129,13 +133,16 @@ fn owner_alive(entries: &[Entry]) -> bool {
 /// Returns a line per object released.
 pub fn undo_cell(cell_dir: &Path, entries: &[Entry]) -> Result<Vec<String>, ProvisionError> {
     let mut done = Vec::new();
-    let tmpfs: Vec<&PathBuf> = entries.iter().filter_map(|e| if let Entry::Tmpfs(p) = e { Some(p) } else { None }).collect();
+    let tmpfs: Vec<&PathBuf> =
+        entries.iter().filter_map(|e| if let Entry::Tmpfs(p) = e { Some(p) } else { None }).collect();
     let under = |m: &mount::MountInfo| m.mount_point.starts_with(cell_dir);
     // Phase 1: filesystems under test (everything but our backing tmpfs), deepest first.
     for pass in 0..2 {
         for _ in 0..64 {
-            let mut mounts: Vec<mount::MountInfo> =
-                mount::mountinfo().into_iter().filter(|m| under(m) && (pass == 1 || !tmpfs.contains(&&m.mount_point))).collect();
+            let mut mounts: Vec<mount::MountInfo> = mount::mountinfo()
+                .into_iter()
+                .filter(|m| under(m) && (pass == 1 || !tmpfs.contains(&&m.mount_point)))
+                .collect();
             let Some(m) = mounts.iter().max_by_key(|m| m.mount_point.components().count()).cloned() else { break };
             mounts.clear();
             mount::unmount(&m.mount_point, true)?;
@@ -151,10 +158,11 @@ pub fn undo_cell(cell_dir: &Path, entries: &[Entry]) -> Result<Vec<String>, Prov
     }
     for e in entries {
         if let Entry::Scratch(p) = e
-            && p.exists() {
-                std::fs::remove_dir_all(p).map_err(|e| ProvisionError::io("remove scratch dir", p, e))?;
-                done.push(format!("removed {}", p.display()));
-            }
+            && p.exists()
+        {
+            std::fs::remove_dir_all(p).map_err(|e| ProvisionError::io("remove scratch dir", p, e))?;
+            done.push(format!("removed {}", p.display()));
+        }
     }
     Ok(done)
 }

@@ -115,11 +115,7 @@ pub(crate) fn relevant(records: &[KmsgRecord], device: Option<&str>, fstype: &st
         }
     }
     let prefix = format!("{}:", fstype.to_ascii_lowercase());
-    serious
-        .iter()
-        .filter(|r| r.message.to_ascii_lowercase().starts_with(&prefix))
-        .map(|r| r.message.clone())
-        .collect()
+    serious.iter().filter(|r| r.message.to_ascii_lowercase().starts_with(&prefix)).map(|r| r.message.clone()).collect()
 }
 
 #[cfg(test)]
@@ -132,7 +128,10 @@ mod tests {
 
     #[test]
     fn parses_header_and_drops_continuation_lines() {
-        let r = parse_record("3,1234,5678,-;EXT4-fs (loop3): can't mount with data=, fs mounted w/o journal\n SUBSYSTEM=block\n").unwrap();
+        let r = parse_record(
+            "3,1234,5678,-;EXT4-fs (loop3): can't mount with data=, fs mounted w/o journal\n SUBSYSTEM=block\n",
+        )
+        .unwrap();
         assert_eq!(r.level, 3);
         assert_eq!(r.message, "EXT4-fs (loop3): can't mount with data=, fs mounted w/o journal");
         assert_eq!(parse_record("6,1,2,-;a\\x20b").unwrap().message, "a b");
@@ -147,7 +146,10 @@ mod tests {
             rec(3, "EXT4-fs (loop3): can't mount with data=, fs mounted w/o journal"),
             rec(3, "ext4: Unknown parameter 'bogus'"),
         ];
-        assert_eq!(relevant(&recs, Some("loop3"), "ext4"), vec!["EXT4-fs (loop3): can't mount with data=, fs mounted w/o journal"]);
+        assert_eq!(
+            relevant(&recs, Some("loop3"), "ext4"),
+            vec!["EXT4-fs (loop3): can't mount with data=, fs mounted w/o journal"]
+        );
         // No record names the device: fall back to the driver's own prefix.
         assert_eq!(relevant(&recs, Some("loop5"), "ext4"), vec!["ext4: Unknown parameter 'bogus'"]);
         assert!(relevant(&recs, None, "xfs").is_empty());

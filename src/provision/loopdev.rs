@@ -51,7 +51,12 @@ const _: () = assert!(std::mem::size_of::<LoopConfig>() == 304);
 
 /// Whether this host can make loop devices (the control node exists).
 pub fn loop_control_available() -> Result<(), String> {
-    OpenOptions::new().read(true).write(true).open("/dev/loop-control").map(|_| ()).map_err(|e| format!("/dev/loop-control: {e}"))
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/loop-control")
+        .map(|_| ())
+        .map_err(|e| format!("/dev/loop-control: {e}"))
 }
 
 /// An attached loop device. Detached when released or dropped; it is also
@@ -66,10 +71,22 @@ pub struct LoopDevice {
 impl LoopDevice {
     /// Attach `image` to a free loop device.
     pub fn attach(image: &Path) -> Result<LoopDevice, ProvisionError> {
-        let sys = |what: &str, path: &Path, e: Errno| ProvisionError::Sys { what: what.into(), path: path.to_path_buf(), source: e };
-        let backing = OpenOptions::new().read(true).write(true).open(image).map_err(|e| ProvisionError::io("open image", image, e))?;
+        let sys = |what: &str, path: &Path, e: Errno| ProvisionError::Sys {
+            what: what.into(),
+            path: path.to_path_buf(),
+            source: e,
+        };
+        let backing = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(image)
+            .map_err(|e| ProvisionError::io("open image", image, e))?;
         let ctl_path = Path::new("/dev/loop-control");
-        let ctl = OpenOptions::new().read(true).write(true).open(ctl_path).map_err(|e| ProvisionError::io("open", ctl_path, e))?;
+        let ctl = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(ctl_path)
+            .map_err(|e| ProvisionError::io("open", ctl_path, e))?;
         // Other processes race for the same free device: retry on EBUSY.
         for _ in 0..32 {
             // SAFETY: LOOP_CTL_GET_FREE takes no argument and returns a device number.
@@ -140,8 +157,13 @@ fn open_node(path: &Path, n: u32) -> std::io::Result<File> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             // No devtmpfs/udev node yet: make it (block major 7).
             let dev = libc::makedev(7, n);
-            nix::sys::stat::mknod(path, nix::sys::stat::SFlag::S_IFBLK, nix::sys::stat::Mode::from_bits_truncate(0o660), dev)
-                .map_err(std::io::Error::from)?;
+            nix::sys::stat::mknod(
+                path,
+                nix::sys::stat::SFlag::S_IFBLK,
+                nix::sys::stat::Mode::from_bits_truncate(0o660),
+                dev,
+            )
+            .map_err(std::io::Error::from)?;
             OpenOptions::new().read(true).write(true).open(path)
         }
         r => r,
@@ -223,6 +245,9 @@ pub fn detach_by_name(name: &str, image: &Path) -> Result<(), ProvisionError> {
         // SAFETY: LOOP_CLR_FD takes no argument.
         unsafe { libc::ioctl(f.as_raw_fd(), LOOP_CLR_FD as _, 0) };
     }
-    wait_detached(name, image, Duration::from_secs(5))
-        .map_err(|_| ProvisionError::Sys { what: "detach stale loop device".into(), path, source: Errno::EBUSY })
+    wait_detached(name, image, Duration::from_secs(5)).map_err(|_| ProvisionError::Sys {
+        what: "detach stale loop device".into(),
+        path,
+        source: Errno::EBUSY,
+    })
 }

@@ -51,7 +51,9 @@ pub fn remedy_for(fs: &str) -> String {
 
 /// The argv that formats `device`: `mkfs.<fs> <args...> <device>`.
 pub fn mkfs_argv(fs: &str, args: &[String], device: &Path) -> Vec<String> {
-    let tool = find_tool(&format!("mkfs.{fs}")).map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|| format!("mkfs.{fs}"));
+    let tool = find_tool(&format!("mkfs.{fs}"))
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|| format!("mkfs.{fs}"));
     let mut argv = vec![tool];
     argv.extend(args.iter().cloned());
     argv.push(device.to_string_lossy().into_owned());

@@ -317,8 +317,14 @@ fn provision_tmpfs_loop(req: &ProvisionRequest, p: &mut Provisioned) -> Result<(
     std::fs::create_dir(&backing).map_err(|e| ProvisionError::io("create", &backing, e))?;
     // Room for every image in full and a little for tmpfs itself, no more.
     let tmpfs_opts = format!("size={},mode=0700", size.saturating_mul(nfs as u64).saturating_add(1 << 20));
-    nix::mount::mount(Some("tmpfs"), &backing, Some("tmpfs"), MsFlags::MS_NOSUID | MsFlags::MS_NODEV, Some(tmpfs_opts.as_str()))
-        .map_err(|e| ProvisionError::Sys { what: "mount tmpfs on".into(), path: backing.clone(), source: e })?;
+    nix::mount::mount(
+        Some("tmpfs"),
+        &backing,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some(tmpfs_opts.as_str()),
+    )
+    .map_err(|e| ProvisionError::Sys { what: "mount tmpfs on".into(), path: backing.clone(), source: e })?;
     p.guards.push(Guard::Mount(backing.clone()));
     let mnt = p.cell_dir.join("mnt");
     make_dir(&mnt)?;
@@ -346,7 +352,8 @@ fn provision_tmpfs_loop(req: &ProvisionRequest, p: &mut Provisioned) -> Result<(
 
 fn provision_device(req: &ProvisionRequest, path: &Path, p: &mut Provisioned) -> Result<(), ProvisionError> {
     require_root("device backing")?;
-    capability::device_usable(path, req.allow_device).map_err(|reason| ProvisionError::Device { path: path.to_path_buf(), reason })?;
+    capability::device_usable(path, req.allow_device)
+        .map_err(|reason| ProvisionError::Device { path: path.to_path_buf(), reason })?;
     let mnt = p.cell_dir.join("mnt");
     let mut info = make_fs(req, p, path, &mnt)?;
     info.image = None;
@@ -355,7 +362,12 @@ fn provision_device(req: &ProvisionRequest, path: &Path, p: &mut Provisioned) ->
 }
 
 /// mkfs, mount, quota and read-back for one filesystem on `dev`.
-fn make_fs(req: &ProvisionRequest, p: &mut Provisioned, dev: &Path, mountpoint: &Path) -> Result<FilesystemInfo, ProvisionError> {
+fn make_fs(
+    req: &ProvisionRequest,
+    p: &mut Provisioned,
+    dev: &Path,
+    mountpoint: &Path,
+) -> Result<FilesystemInfo, ProvisionError> {
     let fs = req.cell.fs.as_str();
     let mut args = req.fs.mkfs.clone();
     if req.cell.quota == QuotaMode::On && req.fs.quota == QuotaImpl::Feature {
@@ -392,7 +404,12 @@ fn make_fs(req: &ProvisionRequest, p: &mut Provisioned, dev: &Path, mountpoint: 
     })
 }
 
-fn switch_quota_on(req: &ProvisionRequest, p: &mut Provisioned, dev: &Path, mountpoint: &Path) -> Result<(), ProvisionError> {
+fn switch_quota_on(
+    req: &ProvisionRequest,
+    p: &mut Provisioned,
+    dev: &Path,
+    mountpoint: &Path,
+) -> Result<(), ProvisionError> {
     let mut types = quota::types_from_options(&req.fs.mount);
     if types.is_empty() {
         types = vec![QuotaType::User, QuotaType::Group];
@@ -407,7 +424,10 @@ fn switch_quota_on(req: &ProvisionRequest, p: &mut Provisioned, dev: &Path, moun
         return Err(ProvisionError::Quota {
             what: "quota feature".into(),
             mountpoint: mountpoint.to_path_buf(),
-            detail: format!("quota is off after mounting a filesystem made with -O quota (state: {})", quota::state(dev)),
+            detail: format!(
+                "quota is off after mounting a filesystem made with -O quota (state: {})",
+                quota::state(dev)
+            ),
         });
     }
     quota::create_files(mountpoint)?;
@@ -476,13 +496,19 @@ fn finish_task_dirs(req: &ProvisionRequest, p: &mut Provisioned, mnt: &Path) -> 
 fn prepare_task_dir(req: &ProvisionRequest, i: u32, d: &Path) -> Result<(), ProvisionError> {
     match &req.task_uids {
         Some(uids) => {
-            let uid = *uids.get(i as usize).ok_or_else(|| ProvisionError::io(
-                "task uid",
-                d,
-                std::io::Error::other(format!("task_uids has {} entries, task {i} has none", uids.len())),
-            ))?;
+            let uid = *uids.get(i as usize).ok_or_else(|| {
+                ProvisionError::io(
+                    "task uid",
+                    d,
+                    std::io::Error::other(format!("task_uids has {} entries, task {i} has none", uids.len())),
+                )
+            })?;
             nix::unistd::chown(d, Some(nix::unistd::Uid::from_raw(uid)), Some(nix::unistd::Gid::from_raw(uid)))
-                .map_err(|e| ProvisionError::Sys { what: format!("chown {uid}:{uid}"), path: d.to_path_buf(), source: e })?;
+                .map_err(|e| ProvisionError::Sys {
+                    what: format!("chown {uid}:{uid}"),
+                    path: d.to_path_buf(),
+                    source: e,
+                })?;
             set_mode(d, 0o755)
         }
         // As the seed did (chmod -R 777): any uid may work there.

@@ -45,7 +45,8 @@ impl QuotaType {
 pub fn types_from_options(options: &[String]) -> Vec<QuotaType> {
     let mut t = Vec::new();
     let key = |o: &str| o.split('=').next().unwrap_or("").to_string();
-    if options.iter().any(|o| matches!(key(o).as_str(), "usrquota" | "usrjquota" | "uquota" | "quota" | "uqnoenforce")) {
+    if options.iter().any(|o| matches!(key(o).as_str(), "usrquota" | "usrjquota" | "uquota" | "quota" | "uqnoenforce"))
+    {
         t.push(QuotaType::User);
     }
     if options.iter().any(|o| matches!(key(o).as_str(), "grpquota" | "grpjquota" | "gquota" | "gqnoenforce")) {
@@ -59,7 +60,13 @@ pub fn is_quota_option(o: &str) -> bool {
     !types_from_options(&[o.to_string()]).is_empty() || o.starts_with("jqfmt=")
 }
 
-fn quotactl(cmd: libc::c_int, qtype: QuotaType, device: &Path, id: libc::c_int, addr: *mut libc::c_char) -> Result<(), Errno> {
+fn quotactl(
+    cmd: libc::c_int,
+    qtype: QuotaType,
+    device: &Path,
+    id: libc::c_int,
+    addr: *mut libc::c_char,
+) -> Result<(), Errno> {
     let dev = CString::new(device.as_os_str().as_encoded_bytes()).map_err(|_| Errno::EINVAL)?;
     // SAFETY: dev is a valid C string; addr is null or points at a buffer the
     // command expects (checked by the callers below).
@@ -100,7 +107,13 @@ pub fn create_files(mountpoint: &Path) -> Result<(), ProvisionError> {
         mountpoint: mountpoint.to_path_buf(),
         detail: "quotacheck not found (apt-get install quota)".into(),
     })?;
-    let argv = vec![tool.to_string_lossy().into_owned(), "-cug".into(), "-F".into(), "vfsv0".into(), mountpoint.to_string_lossy().into_owned()];
+    let argv = vec![
+        tool.to_string_lossy().into_owned(),
+        "-cug".into(),
+        "-F".into(),
+        "vfsv0".into(),
+        mountpoint.to_string_lossy().into_owned(),
+    ];
     run_tool(&argv).map(|_| ()).map_err(|(status, stderr)| ProvisionError::Quota {
         what: format!("`{}`", argv.join(" ")),
         mountpoint: mountpoint.to_path_buf(),
@@ -146,7 +159,9 @@ pub fn kernel_config_quota_lines() -> Option<String> {
     flate2::read::GzDecoder::new(f).read_to_string(&mut text).ok()?;
     let lines: Vec<&str> = text
         .lines()
-        .filter(|l| l.contains("CONFIG_QFMT_V2") || l.contains("CONFIG_QUOTA=") || l.contains("CONFIG_QUOTA is not set"))
+        .filter(|l| {
+            l.contains("CONFIG_QFMT_V2") || l.contains("CONFIG_QUOTA=") || l.contains("CONFIG_QUOTA is not set")
+        })
         .collect();
     (!lines.is_empty()).then(|| format!("/proc/config.gz: {}", lines.join("; ")))
 }
@@ -161,7 +176,10 @@ mod tests {
 
     #[test]
     fn quota_types_follow_mount_options() {
-        assert_eq!(types_from_options(&v(&["usrquota", "grpquota", "noload"])), vec![QuotaType::User, QuotaType::Group]);
+        assert_eq!(
+            types_from_options(&v(&["usrquota", "grpquota", "noload"])),
+            vec![QuotaType::User, QuotaType::Group]
+        );
         assert_eq!(types_from_options(&v(&["grpjquota=aquota.group", "jqfmt=vfsv0"])), vec![QuotaType::Group]);
         assert!(types_from_options(&v(&["barrier=0"])).is_empty());
         assert!(is_quota_option("jqfmt=vfsv0"));

@@ -91,7 +91,9 @@ impl<W: Write> CpioWriter<W> {
         let ino = if name == "TRAILER!!!" { 0 } else { self.next_ino };
         self.next_ino += 1;
         let nlink = if mode & 0o170000 == S_IFDIR { 2 } else { 1 };
-        let size = u32::try_from(data.len()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("{name}: larger than 4 GiB, too big for cpio newc")))?;
+        let size = u32::try_from(data.len()).map_err(|_| {
+            io::Error::new(io::ErrorKind::InvalidInput, format!("{name}: larger than 4 GiB, too big for cpio newc"))
+        })?;
         // c_magic, ino, mode, uid, gid, nlink, mtime, filesize, devmajor, devminor,
         // rdevmajor, rdevminor, namesize (with the NUL), check.
         let header = format!(
@@ -146,7 +148,8 @@ mod tests {
         let mut off = 0usize;
         loop {
             assert_eq!(&b[..6], b"070701", "magic at offset {off}");
-            let field = |i: usize| u32::from_str_radix(std::str::from_utf8(&b[6 + i * 8..14 + i * 8]).unwrap(), 16).unwrap();
+            let field =
+                |i: usize| u32::from_str_radix(std::str::from_utf8(&b[6 + i * 8..14 + i * 8]).unwrap(), 16).unwrap();
             let (mode, size, namesize) = (field(1), field(6) as usize, field(11) as usize);
             let name = String::from_utf8(b[110..110 + namesize - 1].to_vec()).unwrap();
             let hdr = (110 + namesize).div_ceil(4) * 4;
@@ -174,7 +177,19 @@ mod tests {
         assert_eq!(bytes.len() % 4, 0);
         let entries = parse(&bytes);
         let names: Vec<&str> = entries.iter().map(|e| e.0.as_str()).collect();
-        assert_eq!(names, ["lib", "lib/x86_64-linux-gnu", "lib/x86_64-linux-gnu/libc.so.6", "etc", "etc/mtab", "lib/x", "dev", "dev/console"]);
+        assert_eq!(
+            names,
+            [
+                "lib",
+                "lib/x86_64-linux-gnu",
+                "lib/x86_64-linux-gnu/libc.so.6",
+                "etc",
+                "etc/mtab",
+                "lib/x",
+                "dev",
+                "dev/console"
+            ]
+        );
         assert_eq!(entries[7].1, 0o020600);
         assert_eq!(entries[2].1, 0o100755);
         assert_eq!(entries[2].2, b"hello");

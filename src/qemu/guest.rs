@@ -70,16 +70,27 @@ fn say(line: &str) {
 fn run_init() -> anyhow::Result<i32> {
     use anyhow::Context;
     use nix::mount::{MsFlags, mount};
-    for (src, target, fstype) in [("proc", "/proc", "proc"), ("sysfs", "/sys", "sysfs"), ("devtmpfs", "/dev", "devtmpfs"), ("tmpfs", "/tmp", "tmpfs")] {
+    for (src, target, fstype) in [
+        ("proc", "/proc", "proc"),
+        ("sysfs", "/sys", "sysfs"),
+        ("devtmpfs", "/dev", "devtmpfs"),
+        ("tmpfs", "/tmp", "tmpfs"),
+    ] {
         std::fs::create_dir_all(target).ok();
-        mount(Some(src), target, Some(fstype), MsFlags::empty(), None::<&str>).with_context(|| format!("mount {fstype} on {target}"))?;
+        mount(Some(src), target, Some(fstype), MsFlags::empty(), None::<&str>)
+            .with_context(|| format!("mount {fstype} on {target}"))?;
     }
-    let cfg: GuestConfig = serde_json::from_slice(&std::fs::read(GUEST_CONFIG).context("read the guest configuration")?).context("parse the guest configuration")?;
+    let cfg: GuestConfig =
+        serde_json::from_slice(&std::fs::read(GUEST_CONFIG).context("read the guest configuration")?)
+            .context("parse the guest configuration")?;
     // The run id and HostInfo carry the host name: make it say which kernel this was.
     let host = format!("fsbench-{}", cfg.label);
     // SAFETY: a valid buffer and its length.
     unsafe { libc::sethostname(host.as_ptr().cast(), host.len()) };
-    say(&format!("booted kernel {}", nix::sys::utsname::uname().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default()));
+    say(&format!(
+        "booted kernel {}",
+        nix::sys::utsname::uname().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default()
+    ));
     for m in &cfg.modules {
         if let Err(e) = load_module(Path::new(m)) {
             say(&format!("warning: cannot load module {m}: {e}"));

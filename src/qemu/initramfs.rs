@@ -151,7 +151,10 @@ mod tests {
     fn ldd_output_gives_libraries_and_the_loader() {
         let text = "\tlinux-vdso.so.1 (0x00007ffc)\n\tlibext2fs.so.2 => /lib/x86_64-linux-gnu/libext2fs.so.2 (0x00007f)\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f)\n";
         let libs = parse_ldd(text).unwrap();
-        assert_eq!(libs, [PathBuf::from("/lib/x86_64-linux-gnu/libext2fs.so.2"), PathBuf::from("/lib64/ld-linux-x86-64.so.2")]);
+        assert_eq!(
+            libs,
+            [PathBuf::from("/lib/x86_64-linux-gnu/libext2fs.so.2"), PathBuf::from("/lib64/ld-linux-x86-64.so.2")]
+        );
         assert!(parse_ldd("\tlibfoo.so.1 => not found\n").unwrap_err().contains("libfoo.so.1"));
         assert!(parse_ldd("\tstatically linked\n").unwrap().is_empty());
     }
@@ -160,12 +163,17 @@ mod tests {
     fn a_real_program_and_its_libraries_go_in() {
         let t = tempfile::tempdir().unwrap();
         let sh = PathBuf::from("/bin/sh");
-        let c = Contents { programs: vec![(sh, "/sbin/sh".into())], data: vec![("/x/y".into(), b"z".to_vec())], ..Default::default() };
+        let c = Contents {
+            programs: vec![(sh, "/sbin/sh".into())],
+            data: vec![("/x/y".into(), b"z".to_vec())],
+            ..Default::default()
+        };
         let out = t.path().join("i.cpio.gz");
         let size = write(&c, &out).unwrap();
         assert!(size > 1000);
         let mut raw = Vec::new();
-        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(std::fs::File::open(&out).unwrap()), &mut raw).unwrap();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(std::fs::File::open(&out).unwrap()), &mut raw)
+            .unwrap();
         let text = String::from_utf8_lossy(&raw);
         for name in ["sbin/sh\0", "dev/console\0", "x/y\0", "libc.so.6\0", "TRAILER!!!\0"] {
             assert!(text.contains(name), "{name} missing");

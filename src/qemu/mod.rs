@@ -91,8 +91,16 @@ pub fn parse_kernel_arg(arg: &str) -> Result<KernelSpec, QemuError> {
         match key.trim() {
             "modules" => k.modules = Some(PathBuf::from(value)),
             "cmdline" => k.cmdline = value.to_string(),
-            "memory" => k.memory = crate::scenario::units::parse_size(value).map_err(|e| bad(&format!("memory: {e}")))?,
-            "cpus" => k.cpus = value.parse().ok().filter(|c| (1..=256).contains(c)).ok_or_else(|| bad("cpus: a number from 1 to 256"))?,
+            "memory" => {
+                k.memory = crate::scenario::units::parse_size(value).map_err(|e| bad(&format!("memory: {e}")))?
+            }
+            "cpus" => {
+                k.cpus = value
+                    .parse()
+                    .ok()
+                    .filter(|c| (1..=256).contains(c))
+                    .ok_or_else(|| bad("cpus: a number from 1 to 256"))?
+            }
             other => return Err(bad(&format!("unknown key `{other}` (modules, cmdline, memory, cpus)"))),
         }
     }
@@ -129,15 +137,27 @@ pub fn modules_dir(k: &KernelSpec) -> Result<PathBuf, QemuError> {
     }
     candidates.iter().find(|c| c.is_dir()).cloned().ok_or_else(|| QemuError::Modules {
         dir: candidates.first().cloned().unwrap_or_else(|| root.join("lib/modules")),
-        detail: format!("no modules directory found for {} (tried {}); name it with modules=DIR", k.image.display(), candidates.iter().map(|c| c.display().to_string()).collect::<Vec<_>>().join(", ")),
+        detail: format!(
+            "no modules directory found for {} (tried {}); name it with modules=DIR",
+            k.image.display(),
+            candidates.iter().map(|c| c.display().to_string()).collect::<Vec<_>>().join(", ")
+        ),
     })
 }
 
 fn read_head(image: &Path) -> Result<Vec<u8>, QemuError> {
     use std::io::Read;
-    let mut f = std::fs::File::open(image).map_err(|e| QemuError::Io { what: "open kernel image".into(), path: image.to_path_buf(), source: e })?;
+    let mut f = std::fs::File::open(image).map_err(|e| QemuError::Io {
+        what: "open kernel image".into(),
+        path: image.to_path_buf(),
+        source: e,
+    })?;
     let mut head = vec![0u8; 64 * 1024];
-    let n = f.read(&mut head).map_err(|e| QemuError::Io { what: "read kernel image".into(), path: image.to_path_buf(), source: e })?;
+    let n = f.read(&mut head).map_err(|e| QemuError::Io {
+        what: "read kernel image".into(),
+        path: image.to_path_buf(),
+        source: e,
+    })?;
     head.truncate(n);
     Ok(head)
 }
@@ -156,29 +176,44 @@ pub fn run_if_requested(args: &RunArgs) -> anyhow::Result<Option<i32>> {
     let kernels: Vec<KernelSpec> = if args.kernels.is_empty() {
         scenario.kernels.clone()
     } else {
-        args.kernels.iter().map(|a| parse_kernel_arg(a).map_err(|e| exit::InputError::anyhow(e.to_string()))).collect::<anyhow::Result<_>>()?
+        args.kernels
+            .iter()
+            .map(|a| parse_kernel_arg(a).map_err(|e| exit::InputError::anyhow(e.to_string())))
+            .collect::<anyhow::Result<_>>()?
     };
     if kernels.is_empty() {
         return Ok(None);
     }
     if args.shard.is_some() || args.shard_count.is_some() {
-        return Err(exit::InputError::anyhow("--shard cannot be combined with --kernel/[[kernels]] yet: each kernel boots once and runs all its cells"));
+        return Err(exit::InputError::anyhow(
+            "--shard cannot be combined with --kernel/[[kernels]] yet: each kernel boots once and runs all its cells",
+        ));
     }
     if args.label.is_some() {
-        return Err(exit::InputError::anyhow("--label names a host run; under --kernel/[[kernels]] each run is labelled with its kernel's label"));
+        return Err(exit::InputError::anyhow(
+            "--label names a host run; under --kernel/[[kernels]] each run is labelled with its kernel's label",
+        ));
     }
     if matches!(scenario.backing, Backing::Device { .. }) || args.allow_device.is_some() {
-        return Err(exit::InputError::anyhow("device backing cannot run in a virtual machine (the guest has no access to host block devices)"));
+        return Err(exit::InputError::anyhow(
+            "device backing cannot run in a virtual machine (the guest has no access to host block devices)",
+        ));
     }
     // Validate the plan (and --only) on the host, before any boot.
     crate::plan::plan_for(&scenario, &args.scenario_options)?;
     for k in &kernels {
         if !k.image.is_file() {
-            return Err(exit::InputError::anyhow(format!("kernel `{}`: image {} does not exist", k.label, k.image.display())));
+            return Err(exit::InputError::anyhow(format!(
+                "kernel `{}`: image {} does not exist",
+                k.label,
+                k.image.display()
+            )));
         }
         modules_dir(k).map_err(|e| exit::InputError::anyhow(format!("kernel `{}`: {e}", k.label)))?;
     }
-    let qemu = vm::find_qemu().ok_or_else(|| exit::InputError::anyhow("qemu-system-x86_64 not found: apt-get install qemu-system-x86 (or set FSBENCH_QEMU)"))?;
+    let qemu = vm::find_qemu().ok_or_else(|| {
+        exit::InputError::anyhow("qemu-system-x86_64 not found: apt-get install qemu-system-x86 (or set FSBENCH_QEMU)")
+    })?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     let mut accel = None;
     let mut worst = exit::SUCCESS;
@@ -242,20 +277,37 @@ fn timeouts(s: &Scenario, cells: usize, accel: Accel) -> (Duration, Duration, Du
 }
 
 /// Boot one kernel and run the cells; returns the exit code and the run directory made.
-fn run_kernel(args: &RunArgs, s: &Scenario, k: &KernelSpec, qemu: &Path, accel: &mut Option<Accel>) -> anyhow::Result<(i32, Option<PathBuf>)> {
-    let tmp = tempfile::Builder::new().prefix("fsbench-qemu-").tempdir().context("cannot create a temporary directory")?;
+fn run_kernel(
+    args: &RunArgs,
+    s: &Scenario,
+    k: &KernelSpec,
+    qemu: &Path,
+    accel: &mut Option<Accel>,
+) -> anyhow::Result<(i32, Option<PathBuf>)> {
+    let tmp =
+        tempfile::Builder::new().prefix("fsbench-qemu-").tempdir().context("cannot create a temporary directory")?;
     let started = std::time::Instant::now();
     let initrd = tmp.path().join("initramfs.cpio.gz");
     let size = build_initramfs(s, k, &args.scenario_options.only, &initrd)?;
     let plan = crate::plan::plan_for(s, &args.scenario_options)?;
     if !args.quiet {
-        eprintln!("fsbench: kernel {}: initramfs {:.1} MiB built in {}", k.label, size as f64 / 1048576.0, crate::plan::human_duration(started.elapsed()));
+        eprintln!(
+            "fsbench: kernel {}: initramfs {:.1} MiB built in {}",
+            k.label,
+            size as f64 / 1048576.0,
+            crate::plan::human_duration(started.elapsed())
+        );
     }
     let channel = tmp.path().join("channel");
     let mut try_accel = accel.unwrap_or(if vm::kvm_openable() { Accel::Kvm } else { Accel::Tcg });
     loop {
         let (boot_timeout, cell_timeout, overall) = timeouts(s, plan.cells.len(), try_accel);
-        let append = format!("console=ttyS0 loglevel=4 panic=-1 oops=panic rdinit={GUEST_EXE} fsbench.accel={} {} -- __guest-init", try_accel.name(), k.cmdline).replace("  ", " ");
+        let append = format!(
+            "console=ttyS0 loglevel=4 panic=-1 oops=panic rdinit={GUEST_EXE} fsbench.accel={} {} -- __guest-init",
+            try_accel.name(),
+            k.cmdline
+        )
+        .replace("  ", " ");
         let spec = BootSpec {
             qemu: qemu.to_path_buf(),
             kernel: k.image.clone(),
@@ -271,7 +323,10 @@ fn run_kernel(args: &RunArgs, s: &Scenario, k: &KernelSpec, qemu: &Path, accel: 
             overall_timeout: overall,
         };
         if try_accel == Accel::Tcg && !args.quiet {
-            eprintln!("fsbench: warning: kernel {}: qemu runs with TCG (software emulation): timings are emulated and comparable only with other TCG runs", k.label);
+            eprintln!(
+                "fsbench: warning: kernel {}: qemu runs with TCG (software emulation): timings are emulated and comparable only with other TCG runs",
+                k.label
+            );
         }
         let _ = std::fs::remove_file(&channel);
         let label = k.label.clone();
@@ -294,7 +349,9 @@ fn run_kernel(args: &RunArgs, s: &Scenario, k: &KernelSpec, qemu: &Path, accel: 
         if try_accel == Accel::Kvm && report.booted_after.is_none() && kvm_broken {
             let why = match &report.outcome {
                 Outcome::Silent => format!("printed nothing within {}", crate::plan::human_duration(spec.first_output)),
-                _ => format!("failed before the guest started: {}", report.tail.last().map(String::as_str).unwrap_or("")),
+                _ => {
+                    format!("failed before the guest started: {}", report.tail.last().map(String::as_str).unwrap_or(""))
+                }
             };
             eprintln!("fsbench: kernel {}: qemu with KVM {why}; falling back to TCG", k.label);
             try_accel = Accel::Tcg;
@@ -303,14 +360,22 @@ fn run_kernel(args: &RunArgs, s: &Scenario, k: &KernelSpec, qemu: &Path, accel: 
         if let Some(b) = report.booted_after
             && !args.quiet
         {
-            eprintln!("fsbench: kernel {}: guest up after {}, done after {} ({})", k.label, crate::plan::human_duration(b), crate::plan::human_duration(report.elapsed), try_accel.name());
+            eprintln!(
+                "fsbench: kernel {}: guest up after {}, done after {} ({})",
+                k.label,
+                crate::plan::human_duration(b),
+                crate::plan::human_duration(report.elapsed),
+                try_accel.name()
+            );
         }
         if report.booted_after.is_some() || matches!(report.outcome, Outcome::Exited(_)) {
             *accel = Some(try_accel);
         }
         let ch = guest::parse_channel(&vm::read_channel(&channel));
         let dir = match &ch.results {
-            Some(bytes) => Some(adopt_results(bytes, &args.out, k, try_accel).context("cannot store the guest's results")?),
+            Some(bytes) => {
+                Some(adopt_results(bytes, &args.out, k, try_accel).context("cannot store the guest's results")?)
+            }
             None => None,
         };
         let tail = || report.tail.iter().rev().take(40).rev().cloned().collect::<Vec<_>>().join("\n");
@@ -326,7 +391,11 @@ fn run_kernel(args: &RunArgs, s: &Scenario, k: &KernelSpec, qemu: &Path, accel: 
                 let why = ch.problem.clone().unwrap_or_else(|| "the guest ended without reporting".into());
                 anyhow::bail!("{why} (qemu {status}); last console lines:\n{}", tail())
             }
-            (Outcome::Silent, _) => anyhow::bail!("qemu printed nothing within {}; last output:\n{}", crate::plan::human_duration(spec.first_output), tail()),
+            (Outcome::Silent, _) => anyhow::bail!(
+                "qemu printed nothing within {}; last output:\n{}",
+                crate::plan::human_duration(spec.first_output),
+                tail()
+            ),
             (Outcome::TimedOut(why), _) => anyhow::bail!("{why}; qemu was killed; last console lines:\n{}", tail()),
         };
     }
@@ -339,7 +408,14 @@ fn build_initramfs(s: &Scenario, k: &KernelSpec, only: &[String], dest: &Path) -
     // Debug builds carry ~60 MiB of debug info the guest never reads; without it the
     // initramfs is a third the size and boots about a second sooner under TCG.
     let stripped = dest.with_file_name("fsbench");
-    let exe = match std::process::Command::new("strip").arg("--strip-debug").arg("-o").arg(&stripped).arg(&exe).stderr(std::process::Stdio::null()).status() {
+    let exe = match std::process::Command::new("strip")
+        .arg("--strip-debug")
+        .arg("-o")
+        .arg(&stripped)
+        .arg(&exe)
+        .stderr(std::process::Stdio::null())
+        .status()
+    {
         Ok(st) if st.success() => stripped,
         _ => exe,
     };
@@ -408,7 +484,8 @@ fn build_initramfs(s: &Scenario, k: &KernelSpec, only: &[String], dest: &Path) -
             }
         }
     }
-    let libs: Vec<PathBuf> = c.programs.iter().map(|(h, _)| initramfs::shared_libraries(h)).collect::<Result<Vec<_>, _>>()?.concat();
+    let libs: Vec<PathBuf> =
+        c.programs.iter().map(|(h, _)| initramfs::shared_libraries(h)).collect::<Result<Vec<_>, _>>()?.concat();
     let cfg = GuestConfig {
         label: k.label.clone(),
         scenario: scenario_path,
@@ -422,7 +499,10 @@ fn build_initramfs(s: &Scenario, k: &KernelSpec, only: &[String], dest: &Path) -
 
 /// Unpack the guest's results under `out` and note the kernel and accelerator in each cell.
 fn adopt_results(tar_gz: &[u8], out: &Path, k: &KernelSpec, accel: Accel) -> anyhow::Result<PathBuf> {
-    let stage = tempfile::Builder::new().prefix(".fsbench-guest-").tempdir_in(out).with_context(|| format!("cannot stage under {}", out.display()))?;
+    let stage = tempfile::Builder::new()
+        .prefix(".fsbench-guest-")
+        .tempdir_in(out)
+        .with_context(|| format!("cannot stage under {}", out.display()))?;
     let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(tar_gz));
     ar.set_preserve_permissions(false);
     ar.unpack(stage.path()).context("cannot unpack the guest's results")?;
@@ -449,9 +529,11 @@ fn adopt_results(tar_gz: &[u8], out: &Path, k: &KernelSpec, accel: Accel) -> any
         for e in rd.filter_map(Result::ok) {
             let p = e.path();
             if p.extension().is_some_and(|x| x == "json") {
-                let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&p)?).with_context(|| format!("bad cell file {}", p.display()))?;
+                let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&p)?)
+                    .with_context(|| format!("bad cell file {}", p.display()))?;
                 // An empty `notes` is left out of cell files: add it back.
-                let notes = v.as_object_mut().map(|o| o.entry("notes").or_insert_with(|| serde_json::Value::Array(Vec::new())));
+                let notes =
+                    v.as_object_mut().map(|o| o.entry("notes").or_insert_with(|| serde_json::Value::Array(Vec::new())));
                 if let Some(serde_json::Value::Array(notes)) = notes {
                     notes.push(serde_json::Value::String(note.clone()));
                 }
@@ -477,7 +559,10 @@ mod tests {
 
     #[test]
     fn kernel_args_parse_with_options_and_reject_garbage() {
-        let k = parse_kernel_arg("V3=/k/boot/vmlinuz-6.1.0-50-amd64,modules=/k/lib/modules/6.1.0-50-amd64,memory=2GiB,cpus=4").unwrap();
+        let k = parse_kernel_arg(
+            "V3=/k/boot/vmlinuz-6.1.0-50-amd64,modules=/k/lib/modules/6.1.0-50-amd64,memory=2GiB,cpus=4",
+        )
+        .unwrap();
         assert_eq!(k.label, "V3");
         assert_eq!(k.image, PathBuf::from("/k/boot/vmlinuz-6.1.0-50-amd64"));
         assert_eq!(k.modules, Some(PathBuf::from("/k/lib/modules/6.1.0-50-amd64")));

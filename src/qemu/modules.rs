@@ -47,7 +47,13 @@ impl ModuleIndex {
                 ix.parse_softdep(&std::fs::read_to_string(dir.join("modules.softdep")).unwrap_or_default());
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => ix.scan()?,
-            Err(e) => return Err(QemuError::Io { what: "read modules.dep".into(), path: dir.join("modules.dep"), source: e }),
+            Err(e) => {
+                return Err(QemuError::Io {
+                    what: "read modules.dep".into(),
+                    path: dir.join("modules.dep"),
+                    source: e,
+                });
+            }
         }
         Ok(ix)
     }
@@ -104,7 +110,10 @@ impl ModuleIndex {
     fn scan(&mut self) -> Result<(), QemuError> {
         let root = self.dir.join("kernel");
         if !root.is_dir() {
-            return Err(QemuError::Modules { dir: self.dir.clone(), detail: "neither modules.dep nor a kernel/ directory".into() });
+            return Err(QemuError::Modules {
+                dir: self.dir.clone(),
+                detail: "neither modules.dep nor a kernel/ directory".into(),
+            });
         }
         for entry in walkdir::WalkDir::new(&root).into_iter().filter_map(Result::ok) {
             let path = entry.path();
@@ -334,7 +343,8 @@ kernel/lib/libcrc32c.ko: kernel/crypto/crc32c-generic.ko\n";
         let t = tempfile::tempdir().unwrap();
         let fsdir = t.path().join("kernel/fs");
         std::fs::create_dir_all(&fsdir).unwrap();
-        std::fs::write(fsdir.join("ext4.ko"), tiny_elf(b"softdep=pre: crypto-crc32c\0alias=fs-ext2\0depends=jbd2\0")).unwrap();
+        std::fs::write(fsdir.join("ext4.ko"), tiny_elf(b"softdep=pre: crypto-crc32c\0alias=fs-ext2\0depends=jbd2\0"))
+            .unwrap();
         std::fs::write(fsdir.join("jbd2.ko"), tiny_elf(b"depends=\0")).unwrap();
         std::fs::write(fsdir.join("crc32c-generic.ko"), tiny_elf(b"alias=crypto-crc32c\0depends=\0")).unwrap();
         let ix = ModuleIndex::load(t.path()).unwrap();

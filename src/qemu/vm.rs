@@ -125,7 +125,8 @@ impl Drop for Guard {
     fn drop(&mut self) {
         if let Some(mut c) = self.0.take() {
             // The group: qemu's helper threads/processes go with it.
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(c.id() as i32), nix::sys::signal::Signal::SIGKILL);
+            let _ =
+                nix::sys::signal::killpg(nix::unistd::Pid::from_raw(c.id() as i32), nix::sys::signal::Signal::SIGKILL);
             let _ = c.kill();
             let _ = c.wait();
         }
@@ -138,7 +139,8 @@ pub fn boot(spec: &BootSpec, on_line: &mut dyn FnMut(&str)) -> Result<BootReport
     let args = command_line(spec);
     let mut cmd = Command::new(&spec.qemu);
     cmd.args(&args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
-    let mut child = cmd.spawn().map_err(|e| QemuError::Io { what: "start qemu".into(), path: spec.qemu.clone(), source: e })?;
+    let mut child =
+        cmd.spawn().map_err(|e| QemuError::Io { what: "start qemu".into(), path: spec.qemu.clone(), source: e })?;
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
     let mut guard = Guard(Some(child));
@@ -175,7 +177,11 @@ pub fn boot(spec: &BootSpec, on_line: &mut dyn FnMut(&str)) -> Result<BootReport
             Err(mpsc::RecvTimeoutError::Disconnected) => {}
         }
         let c = guard.0.as_mut().expect("running");
-        if let Some(status) = c.try_wait().map_err(|e| QemuError::Io { what: "wait for qemu".into(), path: spec.qemu.clone(), source: e })? {
+        if let Some(status) = c.try_wait().map_err(|e| QemuError::Io {
+            what: "wait for qemu".into(),
+            path: spec.qemu.clone(),
+            source: e,
+        })? {
             // Drain what is still buffered in the pipes.
             while let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
                 let line = line.trim_end_matches('\r').to_string();
@@ -195,13 +201,22 @@ pub fn boot(spec: &BootSpec, on_line: &mut dyn FnMut(&str)) -> Result<BootReport
             break Outcome::Silent;
         }
         if booted_after.is_none() && now > spec.boot_timeout {
-            break Outcome::TimedOut(format!("the guest did not start fsbench within {}", crate::plan::human_duration(spec.boot_timeout)));
+            break Outcome::TimedOut(format!(
+                "the guest did not start fsbench within {}",
+                crate::plan::human_duration(spec.boot_timeout)
+            ));
         }
         if booted_after.is_some() && last_progress.elapsed() > spec.cell_timeout {
-            break Outcome::TimedOut(format!("no progress from the guest for {} (cell timeout)", crate::plan::human_duration(spec.cell_timeout)));
+            break Outcome::TimedOut(format!(
+                "no progress from the guest for {} (cell timeout)",
+                crate::plan::human_duration(spec.cell_timeout)
+            ));
         }
         if now > spec.overall_timeout {
-            break Outcome::TimedOut(format!("the guest run exceeded {} (overall timeout)", crate::plan::human_duration(spec.overall_timeout)));
+            break Outcome::TimedOut(format!(
+                "the guest run exceeded {} (overall timeout)",
+                crate::plan::human_duration(spec.overall_timeout)
+            ));
         }
     };
     drop(guard);

@@ -188,7 +188,11 @@ pub fn ratio(reference: &Point, other: &Point) -> Option<Ratio> {
         return None;
     }
     let welch = welch(&reference.samples, &other.samples);
-    Some(Ratio { ratio: other.summary.median / reference.summary.median, welch, significant: welch.is_some_and(|w| w.p < ALPHA) })
+    Some(Ratio {
+        ratio: other.summary.median / reference.summary.median,
+        welch,
+        significant: welch.is_some_and(|w| w.p < ALPHA),
+    })
 }
 
 /// The ratio table under a merged table: for each non-reference column, the
@@ -219,10 +223,15 @@ pub fn ratio_table(t: &LatfsTable, reference_label: &str) -> RatioTable {
     let values = t
         .values
         .iter()
-        .map(|row| pairs.iter().map(|(ri, ci)| match (&row[*ri], &row[*ci]) {
-            (Some(r), Some(o)) => ratio(r, o),
-            _ => None,
-        }).collect())
+        .map(|row| {
+            pairs
+                .iter()
+                .map(|(ri, ci)| match (&row[*ri], &row[*ci]) {
+                    (Some(r), Some(o)) => ratio(r, o),
+                    _ => None,
+                })
+                .collect()
+        })
         .collect();
     RatioTable { columns, tasks: t.tasks.clone(), values }
 }
@@ -239,7 +248,9 @@ pub fn check_compatible(runs: &[(String, LoadedRun)]) -> Result<Vec<String>, Com
         }
     }
     let (l0, r0) = &runs[0];
-    let list = |f: &dyn Fn(&LoadedRun) -> String| runs.iter().map(|(l, r)| format!("{l}: `{}`", f(r))).collect::<Vec<_>>().join(", ");
+    let list = |f: &dyn Fn(&LoadedRun) -> String| {
+        runs.iter().map(|(l, r)| format!("{l}: `{}`", f(r))).collect::<Vec<_>>().join(", ")
+    };
     if runs.iter().any(|(_, r)| r.meta.scenario_name != r0.meta.scenario_name) {
         return Err(CompareError::ScenarioMismatch(list(&|r| r.meta.scenario_name.clone())));
     }
@@ -265,7 +276,9 @@ pub fn check_compatible(runs: &[(String, LoadedRun)]) -> Result<Vec<String>, Com
                     )));
                 }
                 Ok(_) => {}
-                Err(e) => warnings.push(format!("could not compare the scenario texts as TOML ({e}); only cell parameters were checked")),
+                Err(e) => warnings.push(format!(
+                    "could not compare the scenario texts as TOML ({e}); only cell parameters were checked"
+                )),
             }
         }
         check_cells(l0, r0, label, run)?;
@@ -311,7 +324,8 @@ fn measured_differences(a: &str, b: &str) -> Result<Vec<String>, String> {
 
 /// Per cell both runs hold: same requested mount options and mkfs arguments.
 fn check_cells(l0: &str, r0: &LoadedRun, label: &str, run: &LoadedRun) -> Result<(), CompareError> {
-    let by_id: std::collections::HashMap<&str, &crate::model::CellResult> = r0.cells.iter().map(|c| (c.id.as_str(), c)).collect();
+    let by_id: std::collections::HashMap<&str, &crate::model::CellResult> =
+        r0.cells.iter().map(|c| (c.id.as_str(), c)).collect();
     // Device and image paths differ between runs by nature; they are not parameters.
     let norm = |argv: &[String]| argv.iter().filter(|a| !a.starts_with('/')).cloned().collect::<Vec<_>>();
     for c in &run.cells {

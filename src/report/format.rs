@@ -62,13 +62,7 @@ pub fn markdown(header: &[String], rows: &[Vec<String>]) -> String {
 pub fn csv_record(fields: &[String]) -> String {
     let mut out = fields
         .iter()
-        .map(|f| {
-            if f.contains([',', '"', '\n', '\r']) {
-                format!("\"{}\"", f.replace('"', "\"\""))
-            } else {
-                f.clone()
-            }
-        })
+        .map(|f| if f.contains([',', '"', '\n', '\r']) { format!("\"{}\"", f.replace('"', "\"\"")) } else { f.clone() })
         .collect::<Vec<_>>()
         .join(",");
     out.push('\n');

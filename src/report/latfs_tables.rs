@@ -72,7 +72,9 @@ impl LatfsTable {
             .zip(&self.values)
             .map(|(t, vals)| {
                 std::iter::once(t.to_string())
-                    .chain(vals.iter().map(|v| v.as_ref().map(|p| super::format::fmt4(p.summary.median)).unwrap_or_else(|| "-".into())))
+                    .chain(vals.iter().map(|v| {
+                        v.as_ref().map(|p| super::format::fmt4(p.summary.median)).unwrap_or_else(|| "-".into())
+                    }))
                     .collect()
             })
             .collect()
@@ -111,7 +113,8 @@ pub fn build_tables(runs: &[(&str, &LoadedRun)]) -> Vec<LatfsTable> {
     let mut tests: std::collections::BTreeSet<LatfsTest> = Default::default();
     // Which (label, fs, layout, test, quota) columns exist: planned or stored.
     let mut col_exists: std::collections::HashSet<(usize, &str, Layout, LatfsTest, QuotaMode)> = Default::default();
-    let mut tasks_of: std::collections::HashMap<(&str, Layout, LatfsTest), std::collections::BTreeSet<u32>> = Default::default();
+    let mut tasks_of: std::collections::HashMap<(&str, Layout, LatfsTest), std::collections::BTreeSet<u32>> =
+        Default::default();
     for (li, (_, run)) in runs.iter().enumerate() {
         let planned = run.meta.planned_cells.iter();
         let stored = run.cells.iter().map(|c| &c.params);

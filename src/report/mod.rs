@@ -90,7 +90,10 @@ fn not_measured(runs: &[(&str, &LoadedRun)]) -> Vec<NotMeasured> {
             }
             let (status, reason) = match c.status {
                 CellStatus::Skipped => ("skipped", c.skip.as_ref().map(|s| s.reason.clone()).unwrap_or_default()),
-                _ => ("failed", c.error.clone().or_else(|| c.skip.as_ref().map(|s| s.reason.clone())).unwrap_or_default()),
+                _ => (
+                    "failed",
+                    c.error.clone().or_else(|| c.skip.as_ref().map(|s| s.reason.clone())).unwrap_or_default(),
+                ),
             };
             out.push(NotMeasured {
                 label: label.to_string(),
@@ -149,7 +152,11 @@ fn ratio_rows(
         .tasks
         .iter()
         .zip(&rt.values)
-        .map(|(t, row)| std::iter::once(t.to_string()).chain(row.iter().map(|r| r.as_ref().map(&show).unwrap_or_else(|| "-".into()))).collect())
+        .map(|(t, row)| {
+            std::iter::once(t.to_string())
+                .chain(row.iter().map(|r| r.as_ref().map(&show).unwrap_or_else(|| "-".into())))
+                .collect()
+        })
         .collect();
     (header, rows)
 }
@@ -164,12 +171,18 @@ fn text_footer(out: &mut String, nm: &[NotMeasured], problems: &[String]) {
             let key = (n.label.as_str(), n.status.as_str(), n.reason.as_str());
             match groups.iter_mut().find(|g| (g.0.as_str(), g.1, g.2) == key) {
                 Some(g) => g.4.push(&n.id),
-                None => groups.push((n.label.clone(), n.status.as_str(), n.reason.as_str(), n.remedy.as_ref(), vec![&n.id])),
+                None => {
+                    groups.push((n.label.clone(), n.status.as_str(), n.reason.as_str(), n.remedy.as_ref(), vec![&n.id]))
+                }
             }
         }
         out.push_str(&format!("Cells without a result ({}):\n", nm.len()));
         for (label, status, reason, remedy, ids) in groups {
-            let cells = if ids.len() <= 3 { ids.join(", ") } else { format!("{}, ... ({} cells)", ids[..2].join(", "), ids.len()) };
+            let cells = if ids.len() <= 3 {
+                ids.join(", ")
+            } else {
+                format!("{}, ... ({} cells)", ids[..2].join(", "), ids.len())
+            };
             out.push_str(&format!("  {label} {status}: {reason}\n    cells: {cells}\n"));
             if let Some(r) = remedy {
                 out.push_str(&format!("    remedy: {r}\n"));
@@ -301,7 +314,21 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
         }
         ReportFormat::Csv => {
             let mut head: Vec<String> = [
-                "label", "fs", "layout", "quota", "test", "tasks", "column", "n", "median", "mean", "stddev", "min", "max", "ci95_low", "ci95_high",
+                "label",
+                "fs",
+                "layout",
+                "quota",
+                "test",
+                "tasks",
+                "column",
+                "n",
+                "median",
+                "mean",
+                "stddev",
+                "min",
+                "max",
+                "ci95_low",
+                "ci95_high",
             ]
             .iter()
             .map(|s| s.to_string())
@@ -342,7 +369,12 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
                                 .and_then(|rp| compare::ratio(rp, p));
                             rec.push(r.as_ref().map(|r| fmt4(r.ratio)).unwrap_or_default());
                             rec.push(csv_num(r.as_ref().and_then(|r| r.welch.map(|w| w.p))));
-                            rec.push(r.as_ref().filter(|r| r.welch.is_some()).map(|r| r.significant.to_string()).unwrap_or_default());
+                            rec.push(
+                                r.as_ref()
+                                    .filter(|r| r.welch.is_some())
+                                    .map(|r| r.significant.to_string())
+                                    .unwrap_or_default(),
+                            );
                         }
                         out.push_str(&csv_record(&rec));
                     }
@@ -372,7 +404,15 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
                 .iter()
                 .map(|t| JsonTable { table: t, ratios: with_ratios.then(|| compare::ratio_table(t, reference)) })
                 .collect();
-            let out = Out { workload: "lat_fs", scenario, runs: json_runs(runs), warnings, tables: jt, not_measured: &nm, problems: &problems };
+            let out = Out {
+                workload: "lat_fs",
+                scenario,
+                runs: json_runs(runs),
+                warnings,
+                tables: jt,
+                not_measured: &nm,
+                problems: &problems,
+            };
             serde_json::to_string_pretty(&out).expect("report serializes") + "\n"
         }
     }
@@ -409,7 +449,8 @@ fn render_steps(runs: &[(&str, &LoadedRun)], warnings: &[String], format: Report
             }
             for g in &groups {
                 out.push_str(&format!("\n## {} {}\n\n", g.label, g.config));
-                let header: Vec<String> = ["iteration", "step", "user", "system", "elapsed", "CPU"].map(String::from).to_vec();
+                let header: Vec<String> =
+                    ["iteration", "step", "user", "system", "elapsed", "CPU"].map(String::from).to_vec();
                 let rows: Vec<Vec<String>> = g
                     .iterations
                     .iter()
@@ -418,7 +459,14 @@ fn render_steps(runs: &[(&str, &LoadedRun)], warnings: &[String], format: Report
                         it.iter().map(move |s| {
                             let tf = s.time_format();
                             let f: Vec<&str> = tf.split(' ').collect();
-                            vec![(i + 1).to_string(), s.label.clone(), f[0].into(), f[1].into(), f[2].into(), f[3].into()]
+                            vec![
+                                (i + 1).to_string(),
+                                s.label.clone(),
+                                f[0].into(),
+                                f[1].into(),
+                                f[2].into(),
+                                f[3].into(),
+                            ]
                         })
                     })
                     .collect();
@@ -437,8 +485,22 @@ fn render_steps(runs: &[(&str, &LoadedRun)], warnings: &[String], format: Report
             out
         }
         ReportFormat::Csv => {
-            let head = ["label", "config", "fs", "iteration", "step", "op", "label_cmd", "user_s", "system_s", "elapsed_s", "cpu_percent", "max_rss_kib", "flagged"]
-                .map(String::from);
+            let head = [
+                "label",
+                "config",
+                "fs",
+                "iteration",
+                "step",
+                "op",
+                "label_cmd",
+                "user_s",
+                "system_s",
+                "elapsed_s",
+                "cpu_percent",
+                "max_rss_kib",
+                "flagged",
+            ]
+            .map(String::from);
             let mut out = csv_record(&head);
             for g in &groups {
                 for (i, it) in g.iterations.iter().enumerate() {
@@ -474,7 +536,15 @@ fn render_steps(runs: &[(&str, &LoadedRun)], warnings: &[String], format: Report
                 not_measured: &'a [NotMeasured],
                 problems: &'a [String],
             }
-            let out = Out { workload: "steps", scenario, runs: json_runs(runs), warnings, groups: &groups, not_measured: &nm, problems: &problems };
+            let out = Out {
+                workload: "steps",
+                scenario,
+                runs: json_runs(runs),
+                warnings,
+                groups: &groups,
+                not_measured: &nm,
+                problems: &problems,
+            };
             serde_json::to_string_pretty(&out).expect("report serializes") + "\n"
         }
     }
@@ -547,7 +617,9 @@ fn parse_run_arg(arg: &str) -> (Option<String>, PathBuf) {
         return (None, PathBuf::from(arg));
     }
     match arg.split_once('=') {
-        Some((label, dir)) if !label.is_empty() && !label.contains('/') => (Some(label.to_string()), PathBuf::from(dir)),
+        Some((label, dir)) if !label.is_empty() && !label.contains('/') => {
+            (Some(label.to_string()), PathBuf::from(dir))
+        }
         _ => (None, PathBuf::from(arg)),
     }
 }
@@ -565,9 +637,9 @@ pub fn cli_compare(args: &CompareArgs) -> anyhow::Result<i32> {
                 return Ok(exit::USAGE);
             }
         };
-        let label = label
-            .or_else(|| run.meta.label.clone())
-            .unwrap_or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| arg.clone()));
+        let label = label.or_else(|| run.meta.label.clone()).unwrap_or_else(|| {
+            dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| arg.clone())
+        });
         runs.push((label, run));
     }
     let warnings = check_compatible(&runs).map_err(|e| exit::InputError::anyhow(format!("cannot compare: {e}")))?;
@@ -581,7 +653,8 @@ pub fn cli_compare(args: &CompareArgs) -> anyhow::Result<i32> {
             code = exit::FAILURE;
         }
     }
-    let text = render_compare(&runs, args.format).map_err(|e| exit::InputError::anyhow(format!("cannot compare: {e}")))?;
+    let text =
+        render_compare(&runs, args.format).map_err(|e| exit::InputError::anyhow(format!("cannot compare: {e}")))?;
     print!("{text}");
     if let Some(dir) = &args.plot {
         let refs: Vec<(&str, &LoadedRun)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();

@@ -120,13 +120,7 @@ fn draw_latfs<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &LatfsTable) 
     let e = |x: &dyn std::fmt::Display| x.to_string();
     root.fill(&WHITE).map_err(|x| e(&x))?;
     let n = t.tasks.len().max(1);
-    let ymax = t
-        .values
-        .iter()
-        .flatten()
-        .flatten()
-        .map(|p| p.summary.max.max(p.summary.median))
-        .fold(0.0f64, f64::max);
+    let ymax = t.values.iter().flatten().flatten().map(|p| p.summary.max.max(p.summary.median)).fold(0.0f64, f64::max);
     let ymax = if ymax > 0.0 { ymax * 1.12 } else { 1.0 };
     let mut chart = ChartBuilder::on(&root)
         .caption(format!("{}-{} {}", t.fs, t.layout, t.title()), ("sans-serif", 26))
@@ -141,7 +135,11 @@ fn draw_latfs<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &LatfsTable) 
         .x_labels(n)
         .x_label_formatter(&|x| {
             let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < tasks.len() { tasks[i as usize].to_string() } else { String::new() }
+            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < tasks.len() {
+                tasks[i as usize].to_string()
+            } else {
+                String::new()
+            }
         })
         .x_desc("tasks (#nr_task)")
         .y_desc("total loops/ms (median; bars: min..max)")
@@ -167,11 +165,9 @@ fn draw_latfs<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &LatfsTable) 
             .draw_series(pts.iter().map(|(x, p)| Circle::new((*x, p.summary.median), 4, color.filled())))
             .map_err(|x| e(&x))?;
         chart
-            .draw_series(
-                pts.iter()
-                    .filter(|(_, p)| p.summary.n > 1)
-                    .map(|(x, p)| ErrorBar::new_vertical(*x, p.summary.min, p.summary.median, p.summary.max, color.stroke_width(1), 8)),
-            )
+            .draw_series(pts.iter().filter(|(_, p)| p.summary.n > 1).map(|(x, p)| {
+                ErrorBar::new_vertical(*x, p.summary.min, p.summary.median, p.summary.max, color.stroke_width(1), 8)
+            }))
             .map_err(|x| e(&x))?;
     }
     chart
@@ -193,7 +189,9 @@ fn legend_corner(t: &LatfsTable, n: usize, ymax: f64) -> SeriesLabelPosition {
         .values
         .iter()
         .enumerate()
-        .flat_map(|(ri, row)| row.iter().flatten().flat_map(move |p| [(ri as f64, p.summary.max), (ri as f64, p.summary.min)]))
+        .flat_map(|(ri, row)| {
+            row.iter().flatten().flat_map(move |p| [(ri as f64, p.summary.max), (ri as f64, p.summary.min)])
+        })
         .collect();
     let span = (n as f64 - 1.0).max(1.0);
     let free = |left: bool, top: bool| {
@@ -237,7 +235,11 @@ fn draw_steps<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, g: &StepsGroup) 
         .x_labels(nsteps)
         .x_label_formatter(&|x| {
             let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() { names[i as usize].clone() } else { String::new() }
+            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() {
+                names[i as usize].clone()
+            } else {
+                String::new()
+            }
         })
         .disable_x_mesh()
         .y_desc("elapsed seconds")
@@ -251,7 +253,10 @@ fn draw_steps<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, g: &StepsGroup) 
         chart
             .draw_series(it.iter().enumerate().map(|(j, s)| {
                 let x0 = j as f64 - 0.4 + i as f64 * width;
-                Rectangle::new([(x0 + width * 0.08, 0.0), (x0 + width * 0.92, s.elapsed_us as f64 / 1e6)], color.filled())
+                Rectangle::new(
+                    [(x0 + width * 0.08, 0.0), (x0 + width * 0.92, s.elapsed_us as f64 / 1e6)],
+                    color.filled(),
+                )
             }))
             .map_err(|x| e(&x))?
             .label(format!("iteration {}", i + 1))

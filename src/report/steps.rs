@@ -63,10 +63,19 @@ pub struct StepFlag {
 impl StepFlag {
     /// One line for humans.
     pub fn describe(&self) -> String {
-        let per_it = self.elapsed_s.iter().enumerate().map(|(i, e)| format!("#{}: {e:.2}s", i + 1)).collect::<Vec<_>>().join(", ");
+        let per_it = self
+            .elapsed_s
+            .iter()
+            .enumerate()
+            .map(|(i, e)| format!("#{}: {e:.2}s", i + 1))
+            .collect::<Vec<_>>()
+            .join(", ");
         match self.shift_at {
             Some(k) => format!("iteration-dependent: `{}` changes from iteration {k} on ({per_it})", self.label),
-            None => format!("iteration-dependent: `{}` elapsed varies {:.1}x across iterations ({per_it})", self.label, self.ratio),
+            None => format!(
+                "iteration-dependent: `{}` elapsed varies {:.1}x across iterations ({per_it})",
+                self.label, self.ratio
+            ),
         }
     }
 }
@@ -189,7 +198,16 @@ mod tests {
     fn it(elapsed_ms: &[u64]) -> Vec<Vec<StepTiming>> {
         elapsed_ms
             .iter()
-            .map(|e| vec![StepTiming { label: "tar zxf x.tar.gz".into(), op: "untar".into(), user_us: 0, system_us: 0, elapsed_us: e * 1000, max_rss_kib: 0 }])
+            .map(|e| {
+                vec![StepTiming {
+                    label: "tar zxf x.tar.gz".into(),
+                    op: "untar".into(),
+                    user_us: 0,
+                    system_us: 0,
+                    elapsed_us: e * 1000,
+                    max_rss_kib: 0,
+                }]
+            })
             .collect()
     }
 

@@ -59,7 +59,9 @@ pub enum ResultsError {
         message: String,
     },
     /// A file written by a newer fsbench.
-    #[error("{path}: schema: result format version {found} is newer than this fsbench reads (up to {supported}); upgrade fsbench")]
+    #[error(
+        "{path}: schema: result format version {found} is newer than this fsbench reads (up to {supported}); upgrade fsbench"
+    )]
     NewerSchema {
         /// The file.
         path: PathBuf,
@@ -265,12 +267,8 @@ impl RunWriter {
                 }
             }
         }
-        let done: BTreeSet<String> = loaded
-            .cells
-            .iter()
-            .filter(|c| c.status != CellStatus::Failed)
-            .map(|c| c.id.clone())
-            .collect();
+        let done: BTreeSet<String> =
+            loaded.cells.iter().filter(|c| c.status != CellStatus::Failed).map(|c| c.id.clone()).collect();
         let mut meta = loaded.meta;
         meta.finished = None;
         meta.interrupted = false;
@@ -361,7 +359,9 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ResultsError> {
     let parsed: Vec<(PathBuf, Result<CellResult, ResultsError>)> = std::thread::scope(|s| {
         let handles: Vec<_> = paths
             .chunks(chunk)
-            .map(|part| s.spawn(move || part.iter().map(|p| (p.clone(), read_json::<CellResult>(p))).collect::<Vec<_>>()))
+            .map(|part| {
+                s.spawn(move || part.iter().map(|p| (p.clone(), read_json::<CellResult>(p))).collect::<Vec<_>>())
+            })
             .collect();
         handles.into_iter().flat_map(|h| h.join().expect("cell parser thread panicked")).collect()
     });
@@ -402,9 +402,11 @@ fn read_json<T: serde::de::DeserializeOwned + HasSchema>(path: &Path) -> Result<
         .map_err(|e| (e.path().to_string(), e.into_inner().to_string()))
         .and_then(|v| de.end().map(|()| v).map_err(|e| (".".to_string(), e.to_string())));
     match typed {
-        Ok(v) if v.schema() > RESULT_SCHEMA_VERSION => {
-            Err(ResultsError::NewerSchema { path: path.to_path_buf(), found: v.schema() as u64, supported: RESULT_SCHEMA_VERSION })
-        }
+        Ok(v) if v.schema() > RESULT_SCHEMA_VERSION => Err(ResultsError::NewerSchema {
+            path: path.to_path_buf(),
+            found: v.schema() as u64,
+            supported: RESULT_SCHEMA_VERSION,
+        }),
         Ok(v) => Ok(v),
         Err((field, message)) => {
             let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| ResultsError::Parse {
@@ -416,7 +418,11 @@ fn read_json<T: serde::de::DeserializeOwned + HasSchema>(path: &Path) -> Result<
             if let Some(v) = value.get("schema") {
                 match v.as_u64() {
                     Some(found) if found > RESULT_SCHEMA_VERSION as u64 => {
-                        return Err(ResultsError::NewerSchema { path: path.to_path_buf(), found, supported: RESULT_SCHEMA_VERSION });
+                        return Err(ResultsError::NewerSchema {
+                            path: path.to_path_buf(),
+                            found,
+                            supported: RESULT_SCHEMA_VERSION,
+                        });
                     }
                     Some(_) => {}
                     None => {
@@ -518,7 +524,8 @@ fn compact_timestamp(rfc3339: &str) -> String {
 }
 
 fn sanitize(s: &str) -> String {
-    let s: String = s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    let s: String =
+        s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
     if s.is_empty() { "host".into() } else { s }
 }
 

@@ -271,7 +271,8 @@ pub fn cli_list() -> anyhow::Result<i32> {
     let mut seen = std::collections::BTreeSet::new();
     let mut rows = Vec::new();
     if let Ok(entries) = std::fs::read_dir("scenarios") {
-        let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
+        let mut paths: Vec<_> =
+            entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
         paths.sort();
         for path in paths {
             match super::load(&path) {
@@ -280,7 +281,12 @@ pub fn cli_list() -> anyhow::Result<i32> {
                     let cells = crate::plan::expand(&s).cells.len();
                     rows.push([s.name.clone(), path.display().to_string(), cells.to_string(), s.description.clone()]);
                 }
-                Err(e) => rows.push(["?".into(), path.display().to_string(), "-".into(), format!("invalid: {}", first_line(&e.to_string()))]),
+                Err(e) => rows.push([
+                    "?".into(),
+                    path.display().to_string(),
+                    "-".into(),
+                    format!("invalid: {}", first_line(&e.to_string())),
+                ]),
             }
         }
     }

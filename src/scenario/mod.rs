@@ -7,12 +7,12 @@
 
 // A ScenarioError is built at most once per invocation and read field by field by
 // callers and tests; boxing it to shrink every Result would buy nothing measurable.
+pub mod file;
 #[allow(clippy::result_large_err)]
 pub mod overrides;
+pub mod units;
 #[allow(clippy::result_large_err)]
 pub mod validate;
-pub mod file;
-pub mod units;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -24,19 +24,26 @@ fn parse_value(raw: &str) -> toml_edit::Value {
 /// Apply `--set` overrides to scenario text. Returns the new text and the applied
 /// `(path, value)` pairs (for error messages).
 pub fn apply(text: &str, origin: &str, overrides: &[String]) -> Result<(String, Vec<(String, String)>), ScenarioError> {
-    let mut doc = toml_edit::DocumentMut::from_str(text).map_err(|e| {
-        usage(origin, format!("invalid TOML: {}", e.message()), None)
-    })?;
+    let mut doc = toml_edit::DocumentMut::from_str(text)
+        .map_err(|e| usage(origin, format!("invalid TOML: {}", e.message()), None))?;
     let mut applied = Vec::new();
     for raw in overrides {
         let opt = format!("--set {raw}");
         let Some((path, value)) = raw.split_once('=') else {
-            return Err(usage(&opt, "expected `--set PATH=VALUE`".into(), Some("e.g. --set workload.duration=200ms".into())));
+            return Err(usage(
+                &opt,
+                "expected `--set PATH=VALUE`".into(),
+                Some("e.g. --set workload.duration=200ms".into()),
+            ));
         };
         let path = path.trim();
         let keys: Vec<&str> = path.split('.').collect();
         if path.is_empty() || keys.iter().any(|k| k.is_empty()) {
-            return Err(usage(&opt, format!("invalid key path `{path}`"), Some("use a dotted path such as `workload.duration`".into())));
+            return Err(usage(
+                &opt,
+                format!("invalid key path `{path}`"),
+                Some("use a dotted path such as `workload.duration`".into()),
+            ));
         }
         let mut new_value = parse_value(value);
         let mut table = doc.as_table_mut();
@@ -45,9 +52,9 @@ pub fn apply(text: &str, origin: &str, overrides: &[String]) -> Result<(String, 
             if let Some(inline) = entry.as_inline_table().cloned() {
                 *entry = toml_edit::Item::Table(inline.into_table());
             }
-            table = entry.as_table_mut().ok_or_else(|| {
-                usage(&opt, format!("`{}` is a value, not a table", keys[..=i].join(".")), None)
-            })?;
+            table = entry
+                .as_table_mut()
+                .ok_or_else(|| usage(&opt, format!("`{}` is a value, not a table", keys[..=i].join(".")), None))?;
         }
         let last = keys[keys.len() - 1];
         // An axis given one value is an axis of one: `--set matrix.fs=ext4`.
@@ -82,7 +89,12 @@ mod tests {
 
     #[test]
     fn values_are_typed_like_toml() {
-        let (text, _) = apply(TEXT, "t", &["workload.repetitions=3".into(), "workload.duration=200ms".into(), "matrix.tasks=[1,2]".into()]).unwrap();
+        let (text, _) = apply(
+            TEXT,
+            "t",
+            &["workload.repetitions=3".into(), "workload.duration=200ms".into(), "matrix.tasks=[1,2]".into()],
+        )
+        .unwrap();
         assert!(text.contains("repetitions = 3"), "{text}");
         assert!(text.contains("duration = \"200ms\""), "{text}");
         assert!(text.contains("tasks = [1,2]"), "{text}");

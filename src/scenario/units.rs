@@ -19,20 +19,12 @@ const SIZE_UNITS: &[(&str, u64)] = &[
     ("TB", 1_000_000_000_000),
 ];
 
-const DURATION_UNITS: &[(&str, f64)] = &[
-    ("ns", 1e-9),
-    ("us", 1e-6),
-    ("ms", 1e-3),
-    ("s", 1.0),
-    ("m", 60.0),
-    ("h", 3600.0),
-];
+const DURATION_UNITS: &[(&str, f64)] =
+    &[("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0)];
 
 fn split_number(s: &str) -> (&str, &str) {
     let s = s.trim();
-    let end = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
-        .unwrap_or(s.len());
+    let end = s.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_')).unwrap_or(s.len());
     (&s[..end], s[end..].trim())
 }
 
@@ -50,18 +42,14 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     let mult = if unit.is_empty() {
         1
     } else {
-        SIZE_UNITS
-            .iter()
-            .find(|(u, _)| *u == unit)
-            .map(|(_, m)| *m)
-            .ok_or_else(|| {
-                let hint = SIZE_UNITS
-                    .iter()
-                    .find(|(u, _)| u.eq_ignore_ascii_case(unit) || u.trim_end_matches("iB").eq_ignore_ascii_case(unit))
-                    .map(|(u, _)| format!(", did you mean `{num}{u}`?"))
-                    .unwrap_or_default();
-                format!("unknown size unit `{unit}` in `{s}` (use B, KiB, MiB, GiB, TiB, kB, MB, GB or TB){hint}")
-            })?
+        SIZE_UNITS.iter().find(|(u, _)| *u == unit).map(|(_, m)| *m).ok_or_else(|| {
+            let hint = SIZE_UNITS
+                .iter()
+                .find(|(u, _)| u.eq_ignore_ascii_case(unit) || u.trim_end_matches("iB").eq_ignore_ascii_case(unit))
+                .map(|(u, _)| format!(", did you mean `{num}{u}`?"))
+                .unwrap_or_default();
+            format!("unknown size unit `{unit}` in `{s}` (use B, KiB, MiB, GiB, TiB, kB, MB, GB or TB){hint}")
+        })?
     };
     let bytes = value * mult as f64;
     if bytes > u64::MAX as f64 / 2.0 {
@@ -76,8 +64,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 /// Parse a duration such as `300ms`, `1s`, `1.5s`, `2m` or `500us`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let (num, unit) = split_number(s);
-    let value =
-        parse_number(num).ok_or_else(|| format!("`{s}` is not a duration (examples: `300ms`, `1s`, `2m`)"))?;
+    let value = parse_number(num).ok_or_else(|| format!("`{s}` is not a duration (examples: `300ms`, `1s`, `2m`)"))?;
     if unit.is_empty() {
         return Err(format!("duration `{s}` needs a unit: ns, us, ms, s, m or h (e.g. `{num}ms`)"));
     }

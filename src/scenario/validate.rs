@@ -12,7 +12,9 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::file::{ArchiveFile, BackingFile, FilesystemFile, GateFile, KernelFile, MatrixFile, ScenarioFile, StepFile, WorkloadFile};
+use super::file::{
+    ArchiveFile, BackingFile, FilesystemFile, GateFile, KernelFile, MatrixFile, ScenarioFile, StepFile, WorkloadFile,
+};
 use super::units::{parse_duration, parse_percent, parse_size};
 use super::*;
 use crate::model::{LatfsTest, Layout, QuotaImpl, QuotaMode};
@@ -115,12 +117,28 @@ impl<'a> Ctx<'a> {
         Ctx { text, origin, doc: toml_edit::Document::parse(text).ok(), overrides }
     }
 
-    fn error_at(&self, span: Option<Range<usize>>, key: Option<String>, message: String, help: Option<String>) -> ScenarioError {
+    fn error_at(
+        &self,
+        span: Option<Range<usize>>,
+        key: Option<String>,
+        message: String,
+        help: Option<String>,
+    ) -> ScenarioError {
         let overridden = key.as_ref().and_then(|k| {
-            self.overrides.iter().find(|(p, _)| k == p || k.starts_with(&format!("{p}.")) || k.starts_with(&format!("{p}[")))
+            self.overrides
+                .iter()
+                .find(|(p, _)| k == p || k.starts_with(&format!("{p}.")) || k.starts_with(&format!("{p}[")))
         });
         if let Some((path, value)) = overridden {
-            return ScenarioError { origin: format!("--set {path}={value}"), line: None, column: None, key, message, help, snippet: None };
+            return ScenarioError {
+                origin: format!("--set {path}={value}"),
+                line: None,
+                column: None,
+                key,
+                message,
+                help,
+                snippet: None,
+            };
         }
         let (line, column, snippet) = match span {
             Some(span) => {
@@ -207,7 +225,9 @@ impl<'a> Ctx<'a> {
                         if let Some(t) = v.as_inline_table() {
                             for (k, vv) in t.iter() {
                                 let ks = t.key(k).and_then(|kk| kk.span());
-                                if ks.is_some_and(|s| s.contains(&offset)) || vv.span().is_some_and(|s| s.contains(&offset)) {
+                                if ks.is_some_and(|s| s.contains(&offset))
+                                    || vv.span().is_some_and(|s| s.contains(&offset))
+                                {
                                     path.push(Seg::Key(k.to_string()));
                                 }
                             }
@@ -280,7 +300,8 @@ fn from_toml_error(ctx: &Ctx, e: &toml::de::Error) -> ScenarioError {
     let msg = e.message().trim().to_string();
     let span = e.span();
     // A span that starts the document is about the root table (e.g. a missing top-level key).
-    let whole_doc = span.as_ref().is_some_and(|s| s.start == 0 && (s.end == 0 || s.end + 1 >= ctx.text.trim_end().len()));
+    let whole_doc =
+        span.as_ref().is_some_and(|s| s.start == 0 && (s.end == 0 || s.end + 1 >= ctx.text.trim_end().len()));
     let path = match &span {
         Some(s) if !whole_doc => ctx.path_at(s.start),
         _ => Vec::new(),
@@ -292,9 +313,8 @@ fn from_toml_error(ctx: &Ctx, e: &toml::de::Error) -> ScenarioError {
         let expected: Vec<&str> = tail.split('`').skip(1).step_by(2).collect();
         let table = path.len().checked_sub(1).map(|n| path_str(&path[..n])).filter(|s| !s.is_empty());
         let where_ = table.map(|t| format!(" in [{t}]")).unwrap_or_default();
-        let help = did_you_mean(name, &expected).or_else(|| {
-            (!expected.is_empty()).then(|| format!("valid keys here: {}", expected.join(", ")))
-        });
+        let help = did_you_mean(name, &expected)
+            .or_else(|| (!expected.is_empty()).then(|| format!("valid keys here: {}", expected.join(", "))));
         return ctx.error_at(span, key, format!("unknown key `{name}`{where_}"), help);
     }
     if let Some(rest) = msg.strip_prefix("missing field `") {
@@ -340,7 +360,12 @@ pub fn load_with(path: &Path, overrides: &[String]) -> Result<Scenario, Scenario
 }
 
 /// Apply `--set` overrides to `text`, then parse and validate.
-pub fn parse_overridden(text: &str, origin: &str, base_dir: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+pub fn parse_overridden(
+    text: &str,
+    origin: &str,
+    base_dir: &Path,
+    overrides: &[String],
+) -> Result<Scenario, ScenarioError> {
     if overrides.is_empty() {
         return parse_with(text, origin, base_dir, &[]);
     }
@@ -348,32 +373,57 @@ pub fn parse_overridden(text: &str, origin: &str, base_dir: &Path, overrides: &[
     parse_with(&text, origin, base_dir, &applied)
 }
 
-fn parse_with(text: &str, origin: &str, base_dir: &Path, overrides: &[(String, String)]) -> Result<Scenario, ScenarioError> {
+fn parse_with(
+    text: &str,
+    origin: &str,
+    base_dir: &Path,
+    overrides: &[(String, String)],
+) -> Result<Scenario, ScenarioError> {
     let ctx = Ctx::new(text, origin, overrides);
     let file: ScenarioFile = toml::from_str(text).map_err(|e| from_toml_error(&ctx, &e))?;
     let mut scenario = validate(&ctx, file, base_dir)?;
-    scenario.source = ScenarioSource { origin: origin.to_string(), base_dir: base_dir.to_path_buf(), text: text.to_string() };
+    scenario.source =
+        ScenarioSource { origin: origin.to_string(), base_dir: base_dir.to_path_buf(), text: text.to_string() };
     Ok(scenario)
 }
 
 fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Scenario, ScenarioError> {
     if f.schema != SCENARIO_SCHEMA_VERSION {
         let msg = if f.schema > SCENARIO_SCHEMA_VERSION {
-            format!("scenario format version {} is newer than this fsbench understands ({SCENARIO_SCHEMA_VERSION})", f.schema)
+            format!(
+                "scenario format version {} is newer than this fsbench understands ({SCENARIO_SCHEMA_VERSION})",
+                f.schema
+            )
         } else {
-            format!("unknown scenario format version {} (this fsbench reads version {SCENARIO_SCHEMA_VERSION})", f.schema)
+            format!(
+                "unknown scenario format version {} (this fsbench reads version {SCENARIO_SCHEMA_VERSION})",
+                f.schema
+            )
         };
         return Err(ctx.value_help(&p("schema"), msg, format!("write `schema = {SCENARIO_SCHEMA_VERSION}`")));
     }
     let name = f.name.trim().to_string();
-    if name.is_empty() || name.len() > 64 || !name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) || name.starts_with('.') {
-        return Err(ctx.value_help(&p("name"), format!("invalid scenario name `{}`", f.name), "use 1 to 64 characters from A-Z a-z 0-9 . _ - (it becomes a directory name)"));
+    if name.is_empty()
+        || name.len() > 64
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        || name.starts_with('.')
+    {
+        return Err(ctx.value_help(
+            &p("name"),
+            format!("invalid scenario name `{}`", f.name),
+            "use 1 to 64 characters from A-Z a-z 0-9 . _ - (it becomes a directory name)",
+        ));
     }
     let workload_kind = match f.workload.kind.as_str() {
         "lat_fs" => "lat_fs",
         "steps" => "steps",
         other => {
-            return Err(ctx.at(&p("workload.kind"), false, format!("unknown workload kind `{other}`"), did_you_mean(other, &["lat_fs", "steps"]).or(Some("use `lat_fs` or `steps`".into()))));
+            return Err(ctx.at(
+                &p("workload.kind"),
+                false,
+                format!("unknown workload kind `{other}`"),
+                did_you_mean(other, &["lat_fs", "steps"]).or(Some("use `lat_fs` or `steps`".into())),
+            ));
         }
     };
     let matrix = validate_matrix(ctx, &f.matrix, workload_kind)?;
@@ -389,7 +439,12 @@ fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Scenario, Sce
         None => GateSpec::default(),
     };
     if archive.is_some() && !matches!(workload, Workload::Steps(_)) {
-        return Err(ctx.at(&p("archive"), true, "`[archive]` is only used by steps workloads", Some("remove it, or use `kind = \"steps\"` with an untar step".into())));
+        return Err(ctx.at(
+            &p("archive"),
+            true,
+            "`[archive]` is only used by steps workloads",
+            Some("remove it, or use `kind = \"steps\"` with an untar step".into()),
+        ));
     }
     let kernels = validate_kernels(ctx, &f.kernels, base_dir)?;
     Ok(Scenario {
@@ -411,8 +466,15 @@ fn validate_kernels(ctx: &Ctx, ks: &[KernelFile], base_dir: &Path) -> Result<Vec
     for (i, k) in ks.iter().enumerate() {
         let at = |key: &str| with(with(p("kernels"), Seg::Index(i)), Seg::Key(key.to_string()));
         let label = k.label.trim().to_string();
-        if label.is_empty() || label.len() > 64 || !label.chars().all(|c| c.is_ascii_alphanumeric() || "._-+".contains(c)) {
-            return Err(ctx.value_help(&at("label"), format!("invalid kernel label `{}`", k.label), "use 1 to 64 characters from A-Z a-z 0-9 . _ - +"));
+        if label.is_empty()
+            || label.len() > 64
+            || !label.chars().all(|c| c.is_ascii_alphanumeric() || "._-+".contains(c))
+        {
+            return Err(ctx.value_help(
+                &at("label"),
+                format!("invalid kernel label `{}`", k.label),
+                "use 1 to 64 characters from A-Z a-z 0-9 . _ - +",
+            ));
         }
         if out.iter().any(|o| o.label == label) {
             return Err(ctx.value(&at("label"), format!("kernel label `{label}` is used twice")));
@@ -460,7 +522,12 @@ fn validate_gate(ctx: &Ctx, g: &GateFile, matrix: &Matrix, workload: &Workload) 
         let path = with(p("gate.thresholds"), Seg::Key(k.clone()));
         if !keys.contains(&k.as_str()) {
             let what = if matches!(workload, Workload::Latfs(_)) { "lat_fs test" } else { "step op" };
-            return Err(ctx.at(&path, true, format!("`{k}` is not a {what} of this scenario"), did_you_mean(k, &keys).or(Some(format!("keys here: {}", keys.join(", "))))));
+            return Err(ctx.at(
+                &path,
+                true,
+                format!("`{k}` is not a {what} of this scenario"),
+                did_you_mean(k, &keys).or(Some(format!("keys here: {}", keys.join(", ")))),
+            ));
         }
         spec.per_key.insert(k.clone(), parse_percent(v).map_err(|e| ctx.value(&path, e))?);
     }
@@ -476,7 +543,11 @@ fn axis<T: PartialEq + Clone>(
 ) -> Result<Vec<T>, ScenarioError> {
     let path = p(&format!("matrix.{key}"));
     if values.is_empty() {
-        return Err(ctx.value_help(&path, format!("axis `matrix.{key}` is empty"), "an axis needs at least one value; remove the key to use the default"));
+        return Err(ctx.value_help(
+            &path,
+            format!("axis `matrix.{key}` is empty"),
+            "an axis needs at least one value; remove the key to use the default",
+        ));
     }
     let mut out: Vec<T> = Vec::new();
     for (i, v) in values.iter().enumerate() {
@@ -492,8 +563,19 @@ fn axis<T: PartialEq + Clone>(
 
 fn validate_matrix(ctx: &Ctx, m: &MatrixFile, workload_kind: &str) -> Result<Matrix, ScenarioError> {
     let fs = axis(ctx, "fs", &m.fs, |v| {
-        let ok = !v.is_empty() && v.len() <= 32 && v.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.');
-        if ok { Ok(v.to_string()) } else { Err((format!("invalid filesystem type `{v}`"), Some("filesystem types are lowercase names as in /proc/filesystems (ext4, xfs, btrfs, f2fs, ...)".into()))) }
+        let ok = !v.is_empty()
+            && v.len() <= 32
+            && v.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.');
+        if ok {
+            Ok(v.to_string())
+        } else {
+            Err((
+                format!("invalid filesystem type `{v}`"),
+                Some(
+                    "filesystem types are lowercase names as in /proc/filesystems (ext4, xfs, btrfs, f2fs, ...)".into(),
+                ),
+            ))
+        }
     })?;
     let layout = match &m.layout {
         None => vec![Layout::S],
@@ -502,7 +584,10 @@ fn validate_matrix(ctx: &Ctx, m: &MatrixFile, workload_kind: &str) -> Result<Mat
             "S" => Ok(Layout::S),
             "m" => Err((format!("unknown layout `{s}`"), Some("did you mean `M`?".into()))),
             "s" => Err((format!("unknown layout `{s}`"), Some("did you mean `S`?".into()))),
-            _ => Err((format!("unknown layout `{s}`"), Some("use `M` (a filesystem per task) or `S` (one shared filesystem, a directory per task)".into()))),
+            _ => Err((
+                format!("unknown layout `{s}`"),
+                Some("use `M` (a filesystem per task) or `S` (one shared filesystem, a directory per task)".into()),
+            )),
         })?,
     };
     let quota = match &m.quota {
@@ -512,7 +597,10 @@ fn validate_matrix(ctx: &Ctx, m: &MatrixFile, workload_kind: &str) -> Result<Mat
             "on" => Ok(QuotaMode::On),
             "qoff" => Err((format!("unknown quota mode `{s}`"), Some("did you mean `off`?".into()))),
             "qon" => Err((format!("unknown quota mode `{s}`"), Some("did you mean `on`?".into()))),
-            _ => Err((format!("unknown quota mode `{s}`"), did_you_mean(s, &["off", "on"]).or(Some("use `off` or `on`".into())))),
+            _ => Err((
+                format!("unknown quota mode `{s}`"),
+                did_you_mean(s, &["off", "on"]).or(Some("use `off` or `on`".into())),
+            )),
         })?,
     };
     let tasks = match &m.tasks {
@@ -535,12 +623,24 @@ fn validate_matrix(ctx: &Ctx, m: &MatrixFile, workload_kind: &str) -> Result<Mat
         (None, "lat_fs") => LatfsTest::ALL.to_vec(),
         (None, _) => Vec::new(),
         (Some(_), "steps") => {
-            return Err(ctx.at(&p("matrix.test"), true, "axis `matrix.test` is only for lat_fs workloads", Some("remove it; a steps workload runs its `steps` list".into())));
+            return Err(ctx.at(
+                &p("matrix.test"),
+                true,
+                "axis `matrix.test` is only for lat_fs workloads",
+                Some("remove it; a steps workload runs its `steps` list".into()),
+            ));
         }
         (Some(v), _) => {
             let names: Vec<&str> = LatfsTest::ALL.iter().map(|t| t.name()).collect();
             axis(ctx, "test", v, |s| {
-                s.parse::<LatfsTest>().map_err(|e| (e, did_you_mean(s.strip_prefix("lat_fs_").unwrap_or(s), &names).or(Some(format!("tests are {}", names.join(", "))))))
+                s.parse::<LatfsTest>()
+                    .map_err(|e| {
+                        (
+                            e,
+                            did_you_mean(s.strip_prefix("lat_fs_").unwrap_or(s), &names)
+                                .or(Some(format!("tests are {}", names.join(", ")))),
+                        )
+                    })
                     .or_else(|e| s.strip_prefix("lat_fs_").and_then(|t| t.parse().ok()).ok_or(e))
             })?
         }
@@ -548,14 +648,23 @@ fn validate_matrix(ctx: &Ctx, m: &MatrixFile, workload_kind: &str) -> Result<Mat
     Ok(Matrix { fs, layout, quota, tasks, test })
 }
 
-fn validate_filesystems(ctx: &Ctx, fss: &BTreeMap<String, FilesystemFile>, matrix: &Matrix) -> Result<BTreeMap<String, FsSpec>, ScenarioError> {
+fn validate_filesystems(
+    ctx: &Ctx,
+    fss: &BTreeMap<String, FilesystemFile>,
+    matrix: &Matrix,
+) -> Result<BTreeMap<String, FsSpec>, ScenarioError> {
     let mut out = BTreeMap::new();
     for (name, f) in fss {
         let base = vec![Seg::Key("filesystems".into()), Seg::Key(name.clone())];
         if !matrix.fs.contains(name) {
             let fs_names: Vec<&str> = matrix.fs.iter().map(String::as_str).filter(|n| !fss.contains_key(*n)).collect();
             if let Some(help) = did_you_mean(name, &fs_names) {
-                return Err(ctx.at(&base, true, format!("`[filesystems.{name}]` does not match any filesystem in `matrix.fs`"), Some(help)));
+                return Err(ctx.at(
+                    &base,
+                    true,
+                    format!("`[filesystems.{name}]` does not match any filesystem in `matrix.fs`"),
+                    Some(help),
+                ));
             }
         }
         let mut mount = Vec::new();
@@ -564,7 +673,11 @@ fn validate_filesystems(ctx: &Ctx, fss: &BTreeMap<String, FilesystemFile>, matri
             for part in opt.split(',') {
                 let part = part.trim();
                 if part.is_empty() || part.chars().any(char::is_whitespace) {
-                    return Err(ctx.value_help(&item, format!("invalid mount option `{opt}`"), "write one option per element: [\"usrquota\", \"barrier=0\"]"));
+                    return Err(ctx.value_help(
+                        &item,
+                        format!("invalid mount option `{opt}`"),
+                        "write one option per element: [\"usrquota\", \"barrier=0\"]",
+                    ));
                 }
                 mount.push(part.to_string());
             }
@@ -580,14 +693,28 @@ fn validate_filesystems(ctx: &Ctx, fss: &BTreeMap<String, FilesystemFile>, matri
             Some("feature") => QuotaImpl::Feature,
             Some(other) => {
                 let item = with(base.clone(), Seg::Key("quota".into()));
-                return Err(ctx.at(&item, false, format!("unknown quota implementation `{other}`"), did_you_mean(other, &["files", "feature"]).or(Some("use `files` (quotacheck -cug, as the seed) or `feature` (ext4 -O quota)".into()))));
+                return Err(ctx.at(
+                    &item,
+                    false,
+                    format!("unknown quota implementation `{other}`"),
+                    did_you_mean(other, &["files", "feature"])
+                        .or(Some("use `files` (quotacheck -cug, as the seed) or `feature` (ext4 -O quota)".into())),
+                ));
             }
         };
         if matrix.quota.contains(&QuotaMode::On) && quota == QuotaImpl::Files && matrix.fs.contains(name) {
-            let has = mount.iter().any(|o| matches!(o.as_str(), "usrquota" | "grpquota" | "quota" | "usrjquota" | "grpjquota" | "prjquota") || o.starts_with("usrjquota=") || o.starts_with("grpjquota="));
+            let has = mount.iter().any(|o| {
+                matches!(o.as_str(), "usrquota" | "grpquota" | "quota" | "usrjquota" | "grpjquota" | "prjquota")
+                    || o.starts_with("usrjquota=")
+                    || o.starts_with("grpjquota=")
+            });
             if !has {
                 let item = with(base.clone(), Seg::Key("mount".into()));
-                return Err(ctx.value_help(&item, format!("`matrix.quota` has `on` but `filesystems.{name}.mount` has no quota option"), "add \"usrquota\" and/or \"grpquota\" as the seed did, or set `quota = \"feature\"`"));
+                return Err(ctx.value_help(
+                    &item,
+                    format!("`matrix.quota` has `on` but `filesystems.{name}.mount` has no quota option"),
+                    "add \"usrquota\" and/or \"grpquota\" as the seed did, or set `quota = \"feature\"`",
+                ));
             }
         }
         out.insert(name.clone(), FsSpec { mkfs: f.mkfs.clone(), mount, quota });
@@ -595,7 +722,13 @@ fn validate_filesystems(ctx: &Ctx, fss: &BTreeMap<String, FilesystemFile>, matri
     for fs in &matrix.fs {
         out.entry(fs.clone()).or_default();
         if matrix.quota.contains(&QuotaMode::On) && !fss.contains_key(fs) {
-            return Err(ctx.value_help(&p("matrix.quota"), format!("`matrix.quota` has `on` but filesystem `{fs}` has no `[filesystems.{fs}]` with quota mount options"), format!("add [filesystems.{fs}] with mount = [\"usrquota\", \"grpquota\"]")));
+            return Err(ctx.value_help(
+                &p("matrix.quota"),
+                format!(
+                    "`matrix.quota` has `on` but filesystem `{fs}` has no `[filesystems.{fs}]` with quota mount options"
+                ),
+                format!("add [filesystems.{fs}] with mount = [\"usrquota\", \"grpquota\"]"),
+            ));
         }
     }
     Ok(out)
@@ -605,14 +738,28 @@ fn size_value(ctx: &Ctx, path: &[Seg], v: &toml::Value) -> Result<u64, ScenarioE
     let s = match v {
         toml::Value::String(s) => s.clone(),
         toml::Value::Integer(i) if *i > 0 => i.to_string(),
-        other => return Err(ctx.value_help(path, format!("expected a size, found {}", other.type_str()), "write a size with a unit, e.g. \"1GiB\"")),
+        other => {
+            return Err(ctx.value_help(
+                path,
+                format!("expected a size, found {}", other.type_str()),
+                "write a size with a unit, e.g. \"1GiB\"",
+            ));
+        }
     };
     let bytes = parse_size(&s).map_err(|e| ctx.value(path, e))?;
     if bytes < MIN_IMAGE_SIZE {
-        return Err(ctx.value_help(path, format!("image size `{s}` is below the minimum of 16MiB"), "most mkfs tools refuse smaller images"));
+        return Err(ctx.value_help(
+            path,
+            format!("image size `{s}` is below the minimum of 16MiB"),
+            "most mkfs tools refuse smaller images",
+        ));
     }
     if bytes > MAX_IMAGE_SIZE {
-        return Err(ctx.value_help(path, format!("image size `{s}` is larger than 16TiB"), "images are sparse, but a size this large is almost certainly a typo"));
+        return Err(ctx.value_help(
+            path,
+            format!("image size `{s}` is larger than 16TiB"),
+            "images are sparse, but a size this large is almost certainly a typo",
+        ));
     }
     Ok(bytes)
 }
@@ -621,7 +768,12 @@ fn validate_backing(ctx: &Ctx, b: &BackingFile, base_dir: &Path) -> Result<Backi
     match b.kind.as_str() {
         "tmpfs-loop" => {
             if b.path.is_some() {
-                return Err(ctx.at(&p("backing.path"), true, "`backing.path` is not used with `kind = \"tmpfs-loop\"`", Some("fsbench makes its own tmpfs; use `kind = \"dir\"` to run in an existing directory".into())));
+                return Err(ctx.at(
+                    &p("backing.path"),
+                    true,
+                    "`backing.path` is not used with `kind = \"tmpfs-loop\"`",
+                    Some("fsbench makes its own tmpfs; use `kind = \"dir\"` to run in an existing directory".into()),
+                ));
             }
             let (mut m, mut s) = (1u64 << 30, 10u64 << 30);
             match &b.image_size {
@@ -632,7 +784,14 @@ fn validate_backing(ctx: &Ctx, b: &BackingFile, base_dir: &Path) -> Result<Backi
                         match k.as_str() {
                             "M" => m = size_value(ctx, &path, v)?,
                             "S" => s = size_value(ctx, &path, v)?,
-                            other => return Err(ctx.at(&path, true, format!("unknown layout `{other}` in `backing.image_size`"), Some("use `M` and/or `S`".into()))),
+                            other => {
+                                return Err(ctx.at(
+                                    &path,
+                                    true,
+                                    format!("unknown layout `{other}` in `backing.image_size`"),
+                                    Some("use `M` and/or `S`".into()),
+                                ));
+                            }
                         }
                     }
                 }
@@ -645,34 +804,73 @@ fn validate_backing(ctx: &Ctx, b: &BackingFile, base_dir: &Path) -> Result<Backi
         }
         "dir" | "device" => {
             if b.image_size.is_some() {
-                return Err(ctx.at(&p("backing.image_size"), true, format!("`backing.image_size` is not used with `kind = \"{}\"`", b.kind), None));
+                return Err(ctx.at(
+                    &p("backing.image_size"),
+                    true,
+                    format!("`backing.image_size` is not used with `kind = \"{}\"`", b.kind),
+                    None,
+                ));
             }
             let path = match b.path.as_deref().filter(|p| !p.is_empty()) {
                 Some(path) => base_dir.join(path),
                 // A directory backing without a path runs in a private directory of the run.
                 None if b.kind == "dir" => PathBuf::new(),
-                None => return Err(ctx.value_help(&p("backing.kind"), "`kind = \"device\"` needs `backing.path`", "add path = \"/dev/...\" and pass the same device to --allow-device")),
+                None => {
+                    return Err(ctx.value_help(
+                        &p("backing.kind"),
+                        "`kind = \"device\"` needs `backing.path`",
+                        "add path = \"/dev/...\" and pass the same device to --allow-device",
+                    ));
+                }
             };
             Ok(if b.kind == "dir" { Backing::Dir { path } } else { Backing::Device { path } })
         }
-        other => Err(ctx.at(&p("backing.kind"), false, format!("unknown backing kind `{other}`"), did_you_mean(other, &["tmpfs-loop", "dir", "device"]).or(Some("use `tmpfs-loop`, `dir` or `device`".into())))),
+        other => Err(ctx.at(
+            &p("backing.kind"),
+            false,
+            format!("unknown backing kind `{other}`"),
+            did_you_mean(other, &["tmpfs-loop", "dir", "device"])
+                .or(Some("use `tmpfs-loop`, `dir` or `device`".into())),
+        )),
     }
 }
 
 fn validate_archive(ctx: &Ctx, a: &ArchiveFile, base_dir: &Path) -> Result<ArchiveSpec, ScenarioError> {
     let (source, default_name) = match (&a.generate, &a.path) {
-        (Some(_), Some(_)) => return Err(ctx.at(&p("archive.path"), true, "`archive.generate` and `archive.path` exclude each other", Some("generate a synthetic tree, or name a real tarball, not both".into()))),
-        (None, None) => return Err(ctx.at(&p("archive"), true, "`[archive]` needs `generate` or `path`", Some("e.g. generate = \"linux-2.5.63\"".into()))),
+        (Some(_), Some(_)) => {
+            return Err(ctx.at(
+                &p("archive.path"),
+                true,
+                "`archive.generate` and `archive.path` exclude each other",
+                Some("generate a synthetic tree, or name a real tarball, not both".into()),
+            ));
+        }
+        (None, None) => {
+            return Err(ctx.at(
+                &p("archive"),
+                true,
+                "`[archive]` needs `generate` or `path`",
+                Some("e.g. generate = \"linux-2.5.63\"".into()),
+            ));
+        }
         (Some(profile), None) => {
             const PROFILES: &[&str] = &["linux-2.5.63"];
             if !PROFILES.contains(&profile.as_str()) {
-                return Err(ctx.at(&p("archive.generate"), false, format!("unknown fixture profile `{profile}`"), did_you_mean(profile, PROFILES).or(Some(format!("profiles: {}", PROFILES.join(", "))))));
+                return Err(ctx.at(
+                    &p("archive.generate"),
+                    false,
+                    format!("unknown fixture profile `{profile}`"),
+                    did_you_mean(profile, PROFILES).or(Some(format!("profiles: {}", PROFILES.join(", ")))),
+                ));
             }
             let scale = a.scale.unwrap_or(1.0);
             if !(scale > 0.0 && scale <= 10.0) {
                 return Err(ctx.value(&p("archive.scale"), format!("scale {scale} is outside (0, 10]")));
             }
-            (ArchiveSource::Generate { profile: profile.clone(), scale, seed: a.seed.unwrap_or(1) }, format!("{profile}.tar.gz"))
+            (
+                ArchiveSource::Generate { profile: profile.clone(), scale, seed: a.seed.unwrap_or(1) },
+                format!("{profile}.tar.gz"),
+            )
         }
         (None, Some(path)) => {
             if a.scale.is_some() || a.seed.is_some() {
@@ -688,7 +886,10 @@ fn validate_archive(ctx: &Ctx, a: &ArchiveFile, base_dir: &Path) -> Result<Archi
     };
     let file_name = a.name.clone().unwrap_or(default_name);
     if file_name.is_empty() || file_name.contains('/') || file_name == "." || file_name == ".." {
-        return Err(ctx.value(&p("archive.name"), format!("invalid archive file name `{file_name}` (a plain file name, no `/`)")));
+        return Err(ctx.value(
+            &p("archive.name"),
+            format!("invalid archive file name `{file_name}` (a plain file name, no `/`)"),
+        ));
     }
     Ok(ArchiveSpec { source, on_target: a.on_target.unwrap_or(true), file_name })
 }
@@ -701,14 +902,24 @@ fn int_in(ctx: &Ctx, key: &str, v: Option<i64>, default: i64, lo: i64, hi: i64) 
     Ok(n as u32)
 }
 
-fn duration_in(ctx: &Ctx, key: &str, v: &Option<String>, default: &str, allow_zero: bool) -> Result<Duration, ScenarioError> {
+fn duration_in(
+    ctx: &Ctx,
+    key: &str,
+    v: &Option<String>,
+    default: &str,
+    allow_zero: bool,
+) -> Result<Duration, ScenarioError> {
     let s = v.as_deref().unwrap_or(default);
     let d = parse_duration(s).map_err(|e| ctx.value(&p(key), e))?;
     if d.is_zero() && !allow_zero {
         return Err(ctx.value(&p(key), format!("`{key}` must be longer than zero")));
     }
     if d > Duration::from_secs(3600) {
-        return Err(ctx.value_help(&p(key), format!("`{key}` of {s} is longer than an hour"), "lat_fs windows are usually a second or less; use repetitions for more samples"));
+        return Err(ctx.value_help(
+            &p(key),
+            format!("`{key}` of {s} is longer than an hour"),
+            "lat_fs windows are usually a second or less; use repetitions for more samples",
+        ));
     }
     Ok(d)
 }
@@ -716,7 +927,12 @@ fn duration_in(ctx: &Ctx, key: &str, v: &Option<String>, default: &str, allow_ze
 /// Reject options of the other workload kind, naming them.
 fn reject_foreign(ctx: &Ctx, kind: &str, present: &[(&str, bool)]) -> Result<(), ScenarioError> {
     if let Some((key, _)) = present.iter().find(|(_, set)| *set) {
-        return Err(ctx.at(&p(&format!("workload.{key}")), true, format!("`{key}` is not an option of {kind} workloads"), None));
+        return Err(ctx.at(
+            &p(&format!("workload.{key}")),
+            true,
+            format!("`{key}` is not an option of {kind} workloads"),
+            None,
+        ));
     }
     Ok(())
 }
@@ -750,12 +966,18 @@ fn validate_steps(ctx: &Ctx, w: &WorkloadFile, archive: Option<&ArchiveSpec>) ->
     )?;
     let iterations = int_in(ctx, "workload.iterations", w.iterations, 1, 1, 10_000)?;
     let Some(steps_file) = &w.steps else {
-        return Err(ctx.at(&p("workload"), true, "a steps workload needs `workload.steps`", Some("e.g. steps = [{ op = \"sync\" }]".into())));
+        return Err(ctx.at(
+            &p("workload"),
+            true,
+            "a steps workload needs `workload.steps`",
+            Some("e.g. steps = [{ op = \"sync\" }]".into()),
+        ));
     };
     if steps_file.is_empty() {
         return Err(ctx.value(&p("workload.steps"), "`workload.steps` is empty"));
     }
-    let steps = steps_file.iter().enumerate().map(|(i, s)| validate_step(ctx, i, s, archive)).collect::<Result<Vec<_>, _>>()?;
+    let steps =
+        steps_file.iter().enumerate().map(|(i, s)| validate_step(ctx, i, s, archive)).collect::<Result<Vec<_>, _>>()?;
     Ok(StepsSpec { iterations, steps })
 }
 
@@ -768,7 +990,12 @@ fn validate_step(ctx: &Ctx, i: usize, s: &StepFile, archive: Option<&ArchiveSpec
         "exec" => &["argv"],
         "sync" | "syncfs" | "drop_caches" => &[],
         other => {
-            return Err(ctx.at(&field("op"), false, format!("unknown step op `{other}`"), did_you_mean(other, OPS).or(Some(format!("ops: {}", OPS.join(", "))))));
+            return Err(ctx.at(
+                &field("op"),
+                false,
+                format!("unknown step op `{other}`"),
+                did_you_mean(other, OPS).or(Some(format!("ops: {}", OPS.join(", ")))),
+            ));
         }
     };
     for (k, set) in [("path", s.path.is_some()), ("archive", s.archive.is_some()), ("argv", s.argv.is_some())] {
@@ -785,7 +1012,11 @@ fn validate_step(ctx: &Ctx, i: usize, s: &StepFile, archive: Option<&ArchiveSpec
     let relative = |k: &str, v: String| -> Result<String, ScenarioError> {
         let path = Path::new(&v);
         if path.is_absolute() || path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
-            return Err(ctx.value_help(&field(k), format!("`{v}` leaves the filesystem under test"), "step paths are relative to the filesystem under test and may not contain `..`"));
+            return Err(ctx.value_help(
+                &field(k),
+                format!("`{v}` leaves the filesystem under test"),
+                "step paths are relative to the filesystem under test and may not contain `..`",
+            ));
         }
         Ok(v)
     };
@@ -796,15 +1027,33 @@ fn validate_step(ctx: &Ctx, i: usize, s: &StepFile, archive: Option<&ArchiveSpec
             let name = need("archive", &s.archive)?;
             match archive {
                 Some(a) if a.file_name == name => {}
-                Some(a) => return Err(ctx.value_help(&field("archive"), format!("`{name}` is not the scenario's archive"), format!("`[archive]` provides `{}`", a.file_name))),
-                None => return Err(ctx.at(&field("archive"), false, format!("op `untar` of `{name}` needs an `[archive]` section"), Some("add [archive] with generate = \"linux-2.5.63\" or path = \"...\"".into()))),
+                Some(a) => {
+                    return Err(ctx.value_help(
+                        &field("archive"),
+                        format!("`{name}` is not the scenario's archive"),
+                        format!("`[archive]` provides `{}`", a.file_name),
+                    ));
+                }
+                None => {
+                    return Err(ctx.at(
+                        &field("archive"),
+                        false,
+                        format!("op `untar` of `{name}` needs an `[archive]` section"),
+                        Some("add [archive] with generate = \"linux-2.5.63\" or path = \"...\"".into()),
+                    ));
+                }
             }
             Step::Untar { archive: name }
         }
         "exec" => {
             let argv = s.argv.clone().unwrap_or_default();
             if argv.is_empty() || argv[0].is_empty() {
-                return Err(ctx.at(&base, false, "op `exec` needs a non-empty `argv`", Some("e.g. argv = [\"git\", \"status\"]".into())));
+                return Err(ctx.at(
+                    &base,
+                    false,
+                    "op `exec` needs a non-empty `argv`",
+                    Some("e.g. argv = [\"git\", \"status\"]".into()),
+                ));
             }
             Step::Exec { argv }
         }
@@ -832,11 +1081,16 @@ mod tests {
 
     #[test]
     fn kernels_are_validated_with_positions() {
-        let ok = format!("{MINIMAL}[[kernels]]\nlabel = \"V3\"\nimage = \"boot/vmlinuz-6.1\"\nmemory = \"2GiB\"\n[[kernels]]\nlabel = \"BASE\"\nimage = \"/k/bzImage\"\nmodules = \"/k/mods\"\ncpus = 4\ncmdline = \"mitigations=off\"\n");
+        let ok = format!(
+            "{MINIMAL}[[kernels]]\nlabel = \"V3\"\nimage = \"boot/vmlinuz-6.1\"\nmemory = \"2GiB\"\n[[kernels]]\nlabel = \"BASE\"\nimage = \"/k/bzImage\"\nmodules = \"/k/mods\"\ncpus = 4\ncmdline = \"mitigations=off\"\n"
+        );
         let sc = parse_overridden(&ok, "/s/t.toml", Path::new("/s"), &[]).unwrap();
         assert_eq!(sc.kernels.len(), 2);
         assert_eq!(sc.kernels[0].image, PathBuf::from("/s/boot/vmlinuz-6.1"));
-        assert_eq!((sc.kernels[0].memory, sc.kernels[0].cpus, sc.kernels[0].modules.clone()), (2 << 30, DEFAULT_GUEST_CPUS, None));
+        assert_eq!(
+            (sc.kernels[0].memory, sc.kernels[0].cpus, sc.kernels[0].modules.clone()),
+            (2 << 30, DEFAULT_GUEST_CPUS, None)
+        );
         assert_eq!((sc.kernels[1].cpus, sc.kernels[1].cmdline.as_str()), (4, "mitigations=off"));
         assert_eq!(sc.kernels[1].modules, Some(PathBuf::from("/k/mods")));
 

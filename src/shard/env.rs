@@ -69,7 +69,12 @@ pub enum ShardEnvError {
 }
 
 fn number(var: &'static str, value: &str) -> Result<i64, ShardEnvError> {
-    value.trim().parse::<i64>().ok().filter(|v| *v >= 0).ok_or(ShardEnvError::NotANumber { var, value: value.to_string() })
+    value
+        .trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|v| *v >= 0)
+        .ok_or(ShardEnvError::NotANumber { var, value: value.to_string() })
 }
 
 fn count_of(var: &'static str, value: &str) -> Result<u32, ShardEnvError> {
@@ -90,7 +95,12 @@ pub fn resolve_shard(
     if let Some(text) = shard {
         let spec = ShardSpec::parse(text)?;
         if let Some(n) = shard_count.filter(|n| *n != spec.count) {
-            return Err(ShardEnvError::CountMismatch { a_name: "--shard", a: spec.count, b_name: "--shard-count", b: n });
+            return Err(ShardEnvError::CountMismatch {
+                a_name: "--shard",
+                a: spec.count,
+                b_name: "--shard-count",
+                b: n,
+            });
         }
         return Ok(Some(spec));
     }
@@ -114,11 +124,20 @@ pub fn resolve_shard(
             })?;
             let min = number("SLURM_ARRAY_TASK_MIN", &min)?;
             if let Some(n) = shard_count.filter(|n| *n != count) {
-                return Err(ShardEnvError::CountMismatch { a_name: "SLURM_ARRAY_TASK_COUNT", a: count, b_name: "--shard-count", b: n });
+                return Err(ShardEnvError::CountMismatch {
+                    a_name: "SLURM_ARRAY_TASK_COUNT",
+                    a: count,
+                    b_name: "--shard-count",
+                    b: n,
+                });
             }
             let index = id - min;
             let what = format!("SLURM_ARRAY_TASK_ID={id} - SLURM_ARRAY_TASK_MIN={min} (use a contiguous --array=1-N)");
-            let idx = u32::try_from(index).ok().filter(|i| *i < count).ok_or(ShardEnvError::OutOfRange { what, index, count })?;
+            let idx = u32::try_from(index).ok().filter(|i| *i < count).ok_or(ShardEnvError::OutOfRange {
+                what,
+                index,
+                count,
+            })?;
             Ok(ShardSpec::new(idx, count))
         }
         (None, Some(index)) => {
@@ -126,7 +145,12 @@ pub fn resolve_shard(
             let from_env = var(SHARD_COUNT_VAR).map(|v| count_of(SHARD_COUNT_VAR, &v)).transpose()?;
             let count = match (shard_count, from_env) {
                 (Some(a), Some(b)) if a != b => {
-                    return Err(ShardEnvError::CountMismatch { a_name: "--shard-count", a, b_name: SHARD_COUNT_VAR, b });
+                    return Err(ShardEnvError::CountMismatch {
+                        a_name: "--shard-count",
+                        a,
+                        b_name: SHARD_COUNT_VAR,
+                        b,
+                    });
                 }
                 (Some(a), _) => a,
                 (None, Some(b)) => b,
@@ -142,7 +166,11 @@ pub fn resolve_shard(
                 return Err(ShardEnvError::NotANumber { var: "--shard-count", value: "0".into() });
             }
             let what = "JOB_COMPLETION_INDEX".to_string();
-            let idx = u32::try_from(index).ok().filter(|i| *i < count).ok_or(ShardEnvError::OutOfRange { what, index, count })?;
+            let idx = u32::try_from(index).ok().filter(|i| *i < count).ok_or(ShardEnvError::OutOfRange {
+                what,
+                index,
+                count,
+            })?;
             Ok(ShardSpec::new(idx, count))
         }
         (None, None) if shard_count.is_some() => Err(ShardEnvError::CountWithoutIndex),
@@ -172,11 +200,16 @@ mod tests {
     use super::*;
 
     fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: std::collections::HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: std::collections::HashMap<String, String> =
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         move |k| map.get(k).cloned()
     }
 
-    fn resolve(shard: Option<&str>, count: Option<u32>, pairs: &[(&str, &str)]) -> Result<Option<ShardSpec>, ShardEnvError> {
+    fn resolve(
+        shard: Option<&str>,
+        count: Option<u32>,
+        pairs: &[(&str, &str)],
+    ) -> Result<Option<ShardSpec>, ShardEnvError> {
         resolve_shard(shard, count, &env_of(pairs))
     }
 
@@ -188,7 +221,13 @@ mod tests {
 
     #[test]
     fn slurm_array_from_one_and_from_zero() {
-        let slurm = |id: &str, min: &str| resolve(None, None, &[("SLURM_ARRAY_TASK_ID", id), ("SLURM_ARRAY_TASK_COUNT", "4"), ("SLURM_ARRAY_TASK_MIN", min)]);
+        let slurm = |id: &str, min: &str| {
+            resolve(
+                None,
+                None,
+                &[("SLURM_ARRAY_TASK_ID", id), ("SLURM_ARRAY_TASK_COUNT", "4"), ("SLURM_ARRAY_TASK_MIN", min)],
+            )
+        };
         assert_eq!(slurm("1", "1"), Ok(ShardSpec::new(0, 4)));
         assert_eq!(slurm("4", "1"), Ok(ShardSpec::new(3, 4)));
         assert_eq!(slurm("0", "0"), Ok(ShardSpec::new(0, 4)));
@@ -214,12 +253,27 @@ mod tests {
     #[test]
     fn kubernetes_index_with_count_from_option_or_env() {
         assert_eq!(resolve(None, Some(8), &[("JOB_COMPLETION_INDEX", "0")]), Ok(ShardSpec::new(0, 8)));
-        assert_eq!(resolve(None, None, &[("JOB_COMPLETION_INDEX", "7"), ("FSBENCH_SHARD_COUNT", "8")]), Ok(ShardSpec::new(7, 8)));
-        assert_eq!(resolve(None, Some(8), &[("JOB_COMPLETION_INDEX", "7"), ("FSBENCH_SHARD_COUNT", "8")]), Ok(ShardSpec::new(7, 8)));
-        assert!(matches!(resolve(None, None, &[("JOB_COMPLETION_INDEX", "8"), ("FSBENCH_SHARD_COUNT", "8")]), Err(ShardEnvError::OutOfRange { .. })));
-        assert!(matches!(resolve(None, Some(4), &[("JOB_COMPLETION_INDEX", "1"), ("FSBENCH_SHARD_COUNT", "8")]), Err(ShardEnvError::CountMismatch { .. })));
+        assert_eq!(
+            resolve(None, None, &[("JOB_COMPLETION_INDEX", "7"), ("FSBENCH_SHARD_COUNT", "8")]),
+            Ok(ShardSpec::new(7, 8))
+        );
+        assert_eq!(
+            resolve(None, Some(8), &[("JOB_COMPLETION_INDEX", "7"), ("FSBENCH_SHARD_COUNT", "8")]),
+            Ok(ShardSpec::new(7, 8))
+        );
+        assert!(matches!(
+            resolve(None, None, &[("JOB_COMPLETION_INDEX", "8"), ("FSBENCH_SHARD_COUNT", "8")]),
+            Err(ShardEnvError::OutOfRange { .. })
+        ));
+        assert!(matches!(
+            resolve(None, Some(4), &[("JOB_COMPLETION_INDEX", "1"), ("FSBENCH_SHARD_COUNT", "8")]),
+            Err(ShardEnvError::CountMismatch { .. })
+        ));
         assert!(matches!(resolve(None, None, &[("JOB_COMPLETION_INDEX", "1")]), Err(ShardEnvError::Missing { .. })));
-        assert!(matches!(resolve(None, None, &[("JOB_COMPLETION_INDEX", "1"), ("FSBENCH_SHARD_COUNT", "0")]), Err(ShardEnvError::NotANumber { .. })));
+        assert!(matches!(
+            resolve(None, None, &[("JOB_COMPLETION_INDEX", "1"), ("FSBENCH_SHARD_COUNT", "0")]),
+            Err(ShardEnvError::NotANumber { .. })
+        ));
         assert_eq!(resolve(None, Some(4), &[]), Err(ShardEnvError::CountWithoutIndex));
     }
 
@@ -237,6 +291,9 @@ mod tests {
         let sha = "0123456789abcdef0123";
         assert_eq!(run_key(&env_of(&[]), sha, 4), "0123456789ab-n4");
         assert_eq!(run_key(&env_of(&[("SLURM_ARRAY_JOB_ID", "77")]), sha, 4), "slurm-77");
-        assert_eq!(run_key(&env_of(&[("SLURM_ARRAY_JOB_ID", "77"), ("FSBENCH_RUN_KEY", "nightly")]), sha, 4), "nightly");
+        assert_eq!(
+            run_key(&env_of(&[("SLURM_ARRAY_JOB_ID", "77"), ("FSBENCH_RUN_KEY", "nightly")]), sha, 4),
+            "nightly"
+        );
     }
 }

@@ -22,7 +22,8 @@ pub const RESULTS_MOUNT: &str = "/results";
 
 /// A Kubernetes object name: lowercase alphanumerics and `-`, at most 63 characters, alphanumeric ends.
 pub fn dns_name(s: &str) -> String {
-    let mut out: String = s.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+    let mut out: String =
+        s.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
     out.truncate(63);
     let out = out.trim_matches('-').to_string();
     if out.is_empty() { "fsbench".into() } else { out }
@@ -109,7 +110,11 @@ fn is_block(v: &Value) -> bool {
 }
 
 fn key(k: &str) -> String {
-    if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || "._-/".contains(c)) { k.to_string() } else { scalar(&Value::String(k.into())) }
+    if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || "._-/".contains(c)) {
+        k.to_string()
+    } else {
+        scalar(&Value::String(k.into()))
+    }
 }
 
 fn emit(out: &mut String, v: &Value, indent: usize) {
@@ -149,13 +154,22 @@ pub fn cli_submit_k8s(args: &SubmitK8sArgs) -> anyhow::Result<i32> {
     let s = crate::plan::load_scenario(Some(&args.scenario), &Default::default())?;
     let cells = crate::plan::expand(&s).cells.len();
     if args.shards as usize > cells {
-        eprintln!("fsbench: warning: {} shards for {cells} cells: {} pods will have no cell", args.shards, args.shards as usize - cells);
+        eprintln!(
+            "fsbench: warning: {} shards for {cells} cells: {} pods will have no cell",
+            args.shards,
+            args.shards as usize - cells
+        );
     }
     let yaml = to_yaml(&manifest(&s.name, &s.source.text, args.shards, &args.image));
     match &args.output {
         Some(path) => {
-            crate::results::write_atomic(path, yaml.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
-            eprintln!("fsbench: wrote {}: `kubectl apply -f {}`, then `fsbench merge` on the {RESULTS_CLAIM} volume", path.display(), path.display());
+            crate::results::write_atomic(path, yaml.as_bytes())
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            eprintln!(
+                "fsbench: wrote {}: `kubectl apply -f {}`, then `fsbench merge` on the {RESULTS_CLAIM} volume",
+                path.display(),
+                path.display()
+            );
         }
         None => print!("{yaml}"),
     }

@@ -149,7 +149,18 @@ pub fn group_runs(runs: Vec<LoadedRun>) -> Result<Vec<RunGroup>, MergeError> {
         if let Some(key) = &g.key {
             let sha0 = &g.runs[0].meta.scenario_sha256;
             if g.runs.iter().any(|r| &r.meta.scenario_sha256 != sha0) {
-                let details = g.runs.iter().map(|r| format!("{}: {}", r.dir.display(), &r.meta.scenario_sha256[..12.min(r.meta.scenario_sha256.len())])).collect::<Vec<_>>().join(", ");
+                let details = g
+                    .runs
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "{}: {}",
+                            r.dir.display(),
+                            &r.meta.scenario_sha256[..12.min(r.meta.scenario_sha256.len())]
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ");
                 return Err(MergeError::ScenarioMismatch { key: key.clone(), details });
             }
         }
@@ -189,7 +200,12 @@ fn chosen_shards(g: &RunGroup) -> Result<Vec<&LoadedRun>, MergeError> {
             if s.total_cells != total || s.cell_indices.len() != r.meta.planned_cells.len() {
                 return Err(MergeError::NotAPartition {
                     key: key.clone(),
-                    details: format!("{} plans {} of {} cells, shard 1 a plan of {total}", r.dir.display(), s.cell_indices.len(), s.total_cells),
+                    details: format!(
+                        "{} plans {} of {} cells, shard 1 a plan of {total}",
+                        r.dir.display(),
+                        s.cell_indices.len(),
+                        s.total_cells
+                    ),
                 });
             }
             for &i in &s.cell_indices {
@@ -259,10 +275,16 @@ fn merge_runs(runs: &[&LoadedRun], key: Option<&str>) -> LoadedRun {
         k(a).cmp(&k(b)).then_with(|| a.id.cmp(&b.id))
     });
     let numbers: Vec<String> = runs.iter().filter_map(|r| r.meta.shard.as_ref().map(|s| s.index.to_string())).collect();
-    meta.run_id = format!("{} (shards {} of {})", key.unwrap_or(&meta.run_id), numbers.join(","), meta.shard.as_ref().map(|s| s.count).unwrap_or(1));
+    meta.run_id = format!(
+        "{} (shards {} of {})",
+        key.unwrap_or(&meta.run_id),
+        numbers.join(","),
+        meta.shard.as_ref().map(|s| s.count).unwrap_or(1)
+    );
     meta.planned_cells = planned.into_iter().map(|(_, p)| p).collect();
     meta.started = runs.iter().map(|r| r.meta.started.clone()).min().unwrap_or_default();
-    meta.finished = runs.iter().map(|r| r.meta.finished.clone()).collect::<Option<Vec<_>>>().and_then(|f| f.into_iter().max());
+    meta.finished =
+        runs.iter().map(|r| r.meta.finished.clone()).collect::<Option<Vec<_>>>().and_then(|f| f.into_iter().max());
     meta.interrupted = runs.iter().any(|r| r.meta.interrupted);
     meta.shard = None;
     LoadedRun {
@@ -299,7 +321,8 @@ pub fn describe(g: &RunGroup, c: &Completeness) -> Vec<String> {
                     None => per_host.push((r.meta.host.hostname.clone(), vec![n])),
                 }
             }
-            let hosts = per_host.iter().map(|(h, v)| format!("{h} (shards {})", join(v))).collect::<Vec<_>>().join(", ");
+            let hosts =
+                per_host.iter().map(|(h, v)| format!("{h} (shards {})", join(v))).collect::<Vec<_>>().join(", ");
             lines.push(format!(
                 "merged {} of {count} shards of run {key} (scenario {}, sha256 {}) from {hosts}",
                 count as usize - c.missing.len(),
@@ -373,7 +396,9 @@ pub fn cli_merge(args: &MergeArgs) -> anyhow::Result<i32> {
         let body = render_group(&hosts, args.format).map_err(input)?;
         outputs.push(match args.format {
             ReportFormat::Table => format!("{}\n\n{body}", summary.join("\n")),
-            ReportFormat::Markdown => format!("{}\n\n{body}", summary.iter().map(|l| format!("> {l}")).collect::<Vec<_>>().join("\n")),
+            ReportFormat::Markdown => {
+                format!("{}\n\n{body}", summary.iter().map(|l| format!("> {l}")).collect::<Vec<_>>().join("\n"))
+            }
             _ => body,
         });
     }
@@ -414,7 +439,12 @@ mod tests {
             interrupted: false,
             shard: Some(RunShard { index, count, key: key.into(), total_cells: 4, cell_indices: cells.to_vec() }),
         };
-        LoadedRun { dir: PathBuf::from(format!("/r/s/{host}-{index}-{key}")), meta, cells: Vec::new(), problems: Vec::new() }
+        LoadedRun {
+            dir: PathBuf::from(format!("/r/s/{host}-{index}-{key}")),
+            meta,
+            cells: Vec::new(),
+            problems: Vec::new(),
+        }
     }
 
     #[test]
@@ -493,7 +523,11 @@ mod tests {
         assert_eq!(find_run_dirs(&[t.path().to_path_buf()]).unwrap().len(), 3);
         assert_eq!(find_run_dirs(&[t.path().join("s")]).unwrap().len(), 2);
         assert_eq!(find_run_dirs(&[t.path().join("s/r1")]).unwrap().len(), 1);
-        assert_eq!(find_run_dirs(&[t.path().join("s"), t.path().join("s/r1")]).unwrap().len(), 2, "named twice, counted once");
+        assert_eq!(
+            find_run_dirs(&[t.path().join("s"), t.path().join("s/r1")]).unwrap().len(),
+            2,
+            "named twice, counted once"
+        );
         assert!(matches!(find_run_dirs(&[t.path().join("empty")]), Err(MergeError::NoRuns(_))));
     }
 }

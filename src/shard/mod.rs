@@ -25,8 +25,8 @@ use crate::results::RunShard;
 use crate::scenario::{Backing, Scenario};
 
 pub use env::{ShardEnvError, resolve_shard, run_key};
-pub use merge::cli_merge;
 pub use k8s::cli_submit_k8s;
+pub use merge::cli_merge;
 pub use slurm::cli_submit_slurm;
 
 /// One shard: the `index`-th (from 0) of `count` parts. Displayed as `K/N` with K from 1.
@@ -112,7 +112,12 @@ pub fn select(s: &Scenario, cells: &[Cell], shard: ShardSpec) -> Vec<Cell> {
 }
 
 /// The cells of one shard of a plan and what `run.json` records about it.
-pub fn shard_plan(s: &Scenario, cells: Vec<Cell>, shard: ShardSpec, env: &dyn Fn(&str) -> Option<String>) -> (Vec<Cell>, RunShard) {
+pub fn shard_plan(
+    s: &Scenario,
+    cells: Vec<Cell>,
+    shard: ShardSpec,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> (Vec<Cell>, RunShard) {
     let total_cells = cells.len();
     let mine = select(s, &cells, shard);
     let sha = crate::results::sha256_hex(s.source.text.as_bytes());
@@ -189,7 +194,8 @@ mod tests {
         let plan = crate::plan::expand(&s);
         let kept: Vec<Cell> = plan.cells.into_iter().filter(|c| c.params.tasks != 2).collect();
         for n in 1..=kept.len() as u32 {
-            let mut all: Vec<usize> = (0..n).flat_map(|k| select(&s, &kept, ShardSpec::new(k, n).unwrap())).map(|c| c.index).collect();
+            let mut all: Vec<usize> =
+                (0..n).flat_map(|k| select(&s, &kept, ShardSpec::new(k, n).unwrap())).map(|c| c.index).collect();
             all.sort();
             assert_eq!(all, kept.iter().map(|c| c.index).collect::<Vec<_>>());
         }

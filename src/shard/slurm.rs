@@ -109,9 +109,16 @@ impl SlurmJob {
             self.scenario_name
         ));
         s.push_str("# Each array task takes its shard from SLURM_ARRAY_TASK_ID/COUNT/MIN and writes\n");
-        s.push_str(&format!("# {}/<run-id>-shardKof{n}/. To submit it with its merge job by hand:\n", self.out.join(&self.scenario_name).display()));
+        s.push_str(&format!(
+            "# {}/<run-id>-shardKof{n}/. To submit it with its merge job by hand:\n",
+            self.out.join(&self.scenario_name).display()
+        ));
         s.push_str("#   jid=$(sbatch --parsable THIS_SCRIPT)\n");
-        let merge: Vec<String> = self.merge_sbatch_args("$jid").iter().map(|a| if a.starts_with("--wrap=") || a.starts_with("--output=") { shell_quote(a) } else { a.clone() }).collect();
+        let merge: Vec<String> = self
+            .merge_sbatch_args("$jid")
+            .iter()
+            .map(|a| if a.starts_with("--wrap=") || a.starts_with("--output=") { shell_quote(a) } else { a.clone() })
+            .collect();
         s.push_str(&format!("#   sbatch {}\n", merge.join(" ").replace("'$jid'", "\"$jid\"")));
         s.push_str("# (`fsbench submit slurm --submit` does both.)\n");
         s.push_str(&format!("#SBATCH --job-name=fsbench-{}\n", self.scenario_name));
@@ -143,7 +150,11 @@ pub fn sbatch(args: &[String], stdin: Option<&str>) -> Result<String, SlurmError
     }
     let out = child.wait_with_output().map_err(|source| SlurmError::Spawn { program: "sbatch".into(), source })?;
     if !out.status.success() {
-        return Err(SlurmError::Failed { argv, status: out.status, stderr: String::from_utf8_lossy(&out.stderr).trim().to_string() });
+        return Err(SlurmError::Failed {
+            argv,
+            status: out.status,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
     // `--parsable` prints `jobid` or `jobid;cluster`.
@@ -178,7 +189,11 @@ pub fn cli_submit_slurm(args: &SubmitSlurmArgs) -> anyhow::Result<i32> {
     let s = crate::plan::load_scenario(Some(&args.scenario), &Default::default())?;
     let cells = crate::plan::expand(&s).cells.len();
     if args.shards as usize > cells {
-        eprintln!("fsbench: warning: {} shards for {cells} cells: {} shards will have no cell", args.shards, args.shards as usize - cells);
+        eprintln!(
+            "fsbench: warning: {} shards for {cells} cells: {} shards will have no cell",
+            args.shards,
+            args.shards as usize - cells
+        );
     }
     let job = SlurmJob {
         exe: std::env::current_exe().context("cannot find the fsbench executable")?,
@@ -193,7 +208,8 @@ pub fn cli_submit_slurm(args: &SubmitSlurmArgs) -> anyhow::Result<i32> {
     std::fs::create_dir_all(job.log_dir()).with_context(|| format!("cannot create {}", job.log_dir().display()))?;
     match &args.output {
         Some(path) => {
-            crate::results::write_atomic(path, script.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
+            crate::results::write_atomic(path, script.as_bytes())
+                .with_context(|| format!("cannot write {}", path.display()))?;
             eprintln!("fsbench: wrote {} ({} array tasks)", path.display(), args.shards);
         }
         None if !args.submit => print!("{script}"),
@@ -236,10 +252,19 @@ mod tests {
     fn array_script_runs_the_shards_from_the_environment() {
         let s = job().array_script();
         assert!(s.starts_with("#!/bin/bash\n"));
-        for line in ["#SBATCH --array=1-8", "#SBATCH --partition=bench", "#SBATCH --output=/shared/results/slurm/fsbench-%A_%a.out"] {
+        for line in [
+            "#SBATCH --array=1-8",
+            "#SBATCH --partition=bench",
+            "#SBATCH --output=/shared/results/slurm/fsbench-%A_%a.out",
+        ] {
             assert!(s.lines().any(|l| l == line), "missing `{line}` in\n{s}");
         }
-        assert!(s.contains("exec /opt/fsbench/bin/fsbench run '/home/lab/my scenario.toml' --out /shared/results --quiet\n"), "{s}");
+        assert!(
+            s.contains(
+                "exec /opt/fsbench/bin/fsbench run '/home/lab/my scenario.toml' --out /shared/results --quiet\n"
+            ),
+            "{s}"
+        );
         assert!(!s.contains("--shard"), "the shard comes from SLURM_ARRAY_TASK_*");
         // #SBATCH lines must come before the first command or sbatch ignores them.
         let first_cmd = s.lines().position(|l| !l.starts_with('#')).unwrap();

@@ -15,9 +15,9 @@ use std::path::{Component, Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use crate::workload::rusage::timeval_us;
 use crate::model::{StepTiming, StepsResult};
 use crate::scenario::{Step, StepsSpec};
+use crate::workload::rusage::timeval_us;
 use crate::workload::untar::{self, Trust, UntarError};
 
 /// One execution of a steps workload on one filesystem.
@@ -347,7 +347,13 @@ fn remove_contents(fd: i32, path: &mut PathBuf, stats: &mut RmStats, cancel: &dy
         if is_dir {
             path.push(std::ffi::OsStr::from_bytes(name.to_bytes()));
             // SAFETY: valid fd and name.
-            let sub = unsafe { libc::openat(dfd, name.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+            let sub = unsafe {
+                libc::openat(
+                    dfd,
+                    name.as_ptr(),
+                    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                )
+            };
             let r = if sub < 0 {
                 Err(err(path, io::Error::last_os_error()))
             } else {

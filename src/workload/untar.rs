@@ -142,7 +142,12 @@ pub type Admit<'a> = dyn FnMut(&EntryInfo<'_>) -> Result<(), String> + 'a;
 /// Unpack an untrusted archive, asking `admit` about every entry after the
 /// built-in checks and before it is written (bundles use it to refuse entries
 /// that their manifest does not list, or whose size differs).
-pub fn unpack_untrusted_admitting(archive: &Path, dest: &Path, limits: &UnpackLimits, admit: &mut Admit<'_>) -> Result<UnpackStats, UntarError> {
+pub fn unpack_untrusted_admitting(
+    archive: &Path,
+    dest: &Path,
+    limits: &UnpackLimits,
+    admit: &mut Admit<'_>,
+) -> Result<UnpackStats, UntarError> {
     let trust = Trust::Untrusted(limits.clone());
     unpack_impl(archive, dest, &trust, &|| false, Some(admit))
 }
@@ -310,7 +315,12 @@ impl<'a, 'f> Extractor<'a, 'f> {
         }
     }
 
-    fn run(&mut self, reader: ChannelReader, archive: &Path, cancel: &dyn Fn() -> bool) -> Result<UnpackStats, UntarError> {
+    fn run(
+        &mut self,
+        reader: ChannelReader,
+        archive: &Path,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<UnpackStats, UntarError> {
         let rd = |source| UntarError::Read { path: archive.into(), source };
         let mut ar = tar::Archive::new(reader);
         for entry in ar.entries().map_err(rd)? {
@@ -319,7 +329,10 @@ impl<'a, 'f> Extractor<'a, 'f> {
             }
             let mut entry = entry.map_err(rd)?;
             let kind = entry.header().entry_type();
-            if matches!(kind, EntryType::XGlobalHeader | EntryType::XHeader | EntryType::GNULongName | EntryType::GNULongLink) {
+            if matches!(
+                kind,
+                EntryType::XGlobalHeader | EntryType::XHeader | EntryType::GNULongName | EntryType::GNULongLink
+            ) {
                 continue;
             }
             self.stats.entries += 1;
@@ -417,7 +430,8 @@ impl<'a, 'f> Extractor<'a, 'f> {
     fn admit(&mut self, raw: &[u8], rel: &CStr, kind: EntryType, size: u64) -> Result<(), UntarError> {
         if let Some(admit) = self.admit.as_mut() {
             let info = EntryInfo { path: Path::new(std::ffi::OsStr::from_bytes(rel.to_bytes())), kind, size };
-            admit(&info).map_err(|reason| UntarError::Unsafe { entry: String::from_utf8_lossy(raw).into_owned(), reason })?;
+            admit(&info)
+                .map_err(|reason| UntarError::Unsafe { entry: String::from_utf8_lossy(raw).into_owned(), reason })?;
         }
         Ok(())
     }
@@ -521,7 +535,9 @@ impl<'a, 'f> Extractor<'a, 'f> {
     fn open_rel(&self, rel: &CStr, flags: i32, mode: u32) -> io::Result<OwnedFd> {
         let fd = match self.trust {
             // SAFETY: valid fd and NUL-terminated path.
-            Trust::Fixture => unsafe { libc::openat(self.dest_fd.as_raw_fd(), rel.as_ptr(), flags | libc::O_CLOEXEC, mode) },
+            Trust::Fixture => unsafe {
+                libc::openat(self.dest_fd.as_raw_fd(), rel.as_ptr(), flags | libc::O_CLOEXEC, mode)
+            },
             Trust::Untrusted(_) => openat2_beneath(self.dest_fd.as_raw_fd(), rel, flags | libc::O_CLOEXEC, mode),
         };
         if fd < 0 {
@@ -607,7 +623,9 @@ impl<'a, 'f> Extractor<'a, 'f> {
         archive: &Path,
     ) -> Result<(), UntarError> {
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOCTTY | libc::O_NONBLOCK;
-        let fd = self.create_with_retry(rel, || self.open_rel(rel, flags, 0o600)).map_err(|e| self.fs_err("create", rel, e))?;
+        let fd = self
+            .create_with_retry(rel, || self.open_rel(rel, flags, 0o600))
+            .map_err(|e| self.fs_err("create", rel, e))?;
         let mut buf = std::mem::take(&mut self.buf);
         let mut written = 0u64;
         let res = (|| {
@@ -673,13 +691,14 @@ impl<'a, 'f> Extractor<'a, 'f> {
 
     fn symlink(&mut self, rel: &CStr, target: &[u8], owner: Option<(u32, u32)>, mtime: i64) -> Result<(), UntarError> {
         let target = CString::new(target).map_err(|_| self.unsafe_entry(rel.to_bytes(), "NUL byte in link target"))?;
-        let (parent, name) = self.create_with_retry(rel, || {
-            let (parent, name) = self.parent_of(rel)?;
-            // SAFETY: valid fd and paths.
-            check(unsafe { libc::symlinkat(target.as_ptr(), self.dirfd_of(&parent), name.as_ptr()) })?;
-            Ok((parent, name))
-        })
-        .map_err(|e| self.fs_err("create symlink", rel, e))?;
+        let (parent, name) = self
+            .create_with_retry(rel, || {
+                let (parent, name) = self.parent_of(rel)?;
+                // SAFETY: valid fd and paths.
+                check(unsafe { libc::symlinkat(target.as_ptr(), self.dirfd_of(&parent), name.as_ptr()) })?;
+                Ok((parent, name))
+            })
+            .map_err(|e| self.fs_err("create symlink", rel, e))?;
         let dfd = self.dirfd_of(&parent);
         if let Some((uid, gid)) = owner {
             // SAFETY: valid fd and path; does not follow the link.
@@ -708,7 +727,15 @@ impl<'a, 'f> Extractor<'a, 'f> {
         .map_err(|e| self.fs_err("create hard link", rel, e))
     }
 
-    fn node(&mut self, rel: &CStr, ty: u32, mode: u32, dev: libc::dev_t, owner: Option<(u32, u32)>, mtime: i64) -> Result<(), UntarError> {
+    fn node(
+        &mut self,
+        rel: &CStr,
+        ty: u32,
+        mode: u32,
+        dev: libc::dev_t,
+        owner: Option<(u32, u32)>,
+        mtime: i64,
+    ) -> Result<(), UntarError> {
         let dfd = self.dest_fd.as_raw_fd();
         self.create_with_retry(rel, || {
             // SAFETY: valid fd and path.
@@ -717,7 +744,8 @@ impl<'a, 'f> Extractor<'a, 'f> {
         .map_err(|e| self.fs_err("create node", rel, e))?;
         if let Some((uid, gid)) = owner {
             // SAFETY: valid fd and path.
-            check(unsafe { libc::fchownat(dfd, rel.as_ptr(), uid, gid, libc::AT_SYMLINK_NOFOLLOW) }).map_err(|e| self.fs_err("chown", rel, e))?;
+            check(unsafe { libc::fchownat(dfd, rel.as_ptr(), uid, gid, libc::AT_SYMLINK_NOFOLLOW) })
+                .map_err(|e| self.fs_err("chown", rel, e))?;
         }
         // SAFETY: valid fd and path.
         check(unsafe { libc::fchmodat(dfd, rel.as_ptr(), mode, 0) }).map_err(|e| self.fs_err("chmod", rel, e))?;
@@ -744,16 +772,19 @@ impl<'a, 'f> Extractor<'a, 'f> {
                             .map_err(|e| self.fs_err("chown", &d.rel, e))?;
                     }
                     // SAFETY: valid fd and path.
-                    check(unsafe { libc::fchmodat(dfd, d.rel.as_ptr(), d.mode, 0) }).map_err(|e| self.fs_err("chmod", &d.rel, e))?;
+                    check(unsafe { libc::fchmodat(dfd, d.rel.as_ptr(), d.mode, 0) })
+                        .map_err(|e| self.fs_err("chmod", &d.rel, e))?;
                 }
                 Trust::Untrusted(_) => {
                     let fd = self
                         .open_rel(&d.rel, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
                         .map_err(|e| self.fs_err("open directory", &d.rel, e))?;
                     // SAFETY: open fd and valid times.
-                    check(unsafe { libc::futimens(fd.as_raw_fd(), times.as_ptr()) }).map_err(|e| self.fs_err("set mtime of", &d.rel, e))?;
+                    check(unsafe { libc::futimens(fd.as_raw_fd(), times.as_ptr()) })
+                        .map_err(|e| self.fs_err("set mtime of", &d.rel, e))?;
                     // SAFETY: open fd.
-                    check(unsafe { libc::fchmod(fd.as_raw_fd(), d.mode) }).map_err(|e| self.fs_err("chmod", &d.rel, e))?;
+                    check(unsafe { libc::fchmod(fd.as_raw_fd(), d.mode) })
+                        .map_err(|e| self.fs_err("chmod", &d.rel, e))?;
                 }
             }
         }
@@ -783,7 +814,10 @@ fn write_all(fd: RawFd, mut data: &[u8]) -> io::Result<()> {
 
 /// atime untouched (UTIME_OMIT, as GNU tar does), mtime from the header.
 fn mtime_times(mtime: i64) -> [libc::timespec; 2] {
-    [libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_OMIT }, libc::timespec { tv_sec: mtime as libc::time_t, tv_nsec: 0 }]
+    [
+        libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_OMIT },
+        libc::timespec { tv_sec: mtime as libc::time_t, tv_nsec: 0 },
+    ]
 }
 
 fn open_dir(p: &Path) -> io::Result<OwnedFd> {
@@ -806,7 +840,15 @@ fn openat2_beneath(dirfd: RawFd, path: &CStr, flags: i32, mode: u32) -> i32 {
     how.mode = if flags & libc::O_CREAT != 0 { mode as u64 } else { 0 };
     how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
     // SAFETY: how is a valid open_how of the size passed.
-    unsafe { libc::syscall(libc::SYS_openat2, dirfd, path.as_ptr(), &how as *const libc::open_how, std::mem::size_of::<libc::open_how>()) as i32 }
+    unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dirfd,
+            path.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        ) as i32
+    }
 }
 
 /// getpwnam/getgrnam through nix; `None` when the name is unknown here.

@@ -15,7 +15,14 @@ pub fn is_root() -> bool {
 
 /// A short lat_fs spec: 20 ms warm-up, the given window, 2 repetitions, lmbench -L 2 -w.
 pub fn spec(per_task_uid: bool, duration: Duration) -> LatfsSpec {
-    LatfsSpec { per_task_uid, quota_refs: 2, open_for_write: true, warmup: Duration::from_millis(20), duration, repetitions: 2 }
+    LatfsSpec {
+        per_task_uid,
+        quota_refs: 2,
+        open_for_write: true,
+        warmup: Duration::from_millis(20),
+        duration,
+        repetitions: 2,
+    }
 }
 
 /// A fresh directory with `n` task directories, writable for every uid.

@@ -13,7 +13,10 @@ pub fn root_or_skip(test: &str) -> bool {
     if nix::unistd::geteuid().is_root() {
         return true;
     }
-    eprintln!("SKIP {test}: needs root for tmpfs, loop devices and mount(2) (running as uid {})", nix::unistd::geteuid());
+    eprintln!(
+        "SKIP {test}: needs root for tmpfs, loop devices and mount(2) (running as uid {})",
+        nix::unistd::geteuid()
+    );
     false
 }
 
@@ -36,7 +39,11 @@ pub fn cell(fs: &str, layout: Layout, tasks: u32) -> CellParams {
 pub fn spec(fs: &str) -> FsSpec {
     let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     match fs {
-        "ext4" => FsSpec { mkfs: v(&["-q", "-E", "lazy_itable_init=0,lazy_journal_init=0"]), mount: v(&["barrier=0", "noload"]), quota: QuotaImpl::Files },
+        "ext4" => FsSpec {
+            mkfs: v(&["-q", "-E", "lazy_itable_init=0,lazy_journal_init=0"]),
+            mount: v(&["barrier=0", "noload"]),
+            quota: QuotaImpl::Files,
+        },
         "ext2" | "ext3" => FsSpec { mkfs: v(&["-q"]), mount: v(&["noatime"]), quota: QuotaImpl::Files },
         "xfs" => FsSpec { mkfs: v(&["-q"]), mount: v(&["noatime"]), quota: QuotaImpl::Files },
         _ => FsSpec { mkfs: Vec::new(), mount: Vec::new(), quota: QuotaImpl::Files },

@@ -90,7 +90,9 @@ pub fn latfs_cell(params: CellParams, samples: &[f64]) -> CellResult {
     let reps: Vec<LatfsRepetition> = samples
         .iter()
         .map(|v| LatfsRepetition {
-            tasks: (0..params.tasks).map(|t| TaskSample { task: t, iterations: 1000, window_ns: 1_000_000_000, user_us: 1, sys_us: 1 }).collect(),
+            tasks: (0..params.tasks)
+                .map(|t| TaskSample { task: t, iterations: 1000, window_ns: 1_000_000_000, user_us: 1, sys_us: 1 })
+                .collect(),
             total_loops_per_ms: *v,
             latency_us: 1000.0 / v,
         })
@@ -128,7 +130,8 @@ pub fn write_run(dir: &Path, meta: &RunMeta, cells: &[CellResult]) -> PathBuf {
     std::fs::create_dir_all(dir.join("cells")).unwrap();
     std::fs::write(dir.join("run.json"), serde_json::to_vec_pretty(meta).unwrap()).unwrap();
     for c in cells {
-        std::fs::write(dir.join("cells").join(format!("{}.json", c.id)), serde_json::to_vec_pretty(c).unwrap()).unwrap();
+        std::fs::write(dir.join("cells").join(format!("{}.json", c.id)), serde_json::to_vec_pretty(c).unwrap())
+            .unwrap();
     }
     dir.to_path_buf()
 }
@@ -141,7 +144,13 @@ pub fn seed_cells(tables: &[SeedTable], label: &str) -> Vec<(CellParams, f64)> {
             let Some(rest) = h.strip_prefix(&format!("{label}-")) else { continue };
             let quota = if rest.ends_with("qon") { QuotaMode::On } else { QuotaMode::Off };
             for row in &t.rows {
-                let params = CellParams { fs: t.fs.clone(), layout: t.layout, quota, tasks: row[0].parse().unwrap(), test: Some(t.test) };
+                let params = CellParams {
+                    fs: t.fs.clone(),
+                    layout: t.layout,
+                    quota,
+                    tasks: row[0].parse().unwrap(),
+                    test: Some(t.test),
+                };
                 out.push((params, row[ci].parse().unwrap()));
             }
         }
