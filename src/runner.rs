@@ -49,13 +49,14 @@ fn resolve_backing(b: &Backing, private: &Path) -> Backing {
 
 fn check_cell(s: &Scenario, backing: &Backing, p: &CellParams, allow_device: Option<&Path>) -> Option<SkipReason> {
     let root = provision::is_root();
-    if let Workload::Latfs(_) = &s.workload {
-        if p.test == Some(crate::model::LatfsTest::Chown) && !root {
-            return Some(SkipReason {
-                reason: "the chown loop fchowns to uid+1, which needs root (CAP_CHOWN)".into(),
-                remedy: Some("run as root, or leave chown out with --only test=...".into()),
-            });
-        }
+    if let Workload::Latfs(_) = &s.workload
+        && p.test == Some(crate::model::LatfsTest::Chown)
+        && !root
+    {
+        return Some(SkipReason {
+            reason: "the chown loop fchowns to uid+1, which needs root (CAP_CHOWN)".into(),
+            remedy: Some("run as root, or leave chown out with --only test=...".into()),
+        });
     }
     let uids = match &s.workload {
         Workload::Latfs(l) if l.per_task_uid && root => Some(task_uids(p.tasks)),
@@ -126,14 +127,14 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
             (s, cells, writer, Default::default())
         }
     };
-    if let Backing::Device { path } = &scenario.backing {
-        if args.allow_device.as_deref() != Some(path.as_path()) {
-            return Err(exit::InputError::anyhow(format!(
-                "the scenario formats block device {}: pass `--allow-device {}` to confirm (this destroys its data)",
-                path.display(),
-                path.display()
-            )));
-        }
+    if let Backing::Device { path } = &scenario.backing
+        && args.allow_device.as_deref() != Some(path.as_path())
+    {
+        return Err(exit::InputError::anyhow(format!(
+            "the scenario formats block device {}: pass `--allow-device {}` to confirm (this destroys its data)",
+            path.display(),
+            path.display()
+        )));
     }
 
     let workroot = args.workdir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_WORKDIR));
