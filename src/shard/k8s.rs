@@ -148,18 +148,7 @@ fn emit(out: &mut String, v: &Value, indent: usize) {
 
 /// `fsbench submit k8s`.
 pub fn cli_submit_k8s(args: &SubmitK8sArgs) -> anyhow::Result<i32> {
-    if args.shards == 0 {
-        return Err(exit::InputError::anyhow("--shards must be at least 1"));
-    }
-    let s = crate::plan::load_scenario(Some(&args.scenario), &Default::default())?;
-    let cells = crate::plan::expand(&s).cells.len();
-    if args.shards as usize > cells {
-        eprintln!(
-            "fsbench: warning: {} shards for {cells} cells: {} pods will have no cell",
-            args.shards,
-            args.shards as usize - cells
-        );
-    }
+    let s = super::load_for_submit(&args.scenario, args.shards, "pods")?;
     let yaml = to_yaml(&manifest(&s.name, &s.source.text, args.shards, &args.image));
     match &args.output {
         Some(path) => {

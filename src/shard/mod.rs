@@ -248,3 +248,23 @@ mod tests {
         assert_eq!(assign(&costs, 3), vec![0, 1, 2, 0, 1, 2, 0]);
     }
 }
+
+/// Load the scenario a submit command schedules, and warn when some shards would get no cell.
+pub(crate) fn load_for_submit(
+    scenario: &std::path::Path,
+    shards: u32,
+    unit: &str,
+) -> anyhow::Result<crate::scenario::Scenario> {
+    if shards == 0 {
+        return Err(crate::exit::InputError::anyhow("--shards must be at least 1"));
+    }
+    let s = crate::plan::load_scenario(Some(scenario), &Default::default())?;
+    let cells = crate::plan::expand(&s).cells.len();
+    if shards as usize > cells {
+        eprintln!(
+            "fsbench: warning: {shards} shards for {cells} cells: {} {unit} will have no cell",
+            shards as usize - cells
+        );
+    }
+    Ok(s)
+}

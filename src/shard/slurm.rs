@@ -183,18 +183,7 @@ pub(crate) fn scenario_arg(p: &Path) -> anyhow::Result<PathBuf> {
 
 /// `fsbench submit slurm`.
 pub fn cli_submit_slurm(args: &SubmitSlurmArgs) -> anyhow::Result<i32> {
-    if args.shards == 0 {
-        return Err(exit::InputError::anyhow("--shards must be at least 1"));
-    }
-    let s = crate::plan::load_scenario(Some(&args.scenario), &Default::default())?;
-    let cells = crate::plan::expand(&s).cells.len();
-    if args.shards as usize > cells {
-        eprintln!(
-            "fsbench: warning: {} shards for {cells} cells: {} shards will have no cell",
-            args.shards,
-            args.shards as usize - cells
-        );
-    }
+    let s = super::load_for_submit(&args.scenario, args.shards, "shards")?;
     let job = SlurmJob {
         exe: std::env::current_exe().context("cannot find the fsbench executable")?,
         scenario: scenario_arg(&args.scenario)?,
