@@ -3,9 +3,12 @@
 //! fsbench only writes the script and calls `sbatch`; Slurm schedules. Each
 //! array task runs `fsbench run <scenario> --out <root>` and finds its shard in
 //! `SLURM_ARRAY_TASK_ID`/`_COUNT`/`_MIN`; its run key is `slurm-<array job id>`
-//! (Slurm sets `SLURM_ARRAY_JOB_ID`). The merge job waits for the whole array
-//! (`--dependency=afterok:<id>`) and runs `fsbench merge <root>/<scenario>` with
-//! `FSBENCH_RUN_KEY=slurm-<id>`, so it merges exactly that array's shards.
+//! (Slurm sets `SLURM_ARRAY_JOB_ID`). The merge job waits for the whole array to
+//! end, however its tasks ended (`--dependency=afterany:<id>`: with `afterok` one
+//! failed shard would leave the merge pending forever, and the user would never
+//! learn which shard is missing), and runs `fsbench merge <root>/<scenario>` with
+//! `FSBENCH_RUN_KEY=slurm-<id>`, so it merges exactly that array's shards and names
+//! the missing ones by number (exit 1).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -87,7 +90,7 @@ impl SlurmJob {
     pub fn merge_sbatch_args(&self, array_job_id: &str) -> Vec<String> {
         let mut args = vec![
             "--parsable".to_string(),
-            format!("--dependency=afterok:{array_job_id}"),
+            format!("--dependency=afterany:{array_job_id}"),
             format!("--job-name=fsbench-merge-{}", self.scenario_name),
             format!("--output={}", self.log_dir().join("merge-%j.out").display()),
             format!("--export=ALL,{}=slurm-{array_job_id}", super::env::RUN_KEY_VAR),
@@ -263,7 +266,7 @@ mod tests {
     #[test]
     fn merge_job_depends_on_the_array_and_selects_its_key() {
         let a = job().merge_sbatch_args("4242");
-        assert!(a.contains(&"--dependency=afterok:4242".to_string()));
+        assert!(a.contains(&"--dependency=afterany:4242".to_string()));
         assert!(a.contains(&"--export=ALL,FSBENCH_RUN_KEY=slurm-4242".to_string()));
         assert_eq!(a.last().unwrap(), "--wrap=/opt/fsbench/bin/fsbench merge /shared/results/quickstart");
     }
