@@ -209,3 +209,19 @@ fn steps_report_prints_time_lines_per_iteration_and_flags_changes() {
         "{csv}"
     );
 }
+
+#[test]
+fn noisy_cells_are_named_under_their_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = latfs_scenario_text("quota-smp", "");
+    let cells = vec![
+        latfs_cell(params(QuotaMode::Off, 1), &[100.0, 101.0, 99.0]), // CV 1%: quiet
+        latfs_cell(params(QuotaMode::Off, 2), &[100.0, 160.0, 70.0]), // CV 40%: noisy
+    ];
+    let planned = cells.iter().map(|c| c.params.clone()).collect();
+    let dir = write_run(tmp.path(), &meta(Some("BASE"), "quota-smp", &text, "lat_fs", planned), &cells);
+    let (stdout, _) = out(&fsbench().arg("report").arg(&dir).assert().success());
+    let line = stdout.lines().find(|l| l.starts_with("noisy repetitions:")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(line.contains("2 tasks BASE-ext4-M-qoff (CV "), "{line}");
+    assert!(!line.contains("1 tasks"), "{line}");
+}

@@ -80,12 +80,28 @@ impl LatfsTable {
             .collect()
     }
 
+    /// Cells whose repetitions spread more than [`NOISY_CV`], as `2 tasks BASE-ext2-M-qoff (CV 38.6%)`.
+    pub fn noisy(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (t, vals) in self.tasks.iter().zip(&self.values) {
+            for (col, v) in self.columns.iter().zip(vals) {
+                if let Some(p) = v.as_ref().filter(|p| p.summary.n > 1 && p.summary.cv > NOISY_CV) {
+                    out.push(format!("{t} tasks {} (CV {:.1}%)", col.name, p.summary.cv * 100.0));
+                }
+            }
+        }
+        out
+    }
+
     /// The value of column `col` at task count `tasks`.
     pub fn get(&self, tasks: u32, col: usize) -> Option<&Point> {
         let row = self.tasks.iter().position(|t| *t == tasks)?;
         self.values[row][col].as_ref()
     }
 }
+
+/// Coefficient of variation above which a cell's repetitions are called noisy in reports.
+pub const NOISY_CV: f64 = 0.05;
 
 /// The measured point of a cell, if it ran and measured anything.
 pub fn point_of(cell: &CellResult) -> Option<Point> {

@@ -260,6 +260,10 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
                 }
                 out.push_str(&format!("{}\n\n", t.title()));
                 out.push_str(&aligned(&t.header(), &t.rows()));
+                let noisy = t.noisy();
+                if !noisy.is_empty() {
+                    out.push_str(&format!("noisy repetitions: {}\n", noisy.join(", ")));
+                }
                 out.push('\n');
                 if with_ratios {
                     let (header, rows) = ratio_rows(t, reference, |r| r.display());
@@ -292,6 +296,10 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
                 }
                 out.push_str(&format!("\n### {}\n\n", t.title()));
                 out.push_str(&markdown(&t.header(), &t.rows()));
+                let noisy = t.noisy();
+                if !noisy.is_empty() {
+                    out.push_str(&format!("\nnoisy repetitions: {}\n", noisy.join(", ")));
+                }
                 if with_ratios {
                     let (header, rows) = ratio_rows(t, reference, |r| r.display().replace('*', "\\*"));
                     if !rows.is_empty() {
@@ -329,6 +337,7 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
                 "max",
                 "ci95_low",
                 "ci95_high",
+                "cv",
             ]
             .iter()
             .map(|s| s.to_string())
@@ -358,6 +367,7 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
                             fmt4(s.max),
                             fmt4(s.ci95_low),
                             fmt4(s.ci95_high),
+                            fmt4(s.cv),
                         ];
                         if with_ratios {
                             let r = t
