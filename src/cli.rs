@@ -124,6 +124,10 @@ pub struct RunArgs {
     /// Number of shards when the index comes from `JOB_COMPLETION_INDEX` (Kubernetes).
     #[arg(long, value_name = "N")]
     pub shard_count: Option<u32>,
+    /// Set by `fsbench bundle run`, never from the command line: a real archive that came
+    /// with the scenario is unpacked as untrusted input (checked entries, RESOLVE_BENEATH).
+    #[arg(skip)]
+    pub untrusted_archives: bool,
 }
 
 /// `fsbench validate`.
@@ -429,10 +433,7 @@ pub fn report_error(e: &anyhow::Error) -> i32 {
         eprintln!("error: {e}");
         return exit::USAGE;
     }
-    eprintln!("error: {e}");
-    for cause in e.chain().skip(1) {
-        eprintln!("  caused by: {cause}");
-    }
+    eprintln!("error: {}", exit::error_chain(e));
     if crate::runner::interrupted() { exit::INTERRUPTED } else { exit::FAILURE }
 }
 

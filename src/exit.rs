@@ -21,3 +21,40 @@ impl InputError {
         anyhow::Error::new(InputError(msg.into()))
     }
 }
+
+/// An error and its causes on one line, `outer: cause: root`, leaving out a cause
+/// whose text is already part of what came before (error types that print their
+/// source themselves would otherwise repeat it).
+pub fn error_chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("step `untar`: {source}")]
+    struct Outer {
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn causes_already_in_the_message_are_not_repeated() {
+        let e = anyhow::Error::new(Outer { source: std::io::Error::other("disk full") }).context("cell failed");
+        assert_eq!(error_chain(&e), "cell failed: step `untar`: disk full");
+        let e = anyhow::anyhow!("root cause").context("middle").context("top");
+        assert_eq!(error_chain(&e), "top: middle: root cause");
+    }
+}

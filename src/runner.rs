@@ -17,6 +17,7 @@ use crate::plan::{self, Cell};
 use crate::provision::{self, ProvisionRequest};
 use crate::results::{self, RunWriter};
 use crate::scenario::{ArchiveSpec, Backing, Scenario, Workload};
+use crate::workload::untar::{Trust, UnpackLimits};
 use crate::workload::{latfs, steps};
 
 /// Where fsbench mounts its tmpfs and filesystems unless `--workdir` says otherwise.
@@ -83,6 +84,8 @@ struct RunContext<'a> {
     exe: PathBuf,
     /// The archive for untar steps, resolved (generated or found) once per run.
     archive: Option<PathBuf>,
+    /// Real archives came with an untrusted scenario (a bundle).
+    untrusted_archives: bool,
 }
 
 /// `fsbench run`.
@@ -158,6 +161,7 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
         allow_device: args.allow_device.as_deref(),
         exe: std::env::current_exe().context("cannot find the fsbench executable for worker processes")?,
         archive: None,
+        untrusted_archives: args.untrusted_archives,
     };
     let todo: Vec<&Cell> = cells.iter().filter(|c| !done.contains(&c.id())).collect();
     if !done.is_empty() {
@@ -273,7 +277,7 @@ fn run_cell(ctx: &mut RunContext, cell: &Cell) -> CellResult {
         Ok(()) => {}
         Err(e) => {
             r.status = CellStatus::Failed;
-            r.error = Some(format!("{e:#}"));
+            r.error = Some(exit::error_chain(&e));
         }
     }
     r.finished = results::now_rfc3339();
@@ -335,7 +339,18 @@ fn run_steps(
         None => None,
     };
     let cancel = || interrupted();
-    let run = steps::StepsRun { spec, target, archive_dir: archive_dir.as_deref().unwrap_or(target), cancel: &cancel };
+    // A generated fixture comes from our own generator; a real archive is trusted only
+    // when it is the user's own, not when it arrived in a bundle.
+    let from_bundle = ctx.untrusted_archives
+        && matches!(ctx.scenario.archive.as_ref().map(|a| &a.source), Some(crate::scenario::ArchiveSource::Path(_)));
+    let trust = if from_bundle { Trust::Untrusted(UnpackLimits::default()) } else { Trust::Fixture };
+    let run = steps::StepsRun {
+        spec,
+        target,
+        archive_dir: archive_dir.as_deref().unwrap_or(target),
+        cancel: &cancel,
+        trust: &trust,
+    };
     steps::run(&run).map_err(anyhow::Error::new)
 }
 

@@ -186,3 +186,60 @@ fn real_archive_travels_as_a_file_and_generated_as_a_recipe() {
     let v = ok(fsbench(&lab_a, &cache).args(["bundle", "verify", "gen.fsb"]));
     assert!(v.contains("fixture:     generated linux-2.5.63, scale 0.01, seed 7"), "{v}");
 }
+
+/// An archive that plants `src/evil -> <outside>` and then writes `src/evil/pwned` through it.
+fn escaping_archive(path: &Path, outside: &Path) {
+    let f = std::fs::File::create(path).unwrap();
+    let gz = flate2::write::GzEncoder::new(f, flate2::Compression::default());
+    let mut b = tar::Builder::new(gz);
+    let mut h = tar::Header::new_ustar();
+    h.set_path("src/evil").unwrap();
+    h.set_entry_type(tar::EntryType::Symlink);
+    h.set_link_name(outside).unwrap();
+    h.set_size(0);
+    h.set_mode(0o777);
+    h.set_uid(0);
+    h.set_gid(0);
+    h.set_mtime(0);
+    h.set_cksum();
+    b.append(&h, std::io::empty()).unwrap();
+    let data = b"owned\n";
+    let mut h = tar::Header::new_ustar();
+    h.set_path("src/evil/pwned").unwrap();
+    h.set_size(data.len() as u64);
+    h.set_mode(0o644);
+    h.set_uid(0);
+    h.set_gid(0);
+    h.set_mtime(0);
+    h.set_cksum();
+    b.append(&h, &data[..]).unwrap();
+    b.into_inner().unwrap().finish().unwrap().flush().unwrap();
+}
+
+/// Regression: a real archive inside a bundle used to be untarred by the steps
+/// workload on the fixture fast path, which follows symlinks planted by the
+/// archive itself. Archives that arrive in a bundle are untrusted input too.
+#[test]
+fn a_bundled_archive_cannot_write_through_its_own_symlink() {
+    let t = tempfile::tempdir().unwrap();
+    let (lab_a, lab_b, cache, outside) =
+        (t.path().join("lab-a"), t.path().join("lab-b"), t.path().join("cache"), t.path().join("outside"));
+    for d in [&lab_a.join("data"), &lab_b, &outside] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    escaping_archive(&lab_a.join("data/evil.tar.gz"), &outside);
+    let steps = "schema = 1\nname = \"untar\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"dir\"\n\
+                 [archive]\npath = \"data/evil.tar.gz\"\n[workload]\nkind = \"steps\"\n\
+                 steps = [{ op = \"untar\", archive = \"evil.tar.gz\" }]\n";
+    std::fs::write(lab_a.join("untar.toml"), steps).unwrap();
+    ok(fsbench(&lab_a, &cache).args(["bundle", "pack", "untar.toml", "-o", "evil.fsb"]));
+    std::fs::copy(lab_a.join("evil.fsb"), lab_b.join("evil.fsb")).unwrap();
+    let out = fsbench(&lab_b, &cache).args(["bundle", "run", "evil.fsb", "--quiet", "--out", "res"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "the cell fails: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read_dir(&outside).unwrap().next().is_none(), "the archive wrote outside its destination");
+    let run = run_dirs(&lab_b.join("res")).pop().unwrap();
+    let cell: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
+    assert_eq!(cell["status"], "failed", "{cell}");
+    assert!(cell["error"].as_str().unwrap().contains("src/evil"), "{cell}");
+}

@@ -1,5 +1,6 @@
 //! The steps workload: every iteration kept, time(1)-style figures, exec CPU, cancel.
 
+use fsbench::workload::untar::Trust;
 use std::cell::Cell;
 use std::path::Path;
 
@@ -30,8 +31,14 @@ fn is_time_line(s: &str) -> bool {
 fn seed_loop_keeps_every_iteration_in_time_format() {
     let d = tempfile::tempdir().unwrap();
     let spec = seed_loop(3);
-    let r =
-        run(&StepsRun { spec: &spec, target: d.path(), archive_dir: Path::new(FIXTURES), cancel: &|| false }).unwrap();
+    let r = run(&StepsRun {
+        spec: &spec,
+        target: d.path(),
+        archive_dir: Path::new(FIXTURES),
+        cancel: &|| false,
+        trust: &Trust::Fixture,
+    })
+    .unwrap();
     assert_eq!(r.iterations.len(), 3);
     for it in &r.iterations {
         let labels: Vec<&str> = it.iter().map(|t| t.label.as_str()).collect();
@@ -64,7 +71,14 @@ fn exec_counts_the_childs_cpu() {
             argv: vec!["sh".into(), "-c".into(), "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done".into()],
         }],
     };
-    let r = run(&StepsRun { spec: &spec, target: d.path(), archive_dir: d.path(), cancel: &|| false }).unwrap();
+    let r = run(&StepsRun {
+        spec: &spec,
+        target: d.path(),
+        archive_dir: d.path(),
+        cancel: &|| false,
+        trust: &Trust::Fixture,
+    })
+    .unwrap();
     let t = &r.iterations[0][0];
     assert!(t.user_us >= 50_000, "the busy loop's user time is counted: {}", t.time_format());
     assert!(
@@ -85,10 +99,23 @@ fn exec_runs_in_the_target_and_reports_failure() {
             Step::Syncfs,
         ],
     };
-    let r = run(&StepsRun { spec: &spec, target: d.path(), archive_dir: d.path(), cancel: &|| false }).unwrap();
+    let r = run(&StepsRun {
+        spec: &spec,
+        target: d.path(),
+        archive_dir: d.path(),
+        cancel: &|| false,
+        trust: &Trust::Fixture,
+    })
+    .unwrap();
     assert_eq!(r.iterations.len(), 2);
     let spec = StepsSpec { iterations: 1, steps: vec![Step::Sync, Step::Exec { argv: vec!["false".into()] }] };
-    match run(&StepsRun { spec: &spec, target: d.path(), archive_dir: d.path(), cancel: &|| false }) {
+    match run(&StepsRun {
+        spec: &spec,
+        target: d.path(),
+        archive_dir: d.path(),
+        cancel: &|| false,
+        trust: &Trust::Fixture,
+    }) {
         Err(StepsError::Step { iteration: 1, label, source: StepError::ExecFailed { .. }, completed }) => {
             assert_eq!(label, "false");
             assert_eq!(completed.iterations[0].len(), 1, "the sync before the failure is kept");
@@ -108,8 +135,14 @@ fn cancel_stops_early_with_what_was_timed() {
         polls.set(polls.get() + 1);
         polls.get() > 310
     };
-    let e = run(&StepsRun { spec: &spec, target: d.path(), archive_dir: Path::new(FIXTURES), cancel: &cancel })
-        .unwrap_err();
+    let e = run(&StepsRun {
+        spec: &spec,
+        target: d.path(),
+        archive_dir: Path::new(FIXTURES),
+        cancel: &cancel,
+        trust: &Trust::Fixture,
+    })
+    .unwrap_err();
     match e {
         StepsError::Interrupted { iteration, completed } => {
             assert_eq!(iteration, 2);
@@ -119,8 +152,14 @@ fn cancel_stops_early_with_what_was_timed() {
         other => panic!("unexpected {other:?}"),
     }
     let cancel_now = || true;
-    let e = run(&StepsRun { spec: &spec, target: d.path(), archive_dir: Path::new(FIXTURES), cancel: &cancel_now })
-        .unwrap_err();
+    let e = run(&StepsRun {
+        spec: &spec,
+        target: d.path(),
+        archive_dir: Path::new(FIXTURES),
+        cancel: &cancel_now,
+        trust: &Trust::Fixture,
+    })
+    .unwrap_err();
     assert!(matches!(e, StepsError::Interrupted { iteration: 1, .. }));
 }
 
@@ -128,7 +167,14 @@ fn cancel_stops_early_with_what_was_timed() {
 fn step_paths_cannot_leave_the_target() {
     let d = tempfile::tempdir().unwrap();
     let spec = StepsSpec { iterations: 1, steps: vec![Step::RmRf { path: "../x".into() }] };
-    let e = run(&StepsRun { spec: &spec, target: d.path(), archive_dir: d.path(), cancel: &|| false }).unwrap_err();
+    let e = run(&StepsRun {
+        spec: &spec,
+        target: d.path(),
+        archive_dir: d.path(),
+        cancel: &|| false,
+        trust: &Trust::Fixture,
+    })
+    .unwrap_err();
     assert!(e.to_string().contains("not inside the filesystem under test"), "{e}");
 }
 
@@ -136,7 +182,13 @@ fn step_paths_cannot_leave_the_target() {
 fn drop_caches_needs_root() {
     let d = tempfile::tempdir().unwrap();
     let spec = StepsSpec { iterations: 1, steps: vec![Step::DropCaches] };
-    let r = run(&StepsRun { spec: &spec, target: d.path(), archive_dir: d.path(), cancel: &|| false });
+    let r = run(&StepsRun {
+        spec: &spec,
+        target: d.path(),
+        archive_dir: d.path(),
+        cancel: &|| false,
+        trust: &Trust::Fixture,
+    });
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } == 0 {
         assert_eq!(r.unwrap().iterations[0][0].label, "drop_caches");

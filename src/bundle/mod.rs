@@ -357,6 +357,8 @@ pub fn cli_run(args: &BundleRunArgs) -> anyhow::Result<i32> {
         kernels: Vec::new(),
         shard: None,
         shard_count: None,
+        // The bundle's own archive is as untrusted as the bundle.
+        untrusted_archives: true,
     };
     // `ob` (the private directory) lives until the run is over.
     let code = crate::runner::cli_run(&run);

@@ -30,6 +30,9 @@ pub struct StepsRun<'a> {
     pub archive_dir: &'a Path,
     /// Polled between steps and inside rm_rf/untar loops; `true` stops with [`StepsError::Interrupted`].
     pub cancel: &'a dyn Fn() -> bool,
+    /// How far the archive is trusted: [`Trust::Fixture`] for a scenario's own archive
+    /// (GNU tar's exact system calls), [`Trust::Untrusted`] for one that came in a bundle.
+    pub trust: &'a Trust,
 }
 
 /// Why a steps run stopped.
@@ -163,7 +166,7 @@ fn exec_or_op(run: &StepsRun, step: &Step) -> Result<Option<(u64, u64, u64)>, St
         }
         Step::Untar { archive } => {
             let a = run.archive_dir.join(archive);
-            match untar::unpack_tar_gz_cancellable(&a, run.target, &Trust::Fixture, run.cancel) {
+            match untar::unpack_tar_gz_cancellable(&a, run.target, run.trust, run.cancel) {
                 Ok(_) => {}
                 Err(UntarError::Interrupted) => return Err(StepError::Interrupted),
                 Err(e) => return Err(e.into()),
