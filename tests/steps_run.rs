@@ -197,3 +197,32 @@ fn drop_caches_needs_root() {
         assert!(r.unwrap_err().to_string().contains("needs root"));
     }
 }
+
+/// Regression (security review): a directory link planted in the tree must not carry
+/// rm_rf or mkdir outside the filesystem under test.
+#[test]
+fn step_paths_do_not_pass_through_symlinks() {
+    let d = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("victim"), b"keep me").unwrap();
+    std::os::unix::fs::symlink(outside.path(), d.path().join("link")).unwrap();
+    for step in [Step::RmRf { path: "link/victim".into() }, Step::Mkdir { path: "link/new".into() }] {
+        let spec = StepsSpec { iterations: 1, steps: vec![step] };
+        let e = run(&StepsRun {
+            spec: &spec,
+            target: d.path(),
+            archive_dir: d.path(),
+            cancel: &|| false,
+            trust: &Trust::Fixture,
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("passes through the symlink"), "{e}");
+    }
+    assert_eq!(std::fs::read(outside.path().join("victim")).unwrap(), b"keep me");
+    assert!(!outside.path().join("new").exists());
+    // The link itself may be removed: rm_rf does not follow it.
+    let spec = StepsSpec { iterations: 1, steps: vec![Step::RmRf { path: "link".into() }] };
+    run(&StepsRun { spec: &spec, target: d.path(), archive_dir: d.path(), cancel: &|| false, trust: &Trust::Fixture })
+        .unwrap();
+    assert!(outside.path().join("victim").exists());
+}

@@ -128,7 +128,24 @@ fn symlink_escape_then_write_through_it_is_refused() {
         &sb,
         &[link(b"a/esc", tar::EntryType::Symlink, b"../../outside"), file(b"a/esc/pwned", b"x")],
         UnpackLimits::default(),
-        "outside the destination",
+        "symlink target contains `..`",
+    );
+}
+
+/// Regression (security review): `l1 -> .` makes `l1/l1/.../l2` sit at the top, so a
+/// target that lexically stays inside from the written path climbs out in fact. Such a
+/// link is refused, so a later rm_rf step cannot be led outside through it.
+#[test]
+fn a_chain_of_links_cannot_climb_out() {
+    let sb = sandbox();
+    expect_err(
+        &sb,
+        &[
+            link(b"l1", tar::EntryType::Symlink, b"."),
+            link(b"l1/l1/l1/l1/l2", tar::EntryType::Symlink, b"../../../../outside"),
+        ],
+        UnpackLimits::default(),
+        "symlink target contains `..`",
     );
 }
 

@@ -66,6 +66,14 @@ pub enum StepError {
     /// A step path is absolute or contains `..`: steps never touch anything outside the target.
     #[error("path `{0}` is not inside the filesystem under test (must be relative, without `..`)")]
     PathOutsideTarget(String),
+    /// A directory on the way to a step path is a symlink (planted by an archive, say).
+    #[error("path `{path}` passes through the symlink {link}: steps do not follow links out of the tree")]
+    PathThroughSymlink {
+        /// The step path as written.
+        path: String,
+        /// The component that is a symlink.
+        link: PathBuf,
+    },
     /// rm_rf failed.
     #[error("failed to remove {path}: {source}")]
     Remove { path: PathBuf, source: io::Error },
@@ -235,6 +243,17 @@ fn inside(target: &Path, rel: &str) -> Result<PathBuf, StepError> {
     let p = Path::new(rel);
     if p.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) || rel.is_empty() {
         return Err(StepError::PathOutsideTarget(rel.into()));
+    }
+    // The tree under test was made by an archive; a link it planted must not carry
+    // rm_rf or mkdir outside the target. The last component may be a link: rm_rf
+    // removes the link itself and mkdir leaves it alone.
+    let parts: Vec<Component> = p.components().filter(|c| matches!(c, Component::Normal(_))).collect();
+    let mut walked = target.to_path_buf();
+    for c in &parts[..parts.len().saturating_sub(1)] {
+        walked.push(c);
+        if std::fs::symlink_metadata(&walked).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(StepError::PathThroughSymlink { path: rel.into(), link: walked });
+        }
     }
     Ok(target.join(p))
 }

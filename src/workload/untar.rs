@@ -479,30 +479,21 @@ impl<'a, 'f> Extractor<'a, 'f> {
         CString::new(out.as_os_str().as_bytes()).map(Some).map_err(|_| self.unsafe_entry(raw, "NUL byte in path"))
     }
 
-    /// A symlink of an untrusted archive must point inside the destination,
-    /// judged lexically from the directory that holds it.
+    /// A symlink of an untrusted archive may only point downwards from its own
+    /// directory: no absolute target and no `..` at all. A lexical "stays inside"
+    /// test is not enough, because the link's own directory may be reached through
+    /// another link (`l1 -> .`, then `l1/l1/l1/l2 -> ../../..` sits at the top and
+    /// climbs out); downward-only links cannot escape however they chain.
     fn check_symlink_target(&self, raw: &[u8], target: &[u8]) -> Result<(), UntarError> {
         let t = Path::new(std::ffi::OsStr::from_bytes(target));
         if t.is_absolute() {
             return Err(self.unsafe_entry(raw, "symlink with an absolute target"));
         }
-        let mut depth: i64 = Path::new(std::ffi::OsStr::from_bytes(raw))
-            .components()
-            .filter(|c| matches!(c, Component::Normal(_)))
-            .count() as i64
-            - 1;
-        for c in t.components() {
-            match c {
-                Component::Normal(_) => depth += 1,
-                Component::ParentDir => {
-                    depth -= 1;
-                    if depth < 0 {
-                        return Err(self.unsafe_entry(raw, "symlink target points outside the destination"));
-                    }
-                }
-                Component::CurDir => {}
-                _ => return Err(self.unsafe_entry(raw, "symlink with an absolute target")),
-            }
+        if t.components().any(|c| matches!(c, Component::ParentDir)) {
+            return Err(self.unsafe_entry(raw, "symlink target contains `..`"));
+        }
+        if target.is_empty() {
+            return Err(self.unsafe_entry(raw, "symlink with an empty target"));
         }
         Ok(())
     }
