@@ -230,6 +230,12 @@ fn open_resumed(
             "--resume continues a run as it was planned: --set, --only and --label cannot change it",
         ));
     }
+    if dir.join(crate::bundle::IMPORTED_MARKER).exists() {
+        return Err(exit::InputError::anyhow(format!(
+            "{} was imported from a bundle: rerun it with `fsbench bundle run`, which applies the bundle's checks",
+            dir.display()
+        )));
+    }
     let (writer, meta, done) = RunWriter::resume(dir)
         .map_err(|e| exit::InputError::anyhow(format!("cannot resume {}: {e}", dir.display())))?;
     let base = Path::new(&meta.scenario_origin)

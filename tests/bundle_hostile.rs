@@ -414,3 +414,43 @@ fn device_backing_needs_allow_device() {
     assert!(stderr.contains("refusing backing device /dev/fsbench-no-such-disk"), "{stderr}");
     sb.assert_nothing_written("device");
 }
+
+/// Regression (security review): mkfs.btrfs formats extra devices named as arguments.
+#[test]
+fn mkfs_arguments_naming_a_device_are_refused() {
+    let scenario = "schema = 1\nname = \"fmt\"\n[matrix]\nfs = [\"btrfs\"]\n[filesystems.btrfs]\nmkfs = [\"-f\", \"/dev/loop0\"]\n\
+                    [backing]\nkind = \"tmpfs-loop\"\n[workload]\nkind = \"lat_fs\"\n";
+    let sb = Sandbox::new();
+    std::fs::write(sb.p("work/lab.fsb"), bundle_with(vec![], |_| {}, scenario)).unwrap();
+    let (code, stdout, stderr) = sb.cmd(&["bundle", "verify", "lab.fsb"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("btrfs: mkfs [\"-f\", \"/dev/loop0\"]"), "verify shows the arguments: {stdout}");
+    let (code, _, stderr) = sb.cmd(&["bundle", "run", "lab.fsb", "--quiet", "--out", "res"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("refusing mkfs argument `/dev/loop0` of filesystem btrfs"), "{stderr}");
+    sb.assert_nothing_written("mkfs device");
+}
+
+/// Regression (security review): bundled results land under `--out` by names from run.json.
+#[test]
+fn bundled_results_with_a_path_for_a_name_are_refused() {
+    let run = serde_json::json!({
+        "schema": 1, "tool_version": "0.1.0", "run_id": "pwned", "scenario_name": "/tmp/fsbench-victim-dir",
+        "scenario_origin": "x.toml", "scenario_text": SCENARIO, "scenario_sha256": "0", "workload": "lat_fs",
+        "label": null, "host": { "hostname": "h", "kernel_release": "r", "kernel_version": "v", "kernel_cmdline": "",
+        "cpu_model": "c", "cpu_count": 1, "memory_bytes": 1 }, "started": "2025-01-01T00:00:00Z",
+        "finished": "2025-01-01T00:00:01Z", "planned_cells": [], "interrupted": false
+    });
+    let run_json = serde_json::to_vec(&run).unwrap();
+    let entries = vec![file("results/tiny/pwned/run.json", &run_json)];
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.p("work/lab.fsb"),
+        bundle_with(entries, |m| m["results"] = serde_json::json!("results/tiny/pwned"), SCENARIO),
+    )
+    .unwrap();
+    let (code, _, stderr) = sb.cmd(&["bundle", "run", "lab.fsb", "--quiet", "--out", "res"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("scenario name `/tmp/fsbench-victim-dir` in run.json is not a plain name"), "{stderr}");
+    assert!(!Path::new("/tmp/fsbench-victim-dir").exists());
+}

@@ -81,6 +81,10 @@ fn packed_here_runs_elsewhere_and_compares() {
     let imported = runs.iter().find(|r| r.file_name() == run_a.file_name()).expect("packer's run imported");
     let run_b = runs.iter().find(|r| r.file_name() != run_a.file_name()).unwrap().clone();
     assert_eq!(std::fs::read(imported.join("run.json")).unwrap(), std::fs::read(run_a.join("run.json")).unwrap());
+    // An imported run is another lab's scenario: it is rerun through `bundle run`, not resumed.
+    let out = fsbench(&lab_b, &cache).args(["run", "--resume"]).arg(imported).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("was imported from a bundle"));
     assert_eq!(std::fs::read_dir(run_b.join("cells")).unwrap().count(), 2);
     let cmp = ok(fsbench(&lab_b, &cache)
         .arg("compare")

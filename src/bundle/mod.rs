@@ -103,6 +103,9 @@ impl BundleError {
     }
 }
 
+/// File in a run directory imported from a bundle; `run --resume` refuses such runs.
+pub const IMPORTED_MARKER: &str = "IMPORTED-FROM-BUNDLE";
+
 /// A verified, unpacked bundle in a private temporary directory (removed on drop).
 #[derive(Debug)]
 pub struct OpenBundle {
@@ -186,6 +189,11 @@ pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario) -> String {
     let p = plan::expand(s);
     let _ = writeln!(o, "  scenario:    {} ({}), {} cells", s.name, s.workload.kind(), p.cells.len());
     let _ = writeln!(o, "  filesystems: {}", s.matrix.fs.join(", "));
+    for (fs, spec) in &s.filesystems {
+        if !spec.mkfs.is_empty() || !spec.mount.is_empty() {
+            let _ = writeln!(o, "    {fs}: mkfs {:?}, mount {:?}", spec.mkfs, spec.mount);
+        }
+    }
     let backing = match &s.backing {
         Backing::TmpfsLoop { .. } => "tmpfs-loop (loop devices on a private tmpfs)".to_string(),
         Backing::Dir { path } if path.as_os_str().is_empty() => "dir (a private directory)".into(),
@@ -250,6 +258,19 @@ pub fn check_allowed(
             exec.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ")
         )));
     }
+    // mkfs.btrfs takes extra devices as arguments and mkfs.xfs/mount take log and
+    // realtime devices as options: a bundle could name any block device there.
+    for (fs, spec) in &effective.filesystems {
+        let named =
+            spec.mkfs.iter().map(|a| ("mkfs argument", a)).chain(spec.mount.iter().map(|m| ("mount option", m)));
+        for (what, value) in named {
+            if value.contains('/') {
+                return Err(BundleError::Refused(format!(
+                    "refusing {what} `{value}` of filesystem {fs}: a bundle's mkfs arguments and mount options may not name paths (devices, log devices, files); review the scenario and run it yourself with `fsbench run` if you trust it"
+                )));
+            }
+        }
+    }
     if let Backing::Device { path } = &effective.backing
         && allow_device != Some(path.as_path())
     {
@@ -278,6 +299,18 @@ pub fn import_results(ob: &OpenBundle, out: &Path) -> Result<Option<PathBuf>, Bu
     let Some(rel) = &ob.manifest.results else { return Ok(None) };
     let src = ob.dir.path().join(rel);
     let run = crate::results::load_run(&src)?;
+    // Both names come from the bundle's run.json and become directories under `out`.
+    for (what, name) in [("scenario name", &run.meta.scenario_name), ("run id", &run.meta.run_id)] {
+        let plain = !name.is_empty()
+            && name.len() <= 128
+            && !name.starts_with('.')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+        if !plain {
+            return Err(BundleError::Refused(format!(
+                "refusing bundled results: {what} `{name}` in run.json is not a plain name (A-Z a-z 0-9 . _ -)"
+            )));
+        }
+    }
     let dest = out.join(&run.meta.scenario_name).join(&run.meta.run_id);
     if dest.exists() {
         return Ok(Some(dest));
@@ -294,6 +327,10 @@ pub fn import_results(ob: &OpenBundle, out: &Path) -> Result<Option<PathBuf>, Bu
         }
         std::fs::copy(ob.dir.path().join(&f.path), &to).map_err(io(&to, "write"))?;
     }
+    // `fsbench run --resume` must not re-run another lab's scenario outside `bundle run`'s checks.
+    let marker = dest.join(IMPORTED_MARKER);
+    std::fs::write(&marker, b"imported by fsbench bundle run; rerun it with `fsbench bundle run`\n")
+        .map_err(io(&marker, "write"))?;
     Ok(Some(dest))
 }
 
