@@ -331,6 +331,8 @@ pub fn human_duration(d: Duration) -> String {
 
 /// `fsbench plan`.
 pub fn cli_plan(args: &PlanArgs) -> anyhow::Result<i32> {
+    // The capability check may probe quota with a tiny real mount: let Ctrl-C release it.
+    crate::signals::install();
     let s = load_scenario(args.scenario.as_deref(), &args.scenario_options)?;
     let plan = plan_for(&s, &args.scenario_options)?;
     // Cells that run under other kernels in qemu are checked inside each guest, not here.

@@ -106,8 +106,13 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
         None => crate::shard::resolve_shard(args.shard.as_deref(), args.shard_count, &|k| std::env::var(k).ok())
             .map_err(|e| exit::InputError::anyhow(e.to_string()))?,
     };
-    let (scenario, cells, mut writer, done) = match &args.resume {
-        Some(dir) => open_resumed(dir, args)?,
+    // Plan first, check what can be checked, and only then create the run directory,
+    // so a refused or failed start leaves no half-made run behind.
+    let (scenario, cells, resumed, shard_meta) = match &args.resume {
+        Some(dir) => {
+            let (s, cells, writer, done) = open_resumed(dir, args)?;
+            (s, cells, Some((writer, done)), None)
+        }
         None => {
             let s = plan::load_scenario(args.scenario.as_deref(), &args.scenario_options)?;
             let plan = plan::plan_for(&s, &args.scenario_options)?;
@@ -124,10 +129,7 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
                 }
                 None => (plan.cells, None),
             };
-            let planned: Vec<CellParams> = cells.iter().map(|c| c.params.clone()).collect();
-            let writer = RunWriter::create_shard(&args.out, &s, args.label.as_deref(), &planned, shard_meta)
-                .with_context(|| format!("cannot create a run directory under {}", args.out.display()))?;
-            (s, cells, writer, Default::default())
+            (s, cells, None, shard_meta)
         }
     };
     if let Backing::Device { path } = &scenario.backing
@@ -146,6 +148,15 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
     for cleaned in provision::cleanup_stale(&workroot).context("cannot clean up after an earlier killed run")? {
         eprintln!("fsbench: cleaned up after an earlier run: {cleaned}");
     }
+    let (mut writer, done) = match resumed {
+        Some(r) => r,
+        None => {
+            let planned: Vec<CellParams> = cells.iter().map(|c| c.params.clone()).collect();
+            let writer = RunWriter::create_shard(&args.out, &scenario, args.label.as_deref(), &planned, shard_meta)
+                .with_context(|| format!("cannot create a run directory under {}", args.out.display()))?;
+            (writer, Default::default())
+        }
+    };
     let run_id = writer.dir().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "run".into());
     let workdir = workroot.join(&run_id);
     std::fs::create_dir_all(&workdir).with_context(|| format!("cannot create {}", workdir.display()))?;

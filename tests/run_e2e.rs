@@ -416,3 +416,28 @@ fn sigkill_of_a_worker_fails_its_cell_and_the_run_goes_on() {
     assert!(error.contains("task") && error.contains("signal 9"), "{error}");
     sb.assert_no_leaks();
 }
+
+#[test]
+fn sighup_cleans_up_like_ctrl_c() {
+    if !require_root("sighup_cleans_up_like_ctrl_c") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let args = [
+        "run",
+        "scenarios/quickstart.toml",
+        "--only",
+        "fs=ext4,tasks=1,test=open_close",
+        "--set",
+        "workload.duration=5s",
+        "--set",
+        "workload.repetitions=1",
+    ];
+    let mut child = sb.cmd(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    assert!(wait_for_mount(sb.dir.path(), Duration::from_secs(30)), "provisioning never started");
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGHUP).unwrap();
+    let status = wait_for(&mut child, Duration::from_secs(60)).expect("fsbench exits after SIGHUP");
+    assert_eq!(status.code(), Some(130), "a hang-up is an interruption");
+    sb.assert_no_leaks();
+}
