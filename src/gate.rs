@@ -517,10 +517,35 @@ pub fn cli_gate(args: &GateArgs) -> anyhow::Result<i32> {
         .map(crate::scenario::units::parse_percent)
         .transpose()
         .map_err(|e| InputError::anyhow(format!("--threshold: {e}")))?;
+    // Output files are checked before the work, so exit 1 can only mean "regressed".
+    for (opt, path) in [("--markdown", &args.markdown), ("--junit", &args.junit)] {
+        let Some(p) = path else { continue };
+        let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        if p.is_dir() || !parent.is_dir() {
+            return Err(InputError::anyhow(format!("{opt} {}: not a file path in an existing directory", p.display())));
+        }
+    }
     let load = |side: &str, p: &std::path::Path| load_run(p).map_err(|e| InputError::anyhow(format!("--{side}: {e}")));
     let baseline = load("baseline", &args.baseline)?;
     let candidate = load("candidate", &args.candidate)?;
+    // A gate must not pass on data it could not read.
+    for (side, run) in [("baseline", &baseline), ("candidate", &candidate)] {
+        if !run.problems.is_empty() {
+            return Err(InputError::anyhow(format!(
+                "--{side} {}: {} unreadable result file(s):\n  {}",
+                run.dir.display(),
+                run.problems.len(),
+                run.problems.join("\n  ")
+            )));
+        }
+    }
     let rep = evaluate(&baseline, &candidate, &GateOptions { threshold, metric: args.metric.clone() })?;
+    if rep.rows.iter().all(|r| r.verdict == Verdict::Missing) {
+        print!("{}", render_table(&rep));
+        return Err(InputError::anyhow(
+            "nothing to compare: no cell has samples in both runs (did the candidate run measure anything?)",
+        ));
+    }
     for w in &rep.warnings {
         eprintln!("warning: {w}");
     }

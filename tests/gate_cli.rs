@@ -213,3 +213,33 @@ fn steps_are_gated_per_step_on_elapsed() {
     assert!(line_of(&g.stdout, "#1 untar").contains("regressed"), "{}", g.stdout);
     assert!(line_of(&g.stdout, "#1 untar").contains("elapsed"), "{}", g.stdout);
 }
+
+/// Regression (CLI review): a candidate that measured nothing, or whose results cannot be
+/// read, made the gate pass (exit 0): CI went green on an empty run.
+#[test]
+fn a_candidate_without_readable_results_is_bad_input_not_a_pass() {
+    let d = tempfile::tempdir().unwrap();
+    let p = params(LatfsTest::Chown, 1);
+    let b = run(d.path(), "BASE", "", &[(p.clone(), noisy(1000.0, 0.01))]);
+    let empty = run(d.path(), "EMPTY", "", &[]);
+    let g = gate(&b, &empty, &[]);
+    assert_eq!(g.code, 2, "{}", g.stdout);
+    let broken = run(d.path(), "BROKEN", "", &[(p.clone(), noisy(1000.0, 0.01))]);
+    let cell = std::fs::read_dir(broken.join("cells")).unwrap().next().unwrap().unwrap().path();
+    let text = std::fs::read_to_string(&cell).unwrap();
+    std::fs::write(&cell, &text[..text.len() / 2]).unwrap();
+    assert_eq!(gate(&b, &broken, &[]).code, 2);
+    // An output path that cannot be written is refused before anything runs.
+    let out = fsbench()
+        .arg("gate")
+        .arg("--baseline")
+        .arg(&b)
+        .arg("--candidate")
+        .arg(&b)
+        .arg("--markdown")
+        .arg(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--markdown"));
+}

@@ -113,7 +113,7 @@ fn bad_input_names_file_and_field_and_the_rest_renders() {
     .unwrap();
     let trunc = dir.join("cells/ext4-S-qon-t8-chown.json");
     std::fs::write(&trunc, &std::fs::read(&trunc).unwrap()[..40]).unwrap();
-    let (stdout, err) = out(&fsbench().arg("report").arg(&dir).assert().code(1));
+    let (stdout, err) = out(&fsbench().arg("report").arg(&dir).assert().code(2));
     assert!(
         err.contains(&format!(
             "{}: latfs.repetitions[0].total_loops_per_ms: invalid type: string \"fast\"",
@@ -121,7 +121,7 @@ fn bad_input_names_file_and_field_and_the_rest_renders() {
         )),
         "{err}"
     );
-    assert!(err.contains(&format!("{}: .: not valid JSON", trunc.display())), "{err}");
+    assert!(err.contains(&format!("{}: (whole file): not valid JSON", trunc.display())), "{err}");
     // The bad cells show as `-`, every other number is there.
     let row1: Vec<&str> = stdout.lines().find(|l| l.starts_with("1 ")).unwrap().split_whitespace().collect();
     assert_eq!(row1, ["1", "-", "764.5000"]);

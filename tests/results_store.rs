@@ -142,7 +142,7 @@ fn bad_cell_files_become_problems_naming_file_and_field() {
     assert_eq!(run.cells.len(), 1, "the good cell still loads");
     assert_eq!(run.problems.len(), 3, "{:#?}", run.problems);
     let p = run.problems.join("\n");
-    assert!(p.contains(&format!("{}: .: not valid JSON", cell(0).display())), "{p}");
+    assert!(p.contains(&format!("{}: (whole file): not valid JSON", cell(0).display())), "{p}");
     assert!(p.contains(&format!("{}: params.tasks: invalid type: string \"one\"", cell(1).display())), "{p}");
     assert!(
         p.contains(&format!(

@@ -590,8 +590,9 @@ pub fn cli_report(args: &ReportArgs) -> anyhow::Result<i32> {
         for p in &run.problems {
             eprintln!("warning: {p}");
         }
-        if !run.problems.is_empty() && code == exit::SUCCESS {
-            code = exit::FAILURE;
+        // Unreadable or hand-broken result files are bad input: the rest still renders.
+        if !run.problems.is_empty() {
+            code = exit::USAGE;
         }
         outputs.push(render_run(run, args.format));
     }
@@ -660,7 +661,7 @@ pub fn cli_compare(args: &CompareArgs) -> anyhow::Result<i32> {
     for (_, run) in &runs {
         for p in &run.problems {
             eprintln!("warning: {p}");
-            code = exit::FAILURE;
+            code = exit::USAGE;
         }
     }
     let text =

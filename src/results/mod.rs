@@ -392,6 +392,9 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ResultsError> {
     Ok(LoadedRun { dir: dir.to_path_buf(), meta, cells, problems })
 }
 
+/// The field name used when a whole result file, not one field, is unusable.
+const WHOLE_FILE: &str = "(whole file)";
+
 /// Read a JSON result file. The common case (a good file) is parsed once; only
 /// when parsing fails is the text looked at again as untyped JSON, so that a file
 /// from a newer fsbench gets the version message instead of a confusing field error.
@@ -400,7 +403,7 @@ fn read_json<T: serde::de::DeserializeOwned + HasSchema>(path: &Path) -> Result<
     let mut de = serde_json::Deserializer::from_str(&text);
     let typed: Result<T, (String, String)> = serde_path_to_error::deserialize(&mut de)
         .map_err(|e| (e.path().to_string(), e.into_inner().to_string()))
-        .and_then(|v| de.end().map(|()| v).map_err(|e| (".".to_string(), e.to_string())));
+        .and_then(|v| de.end().map(|()| v).map_err(|e| (WHOLE_FILE.to_string(), e.to_string())));
     match typed {
         Ok(v) if v.schema() > RESULT_SCHEMA_VERSION => Err(ResultsError::NewerSchema {
             path: path.to_path_buf(),
@@ -411,7 +414,7 @@ fn read_json<T: serde::de::DeserializeOwned + HasSchema>(path: &Path) -> Result<
         Err((field, message)) => {
             let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| ResultsError::Parse {
                 path: path.to_path_buf(),
-                field: ".".into(),
+                field: WHOLE_FILE.into(),
                 message: format!("not valid JSON ({e}); truncated or hand-edited?"),
             })?;
             // A missing `schema` is reported by serde's own message below.
