@@ -91,6 +91,11 @@ struct RunContext<'a> {
 /// `fsbench run`.
 pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
     crate::signals::install();
+    if let Some(l) = &args.label
+        && !crate::results::is_valid_label(l)
+    {
+        return Err(exit::InputError::anyhow(format!("--label `{l}`: use {}", crate::results::LABEL_RULE)));
+    }
     // --kernel or [[kernels]]: the cells run in qemu guests, each a run of its own.
     if let Some(code) = crate::qemu::run_if_requested(args)? {
         return Ok(code);
@@ -186,7 +191,7 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
     }
 
     let progress = Progress::new(todo.len(), args.quiet);
-    let (mut failed, mut skipped) = (0usize, 0usize);
+    let (mut failed, mut skipped, mut measured) = (0usize, 0usize, 0usize);
     for cell in &todo {
         if interrupted() {
             break;
@@ -200,7 +205,7 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
         match result.status {
             CellStatus::Failed => failed += 1,
             CellStatus::Skipped => skipped += 1,
-            CellStatus::Ok => {}
+            CellStatus::Ok => measured += 1,
         }
         writer.write_cell(&result).context("cannot store a cell result")?;
         progress.finish(cell, &result);
@@ -227,6 +232,12 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
     if was_interrupted {
         eprintln!("fsbench: interrupted; finish it with `fsbench run --resume {}`", dir.display());
         return Ok(exit::INTERRUPTED);
+    }
+    if measured == 0 && skipped > 0 && done.is_empty() {
+        // Skips are normal in a run that measured something; a run that measured
+        // nothing at all must not pass a CI job.
+        eprintln!("fsbench: no cell could run on this host, nothing was measured (see the reasons above)");
+        return Ok(exit::FAILURE);
     }
     Ok(if failed > 0 { exit::FAILURE } else { exit::SUCCESS })
 }

@@ -640,6 +640,14 @@ pub fn cli_compare(args: &CompareArgs) -> anyhow::Result<i32> {
     let mut runs = Vec::new();
     for arg in &args.runs {
         let (label, dir) = parse_run_arg(arg);
+        if let Some(l) = &label
+            && !crate::results::is_valid_label(l)
+        {
+            return Err(exit::InputError::anyhow(format!(
+                "label `{l}` in `{arg}`: use {}",
+                crate::results::LABEL_RULE
+            )));
+        }
         let run = match load_run(&dir) {
             Ok(r) => r,
             Err(e) => {

@@ -466,14 +466,11 @@ fn validate_kernels(ctx: &Ctx, ks: &[KernelFile], base_dir: &Path) -> Result<Vec
     for (i, k) in ks.iter().enumerate() {
         let at = |key: &str| with(with(p("kernels"), Seg::Index(i)), Seg::Key(key.to_string()));
         let label = k.label.trim().to_string();
-        if label.is_empty()
-            || label.len() > 64
-            || !label.chars().all(|c| c.is_ascii_alphanumeric() || "._-+".contains(c))
-        {
+        if !crate::results::is_valid_label(&label) {
             return Err(ctx.value_help(
                 &at("label"),
                 format!("invalid kernel label `{}`", k.label),
-                "use 1 to 64 characters from A-Z a-z 0-9 . _ - +",
+                format!("use {}", crate::results::LABEL_RULE),
             ));
         }
         if out.iter().any(|o| o.label == label) {
