@@ -247,3 +247,23 @@ fn a_bundled_archive_cannot_write_through_its_own_symlink() {
     assert_eq!(cell["status"], "failed", "{cell}");
     assert!(cell["error"].as_str().unwrap().contains("src/evil"), "{cell}");
 }
+
+/// Regression (CLI review): results made with `--set` were packed beside the unmodified
+/// scenario, so the bundle paired numbers with settings they were not measured under.
+#[test]
+fn results_from_a_different_scenario_text_are_not_packed() {
+    let t = tempfile::tempdir().unwrap();
+    let (lab, cache) = (t.path().join("lab"), t.path().join("cache"));
+    std::fs::create_dir_all(&lab).unwrap();
+    std::fs::write(lab.join("tiny.toml"), TINY).unwrap();
+    ok(fsbench(&lab, &cache).args(["run", "tiny.toml", "--quiet", "--out", "res", "--set", "workload.repetitions=2"]));
+    let run = run_dirs(&lab.join("res")).pop().unwrap();
+    let out = fsbench(&lab, &cache)
+        .args(["bundle", "pack", "tiny.toml", "-o", "lab.fsb", "--with-results"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("different scenario text"));
+    assert!(!lab.join("lab.fsb").exists());
+}

@@ -148,6 +148,16 @@ pub fn pack(scenario: &Path, with_results: Option<&Path>, out: &Path) -> Result<
                 s.name
             )));
         }
+        // Results travel with the scenario that made them, or the bundle would pair
+        // numbers with settings they were not measured under (e.g. a run made with --set).
+        if run.meta.scenario_sha256 != crate::results::sha256_hex(s.source.text.as_bytes()) {
+            return Err(BundleError::Pack(format!(
+                "{} was made from a different scenario text than {} (different sha256; `--set` overrides?): \
+                 write the run's own scenario (`scenario_text` in its run.json) to a file and pack that",
+                run.dir.display(),
+                scenario.display()
+            )));
+        }
         let base = format!("{RESULTS_DIR}/{}/{}", run.meta.scenario_name, run.meta.run_id);
         files.push((format!("{base}/{RUN_FILE}"), Source::File(run.dir.join(RUN_FILE))));
         let cells = run.dir.join(CELLS_DIR);
