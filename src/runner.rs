@@ -148,8 +148,11 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
     }
 
     let workroot = args.workdir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_WORKDIR));
-    std::fs::create_dir_all(&workroot)
-        .with_context(|| format!("cannot create work directory {}", workroot.display()))?;
+    // Stale cleanup trusts what it finds here: refuse a root another user could write (exit 2).
+    provision::prepare_work_root(&workroot).map_err(|e| match e {
+        provision::ProvisionError::UnsafeWorkDir { .. } => exit::InputError::anyhow(e.to_string()),
+        e => anyhow::Error::new(e).context("cannot prepare the work directory"),
+    })?;
     for cleaned in provision::cleanup_stale(&workroot).context("cannot clean up after an earlier killed run")? {
         eprintln!("fsbench: cleaned up after an earlier run: {cleaned}");
     }

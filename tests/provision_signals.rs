@@ -6,8 +6,8 @@ use provision_common::*;
 
 use std::time::{Duration, Instant};
 
-use fsbench::model::Layout;
-use fsbench::provision::{self, ProvisionError, ProvisionRequest};
+use fsbench::model::{Layout, QuotaImpl};
+use fsbench::provision::{self, ProvisionError, ProvisionRequest, capability};
 use fsbench::signals;
 use nix::sys::signal::{Signal, raise};
 
@@ -55,4 +55,13 @@ fn sigint_during_provisioning_releases_everything_and_a_second_signal_does_not_k
     assert!(signals::interrupted());
     raise(Signal::SIGTERM).unwrap();
     assert_eq!(signals::count(), 2, "the second signal is counted, not fatal");
+
+    // An interrupted quota probe is its own outcome, not "supported", and is not
+    // cached as an answer; `fsbench doctor` then exits 130, not 0 with quota "ok".
+    let spec = fsbench::scenario::FsSpec { mkfs: Vec::new(), mount: Vec::new(), quota: QuotaImpl::Files };
+    for _ in 0..2 {
+        assert_eq!(capability::quota_probe("ext4", &spec), capability::QuotaProbe::Interrupted);
+    }
+    let code = provision::cli_doctor(&fsbench::cli::DoctorArgs { fs: vec!["ext4".into()] }).unwrap();
+    assert_eq!(code, fsbench::exit::INTERRUPTED);
 }

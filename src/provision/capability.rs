@@ -171,6 +171,8 @@ pub enum QuotaProbe {
     Unsupported(SkipReason),
     /// The filesystem has no such quota mode (mkfs or mount rejects the quota option itself).
     NotApplicable(SkipReason),
+    /// SIGINT or SIGTERM arrived during the probe: nothing is known (never cached).
+    Interrupted,
 }
 
 fn probe_cache() -> &'static Mutex<HashMap<ProbeKey, QuotaProbe>> {
@@ -191,6 +193,9 @@ fn check_quota(req: &ProvisionRequest) -> Result<(), SkipReason> {
     match quota_probe(&req.cell.fs, req.fs) {
         QuotaProbe::Supported => Ok(()),
         QuotaProbe::Unsupported(r) | QuotaProbe::NotApplicable(r) => Err(r),
+        QuotaProbe::Interrupted => {
+            Err(SkipReason { reason: "interrupted (SIGINT/SIGTERM) while probing quota support".into(), remedy: None })
+        }
     }
 }
 
@@ -207,7 +212,10 @@ pub fn quota_probe(fs: &str, spec: &FsSpec) -> QuotaProbe {
         return r.clone();
     }
     let r = run_quota_probe(fs, spec, quota_options);
-    cache.insert(key, r.clone());
+    // An interrupted probe found nothing out: the next one must run for real.
+    if r != QuotaProbe::Interrupted {
+        cache.insert(key, r.clone());
+    }
     r
 }
 
@@ -237,8 +245,10 @@ fn run_quota_probe(fs: &str, spec: &FsSpec, mut quota_options: Vec<String>) -> Q
     match super::provision_unchecked(&req) {
         Ok(p) => {
             let _ = p.teardown();
-            QuotaProbe::Supported
+            if crate::signals::interrupted() { QuotaProbe::Interrupted } else { QuotaProbe::Supported }
         }
+        // Whatever failed (a mkfs killed by the same Ctrl-C too), it says nothing about quota.
+        Err(_) if crate::signals::interrupted() => QuotaProbe::Interrupted,
         Err(ProvisionError::MountRefused { kernel, errno, .. }) => {
             let said = kernel.join("; ");
             let reason = if kernel.is_empty() {
@@ -364,6 +374,9 @@ pub fn capabilities(fs_list: &[String]) -> Vec<Capability> {
                 QuotaProbe::Supported => row(label, "ok", "test mount with quota on succeeded", ""),
                 QuotaProbe::Unsupported(s) => row(label, "unsupported", s.reason, s.remedy.unwrap_or_default()),
                 QuotaProbe::NotApplicable(s) => row(label, "n/a", s.reason, ""),
+                QuotaProbe::Interrupted => {
+                    row(label, "unknown", "probe interrupted (SIGINT/SIGTERM)", "run `fsbench doctor` again")
+                }
             });
         }
     }
@@ -372,9 +385,10 @@ pub fn capabilities(fs_list: &[String]) -> Vec<Capability> {
 
 /// `fsbench doctor`: a table of capabilities with state and remedy.
 pub fn cli_doctor(args: &DoctorArgs) -> anyhow::Result<i32> {
+    // First: the quota probes mount and attach; on SIGINT/SIGTERM their guards must run.
+    crate::signals::install();
     let fs_list: Vec<String> =
         if args.fs.is_empty() { DOCTOR_DEFAULT_FS.iter().map(|s| s.to_string()).collect() } else { args.fs.clone() };
-    crate::signals::install();
     let rows = capabilities(&fs_list);
     let mut table = Table::new();
     table.load_style(UTF8_FULL_CONDENSED).set_header(vec!["capability", "state", "detail", "remedy"]);
@@ -382,6 +396,10 @@ pub fn cli_doctor(args: &DoctorArgs) -> anyhow::Result<i32> {
         table.add_row(vec![r.name.clone(), r.state.clone(), r.detail.clone(), r.remedy.clone()]);
     }
     println!("{table}");
+    if crate::signals::interrupted() {
+        eprintln!("fsbench: doctor interrupted; rows marked unknown were not checked");
+        return Ok(crate::exit::INTERRUPTED);
+    }
     Ok(crate::exit::SUCCESS)
 }
 

@@ -4,12 +4,14 @@
 //! Each object is written to `<cell-dir>/provision.journal` (and fsynced)
 //! *before* it is acquired. Stale cleanup does not trust the journal for what
 //! still exists: it reads /proc/self/mountinfo and the loop devices' sysfs
-//! backing_file, and uses the journal for ownership (is the owner alive?),
-//! which mounts are backing tmpfs, and scratch directories outside the cell dir.
+//! backing_file, and uses the journal for ownership (is the owner alive?) and
+//! for which objects are ours: only what a journal records is released, and
+//! only journals in private directories laid out as fsbench makes them count.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
 
 use super::ProvisionError;
 use super::loopdev;
@@ -128,62 +130,141 @@ fn owner_alive(entries: &[Entry]) -> bool {
     entries.iter().any(|e| matches!(e, Entry::Owner { pid, start } if process_start(*pid) == Some(*start)))
 }
 
-/// Undo everything under `cell_dir`: mounts on loop devices (deepest first),
-/// loop devices backed by images under it, then the tmpfs, then directories.
-/// Returns a line per object released.
+/// Whether `p` is an absolute path without `.`/`..` that lies strictly inside `dir`.
+fn strictly_inside(p: &Path, dir: &Path) -> bool {
+    p.is_absolute()
+        && p.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+        && p != dir
+        && p.starts_with(dir)
+}
+
+/// Undo what the journal of `cell_dir` records, newest first, and nothing
+/// else: each recorded mount (tmpfs or filesystem) at a path inside the cell
+/// dir is unmounted, each loop device whose backing file is exactly a recorded
+/// image inside the cell dir is detached, and each recorded scratch directory
+/// that is plainly ours (see [`scratch_is_ours`]) is removed. Entries that fail
+/// these checks are ignored and reported. Returns a line per object.
 pub fn undo_cell(cell_dir: &Path, entries: &[Entry]) -> Result<Vec<String>, ProvisionError> {
     let mut done = Vec::new();
-    let tmpfs: Vec<&PathBuf> =
-        entries.iter().filter_map(|e| if let Entry::Tmpfs(p) = e { Some(p) } else { None }).collect();
-    let under = |m: &mount::MountInfo| m.mount_point.starts_with(cell_dir);
-    // Phase 1: filesystems under test (everything but our backing tmpfs), deepest first.
-    for pass in 0..2 {
-        for _ in 0..64 {
-            let mut mounts: Vec<mount::MountInfo> = mount::mountinfo()
-                .into_iter()
-                .filter(|m| under(m) && (pass == 1 || !tmpfs.contains(&&m.mount_point)))
-                .collect();
-            let Some(m) = mounts.iter().max_by_key(|m| m.mount_point.components().count()).cloned() else { break };
-            mounts.clear();
-            mount::unmount(&m.mount_point, true)?;
-            done.push(format!("unmounted {} ({} {})", m.mount_point.display(), m.fstype, m.source));
-        }
-        if pass == 0 {
-            // Phase 2: loop devices whose images live in this cell's tmpfs.
-            for (name, image) in loopdev::loops_backed_under(cell_dir) {
-                loopdev::detach_by_name(&name, &image)?;
-                done.push(format!("detached /dev/{name} ({})", image.display()));
+    for e in entries.iter().rev() {
+        match e {
+            Entry::Owner { .. } => {}
+            Entry::Tmpfs(p) | Entry::Mount(p) => {
+                if !strictly_inside(p, cell_dir) {
+                    done.push(format!("ignored journal entry outside its cell dir: {}", e.line()));
+                    continue;
+                }
+                // Stacked mounts at the same point: take them all, top first.
+                for _ in 0..16 {
+                    let Some(m) = mount::find_mount(p) else { break };
+                    if matches!(e, Entry::Tmpfs(_)) && m.fstype != "tmpfs" {
+                        done.push(format!("left {} alone: journal says tmpfs, mounted is {}", p.display(), m.fstype));
+                        break;
+                    }
+                    mount::unmount_or_detach(p, 20)?;
+                    done.push(format!("unmounted {} ({} {})", p.display(), m.fstype, m.source));
+                }
             }
-        }
-    }
-    for e in entries {
-        if let Entry::Scratch(p) = e
-            && p.exists()
-        {
-            std::fs::remove_dir_all(p).map_err(|e| ProvisionError::io("remove scratch dir", p, e))?;
-            done.push(format!("removed {}", p.display()));
+            Entry::Loop(image) => {
+                if !strictly_inside(image, cell_dir) {
+                    done.push(format!("ignored journal entry outside its cell dir: {}", e.line()));
+                    continue;
+                }
+                for name in loopdev::loops_backed_by(image) {
+                    loopdev::detach_by_name(&name, image)?;
+                    done.push(format!("detached /dev/{name} ({})", image.display()));
+                }
+            }
+            Entry::Scratch(p) => match scratch_is_ours(p) {
+                Ok(false) => {}
+                Ok(true) => {
+                    std::fs::remove_dir_all(p).map_err(|e| ProvisionError::io("remove scratch dir", p, e))?;
+                    done.push(format!("removed {}", p.display()));
+                }
+                Err(why) => done.push(format!("left {} alone: {why}", p.display())),
+            },
         }
     }
     Ok(done)
 }
 
-/// Find cell directories under `root` (up to three levels deep) whose
-/// journal's owner is dead, undo them and remove them.
+/// Whether a journal's scratch path may be deleted: Ok(false) when it is gone,
+/// Ok(true) when it is a real directory (not a symlink, no symlink on the way)
+/// named `fsbench-*`, owned by the effective uid, with nothing mounted in it.
+fn scratch_is_ours(p: &Path) -> Result<bool, String> {
+    let named_ours = p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("fsbench-"));
+    if !p.is_absolute() || !p.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_))) {
+        return Err("not a plain absolute path".into());
+    }
+    if !named_ours {
+        return Err("not named fsbench-*".into());
+    }
+    let m = match std::fs::symlink_metadata(p) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e.to_string()),
+    };
+    if !m.file_type().is_dir() {
+        return Err("not a directory".into());
+    }
+    if m.uid() != nix::unistd::geteuid().as_raw() {
+        return Err(format!("owned by uid {}", m.uid()));
+    }
+    if p.canonicalize().ok().as_deref() != Some(p) {
+        return Err("reached through a symbolic link".into());
+    }
+    if mount::mountinfo().iter().any(|mi| mi.mount_point.starts_with(p)) {
+        return Err("something is mounted in it".into());
+    }
+    Ok(true)
+}
+
+/// Metadata of `p` if it is a directory or file (not a symlink) owned by the
+/// effective uid and not writable by group or others.
+fn private_entry(p: &Path) -> Option<std::fs::Metadata> {
+    let m = std::fs::symlink_metadata(p).ok()?;
+    let ours = m.uid() == nix::unistd::geteuid().as_raw() && m.mode() & 0o022 == 0;
+    (ours && (m.file_type().is_dir() || m.file_type().is_file())).then_some(m)
+}
+
+/// Journals stale cleanup may trust: exactly `<root>/<run-id>/<cell-dir>/provision.journal`,
+/// with the run dir, the cell dir and the journal private (see [`private_entry`])
+/// and neither directory a mount point.
+fn trusted_journals(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let dirs = |d: &Path| -> Vec<PathBuf> {
+        let Ok(rd) = std::fs::read_dir(d) else { return Vec::new() };
+        let mut v: Vec<PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| private_entry(p).is_some_and(|m| m.is_dir()) && !mount::is_mountpoint(p))
+            .collect();
+        v.sort();
+        v
+    };
+    for run in dirs(root) {
+        for cell in dirs(&run) {
+            let j = cell.join(JOURNAL_FILE);
+            if private_entry(&j).is_some_and(|m| m.is_file() && m.nlink() == 1) {
+                out.push(j);
+            }
+        }
+    }
+    out
+}
+
+/// Find cell directories `<root>/<run-id>/<cell-dir>` whose journal's owner is
+/// dead, undo what their journals record and remove them. The root must be
+/// private to this user (see [`super::workroot::check_private_dir`]); anything
+/// not laid out or owned as fsbench makes it is left alone.
 pub fn cleanup_stale(root: &Path) -> Result<Vec<String>, ProvisionError> {
     let mut cleaned = Vec::new();
-    if !root.exists() {
+    if std::fs::symlink_metadata(root).is_err() {
         return Ok(cleaned);
     }
-    let journals: Vec<PathBuf> = walkdir::WalkDir::new(root)
-        .max_depth(4)
-        .into_iter()
-        // Never descend into mounts: a live filesystem under test is not ours to walk.
-        .filter_entry(|e| e.depth() == 0 || !mount::is_mountpoint(e.path()))
-        .flatten()
-        .filter(|e| e.file_type().is_file() && e.file_name() == JOURNAL_FILE)
-        .map(|e| e.into_path())
-        .collect();
-    for jpath in journals {
+    super::workroot::check_private_dir(root, "work directory")?;
+    let root = root.canonicalize().map_err(|e| ProvisionError::io("resolve work directory", root, e))?;
+    for jpath in trusted_journals(&root) {
         let Some(entries) = read(&jpath) else { continue };
         // No owner line: another process is creating this journal right now.
         if owner_alive(&entries) || !entries.iter().any(|e| matches!(e, Entry::Owner { .. })) {
@@ -192,16 +273,24 @@ pub fn cleanup_stale(root: &Path) -> Result<Vec<String>, ProvisionError> {
         let cell_dir = jpath.parent().expect("journal has a parent").to_path_buf();
         let undone = undo_cell(&cell_dir, &entries)?;
         cleaned.extend(undone);
+        // Never delete through a mount the journal did not record.
+        if let Some(m) = mount::mountinfo().into_iter().find(|m| m.mount_point.starts_with(&cell_dir)) {
+            cleaned.push(format!(
+                "left {} in place: {} ({}) is mounted in it and not recorded in its journal",
+                cell_dir.display(),
+                m.mount_point.display(),
+                m.fstype
+            ));
+            continue;
+        }
         std::fs::remove_dir_all(&cell_dir).map_err(|e| ProvisionError::io("remove stale cell dir", &cell_dir, e))?;
         cleaned.push(format!("removed {}", cell_dir.display()));
-        // Remove emptied parents up to (not including) the root.
-        let mut p = cell_dir.parent();
-        while let Some(dir) = p {
-            if dir == root || !dir.starts_with(root) || std::fs::remove_dir(dir).is_err() {
-                break;
-            }
-            cleaned.push(format!("removed {}", dir.display()));
-            p = dir.parent();
+        // Remove the run dir if that emptied it (never the root).
+        if let Some(run) = cell_dir.parent()
+            && run != root
+            && std::fs::remove_dir(run).is_ok()
+        {
+            cleaned.push(format!("removed {}", run.display()));
         }
     }
     Ok(cleaned)

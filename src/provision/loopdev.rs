@@ -128,6 +128,27 @@ impl LoopDevice {
         self.detach_inner()
     }
 
+    /// Detach when the device may still be held by a lazily detached
+    /// filesystem: the kernel then only marks it autoclear and detaches it at
+    /// last close. Returns whether it is already gone; waits at most `wait`.
+    pub fn detach_deferred(mut self, wait: Duration) -> Result<bool, ProvisionError> {
+        let Some(file) = self.file.take() else { return Ok(true) };
+        // SAFETY: LOOP_CLR_FD takes no argument.
+        let rc = unsafe { libc::ioctl(file.as_raw_fd(), LOOP_CLR_FD as _, 0) };
+        let err = (rc < 0).then(Errno::last);
+        drop(file);
+        if wait_detached(&self.name(), &self.image, wait).is_ok() {
+            return Ok(true);
+        }
+        match err {
+            // Attached with LO_FLAGS_AUTOCLEAR: it goes when its last opener closes.
+            None | Some(Errno::EBUSY) => Ok(false),
+            Some(e) => {
+                Err(ProvisionError::Sys { what: "detach loop device".into(), path: self.path.clone(), source: e })
+            }
+        }
+    }
+
     fn detach_inner(&mut self) -> Result<(), ProvisionError> {
         let Some(file) = self.file.take() else { return Ok(()) };
         // SAFETY: LOOP_CLR_FD takes no argument. With other openers (a mount
@@ -205,6 +226,18 @@ pub fn backing_file(name: &str) -> Option<PathBuf> {
     let s = std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file")).ok()?;
     let s = s.trim_end_matches('\n');
     Some(PathBuf::from(s.strip_suffix(" (deleted)").unwrap_or(s)))
+}
+
+/// Every attached loop device whose backing file is exactly `image`, as `loopN`.
+pub fn loops_backed_by(image: &Path) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir("/sys/block") else { return Vec::new() };
+    let mut out: Vec<String> = rd
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("loop") && backing_file(name).is_some_and(|b| b == image))
+        .collect();
+    out.sort();
+    out
 }
 
 /// Every attached loop device whose backing file lies under `dir`, as (`loopN`, backing file).

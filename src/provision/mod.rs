@@ -14,6 +14,7 @@ pub mod loopdev;
 pub mod mkfs;
 pub mod mount;
 pub mod quota;
+pub mod workroot;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -29,6 +30,7 @@ use loopdev::LoopDevice;
 use quota::QuotaType;
 
 pub use capability::{check, cli_doctor};
+pub use workroot::prepare_work_root;
 
 /// Everything provisioning needs to build one cell's filesystems.
 pub struct ProvisionRequest<'a> {
@@ -128,6 +130,15 @@ pub enum ProvisionError {
     /// SIGINT or SIGTERM arrived while provisioning.
     #[error("interrupted while provisioning")]
     Interrupted,
+    /// The work directory (or a directory in it) is not private to this user,
+    /// so what stale cleanup finds there cannot be trusted.
+    #[error("refusing work directory {}: {reason}", path.display())]
+    UnsafeWorkDir {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong and how to fix it.
+        reason: String,
+    },
     /// Some objects could not be released.
     #[error("teardown left objects behind: {}", .0.join("; "))]
     Teardown(Vec<String>),
@@ -158,12 +169,43 @@ enum Guard {
 }
 
 impl Guard {
-    fn release(self, lazy: bool) -> Result<(), ProvisionError> {
+    /// Release one object. `busy` is set once a mount had to be detached
+    /// lazily: what lies below it (its loop device, the tmpfs holding the
+    /// image) is then still in use and can only be let go of, not waited for.
+    /// Returns a note when the kernel finishes the release later.
+    fn release(self, lazy: bool, busy: &mut bool) -> Result<Option<String>, ProvisionError> {
         match self {
-            Guard::Mount(p) => mount::unmount(&p, lazy),
-            Guard::Loop(l) => l.detach(),
-            Guard::Quota { device, mountpoint, qtype } => quota::quota_off(&device, &mountpoint, qtype),
-            Guard::Scratch(p) => std::fs::remove_dir_all(&p).map_err(|e| ProvisionError::io("remove", &p, e)),
+            Guard::Mount(p) => {
+                let retries = if *busy { 1 } else { 20 };
+                let r = match mount::unmount_or_detach(&p, retries) {
+                    // On error and panic, any failure gets a lazy unmount as a last resort.
+                    Err(_) if lazy && nix::mount::umount2(&p, nix::mount::MntFlags::MNT_DETACH).is_ok() => {
+                        mount::Unmounted::Detached
+                    }
+                    r => r?,
+                };
+                Ok(match r {
+                    mount::Unmounted::Clean => None,
+                    mount::Unmounted::Detached => {
+                        *busy = true;
+                        Some(format!(
+                            "{} was busy (a process still uses it): detached lazily, the kernel frees it when the \
+                             last user exits",
+                            p.display()
+                        ))
+                    }
+                })
+            }
+            Guard::Loop(l) if *busy => {
+                let name = l.path().display().to_string();
+                Ok((!l.detach_deferred(std::time::Duration::from_millis(500))?)
+                    .then(|| format!("{name} detaches itself when the busy filesystem on it goes (autoclear)")))
+            }
+            Guard::Loop(l) => l.detach().map(|()| None),
+            Guard::Quota { device, mountpoint, qtype } => quota::quota_off(&device, &mountpoint, qtype).map(|()| None),
+            Guard::Scratch(p) => {
+                std::fs::remove_dir_all(&p).map(|()| None).map_err(|e| ProvisionError::io("remove", &p, e))
+            }
         }
     }
 }
@@ -214,9 +256,12 @@ impl Provisioned {
         }
         self.released = true;
         let mut errors = Vec::new();
+        let mut busy = false;
         while let Some(g) = self.guards.pop() {
-            if let Err(e) = g.release(lazy) {
-                errors.push(e.to_string());
+            match g.release(lazy, &mut busy) {
+                Ok(None) => {}
+                Ok(Some(note)) => eprintln!("fsbench: warning: teardown of {}: {note}", self.cell_dir.display()),
+                Err(e) => errors.push(e.to_string()),
             }
         }
         if errors.is_empty() {
@@ -274,11 +319,12 @@ pub fn provision(req: &ProvisionRequest) -> Result<Provisioned, ProvisionError> 
 /// [`provision`] without the capability check (the quota probe is itself a provision).
 fn provision_unchecked(req: &ProvisionRequest) -> Result<Provisioned, ProvisionError> {
     check_interrupt()?;
-    std::fs::create_dir_all(req.workdir).map_err(|e| ProvisionError::io("create work dir", req.workdir, e))?;
+    // Private and canonical: journal paths are then absolute, like mountinfo's.
+    let workdir = workroot::prepare_run_dir(req.workdir)?;
     let cell_dir = tempfile::Builder::new()
         .prefix(&format!("{}-", req.cell.id()))
-        .tempdir_in(req.workdir)
-        .map_err(|e| ProvisionError::io("create cell dir", req.workdir, e))?
+        .tempdir_in(&workdir)
+        .map_err(|e| ProvisionError::io("create cell dir", &workdir, e))?
         .keep();
     // Workers run under per-task uids and must traverse to their directories.
     set_mode(&cell_dir, 0o755)?;

@@ -98,6 +98,46 @@ pub fn unmount(target: &Path, lazy_last_resort: bool) -> Result<(), ProvisionErr
     Err(ProvisionError::Sys { what: "unmount".into(), path: target.to_path_buf(), source: last })
 }
 
+/// How a mount went away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unmounted {
+    /// umount(2) succeeded (or nothing was mounted there).
+    Clean,
+    /// It stayed busy (a process still has a file or its cwd in it), so it was
+    /// detached with MNT_DETACH: gone from the tree, freed by the kernel when
+    /// its last user lets go.
+    Detached,
+}
+
+/// Unmount `target`; when it stays busy (EBUSY) after `retries` tries with a
+/// short wait between them, detach it lazily rather than leave it mounted.
+pub fn unmount_or_detach(target: &Path, retries: u32) -> Result<Unmounted, ProvisionError> {
+    let mut last = Errno::EBUSY;
+    for attempt in 0..retries.max(1) {
+        match nix::mount::umount2(target, MntFlags::empty()) {
+            Ok(()) => return Ok(Unmounted::Clean),
+            Err(Errno::EINVAL) | Err(Errno::ENOENT) if !is_mountpoint(target) => return Ok(Unmounted::Clean),
+            Err(Errno::EBUSY) => {
+                last = Errno::EBUSY;
+                if attempt + 1 < retries {
+                    std::thread::sleep(Duration::from_millis(25 * (attempt as u64 + 1).min(8)));
+                }
+            }
+            Err(e) => {
+                last = e;
+                break;
+            }
+        }
+    }
+    if last == Errno::EBUSY {
+        match nix::mount::umount2(target, MntFlags::MNT_DETACH) {
+            Ok(()) => return Ok(Unmounted::Detached),
+            Err(e) => last = e,
+        }
+    }
+    Err(ProvisionError::Sys { what: "unmount".into(), path: target.to_path_buf(), source: last })
+}
+
 /// One line of /proc/self/mountinfo.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MountInfo {

@@ -1,0 +1,135 @@
+//! The work root (`/tmp/fsbench` unless `--workdir` says otherwise) and the
+//! directories inside it are trusted by stale cleanup, which unmounts, detaches
+//! and deletes what their journals name. So they must be ours: owned by the
+//! effective uid, not writable by group or others, and not symlinks. A work
+//! root anybody could have pre-created (`/tmp` is world-writable) is refused.
+
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use super::ProvisionError;
+
+/// Create the work root (mode 0700) if it is missing, and refuse it unless it
+/// is a real directory owned by the effective uid and not writable by group or
+/// others, with every ancestor owned by root or the effective uid and either
+/// not writable by others or sticky (like `/tmp`).
+pub fn prepare_work_root(path: &Path) -> Result<(), ProvisionError> {
+    if std::fs::symlink_metadata(path).is_err() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(path)
+            .map_err(|e| ProvisionError::io("create work directory", path, e))?;
+        // The mode given to mkdir is masked by the umask; say exactly what we mean.
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| ProvisionError::io("chmod 0700", path, e))?;
+    }
+    check_private_dir(path, "work directory")?;
+    let canon = path.canonicalize().map_err(|e| ProvisionError::io("resolve work directory", path, e))?;
+    for a in canon.ancestors().skip(1) {
+        check_ancestor(a, path)?;
+    }
+    Ok(())
+}
+
+/// Refuse `path` unless it is a directory (not a symlink) owned by the
+/// effective uid and not writable by group or others.
+pub fn check_private_dir(path: &Path, what: &str) -> Result<(), ProvisionError> {
+    let m = std::fs::symlink_metadata(path).map_err(|e| ProvisionError::io(&format!("inspect {what}"), path, e))?;
+    let euid = nix::unistd::geteuid().as_raw();
+    let refuse = |reason: String| ProvisionError::UnsafeWorkDir { path: path.to_path_buf(), reason };
+    if m.file_type().is_symlink() {
+        return Err(refuse(format!("the {what} is a symbolic link; pass the real directory to --workdir")));
+    }
+    if !m.is_dir() {
+        return Err(refuse(format!("the {what} is not a directory; remove it or pass another --workdir")));
+    }
+    if m.uid() != euid {
+        return Err(refuse(format!(
+            "the {what} is owned by uid {}, not by uid {euid} that runs fsbench (another user may have created it); \
+             remove it (rm -rf {}) or pass --workdir with a directory of your own",
+            m.uid(),
+            path.display()
+        )));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(refuse(format!(
+            "the {what} has mode {:04o}: writable by group or others; run `chmod go-w {}` (0700 is best) \
+             or pass another --workdir",
+            m.mode() & 0o7777,
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// An ancestor of the work root must not let anybody else swap what lies below it.
+fn check_ancestor(a: &Path, root: &Path) -> Result<(), ProvisionError> {
+    let m = std::fs::metadata(a).map_err(|e| ProvisionError::io("inspect work directory parent", a, e))?;
+    let euid = nix::unistd::geteuid().as_raw();
+    let sticky = m.mode() & 0o1000 != 0;
+    let ok_owner = m.uid() == 0 || m.uid() == euid;
+    let ok_mode = m.mode() & 0o022 == 0 || sticky;
+    if ok_owner && ok_mode {
+        return Ok(());
+    }
+    Err(ProvisionError::UnsafeWorkDir {
+        path: root.to_path_buf(),
+        reason: format!(
+            "its parent {} is owned by uid {} with mode {:04o}, so another user could replace the work directory; \
+             pass --workdir with a directory whose parents only root or you can write",
+            a.display(),
+            m.uid(),
+            m.mode() & 0o7777
+        ),
+    })
+}
+
+/// Create the per-run directory `dir` (mode 0755) if missing and refuse it
+/// unless it is private (see [`check_private_dir`]). Returns its canonical path,
+/// so that what the journal records is absolute and matches /proc/self/mountinfo.
+pub fn prepare_run_dir(dir: &Path) -> Result<PathBuf, ProvisionError> {
+    if std::fs::symlink_metadata(dir).is_err() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(dir)
+            .map_err(|e| ProvisionError::io("create work dir", dir, e))?;
+    }
+    check_private_dir(dir, "run work directory")?;
+    dir.canonicalize().map_err(|e| ProvisionError::io("resolve work dir", dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_work_root_is_created_private() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("a/fsbench");
+        prepare_work_root(&root).unwrap();
+        assert_eq!(std::fs::metadata(&root).unwrap().mode() & 0o777, 0o700);
+        prepare_work_root(&root).unwrap();
+    }
+
+    #[test]
+    fn a_group_or_world_writable_work_root_is_refused_with_the_fix() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("fsbench");
+        std::fs::create_dir(&root).unwrap();
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = prepare_work_root(&root).unwrap_err();
+        assert!(matches!(e, ProvisionError::UnsafeWorkDir { .. }), "{e}");
+        assert!(e.to_string().contains("chmod go-w"), "{e}");
+    }
+
+    #[test]
+    fn a_symlinked_work_root_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("real")).unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("real"), tmp.path().join("link")).unwrap();
+        let e = prepare_work_root(&tmp.path().join("link")).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+    }
+}
