@@ -104,7 +104,8 @@ pub struct RunArgs {
     /// Finish an interrupted run: run only the cells missing from this run directory.
     #[arg(long, value_name = "RUN_DIR", conflicts_with = "scenario")]
     pub resume: Option<PathBuf>,
-    /// Where fsbench mounts its tmpfs and filesystems (default: `/tmp/fsbench`).
+    /// Where fsbench mounts its tmpfs and filesystems (default: `/tmp/fsbench`, or
+    /// `/tmp/fsbench-<uid>` for other users). Must be owned by you and not writable by others.
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
     /// Allow formatting this block device (never one that is mounted). DESTROYS ITS DATA.

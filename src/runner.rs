@@ -20,8 +20,16 @@ use crate::scenario::{ArchiveSpec, Backing, Scenario, Workload};
 use crate::workload::untar::{Trust, UnpackLimits};
 use crate::workload::{latfs, steps};
 
-/// Where fsbench mounts its tmpfs and filesystems unless `--workdir` says otherwise.
+/// Where fsbench mounts its tmpfs and filesystems unless `--workdir` says otherwise
+/// (for root; other users get `/tmp/fsbench-<uid>`, see [`default_workdir`]).
 pub const DEFAULT_WORKDIR: &str = "/tmp/fsbench";
+
+/// The default work root: private to the user, since stale-run cleanup only trusts
+/// a root owned by the effective uid and not writable by others.
+pub fn default_workdir() -> PathBuf {
+    let uid = nix::unistd::geteuid();
+    if uid.is_root() { PathBuf::from(DEFAULT_WORKDIR) } else { PathBuf::from(format!("{DEFAULT_WORKDIR}-{uid}")) }
+}
 
 /// True once SIGINT or SIGTERM has been received.
 pub fn interrupted() -> bool {
@@ -31,7 +39,7 @@ pub fn interrupted() -> bool {
 /// Why a cell cannot run on this host, or `None` when it can.
 pub fn host_check(s: &Scenario, p: &CellParams, allow_device: Option<&Path>) -> Option<SkipReason> {
     // Before a run exists, a private `dir` backing would live under the default work directory.
-    let probe = existing_ancestor(Path::new(DEFAULT_WORKDIR));
+    let probe = existing_ancestor(&default_workdir());
     check_cell(s, &resolve_backing(&s.backing, &probe), p, allow_device)
 }
 
@@ -64,7 +72,7 @@ fn check_cell(s: &Scenario, backing: &Backing, p: &CellParams, allow_device: Opt
         _ => None,
     };
     let fs = s.filesystems.get(&p.fs).cloned().unwrap_or_default();
-    let workdir = PathBuf::from(DEFAULT_WORKDIR);
+    let workdir = default_workdir();
     let req = ProvisionRequest { cell: p, fs: &fs, backing, workdir: &workdir, task_uids: uids, allow_device };
     provision::check(&req).err()
 }
@@ -147,7 +155,7 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
         )));
     }
 
-    let workroot = args.workdir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_WORKDIR));
+    let workroot = args.workdir.clone().unwrap_or_else(default_workdir);
     // Stale cleanup trusts what it finds here: refuse a root another user could write (exit 2).
     provision::prepare_work_root(&workroot).map_err(|e| match e {
         provision::ProvisionError::UnsafeWorkDir { .. } => exit::InputError::anyhow(e.to_string()),
@@ -168,6 +176,9 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
     let run_id = writer.dir().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "run".into());
     let workdir = workroot.join(&run_id);
     std::fs::create_dir_all(&workdir).with_context(|| format!("cannot create {}", workdir.display()))?;
+    // Its mode, not the umask's: provisioning refuses a group- or world-writable run directory.
+    std::fs::set_permissions(&workdir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .with_context(|| format!("cannot set the mode of {}", workdir.display()))?;
 
     let private = workdir.join("dir");
     if matches!(&scenario.backing, Backing::Dir { path } if path.as_os_str().is_empty()) {
