@@ -519,10 +519,8 @@ pub fn cli_gate(args: &GateArgs) -> anyhow::Result<i32> {
         .map_err(|e| InputError::anyhow(format!("--threshold: {e}")))?;
     // Output files are checked before the work, so exit 1 can only mean "regressed".
     for (opt, path) in [("--markdown", &args.markdown), ("--junit", &args.junit)] {
-        let Some(p) = path else { continue };
-        let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-        if p.is_dir() || !parent.is_dir() {
-            return Err(InputError::anyhow(format!("{opt} {}: not a file path in an existing directory", p.display())));
+        if let Some(p) = path {
+            crate::exit::check_output_file(opt, p)?;
         }
     }
     let load = |side: &str, p: &std::path::Path| load_run(p).map_err(|e| InputError::anyhow(format!("--{side}: {e}")));

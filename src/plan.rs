@@ -294,12 +294,13 @@ pub fn render_plan_table(s: &Scenario, plan: &Plan, check: &HostCheck) -> String
     let est = estimate(s) * (total - skip_count) as u32;
     let mut out = format!("scenario {} ({}): {}\n{table}\n", s.name, s.source.origin, s.description);
     out.push_str(&format!(
-        "{total} cells: {} ready, {skip_count} will be skipped here; estimated {} of measurement\n",
+        "{}: {} ready, {skip_count} will be skipped here; estimated {} of measurement\n",
+        cells(total),
         total - skip_count,
         human_duration(est)
     ));
     for (reason, (n, remedy)) in &skipped {
-        out.push_str(&format!("\nskipped ({n} cells): {reason}"));
+        out.push_str(&format!("\nskipped ({}): {reason}", cells(*n)));
         if let Some(r) = remedy {
             out.push_str(&format!("\n  remedy: {r}"));
         }
@@ -315,6 +316,11 @@ fn short(reason: &str) -> String {
     } else {
         first.to_string()
     }
+}
+
+/// `1 cell`, `2 cells`.
+pub fn cells(n: usize) -> String {
+    if n == 1 { "1 cell".into() } else { format!("{n} cells") }
 }
 
 /// `1h02m`, `3m05s`, `12s`.

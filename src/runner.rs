@@ -99,6 +99,10 @@ struct RunContext<'a> {
 /// `fsbench run`.
 pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
     crate::signals::install();
+    exit::check_output_dir("--out", &args.out)?;
+    if let Some(w) = &args.workdir {
+        exit::check_output_dir("--workdir", w)?;
+    }
     if let Some(l) = &args.label
         && !crate::results::is_valid_label(l)
     {
@@ -498,7 +502,7 @@ impl Progress {
             bar.finish_and_clear();
         }
         if self.lines && self.done.get() > 0 {
-            eprintln!("fsbench: {} cells in {}", self.done.get(), plan::human_duration(self.started.elapsed()));
+            eprintln!("fsbench: {} in {}", plan::cells(self.done.get()), plan::human_duration(self.started.elapsed()));
         }
     }
 }

@@ -336,6 +336,7 @@ pub fn import_results(ob: &OpenBundle, out: &Path) -> Result<Option<PathBuf>, Bu
 
 /// `fsbench bundle pack`.
 pub fn cli_pack(args: &BundlePackArgs) -> anyhow::Result<i32> {
+    exit::check_output_file("--output", &args.output)?;
     let packed =
         pack::pack(&args.scenario, args.with_results.as_deref(), &args.output).map_err(BundleError::into_cli)?;
     for n in &packed.notes {

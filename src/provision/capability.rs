@@ -26,9 +26,8 @@ pub fn check(req: &ProvisionRequest) -> Result<(), SkipReason> {
         Backing::Dir { path } => check_dir(req, path),
         Backing::TmpfsLoop { .. } => {
             need_root("tmpfs-loop backing")?;
-            loopdev::loop_control_available().map_err(|e| {
-                skip(format!("no loop device support: {e}"), "load the loop module (modprobe loop)".to_string())
-            })?;
+            loopdev::loop_control_available()
+                .map_err(|e| skip(format!("no loop device support: {e}"), loop_remedy(&e).to_string()))?;
             check_fs_tools(&cell.fs)?;
             check_quota(req)
         }
@@ -256,15 +255,17 @@ fn run_quota_probe(fs: &str, spec: &FsSpec, mut quota_options: Vec<String>) -> Q
             } else {
                 format!("{fs} {what}: {said}")
             };
-            // "Unknown parameter 'usrquota'": this fs has no such quota mode at all.
-            if said.contains("Unknown parameter") {
+            // "Unknown parameter 'usrquota'": this fs has no such quota mode at all;
+            // "couldn't mount as ext2 due to feature incompatibilities": the ext4 quota
+            // feature on an ext2/ext3 mount, which no kernel option changes.
+            if said.contains("Unknown parameter") || said.contains("feature incompatibilities") {
                 QuotaProbe::NotApplicable(skip(reason, None))
             } else {
-                QuotaProbe::Unsupported(skip(reason, quota_remedy()))
+                QuotaProbe::Unsupported(skip(reason, quota_remedy(fs)))
             }
         }
         Err(ProvisionError::Quota { detail, .. }) => {
-            QuotaProbe::Unsupported(skip(format!("{fs} {what}: {detail}"), quota_remedy()))
+            QuotaProbe::Unsupported(skip(format!("{fs} {what}: {detail}"), quota_remedy(fs)))
         }
         Err(ProvisionError::Mkfs { argv, stderr, .. }) if spec.quota == QuotaImpl::Feature => {
             QuotaProbe::NotApplicable(skip(
@@ -277,8 +278,19 @@ fn run_quota_probe(fs: &str, spec: &FsSpec, mut quota_options: Vec<String>) -> Q
     }
 }
 
-fn quota_remedy() -> Option<String> {
-    Some("run quota cells on a kernel built with CONFIG_QUOTA and CONFIG_QFMT_V2 (e.g. under qemu)".into())
+fn quota_remedy(fs: &str) -> Option<String> {
+    // XFS keeps its own quota code: the generic quota format options do not enable it.
+    let config = if fs == "xfs" { "CONFIG_XFS_QUOTA" } else { "CONFIG_QUOTA and CONFIG_QFMT_V2" };
+    Some(format!("run quota cells on a kernel built with {config} (e.g. under qemu with --kernel)"))
+}
+
+/// What to do when /dev/loop-control cannot be opened: permission, or no driver.
+fn loop_remedy(error: &str) -> &'static str {
+    if error.contains("Permission denied") || error.contains("Operation not permitted") {
+        "run as root (loop devices need CAP_SYS_ADMIN), or use backing kind \"dir\""
+    } else {
+        "load the loop module (modprobe loop; CONFIG_BLK_DEV_LOOP)"
+    }
 }
 
 /// Filesystems `fsbench doctor` checks when none are named.
@@ -317,7 +329,11 @@ pub fn capabilities(fs_list: &[String]) -> Vec<Capability> {
     });
     rows.push(match loopdev::loop_control_available() {
         Ok(()) => row("loop devices", "ok", "/dev/loop-control", ""),
-        Err(e) => row("loop devices", "missing", e, "modprobe loop (CONFIG_BLK_DEV_LOOP)"),
+        Err(e) => {
+            let remedy = loop_remedy(&e);
+            let state = if remedy.starts_with("run as root") { "no access" } else { "missing" };
+            row("loop devices", state, e, remedy)
+        }
     });
     rows.push(match fs_known_to_kernel("tmpfs") {
         Ok(()) => row("tmpfs", "ok", "in /proc/filesystems", ""),
@@ -391,7 +407,11 @@ pub fn cli_doctor(args: &DoctorArgs) -> anyhow::Result<i32> {
         if args.fs.is_empty() { DOCTOR_DEFAULT_FS.iter().map(|s| s.to_string()).collect() } else { args.fs.clone() };
     let rows = capabilities(&fs_list);
     let mut table = Table::new();
-    table.load_style(UTF8_FULL_CONDENSED).set_header(vec!["capability", "state", "detail", "remedy"]);
+    // Wrap to the terminal like `plan` does; the kernel's messages are long.
+    table
+        .load_style(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
+        .set_header(vec!["capability", "state", "detail", "remedy"]);
     for r in &rows {
         table.add_row(vec![r.name.clone(), r.state.clone(), r.detail.clone(), r.remedy.clone()]);
     }

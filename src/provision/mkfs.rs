@@ -45,8 +45,31 @@ pub fn package_for(fs: &str) -> Option<&'static str> {
 pub fn remedy_for(fs: &str) -> String {
     match package_for(fs) {
         Some(pkg) => format!("apt-get install {pkg}"),
-        None => format!("install the package that provides mkfs.{fs}"),
+        None => match suggest_installed(fs) {
+            // `ext5` is far more likely a typo than a filesystem nobody packages.
+            Some(near) => format!(
+                "did you mean `{near}`? (mkfs.{near} is installed); else install the package that provides mkfs.{fs}"
+            ),
+            None => format!("install the package that provides mkfs.{fs}"),
+        },
     }
+}
+
+/// The installed `mkfs.<x>` nearest to `fs`, if one is a likely typo of it.
+fn suggest_installed(fs: &str) -> Option<String> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut installed: Vec<String> = std::env::split_paths(&path)
+        .chain(SBIN_DIRS.iter().map(PathBuf::from))
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_prefix("mkfs.").map(String::from))
+        .filter(|x| is_executable(&find_tool(&format!("mkfs.{x}")).unwrap_or_default()))
+        .collect();
+    installed.sort();
+    installed.dedup();
+    // Filesystem names are short: only one edit away counts as a likely typo.
+    installed.into_iter().find(|x| strsim::damerau_levenshtein(fs, x) == 1)
 }
 
 /// The argv that formats `device`: `mkfs.<fs> <args...> <device>`.
@@ -116,5 +139,7 @@ mod tests {
     fn remedy_names_the_package_or_the_tool() {
         assert_eq!(remedy_for("xfs"), "apt-get install xfsprogs");
         assert_eq!(remedy_for("zzfs"), "install the package that provides mkfs.zzfs");
+        // e2fsprogs is on every Debian system (and the test command installs it).
+        assert!(remedy_for("ext5").starts_with("did you mean `ext"), "{}", remedy_for("ext5"));
     }
 }

@@ -571,6 +571,9 @@ fn write_plot_dir(dir: &Path, runs: &[(&str, &LoadedRun)]) -> anyhow::Result<usi
 
 /// `fsbench report`.
 pub fn cli_report(args: &ReportArgs) -> anyhow::Result<i32> {
+    if let Some(dir) = &args.plot {
+        exit::check_output_dir("--plot", dir)?;
+    }
     let mut code = exit::SUCCESS;
     let mut loaded = Vec::new();
     for dir in &args.runs {
@@ -637,6 +640,9 @@ fn parse_run_arg(arg: &str) -> (Option<String>, PathBuf) {
 
 /// `fsbench compare`.
 pub fn cli_compare(args: &CompareArgs) -> anyhow::Result<i32> {
+    if let Some(dir) = &args.plot {
+        exit::check_output_dir("--plot", dir)?;
+    }
     let mut runs = Vec::new();
     for arg in &args.runs {
         let (label, dir) = parse_run_arg(arg);
