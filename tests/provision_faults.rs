@@ -28,14 +28,7 @@ fn mkfs_failure_is_reported_and_cleaned_up() {
     let cell = cell("ext4", Layout::M, 4);
     let spec = FsSpec { mkfs: v(&["-O", "no_such_feature"]), mount: Vec::new(), quota: QuotaImpl::Files };
     let backing = tmpfs_loop(32 * MIB, 32 * MIB);
-    let req = ProvisionRequest {
-        cell: &cell,
-        fs: &spec,
-        backing: &backing,
-        workdir: tmp.path(),
-        task_uids: None,
-        allow_device: None,
-    };
+    let req = request(&cell, &spec, &backing, tmp.path());
     let err = provision::provision(&req).unwrap_err();
     assert!(matches!(err, ProvisionError::Mkfs { .. }), "{err}");
     assert!(err.to_string().contains("no_such_feature"), "the tool's own words: {err}");
@@ -52,14 +45,7 @@ fn refused_mount_option_carries_the_kernel_message() {
     let cell = cell("ext4", Layout::S, 2);
     let spec = FsSpec { mkfs: v(&["-q"]), mount: v(&["noload", "data=writeback"]), quota: QuotaImpl::Files };
     let backing = tmpfs_loop(32 * MIB, 32 * MIB);
-    let req = ProvisionRequest {
-        cell: &cell,
-        fs: &spec,
-        backing: &backing,
-        workdir: tmp.path(),
-        task_uids: None,
-        allow_device: None,
-    };
+    let req = request(&cell, &spec, &backing, tmp.path());
     let err = provision::provision(&req).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, ProvisionError::MountRefused { errno: nix::errno::Errno::EINVAL, .. }), "{text}");
@@ -76,14 +62,7 @@ fn enospc_on_a_tiny_image_then_clean_teardown() {
     let cell = cell("ext2", Layout::S, 1);
     let spec = FsSpec { mkfs: v(&["-q"]), mount: Vec::new(), quota: QuotaImpl::Files };
     let backing = tmpfs_loop(2 * MIB, 2 * MIB);
-    let req = ProvisionRequest {
-        cell: &cell,
-        fs: &spec,
-        backing: &backing,
-        workdir: tmp.path(),
-        task_uids: None,
-        allow_device: None,
-    };
+    let req = request(&cell, &spec, &backing, tmp.path());
     let p = provision::provision(&req).unwrap();
     let mut f = std::fs::File::create(p.task_dirs()[0].join("fill")).unwrap();
     let chunk = vec![0xa5u8; 64 * 1024];
@@ -109,14 +88,7 @@ fn panic_while_provisioned_releases_everything() {
         let cell = cell("ext4", Layout::M, 3);
         let spec = spec("ext4");
         let backing = tmpfs_loop(32 * MIB, 32 * MIB);
-        let req = ProvisionRequest {
-            cell: &cell,
-            fs: &spec,
-            backing: &backing,
-            workdir: &workdir,
-            task_uids: None,
-            allow_device: None,
-        };
+        let req = request(&cell, &spec, &backing, &workdir);
         let p = provision::provision(&req).unwrap();
         assert_eq!(leaks(&workdir).len(), 3 + 1 + 3, "3 fs mounts, the tmpfs, 3 loops: {:?}", leaks(&workdir));
         let _keep = &p;
@@ -186,14 +158,7 @@ fn kill9_child_entry() {
     let cell = cell("ext4", Layout::M, 2);
     let spec = spec("ext4");
     let backing = tmpfs_loop(32 * MIB, 32 * MIB);
-    let req = ProvisionRequest {
-        cell: &cell,
-        fs: &spec,
-        backing: &backing,
-        workdir: Path::new(&workdir),
-        task_uids: None,
-        allow_device: None,
-    };
+    let req = request(&cell, &spec, &backing, Path::new(&workdir));
     let p = provision::provision(&req).unwrap();
     std::fs::write(Path::new(&workdir).join("ready"), p.cell_dir().to_string_lossy().as_bytes()).unwrap();
     std::thread::sleep(Duration::from_secs(120));

@@ -109,14 +109,7 @@ fn backing_dir_needs_no_mkfs_and_removes_only_its_own_dir() {
     let dir_cell = cell(&fstype, Layout::S, 3);
     let spec = spec("none");
     let backing = fsbench::scenario::Backing::Dir { path: data.path().to_path_buf() };
-    let req = ProvisionRequest {
-        cell: &dir_cell,
-        fs: &spec,
-        backing: &backing,
-        workdir: tmp.path(),
-        task_uids: None,
-        allow_device: None,
-    };
+    let req = request(&dir_cell, &spec, &backing, tmp.path());
     let p = provision::provision(&req).unwrap();
     assert_eq!(p.task_dirs().len(), 3);
     assert!(p.task_dirs().iter().all(|d| d.starts_with(data.path().canonicalize().unwrap())));
@@ -128,14 +121,7 @@ fn backing_dir_needs_no_mkfs_and_removes_only_its_own_dir() {
 
     // A dir on another filesystem type than the cell asks for is skipped, not mislabelled.
     let other = cell("zzfs", Layout::S, 1);
-    let req = ProvisionRequest {
-        cell: &other,
-        fs: &spec,
-        backing: &backing,
-        workdir: tmp.path(),
-        task_uids: None,
-        allow_device: None,
-    };
+    let req = request(&other, &spec, &backing, tmp.path());
     let skip = provision::check(&req).unwrap_err();
     assert!(skip.reason.contains(&format!("is on {fstype}")), "{skip:?}");
 }

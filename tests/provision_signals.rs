@@ -7,7 +7,7 @@ use provision_common::*;
 use std::time::{Duration, Instant};
 
 use fsbench::model::{Layout, QuotaImpl};
-use fsbench::provision::{self, ProvisionError, ProvisionRequest, capability};
+use fsbench::provision::{self, ProvisionError, capability};
 use fsbench::signals;
 use nix::sys::signal::{Signal, raise};
 
@@ -36,14 +36,7 @@ fn sigint_during_provisioning_releases_everything_and_a_second_signal_does_not_k
         let cell = cell("ext4", Layout::M, 8);
         let spec = spec("ext4");
         let backing = tmpfs_loop(32 << 20, 32 << 20);
-        let req = ProvisionRequest {
-            cell: &cell,
-            fs: &spec,
-            backing: &backing,
-            workdir: tmp.path(),
-            task_uids: None,
-            allow_device: None,
-        };
+        let req = request(&cell, &spec, &backing, tmp.path());
         let err = provision::provision(&req).unwrap_err();
         assert!(matches!(err, ProvisionError::Interrupted), "{err}");
         watcher.unwrap().join().unwrap();

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use fsbench::model::Layout;
-use fsbench::provision::{self, ProvisionError, ProvisionRequest, loopdev, mount};
+use fsbench::provision::{self, ProvisionError, loopdev, mount};
 
 /// A journal whose owner is long dead, recording `lines`.
 fn dead_journal(cell_dir: &Path, lines: &[String]) {
@@ -213,14 +213,7 @@ fn busy_mount_at_teardown_is_detached_and_nothing_is_left() {
     let cell = cell("ext4", Layout::M, 2);
     let spec = spec("ext4");
     let backing = tmpfs_loop(32 << 20, 32 << 20);
-    let req = ProvisionRequest {
-        cell: &cell,
-        fs: &spec,
-        backing: &backing,
-        workdir: tmp.path(),
-        task_uids: None,
-        allow_device: None,
-    };
+    let req = request(&cell, &spec, &backing, tmp.path());
     let p = provision::provision(&req).unwrap();
     let devices: Vec<String> = p.filesystems().iter().filter_map(|f| f.device.clone()).collect();
     assert_eq!(devices.len(), 2);

@@ -125,6 +125,27 @@ fn wait_for_mount(dir: &Path, timeout: Duration) -> bool {
     false
 }
 
+/// Start `fsbench <args>`, wait until it has mounted something, wait `delay`, send each
+/// signal in turn (5 ms apart), and return how it exited. Panics if it never mounts or exits.
+fn interrupt_run(
+    sb: &Sandbox,
+    args: &[&str],
+    delay: Duration,
+    signals: &[nix::sys::signal::Signal],
+) -> std::process::ExitStatus {
+    let mut child = sb.cmd(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    assert!(wait_for_mount(sb.dir.path(), Duration::from_secs(30)), "provisioning never started");
+    std::thread::sleep(delay);
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    for (i, sig) in signals.iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = nix::sys::signal::kill(pid, *sig);
+    }
+    wait_for(&mut child, Duration::from_secs(60)).expect("fsbench exits after the signal")
+}
+
 const QUICK: &[&str] =
     &["--set", "workload.warmup=10ms", "--set", "workload.duration=50ms", "--set", "workload.repetitions=2"];
 
@@ -204,10 +225,7 @@ fn sigint_during_provisioning_cleans_up_and_exits_130() {
     // Layout M with 8 tasks: 8 images, 8 loops, 8 mkfs, 8 mounts: a long provisioning phase.
     let mut args = vec!["run", "scenarios/quota-smp.toml", "--only", "fs=ext2,layout=M,quota=off,tasks=8"];
     args.extend_from_slice(QUICK);
-    let mut child = sb.cmd(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    assert!(wait_for_mount(sb.dir.path(), Duration::from_secs(30)), "provisioning never started");
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
-    let status = wait_for(&mut child, Duration::from_secs(60)).expect("fsbench exits after SIGINT");
+    let status = interrupt_run(&sb, &args, Duration::ZERO, &[nix::sys::signal::Signal::SIGINT]);
     assert_eq!(status.code(), Some(130), "exit code after SIGINT");
     sb.assert_no_leaks();
 }
@@ -228,14 +246,9 @@ fn sigint_during_workload_and_second_sigint_still_clean_up() {
         "--set",
         "workload.repetitions=1",
     ];
-    let mut child = sb.cmd(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    assert!(wait_for_mount(sb.dir.path(), Duration::from_secs(30)), "provisioning never started");
-    std::thread::sleep(Duration::from_millis(1500)); // inside the timed window
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
-    std::thread::sleep(Duration::from_millis(5));
-    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
-    let status = wait_for(&mut child, Duration::from_secs(60)).expect("fsbench exits after SIGINT");
+    // 1.5 s: inside the timed window; the second SIGINT must not abort the cleanup.
+    let sigint = nix::sys::signal::Signal::SIGINT;
+    let status = interrupt_run(&sb, &args, Duration::from_millis(1500), &[sigint, sigint]);
     assert_eq!(status.code(), Some(130));
     sb.assert_no_leaks();
     // No worker outlives the run.
@@ -433,11 +446,7 @@ fn sighup_cleans_up_like_ctrl_c() {
         "--set",
         "workload.repetitions=1",
     ];
-    let mut child = sb.cmd(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-    assert!(wait_for_mount(sb.dir.path(), Duration::from_secs(30)), "provisioning never started");
-    std::thread::sleep(Duration::from_millis(500));
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGHUP).unwrap();
-    let status = wait_for(&mut child, Duration::from_secs(60)).expect("fsbench exits after SIGHUP");
+    let status = interrupt_run(&sb, &args, Duration::from_millis(500), &[nix::sys::signal::Signal::SIGHUP]);
     assert_eq!(status.code(), Some(130), "a hang-up is an interruption");
     sb.assert_no_leaks();
 }

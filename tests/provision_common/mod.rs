@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use fsbench::model::{CellParams, Layout, QuotaImpl, QuotaMode};
-use fsbench::provision::{loopdev, mkfs, mount};
+use fsbench::provision::{ProvisionRequest, loopdev, mkfs, mount};
 use fsbench::scenario::{Backing, FsSpec};
 
 /// True when the test may use real kernel objects; otherwise prints why it skips.
@@ -76,4 +76,14 @@ pub fn assert_no_leaks(dir: &Path) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     panic!("leaked under {}: {:?}", dir.display(), leaks(dir));
+}
+
+/// A request for `cell` with no per-task uids and no device: what most tests need.
+pub fn request<'a>(
+    cell: &'a CellParams,
+    fs: &'a FsSpec,
+    backing: &'a Backing,
+    workdir: &'a Path,
+) -> ProvisionRequest<'a> {
+    ProvisionRequest { cell, fs, backing, workdir, task_uids: None, allow_device: None }
 }
