@@ -47,7 +47,9 @@ if [ -n "$kernel" ]; then
 fi
 
 # Formatting is part of the contract: fail early, with the fix, rather than review by hand.
-if ! cargo fmt --check >/dev/null 2>&1; then
+if ! cargo fmt --version >/dev/null 2>&1; then
+    echo "test.sh: rustfmt is not installed (rustup component add rustfmt): formatting not checked" >&2
+elif ! cargo fmt --check >/dev/null 2>&1; then
     echo "test.sh: the tree is not formatted: run \`cargo fmt\` and commit" >&2
     cargo fmt --check 2>&1 | head -40 >&2
     exit 1
