@@ -125,6 +125,26 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
     };
     // Plan first, check what can be checked, and only then create the run directory,
     // so a refused or failed start leaves no half-made run behind.
+    if let Some(dir) = &args.resume
+        && dir.join(crate::bundle::IMPORTED_MARKER).exists()
+    {
+        return Err(exit::InputError::anyhow(format!(
+            "{} was imported from a bundle: rerun it with `fsbench bundle run`, which applies the bundle's checks",
+            dir.display()
+        )));
+    }
+    if let Some(dir) = &args.resume
+        && let Ok(run) = results::load_run(dir)
+    {
+        // Nothing to do: leave the run (and its finish time) exactly as it was. Checked
+        // before the writer reopens the run, which marks it in progress.
+        let stored: std::collections::BTreeSet<&str> =
+            run.cells.iter().filter(|c| c.status != CellStatus::Failed).map(|c| c.id.as_str()).collect();
+        if run.meta.finished.is_some() && run.meta.planned_cells.iter().all(|p| stored.contains(p.id().as_str())) {
+            eprintln!("fsbench: {} is complete: all {} are stored", dir.display(), plan::cells(stored.len()));
+            return Ok(exit::SUCCESS);
+        }
+    }
     let (scenario, cells, resumed, shard_meta) = match &args.resume {
         Some(dir) => {
             let (s, cells, writer, done) = open_resumed(dir, args)?;
@@ -269,12 +289,6 @@ fn open_resumed(
         return Err(exit::InputError::anyhow(
             "--resume continues a run as it was planned: --set, --only and --label cannot change it",
         ));
-    }
-    if dir.join(crate::bundle::IMPORTED_MARKER).exists() {
-        return Err(exit::InputError::anyhow(format!(
-            "{} was imported from a bundle: rerun it with `fsbench bundle run`, which applies the bundle's checks",
-            dir.display()
-        )));
     }
     let (writer, meta, done) = RunWriter::resume(dir)
         .map_err(|e| exit::InputError::anyhow(format!("cannot resume {}: {e}", dir.display())))?;

@@ -346,6 +346,13 @@ fn interrupted_run_resumes_to_the_same_cell_set() {
     assert!(partial < 8, "the run was interrupted before its 8 cells ({partial})");
     let out = sb.cmd(&["run", "--resume", run.to_str().unwrap()]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Resuming a complete run changes nothing, not even its finish time.
+    let before = std::fs::read_to_string(run.join("run.json")).unwrap();
+    let out = sb.cmd(&["run", "--resume", run.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is complete"));
+    let after = std::fs::read_to_string(run.join("run.json")).unwrap();
+    assert!(after == before, "run.json changed:\n{before}\n---\n{after}");
     // Same cell set as an uninterrupted run of the same plan.
     let full = Sandbox::new();
     let out = full

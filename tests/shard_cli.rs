@@ -248,3 +248,17 @@ fn shards_of_one_key_from_different_scenarios_are_refused() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// Regression (CLI review): merging a run that never finished exited 0.
+#[test]
+fn an_unfinished_run_does_not_merge_cleanly() {
+    let sb = Sandbox::new();
+    ok(&sb.run(&[], &[]));
+    let run = sb.runs().pop().unwrap();
+    assert_eq!(sb.merge(&[&run], "table").status.code(), Some(0));
+    // As a killed run leaves it: no finish time.
+    let mut m = meta(&run);
+    m["finished"] = serde_json::Value::Null;
+    std::fs::write(run.join("run.json"), serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    assert_eq!(sb.merge(&[&run], "table").status.code(), Some(1));
+}

@@ -386,7 +386,10 @@ pub fn cli_merge(args: &MergeArgs) -> anyhow::Result<i32> {
                 eprintln!("fsbench: {line}");
             }
         }
-        if !c.is_complete() {
+        // Missing shards and runs that never finished (killed, interrupted) both mean
+        // the merged tables are not the whole scenario.
+        let unfinished = g.runs.iter().any(|r| r.meta.finished.is_none() || r.meta.interrupted);
+        if !c.is_complete() || unfinished {
             code = exit::FAILURE;
         }
         let hosts = merge_by_host(g).map_err(input)?;
