@@ -111,13 +111,10 @@ impl CellFilter {
                     return Err(InputError(format!("--only {opt}: unknown axis `{axis}`{hint}")));
                 }
                 let value = normalise(axis, value.trim());
-                let present: Vec<String> = {
-                    let mut v: Vec<String> = plan.cells.iter().map(|c| axis_value(&c.params, axis)).collect();
-                    v.dedup();
-                    let mut seen = std::collections::BTreeSet::new();
-                    v.retain(|x| seen.insert(x.clone()));
-                    v
-                };
+                // The axis's values in plan order, each once (for the error message).
+                let mut seen = std::collections::BTreeSet::new();
+                let present: Vec<String> =
+                    plan.cells.iter().map(|c| axis_value(&c.params, axis)).filter(|v| seen.insert(v.clone())).collect();
                 if !present.contains(&value) {
                     return Err(InputError(format!(
                         "--only {opt}: no cell has {axis}={value} (this scenario's values: {})",

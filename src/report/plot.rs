@@ -133,14 +133,7 @@ fn draw_latfs<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &LatfsTable) 
     chart
         .configure_mesh()
         .x_labels(n)
-        .x_label_formatter(&|x| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < tasks.len() {
-                tasks[i as usize].to_string()
-            } else {
-                String::new()
-            }
-        })
+        .x_label_formatter(&|x| category_label(*x, &tasks))
         .x_desc("tasks (#nr_task)")
         .y_desc("total loops/ms (median; bars: min..max)")
         .y_label_formatter(&|y| if ymax >= 20.0 { format!("{y:.0}") } else { format!("{y:.2}") })
@@ -233,14 +226,7 @@ fn draw_steps<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, g: &StepsGroup) 
     chart
         .configure_mesh()
         .x_labels(nsteps)
-        .x_label_formatter(&|x| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() {
-                names[i as usize].clone()
-            } else {
-                String::new()
-            }
-        })
+        .x_label_formatter(&|x| category_label(*x, &names))
         .disable_x_mesh()
         .y_desc("elapsed seconds")
         .label_style(("sans-serif", 15))
@@ -286,4 +272,14 @@ pub fn write_plots(dir: &Path, plots: &[PlotImage]) -> Result<Vec<PathBuf>, Plot
         }
     }
     Ok(written)
+}
+
+/// The label of a categorical x position: `labels[i]` at whole numbers `i`, nothing between.
+fn category_label<T: ToString>(x: f64, labels: &[T]) -> String {
+    let i = x.round();
+    if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
+        labels[i as usize].to_string()
+    } else {
+        String::new()
+    }
 }
