@@ -7,8 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-use fsbench::cli::ReportFormat;
 use fsbench::model::*;
+use fsbench::report::Format as ReportFormat;
 use fsbench::results::{HostInfo, RunMeta, load_run};
 use fsbench::stats::summarize;
 

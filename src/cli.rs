@@ -225,6 +225,17 @@ pub enum ReportFormat {
     Json,
 }
 
+impl From<ReportFormat> for crate::report::Format {
+    fn from(f: ReportFormat) -> Self {
+        match f {
+            ReportFormat::Table => Self::Table,
+            ReportFormat::Markdown => Self::Markdown,
+            ReportFormat::Csv => Self::Csv,
+            ReportFormat::Json => Self::Json,
+        }
+    }
+}
+
 /// `fsbench report`.
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {

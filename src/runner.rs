@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 
-use crate::cli::{ReportFormat, RunArgs, ScenarioOptions};
+use crate::cli::{RunArgs, ScenarioOptions};
 use crate::exit;
 use crate::model::{CellParams, CellResult, CellStatus, RESULT_SCHEMA_VERSION, SkipReason};
 use crate::plan::{self, Cell};
@@ -256,7 +256,7 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
     let _ = std::fs::remove_dir(&workdir);
 
     match results::load_run(&dir) {
-        Ok(run) => print!("{}", crate::report::render_run(&run, ReportFormat::Table)),
+        Ok(run) => print!("{}", crate::report::render_run(&run, crate::report::Format::Table)),
         Err(e) => eprintln!("fsbench: cannot read back {}: {e}", dir.display()),
     }
     eprintln!(

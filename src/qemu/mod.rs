@@ -243,7 +243,7 @@ pub fn run_if_requested(args: &RunArgs) -> anyhow::Result<Option<i32>> {
         match crate::results::load_run(dir) {
             Ok(run) => {
                 println!("== kernel {label} ==");
-                print!("{}", crate::report::render_run(&run, crate::cli::ReportFormat::Table));
+                print!("{}", crate::report::render_run(&run, crate::report::Format::Table));
             }
             Err(e) => eprintln!("fsbench: cannot read back {}: {e}", dir.display()),
         }

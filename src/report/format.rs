@@ -1,5 +1,20 @@
 //! Small text helpers shared by the renderers: aligned columns, Markdown, CSV.
 
+/// What a report is rendered as. The library's own enum: the command line maps
+/// its flag onto it, so nothing below the command layer depends on clap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Terminal tables in the seed's layout.
+    #[default]
+    Table,
+    /// Markdown tables.
+    Markdown,
+    /// Comma-separated values.
+    Csv,
+    /// JSON.
+    Json,
+}
+
 /// A number as the seed prints it: four decimals.
 pub fn fmt4(x: f64) -> String {
     format!("{x:.4}")

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::cli::{CompareArgs, ReportArgs, ReportFormat};
+use crate::cli::{CompareArgs, ReportArgs};
 use crate::exit;
 use crate::model::CellStatus;
 use crate::results::{LoadedRun, load_run};
@@ -29,16 +29,17 @@ pub use latfs_tables::{LatfsTable, build_tables};
 pub use plot::{PlotError, PlotImage, plot_latfs, plot_steps};
 pub use steps::{StepsGroup, build_groups};
 
+pub use format::Format;
 use format::{aligned, csv_num, csv_record, fmt4, markdown};
 
 /// Render one run in the chosen format.
-pub fn render_run(run: &LoadedRun, format: ReportFormat) -> String {
+pub fn render_run(run: &LoadedRun, format: Format) -> String {
     render(&[(run.label(), run)], false, &[], format)
 }
 
 /// Render several labelled runs merged into one report, with ratios to the first
 /// label and significance marks; refuses incompatible runs (see [`compare`]).
-pub fn render_compare(runs: &[(String, LoadedRun)], format: ReportFormat) -> Result<String, CompareError> {
+pub fn render_compare(runs: &[(String, LoadedRun)], format: Format) -> Result<String, CompareError> {
     let warnings = check_compatible(runs)?;
     let refs: Vec<(&str, &LoadedRun)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
     Ok(render(&refs, true, &warnings, format))
@@ -66,7 +67,7 @@ fn is_steps(runs: &[(&str, &LoadedRun)]) -> bool {
     runs.first().is_some_and(|(_, r)| r.meta.workload == "steps")
 }
 
-fn render(runs: &[(&str, &LoadedRun)], ratios: bool, warnings: &[String], format: ReportFormat) -> String {
+fn render(runs: &[(&str, &LoadedRun)], ratios: bool, warnings: &[String], format: Format) -> String {
     if is_steps(runs) { render_steps(runs, warnings, format) } else { render_latfs(runs, ratios, warnings, format) }
 }
 
@@ -231,7 +232,7 @@ fn json_runs<'a>(runs: &'a [(&'a str, &'a LoadedRun)]) -> Vec<JsonRun<'a>> {
         .collect()
 }
 
-fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[String], format: ReportFormat) -> String {
+fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[String], format: Format) -> String {
     let tables = build_tables(runs);
     let reference = runs.first().map(|(l, _)| *l).unwrap_or("run");
     let nm = not_measured(runs);
@@ -242,7 +243,7 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
         compare::ALPHA
     );
     match format {
-        ReportFormat::Table => {
+        Format::Table => {
             let mut out = format!("Results for {scenario}\n\n");
             for (l, r) in runs {
                 out.push_str(&run_line(l, r));
@@ -279,7 +280,7 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
             text_footer(&mut out, &nm, &problems);
             out
         }
-        ReportFormat::Markdown => {
+        Format::Markdown => {
             let mut out = format!("# Results for {scenario}\n\n");
             for (l, r) in runs {
                 out.push_str(&format!("- {}\n", run_line(l, r)));
@@ -320,7 +321,7 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
             }
             out
         }
-        ReportFormat::Csv => {
+        Format::Csv => {
             let mut head: Vec<String> = [
                 "label",
                 "fs",
@@ -392,7 +393,7 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
             }
             out
         }
-        ReportFormat::Json => {
+        Format::Json => {
             #[derive(Serialize)]
             struct Out<'a> {
                 workload: &'static str,
@@ -428,13 +429,13 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
     }
 }
 
-fn render_steps(runs: &[(&str, &LoadedRun)], warnings: &[String], format: ReportFormat) -> String {
+fn render_steps(runs: &[(&str, &LoadedRun)], warnings: &[String], format: Format) -> String {
     let groups = build_groups(runs);
     let nm = not_measured(runs);
     let problems = all_problems(runs);
     let scenario = runs.first().map(|(_, r)| r.meta.scenario_name.as_str()).unwrap_or("");
     match format {
-        ReportFormat::Table => {
+        Format::Table => {
             let mut out = format!("Results for {scenario}\n\n");
             for (l, r) in runs {
                 out.push_str(&run_line(l, r));
@@ -449,7 +450,7 @@ fn render_steps(runs: &[(&str, &LoadedRun)], warnings: &[String], format: Report
             text_footer(&mut out, &nm, &problems);
             out
         }
-        ReportFormat::Markdown => {
+        Format::Markdown => {
             let mut out = format!("# Results for {scenario}\n\n");
             for (l, r) in runs {
                 out.push_str(&format!("- {}\n", run_line(l, r)));
@@ -494,7 +495,7 @@ fn render_steps(runs: &[(&str, &LoadedRun)], warnings: &[String], format: Report
             }
             out
         }
-        ReportFormat::Csv => {
+        Format::Csv => {
             let head = [
                 "label",
                 "config",
@@ -535,7 +536,7 @@ fn render_steps(runs: &[(&str, &LoadedRun)], warnings: &[String], format: Report
             }
             out
         }
-        ReportFormat::Json => {
+        Format::Json => {
             #[derive(Serialize)]
             struct Out<'a> {
                 workload: &'static str,
@@ -597,9 +598,9 @@ pub fn cli_report(args: &ReportArgs) -> anyhow::Result<i32> {
         if !run.problems.is_empty() {
             code = exit::USAGE;
         }
-        outputs.push(render_run(run, args.format));
+        outputs.push(render_run(run, args.format.into()));
     }
-    print!("{}", join_outputs(outputs, args.format));
+    print!("{}", join_outputs(outputs, args.format.into()));
     if let Some(dir) = &args.plot {
         for run in &loaded {
             // Several runs would overwrite each other's plots: one subdirectory per run then.
@@ -611,12 +612,12 @@ pub fn cli_report(args: &ReportArgs) -> anyhow::Result<i32> {
     Ok(code)
 }
 
-fn join_outputs(outputs: Vec<String>, format: ReportFormat) -> String {
+fn join_outputs(outputs: Vec<String>, format: Format) -> String {
     match format {
         _ if outputs.len() == 1 => outputs.into_iter().next().unwrap_or_default(),
-        ReportFormat::Json => format!("[\n{}]\n", outputs.iter().map(|o| o.trim_end()).collect::<Vec<_>>().join(",\n")),
+        Format::Json => format!("[\n{}]\n", outputs.iter().map(|o| o.trim_end()).collect::<Vec<_>>().join(",\n")),
         // One CSV: keep the first header only.
-        ReportFormat::Csv => outputs
+        Format::Csv => outputs
             .iter()
             .enumerate()
             .map(|(i, o)| if i == 0 { o.as_str() } else { o.split_once('\n').map(|x| x.1).unwrap_or("") })
@@ -678,8 +679,8 @@ pub fn cli_compare(args: &CompareArgs) -> anyhow::Result<i32> {
             code = exit::USAGE;
         }
     }
-    let text =
-        render_compare(&runs, args.format).map_err(|e| exit::InputError::anyhow(format!("cannot compare: {e}")))?;
+    let text = render_compare(&runs, args.format.into())
+        .map_err(|e| exit::InputError::anyhow(format!("cannot compare: {e}")))?;
     print!("{text}");
     if let Some(dir) = &args.plot {
         let refs: Vec<(&str, &LoadedRun)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();

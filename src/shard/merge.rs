@@ -16,8 +16,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::cli::{MergeArgs, ReportFormat};
+use crate::cli::MergeArgs;
 use crate::exit;
+use crate::report::Format;
 use crate::results::{LoadedRun, ResultsError, load_run};
 
 /// Why shards cannot be merged.
@@ -352,7 +353,7 @@ fn join(v: &[u32]) -> String {
 }
 
 /// Render a merged group: one host as a single run, several hosts side by side.
-pub fn render_group(hosts: &[(String, LoadedRun)], format: ReportFormat) -> Result<String, MergeError> {
+pub fn render_group(hosts: &[(String, LoadedRun)], format: Format) -> Result<String, MergeError> {
     match hosts {
         [(_, run)] => Ok(crate::report::render_run(run, format)),
         _ => Ok(crate::report::render_compare(hosts, format)?),
@@ -375,13 +376,14 @@ pub fn cli_merge(args: &MergeArgs) -> anyhow::Result<i32> {
             return Err(input(MergeError::KeyNotFound(key)));
         }
     }
+    let format: Format = args.format.into();
     let mut code = exit::SUCCESS;
     let mut outputs = Vec::new();
     for g in &groups {
         let c = completeness(g);
         let summary = describe(g, &c);
         // Tables and Markdown carry the summary themselves; keep CSV and JSON on stdout parseable.
-        if matches!(args.format, ReportFormat::Csv | ReportFormat::Json) {
+        if matches!(format, Format::Csv | Format::Json) {
             for line in &summary {
                 eprintln!("fsbench: {line}");
             }
@@ -396,18 +398,18 @@ pub fn cli_merge(args: &MergeArgs) -> anyhow::Result<i32> {
         if hosts.iter().any(|(_, r)| !r.problems.is_empty()) {
             code = exit::FAILURE;
         }
-        let body = render_group(&hosts, args.format).map_err(input)?;
-        outputs.push(match args.format {
-            ReportFormat::Table => format!("{}\n\n{body}", summary.join("\n")),
-            ReportFormat::Markdown => {
+        let body = render_group(&hosts, format).map_err(input)?;
+        outputs.push(match format {
+            Format::Table => format!("{}\n\n{body}", summary.join("\n")),
+            Format::Markdown => {
                 format!("{}\n\n{body}", summary.iter().map(|l| format!("> {l}")).collect::<Vec<_>>().join("\n"))
             }
             _ => body,
         });
     }
-    let text = match args.format {
+    let text = match format {
         _ if outputs.len() == 1 => outputs.remove(0),
-        ReportFormat::Json => format!("[\n{}]\n", outputs.iter().map(|o| o.trim_end()).collect::<Vec<_>>().join(",\n")),
+        Format::Json => format!("[\n{}]\n", outputs.iter().map(|o| o.trim_end()).collect::<Vec<_>>().join(",\n")),
         _ => outputs.join("\n"),
     };
     print!("{text}");
