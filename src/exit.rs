@@ -22,26 +22,6 @@ impl InputError {
     }
 }
 
-/// Check an output file option before any work: a file path in an existing directory.
-/// Failing late would waste the work and report a usage error as a failure.
-pub fn check_output_file(opt: &str, path: &std::path::Path) -> anyhow::Result<()> {
-    let parent = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    if path.is_dir() || !parent.is_dir() {
-        return Err(InputError::anyhow(format!("{opt} {}: not a file path in an existing directory", path.display())));
-    }
-    Ok(())
-}
-
-/// Check an output directory option before any work: a directory, or a path that can become one.
-pub fn check_output_dir(opt: &str, path: &std::path::Path) -> anyhow::Result<()> {
-    if let Some(existing) = path.ancestors().find(|a| a.exists())
-        && !existing.is_dir()
-    {
-        return Err(InputError::anyhow(format!("{opt} {}: {} is not a directory", path.display(), existing.display())));
-    }
-    Ok(())
-}
-
 /// An error and its causes on one line, `outer: cause: root`, leaving out a cause
 /// whose text is already part of what came before (error types that print their
 /// source themselves would otherwise repeat it).

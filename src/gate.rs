@@ -29,10 +29,9 @@ use std::fmt::Write as _;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
 
-use crate::cli::GateArgs;
-use crate::exit::{self, InputError};
+use crate::exit::InputError;
 use crate::model::{CellResult, CellStatus, Summary};
-use crate::results::{LoadedRun, load_run, write_atomic};
+use crate::results::LoadedRun;
 use crate::scenario::GateSpec;
 use crate::stats::{summarize, t_quantile_975};
 
@@ -205,11 +204,6 @@ impl GateReport {
     /// Number of rows with this verdict.
     pub fn count(&self, v: Verdict) -> usize {
         self.rows.iter().filter(|r| r.verdict == v).count()
-    }
-
-    /// The exit code: 1 when anything regressed, else 0.
-    pub fn exit_code(&self) -> i32 {
-        if self.count(Verdict::Regressed) > 0 { exit::FAILURE } else { exit::SUCCESS }
     }
 }
 
@@ -507,54 +501,6 @@ pub fn render_junit(rep: &GateReport) -> String {
     }
     s.push_str("  </testsuite>\n</testsuites>\n");
     s
-}
-
-/// `fsbench gate`.
-pub fn cli_gate(args: &GateArgs) -> anyhow::Result<i32> {
-    let threshold = args
-        .threshold
-        .as_deref()
-        .map(crate::scenario::units::parse_percent)
-        .transpose()
-        .map_err(|e| InputError::anyhow(format!("--threshold: {e}")))?;
-    // Output files are checked before the work, so exit 1 can only mean "regressed".
-    for (opt, path) in [("--markdown", &args.markdown), ("--junit", &args.junit)] {
-        if let Some(p) = path {
-            crate::exit::check_output_file(opt, p)?;
-        }
-    }
-    let load = |side: &str, p: &std::path::Path| load_run(p).map_err(|e| InputError::anyhow(format!("--{side}: {e}")));
-    let baseline = load("baseline", &args.baseline)?;
-    let candidate = load("candidate", &args.candidate)?;
-    // A gate must not pass on data it could not read.
-    for (side, run) in [("baseline", &baseline), ("candidate", &candidate)] {
-        if !run.problems.is_empty() {
-            return Err(InputError::anyhow(format!(
-                "--{side} {}: {} unreadable result file(s):\n  {}",
-                run.dir.display(),
-                run.problems.len(),
-                run.problems.join("\n  ")
-            )));
-        }
-    }
-    let rep = evaluate(&baseline, &candidate, &GateOptions { threshold, metric: args.metric.clone() })?;
-    if rep.rows.iter().all(|r| r.verdict == Verdict::Missing) {
-        print!("{}", render_table(&rep));
-        return Err(InputError::anyhow(
-            "nothing to compare: no cell has samples in both runs (did the candidate run measure anything?)",
-        ));
-    }
-    for w in &rep.warnings {
-        eprintln!("warning: {w}");
-    }
-    print!("{}", render_table(&rep));
-    if let Some(p) = &args.markdown {
-        write_atomic(p, render_markdown(&rep).as_bytes())?;
-    }
-    if let Some(p) = &args.junit {
-        write_atomic(p, render_junit(&rep).as_bytes())?;
-    }
-    Ok(rep.exit_code())
 }
 
 #[cfg(test)]

@@ -6,8 +6,8 @@
 //! -> `results` (self-describing files) -> `report` (tables, plots, compare).
 //! `runner` drives one run through these stages; `cli` maps the command line onto it.
 
+pub mod app;
 pub mod bundle;
-pub mod cli;
 pub mod exit;
 pub mod fixture;
 pub mod gate;
@@ -22,4 +22,5 @@ pub mod scenario;
 pub mod shard;
 pub mod signals;
 pub mod stats;
+pub mod text;
 pub mod workload;

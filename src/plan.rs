@@ -8,8 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::cli::{PlanArgs, PlanFormat, ScenarioOptions, ValidateArgs};
-use crate::exit::{self, InputError};
+use crate::exit::InputError;
 use crate::model::{CellParams, Layout, QuotaImpl, QuotaMode, SkipReason};
 use crate::scenario::{Backing, Scenario, Workload, units::format_size};
 
@@ -194,12 +193,12 @@ pub fn estimate(s: &Scenario) -> Duration {
 
 /// Load a scenario named on the command line (a file, or the name of an embedded one;
 /// the quickstart when none), with `--set` overrides applied.
-pub fn load_scenario(path: Option<&std::path::Path>, options: &ScenarioOptions) -> anyhow::Result<Scenario> {
+pub fn load_scenario(path: Option<&std::path::Path>, set: &[String]) -> anyhow::Result<Scenario> {
     use crate::scenario::file::embedded;
     let scenario = match path {
         None => {
             let e = embedded("quickstart").expect("quickstart is embedded");
-            crate::scenario::parse_overridden(e.text, "<embedded:quickstart>", std::path::Path::new("."), &options.set)?
+            crate::scenario::parse_overridden(e.text, "<embedded:quickstart>", std::path::Path::new("."), set)?
         }
         Some(p) if !p.exists() && embedded(&p.to_string_lossy()).is_some() => {
             let e = embedded(&p.to_string_lossy()).expect("checked");
@@ -207,41 +206,23 @@ pub fn load_scenario(path: Option<&std::path::Path>, options: &ScenarioOptions) 
                 e.text,
                 &format!("<embedded:{}>", e.name),
                 std::path::Path::new("."),
-                &options.set,
+                set,
             )?
         }
-        Some(p) => crate::scenario::load_with(p, &options.set)?,
+        Some(p) => crate::scenario::load_with(p, set)?,
     };
     Ok(scenario)
 }
 
-/// Expand and filter a scenario as the command line asks.
-pub fn plan_for(s: &Scenario, options: &ScenarioOptions) -> anyhow::Result<Plan> {
+/// Expand a scenario and keep the cells that `--only` filters select.
+pub fn plan_for(s: &Scenario, only: &[String]) -> anyhow::Result<Plan> {
     let plan = expand(s);
-    let filter = CellFilter::parse(&options.only, &plan).map_err(anyhow::Error::new)?;
+    let filter = CellFilter::parse(only, &plan).map_err(anyhow::Error::new)?;
     let plan = filter.apply(plan);
     if plan.cells.is_empty() {
         return Err(InputError::anyhow("--only matches no cell (each value exists, but not in one combination)"));
     }
     Ok(plan)
-}
-
-/// `fsbench validate`.
-pub fn cli_validate(args: &ValidateArgs) -> anyhow::Result<i32> {
-    let mut failed = 0;
-    for file in &args.files {
-        match crate::scenario::load_with(file, &args.scenario_options.set) {
-            Ok(s) => {
-                let n = expand(&s).cells.len();
-                println!("{}: ok ({} workload, {n} cells)", file.display(), s.workload.kind());
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                failed += 1;
-            }
-        }
-    }
-    Ok(if failed > 0 { exit::USAGE } else { exit::SUCCESS })
 }
 
 /// How a cell would fare on this host.
@@ -268,7 +249,7 @@ pub fn render_plan_table(s: &Scenario, plan: &Plan, check: &HostCheck) -> String
             Some(r) => {
                 let e = skipped.entry(r.reason.clone()).or_insert((0, r.remedy.clone()));
                 e.0 += 1;
-                format!("skip: {}", short(&r.reason))
+                format!("skip: {}", crate::text::first_line_cut(&r.reason, 48))
             }
         };
         let mut row = vec![
@@ -292,84 +273,18 @@ pub fn render_plan_table(s: &Scenario, plan: &Plan, check: &HostCheck) -> String
     let mut out = format!("scenario {} ({}): {}\n{table}\n", s.name, s.source.origin, s.description);
     out.push_str(&format!(
         "{}: {} ready, {skip_count} will be skipped here; estimated {} of measurement\n",
-        cells(total),
+        crate::text::cells(total),
         total - skip_count,
-        human_duration(est)
+        crate::text::human_duration(est)
     ));
     for (reason, (n, remedy)) in &skipped {
-        out.push_str(&format!("\nskipped ({}): {reason}", cells(*n)));
+        out.push_str(&format!("\nskipped ({}): {reason}", crate::text::cells(*n)));
         if let Some(r) = remedy {
             out.push_str(&format!("\n  remedy: {r}"));
         }
         out.push('\n');
     }
     out
-}
-
-fn short(reason: &str) -> String {
-    let first = reason.lines().next().unwrap_or(reason);
-    if first.chars().count() > 48 {
-        format!("{}…", first.chars().take(47).collect::<String>())
-    } else {
-        first.to_string()
-    }
-}
-
-/// `1 cell`, `2 cells`.
-pub fn cells(n: usize) -> String {
-    if n == 1 { "1 cell".into() } else { format!("{n} cells") }
-}
-
-/// `1h02m`, `3m05s`, `12s`.
-pub fn human_duration(d: Duration) -> String {
-    let s = d.as_secs();
-    if s >= 3600 {
-        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
-    } else if s >= 60 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{}s", s.max(if d.is_zero() { 0 } else { 1 }))
-    }
-}
-
-/// `fsbench plan`.
-pub fn cli_plan(args: &PlanArgs) -> anyhow::Result<i32> {
-    // The capability check may probe quota with a tiny real mount: let Ctrl-C release it.
-    crate::signals::install();
-    let s = load_scenario(args.scenario.as_deref(), &args.scenario_options)?;
-    let plan = plan_for(&s, &args.scenario_options)?;
-    // Cells that run under other kernels in qemu are checked inside each guest, not here.
-    let in_guests = !s.kernels.is_empty();
-    let check = |s: &Scenario, p: &CellParams| if in_guests { None } else { crate::runner::host_check(s, p, None) };
-    match args.format {
-        PlanFormat::Table => {
-            print!("{}", render_plan_table(&s, &plan, &check));
-            if in_guests {
-                let labels: Vec<&str> = s.kernels.iter().map(|k| k.label.as_str()).collect();
-                println!(
-                    "\nevery cell runs once per kernel in qemu ({}); what each guest kernel supports is checked inside it",
-                    labels.join(", ")
-                );
-            }
-        }
-        PlanFormat::Json => {
-            let cells: Vec<serde_json::Value> = plan
-                .cells
-                .iter()
-                .map(|c| {
-                    serde_json::json!({
-                        "index": c.index,
-                        "id": c.id(),
-                        "params": c.params,
-                        "needs": needs(&s, &c.params),
-                        "skip": check(&s, &c.params),
-                    })
-                })
-                .collect();
-            println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "scenario": s.name, "cells": cells }))?);
-        }
-    }
-    Ok(exit::SUCCESS)
 }
 
 #[cfg(test)]

@@ -4,82 +4,25 @@
 //! one stage to the next and makes sure that whatever happens to a cell (skip,
 //! failure, Ctrl-C) its result file says so and its filesystems are gone.
 
+use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
 
-use crate::cli::{RunArgs, ScenarioOptions};
 use crate::exit;
-use crate::model::{CellParams, CellResult, CellStatus, RESULT_SCHEMA_VERSION, SkipReason};
-use crate::plan::{self, Cell};
+use crate::model::{CellParams, CellResult, CellStatus, RESULT_SCHEMA_VERSION};
+use crate::plan::Cell;
 use crate::provision::{self, ProvisionRequest};
 use crate::results::{self, RunWriter};
 use crate::scenario::{ArchiveSpec, Backing, Scenario, Workload};
 use crate::workload::untar::{Trust, UnpackLimits};
 use crate::workload::{latfs, steps};
 
-/// Where fsbench mounts its tmpfs and filesystems unless `--workdir` says otherwise
-/// (for root; other users get `/tmp/fsbench-<uid>`, see [`default_workdir`]).
-pub const DEFAULT_WORKDIR: &str = "/tmp/fsbench";
-
-/// The default work root: private to the user, since stale-run cleanup only trusts
-/// a root owned by the effective uid and not writable by others.
-pub fn default_workdir() -> PathBuf {
-    let uid = nix::unistd::geteuid();
-    if uid.is_root() { PathBuf::from(DEFAULT_WORKDIR) } else { PathBuf::from(format!("{DEFAULT_WORKDIR}-{uid}")) }
-}
-
 /// True once SIGINT or SIGTERM has been received.
 pub fn interrupted() -> bool {
     crate::signals::interrupted()
-}
-
-/// Why a cell cannot run on this host, or `None` when it can.
-pub fn host_check(s: &Scenario, p: &CellParams, allow_device: Option<&Path>) -> Option<SkipReason> {
-    // Before a run exists, a private `dir` backing would live under the default work directory.
-    let probe = existing_ancestor(&default_workdir());
-    check_cell(s, &resolve_backing(&s.backing, &probe), p, allow_device)
-}
-
-/// The nearest existing directory at or above `path`.
-fn existing_ancestor(path: &Path) -> PathBuf {
-    path.ancestors().find(|a| a.is_dir()).unwrap_or(Path::new("/")).to_path_buf()
-}
-
-/// A `dir` backing without a path means a private directory of the run.
-fn resolve_backing(b: &Backing, private: &Path) -> Backing {
-    match b {
-        Backing::Dir { path } if path.as_os_str().is_empty() => Backing::Dir { path: private.to_path_buf() },
-        other => other.clone(),
-    }
-}
-
-fn check_cell(s: &Scenario, backing: &Backing, p: &CellParams, allow_device: Option<&Path>) -> Option<SkipReason> {
-    let root = provision::is_root();
-    if let Workload::Latfs(_) = &s.workload
-        && p.test == Some(crate::model::LatfsTest::Chown)
-        && !root
-    {
-        return Some(SkipReason {
-            reason: "the chown loop fchowns to uid+1, which needs root (CAP_CHOWN)".into(),
-            remedy: Some("run as root, or leave chown out with --only test=...".into()),
-        });
-    }
-    let uids = match &s.workload {
-        Workload::Latfs(l) if l.per_task_uid && root => Some(task_uids(p.tasks)),
-        _ => None,
-    };
-    let fs = s.filesystems.get(&p.fs).cloned().unwrap_or_default();
-    let workdir = default_workdir();
-    let req = ProvisionRequest { cell: p, fs: &fs, backing, workdir: &workdir, task_uids: uids, allow_device };
-    provision::check(&req).err()
-}
-
-/// The per-task uids of lmbench's `-U`: uid = gid = (task << 3) + 100.
-pub fn task_uids(tasks: u32) -> Vec<u32> {
-    (0..tasks).map(|t| (t << 3) + 100).collect()
 }
 
 /// Everything the cells of one run share.
@@ -96,81 +39,109 @@ struct RunContext<'a> {
     untrusted_archives: bool,
 }
 
-/// `fsbench run`.
-pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
-    crate::signals::install();
-    exit::check_output_dir("--out", &args.out)?;
-    if let Some(w) = &args.workdir {
-        exit::check_output_dir("--workdir", w)?;
-    }
-    if let Some(l) = &args.label
-        && !crate::results::is_valid_label(l)
-    {
-        return Err(exit::InputError::anyhow(format!("--label `{l}`: use {}", crate::results::LABEL_RULE)));
-    }
-    // --kernel or [[kernels]]: the cells run in qemu guests, each a run of its own.
-    if let Some(code) = crate::qemu::run_if_requested(args)? {
-        return Ok(code);
-    }
-    // A resumed run keeps the shard it was planned with (its run.json lists its cells).
-    let shard = match &args.resume {
-        Some(_) if args.shard.is_some() || args.shard_count.is_some() => {
-            return Err(exit::InputError::anyhow(
-                "--resume continues a run as it was planned: --shard and --shard-count cannot change it",
-            ));
-        }
-        Some(_) => None,
-        None => crate::shard::resolve_shard(args.shard.as_deref(), args.shard_count, &|k| std::env::var(k).ok())
-            .map_err(|e| exit::InputError::anyhow(e.to_string()))?,
-    };
-    // Plan first, check what can be checked, and only then create the run directory,
-    // so a refused or failed start leaves no half-made run behind.
-    if let Some(dir) = &args.resume
-        && dir.join(crate::bundle::IMPORTED_MARKER).exists()
-    {
+/// Where the cells' results go: a new run directory, or an interrupted run being finished.
+pub enum RunTarget {
+    /// A new run directory under `out` (`<out>/<scenario>/<run-id>/`).
+    New {
+        /// The results root.
+        out: PathBuf,
+        /// The run's label (`BASE`, `V3`), already checked against the label rule.
+        label: Option<String>,
+        /// The shard this run is, when the matrix is split.
+        shard: Option<crate::results::RunShard>,
+    },
+    /// An interrupted run reopened by [`open_resumed`].
+    Resumed(Box<Resumed>),
+}
+
+/// An interrupted run, reopened: its writer and the cells it already stored.
+pub struct Resumed {
+    /// Writes the remaining cells into the existing run directory.
+    pub writer: RunWriter,
+    /// Ids of cells already stored (and not failed).
+    pub done: BTreeSet<String>,
+}
+
+/// One run, as plain values: the loaded scenario, the cells to run and where things go.
+pub struct RunRequest<'a> {
+    /// The scenario, loaded once by the caller.
+    pub scenario: &'a Scenario,
+    /// The cells to run (already filtered by `--only` and the shard), in order.
+    pub cells: Vec<Cell>,
+    /// Where results go.
+    pub target: RunTarget,
+    /// The work root for mounts (`/tmp/fsbench` by default); checked and cleaned here.
+    pub workroot: PathBuf,
+    /// The only block device that may be formatted.
+    pub allow_device: Option<PathBuf>,
+    /// No progress display.
+    pub quiet: bool,
+    /// Real archives came with an untrusted scenario (a bundle): unpack them as untrusted input.
+    pub untrusted_archives: bool,
+}
+
+/// What a run did, for the caller to report and turn into an exit code.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// Cells measured, failed and skipped in this invocation.
+    pub measured: usize,
+    /// Cells that failed.
+    pub failed: usize,
+    /// Cells skipped (with a reason stored in their result).
+    pub skipped: usize,
+    /// Cells a resumed run had stored before this invocation.
+    pub previously_done: usize,
+    /// A signal stopped the run; `--resume` finishes it.
+    pub interrupted: bool,
+}
+
+/// If `dir` is a finished run with every planned cell stored, the number of cells stored.
+/// Checked before [`open_resumed`], which marks the run in progress again.
+pub fn resume_is_complete(dir: &Path) -> anyhow::Result<Option<usize>> {
+    refuse_imported(dir)?;
+    let Ok(run) = results::load_run(dir) else { return Ok(None) };
+    let stored: BTreeSet<&str> =
+        run.cells.iter().filter(|c| c.status != CellStatus::Failed).map(|c| c.id.as_str()).collect();
+    let complete =
+        run.meta.finished.is_some() && run.meta.planned_cells.iter().all(|p| stored.contains(p.id().as_str()));
+    Ok(complete.then_some(stored.len()))
+}
+
+/// Another lab's run came with a bundle: only `bundle run`, which applies the bundle's checks, reruns it.
+fn refuse_imported(dir: &Path) -> anyhow::Result<()> {
+    if dir.join(results::IMPORTED_MARKER).exists() {
         return Err(exit::InputError::anyhow(format!(
             "{} was imported from a bundle: rerun it with `fsbench bundle run`, which applies the bundle's checks",
             dir.display()
         )));
     }
-    if let Some(dir) = &args.resume
-        && let Ok(run) = results::load_run(dir)
-    {
-        // Nothing to do: leave the run (and its finish time) exactly as it was. Checked
-        // before the writer reopens the run, which marks it in progress.
-        let stored: std::collections::BTreeSet<&str> =
-            run.cells.iter().filter(|c| c.status != CellStatus::Failed).map(|c| c.id.as_str()).collect();
-        if run.meta.finished.is_some() && run.meta.planned_cells.iter().all(|p| stored.contains(p.id().as_str())) {
-            eprintln!("fsbench: {} is complete: all {} are stored", dir.display(), plan::cells(stored.len()));
-            return Ok(exit::SUCCESS);
-        }
-    }
-    let (scenario, cells, resumed, shard_meta) = match &args.resume {
-        Some(dir) => {
-            let (s, cells, writer, done) = open_resumed(dir, args)?;
-            (s, cells, Some((writer, done)), None)
-        }
-        None => {
-            let s = plan::load_scenario(args.scenario.as_deref(), &args.scenario_options)?;
-            let plan = plan::plan_for(&s, &args.scenario_options)?;
-            let (cells, shard_meta) = match shard {
-                Some(sh) => {
-                    let (cells, meta) = crate::shard::shard_plan(&s, plan.cells, sh, &|k| std::env::var(k).ok());
-                    eprintln!(
-                        "fsbench: shard {sh} (run key {}): {} of {} cells",
-                        meta.key,
-                        cells.len(),
-                        meta.total_cells
-                    );
-                    (cells, Some(meta))
-                }
-                None => (plan.cells, None),
-            };
-            (s, cells, None, shard_meta)
-        }
-    };
+    Ok(())
+}
+
+/// Re-open an interrupted run: its scenario text (with overrides) and planned cells are in run.json.
+pub fn open_resumed(dir: &Path) -> anyhow::Result<(Scenario, Vec<Cell>, Resumed)> {
+    refuse_imported(dir)?;
+    let (writer, meta, done) = RunWriter::resume(dir)
+        .map_err(|e| exit::InputError::anyhow(format!("cannot resume {}: {e}", dir.display())))?;
+    let base = Path::new(&meta.scenario_origin)
+        .parent()
+        .filter(|p| p.is_dir())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let s = crate::scenario::parse_overridden(&meta.scenario_text, &meta.scenario_origin, &base, &[])?;
+    let cells =
+        meta.planned_cells.iter().enumerate().map(|(index, params)| Cell { index, params: params.clone() }).collect();
+    Ok((s, cells, Resumed { writer, done }))
+}
+
+/// Run the cells of one request: check, provision, measure and store each, then finish run.json.
+/// Signals stop it between cells (and inside a workload where it can stop); the outcome says so.
+pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
+    let scenario = req.scenario;
     if let Backing::Device { path } = &scenario.backing
-        && args.allow_device.as_deref() != Some(path.as_path())
+        && req.allow_device.as_deref() != Some(path.as_path())
     {
         return Err(exit::InputError::anyhow(format!(
             "the scenario formats block device {}: pass `--allow-device {}` to confirm (this destroys its data)",
@@ -178,22 +149,22 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
             path.display()
         )));
     }
-
-    let workroot = args.workdir.clone().unwrap_or_else(default_workdir);
+    let workroot = &req.workroot;
     // Stale cleanup trusts what it finds here: refuse a root another user could write (exit 2).
-    provision::prepare_work_root(&workroot).map_err(|e| match e {
+    provision::prepare_work_root(workroot).map_err(|e| match e {
         provision::ProvisionError::UnsafeWorkDir { .. } => exit::InputError::anyhow(e.to_string()),
         e => anyhow::Error::new(e).context("cannot prepare the work directory"),
     })?;
-    for cleaned in provision::cleanup_stale(&workroot).context("cannot clean up after an earlier killed run")? {
+    for cleaned in provision::cleanup_stale(workroot).context("cannot clean up after an earlier killed run")? {
         eprintln!("fsbench: cleaned up after an earlier run: {cleaned}");
     }
-    let (mut writer, done) = match resumed {
-        Some(r) => r,
-        None => {
+    let cells = req.cells;
+    let (mut writer, done) = match req.target {
+        RunTarget::Resumed(r) => (r.writer, r.done),
+        RunTarget::New { out, label, shard } => {
             let planned: Vec<CellParams> = cells.iter().map(|c| c.params.clone()).collect();
-            let writer = RunWriter::create_shard(&args.out, &scenario, args.label.as_deref(), &planned, shard_meta)
-                .with_context(|| format!("cannot create a run directory under {}", args.out.display()))?;
+            let writer = RunWriter::create_shard(&out, scenario, label.as_deref(), &planned, shard)
+                .with_context(|| format!("cannot create a run directory under {}", out.display()))?;
             (writer, Default::default())
         }
     };
@@ -209,13 +180,13 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
         std::fs::create_dir_all(&private).with_context(|| format!("cannot create {}", private.display()))?;
     }
     let mut ctx = RunContext {
-        scenario: &scenario,
-        backing: resolve_backing(&scenario.backing, &private),
+        scenario,
+        backing: provision::workroot::resolve_backing(&scenario.backing, &private),
         workdir: workdir.clone(),
-        allow_device: args.allow_device.as_deref(),
+        allow_device: req.allow_device.as_deref(),
         exe: std::env::current_exe().context("cannot find the fsbench executable for worker processes")?,
         archive: None,
-        untrusted_archives: args.untrusted_archives,
+        untrusted_archives: req.untrusted_archives,
     };
     let todo: Vec<&Cell> = cells.iter().filter(|c| !done.contains(&c.id())).collect();
     if !done.is_empty() {
@@ -228,7 +199,7 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
         );
     }
 
-    let progress = Progress::new(todo.len(), args.quiet);
+    let progress = Progress::new(todo.len(), req.quiet);
     let (mut failed, mut skipped, mut measured) = (0usize, 0usize, 0usize);
     for cell in &todo {
         if interrupted() {
@@ -254,54 +225,7 @@ pub fn cli_run(args: &RunArgs) -> anyhow::Result<i32> {
     writer.finish(was_interrupted).context("cannot finish run.json")?;
     let _ = std::fs::remove_dir(&private);
     let _ = std::fs::remove_dir(&workdir);
-
-    match results::load_run(&dir) {
-        Ok(run) => print!("{}", crate::report::render_run(&run, crate::report::Format::Table)),
-        Err(e) => eprintln!("fsbench: cannot read back {}: {e}", dir.display()),
-    }
-    eprintln!(
-        "fsbench: results in {}{}",
-        dir.display(),
-        match (failed, skipped) {
-            (0, 0) => String::new(),
-            (f, s) => format!(" ({f} failed, {s} skipped)"),
-        }
-    );
-    if was_interrupted {
-        eprintln!("fsbench: interrupted; finish it with `fsbench run --resume {}`", dir.display());
-        return Ok(exit::INTERRUPTED);
-    }
-    if measured == 0 && skipped > 0 && done.is_empty() {
-        // Skips are normal in a run that measured something; a run that measured
-        // nothing at all must not pass a CI job.
-        eprintln!("fsbench: no cell could run on this host, nothing was measured (see the reasons above)");
-        return Ok(exit::FAILURE);
-    }
-    Ok(if failed > 0 { exit::FAILURE } else { exit::SUCCESS })
-}
-
-/// Re-open an interrupted run: its scenario text (with overrides) and planned cells are in run.json.
-fn open_resumed(
-    dir: &Path,
-    args: &RunArgs,
-) -> anyhow::Result<(Scenario, Vec<Cell>, RunWriter, std::collections::BTreeSet<String>)> {
-    if !args.scenario_options.set.is_empty() || !args.scenario_options.only.is_empty() || args.label.is_some() {
-        return Err(exit::InputError::anyhow(
-            "--resume continues a run as it was planned: --set, --only and --label cannot change it",
-        ));
-    }
-    let (writer, meta, done) = RunWriter::resume(dir)
-        .map_err(|e| exit::InputError::anyhow(format!("cannot resume {}: {e}", dir.display())))?;
-    let base = Path::new(&meta.scenario_origin)
-        .parent()
-        .filter(|p| p.is_dir())
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."));
-    let s = crate::scenario::parse_overridden(&meta.scenario_text, &meta.scenario_origin, &base, &[])?;
-    let cells =
-        meta.planned_cells.iter().enumerate().map(|(index, params)| Cell { index, params: params.clone() }).collect();
-    let _: &ScenarioOptions = &args.scenario_options;
-    Ok((s, cells, writer, done))
+    Ok(RunOutcome { dir, measured, failed, skipped, previously_done: done.len(), interrupted: was_interrupted })
 }
 
 fn new_result(p: &CellParams, status: CellStatus, started: &str) -> CellResult {
@@ -326,7 +250,7 @@ fn run_cell(ctx: &mut RunContext, cell: &Cell) -> CellResult {
     let started = results::now_rfc3339();
     let p = &cell.params;
     let s = ctx.scenario;
-    if let Some(skip) = check_cell(s, &ctx.backing, p, ctx.allow_device) {
+    if let Some(skip) = provision::capability::check_cell(s, &ctx.backing, p, ctx.allow_device) {
         let mut r = new_result(p, CellStatus::Skipped, &started);
         r.skip = Some(skip);
         r.finished = results::now_rfc3339();
@@ -359,7 +283,7 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult) -> any
         }
         Workload::Steps(_) => None,
     };
-    let uids = latfs_spec.as_ref().filter(|l| l.per_task_uid).map(|_| task_uids(p.tasks));
+    let uids = latfs_spec.as_ref().filter(|l| l.per_task_uid).map(|_| provision::capability::task_uids(p.tasks));
     let backing = ctx.backing.clone();
     let fs = s.filesystems.get(&p.fs).cloned().unwrap_or_default();
     let req = ProvisionRequest {
@@ -420,7 +344,7 @@ fn stage_archive(ctx: &mut RunContext, a: &ArchiveSpec, target: &Path) -> anyhow
     let source = match &ctx.archive {
         Some(p) => p.clone(),
         None => {
-            let cache = cache_dir();
+            let cache = crate::fixture::cache_dir();
             std::fs::create_dir_all(&cache)
                 .with_context(|| format!("cannot create fixture cache {}", cache.display()))?;
             eprintln!("fsbench: preparing archive {} (cached in {})", a.file_name, cache.display());
@@ -443,17 +367,6 @@ fn stage_archive(ctx: &mut RunContext, a: &ArchiveSpec, target: &Path) -> anyhow
             std::fs::copy(&source, &dest).with_context(|| format!("cannot copy {}", source.display()))?;
         }
         Ok(dir)
-    }
-}
-
-/// Where generated fixtures are cached: `$XDG_CACHE_HOME/fsbench` or `~/.cache/fsbench`.
-pub fn cache_dir() -> PathBuf {
-    if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|x| !x.is_empty()) {
-        return PathBuf::from(x).join("fsbench");
-    }
-    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        Some(h) => PathBuf::from(h).join(".cache/fsbench"),
-        None => std::env::temp_dir().join("fsbench-cache"),
     }
 }
 
@@ -516,17 +429,11 @@ impl Progress {
             bar.finish_and_clear();
         }
         if self.lines && self.done.get() > 0 {
-            eprintln!("fsbench: {} in {}", plan::cells(self.done.get()), plan::human_duration(self.started.elapsed()));
+            eprintln!(
+                "fsbench: {} in {}",
+                crate::text::cells(self.done.get()),
+                crate::text::human_duration(self.started.elapsed())
+            );
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn task_uids_follow_lmbench() {
-        assert_eq!(task_uids(4), vec![100, 108, 116, 124]);
     }
 }

@@ -17,12 +17,11 @@ pub mod pack;
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 
-use crate::cli::{BundlePackArgs, BundleRunArgs, BundleVerifyArgs, RunArgs};
-use crate::exit::{self, InputError};
+use crate::exit::InputError;
 use crate::plan;
 use crate::scenario::{ArchiveSource, Backing, Scenario, ScenarioError, Step, Workload};
 use crate::workload::untar::UntarError;
-use manifest::{MANIFEST_FILE, Manifest, SCENARIO_FILE};
+use manifest::{MANIFEST_FILE, Manifest};
 
 /// Why a bundle could not be packed, opened or run.
 #[derive(Debug, thiserror::Error)]
@@ -94,8 +93,8 @@ impl From<ScenarioError> for BundleError {
 }
 
 impl BundleError {
-    /// As an `anyhow` error, with bad bundles and refusals mapped to exit code 2.
-    fn into_cli(self) -> anyhow::Error {
+    /// As an `anyhow` error: an I/O failure stays a failure; a bad bundle or a refusal is bad input.
+    pub fn into_anyhow(self) -> anyhow::Error {
         match self {
             BundleError::Io { .. } => anyhow::Error::new(self),
             other => InputError::anyhow(other.to_string()),
@@ -103,8 +102,7 @@ impl BundleError {
     }
 }
 
-/// File in a run directory imported from a bundle; `run --resume` refuses such runs.
-pub const IMPORTED_MARKER: &str = "IMPORTED-FROM-BUNDLE";
+pub use crate::results::IMPORTED_MARKER;
 
 /// A verified, unpacked bundle in a private temporary directory (removed on drop).
 #[derive(Debug)]
@@ -245,7 +243,6 @@ pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario) -> String {
 
 /// The checks `bundle run` makes before running anything.
 pub fn check_allowed(
-    bundled: &Scenario,
     effective: &Scenario,
     overrides: &[String],
     allow_exec: bool,
@@ -280,10 +277,11 @@ pub fn check_allowed(
             path.display()
         )));
     }
-    if let (Backing::Dir { path }, Backing::Dir { path: eff }) = (&bundled.backing, &effective.backing)
+    // Without an override of the path, a `dir` path can only have come from the bundle.
+    let sets_path = |o: &String| matches!(o.split_once('=').map(|(k, _)| k.trim()), Some("backing.path" | "backing"));
+    if let Backing::Dir { path } = &effective.backing
         && !path.as_os_str().is_empty()
-        && path == eff
-        && !overrides.iter().any(|o| o.trim_start().starts_with("backing.path"))
+        && !overrides.iter().any(sets_path)
     {
         return Err(BundleError::Refused(format!(
             "refusing backing.path `{}` chosen by the bundle: set your own with --set backing.path=DIR, or remove it to use a private directory",
@@ -332,74 +330,4 @@ pub fn import_results(ob: &OpenBundle, out: &Path) -> Result<Option<PathBuf>, Bu
     std::fs::write(&marker, b"imported by fsbench bundle run; rerun it with `fsbench bundle run`\n")
         .map_err(io(&marker, "write"))?;
     Ok(Some(dest))
-}
-
-/// `fsbench bundle pack`.
-pub fn cli_pack(args: &BundlePackArgs) -> anyhow::Result<i32> {
-    exit::check_output_file("--output", &args.output)?;
-    let packed =
-        pack::pack(&args.scenario, args.with_results.as_deref(), &args.output).map_err(BundleError::into_cli)?;
-    for n in &packed.notes {
-        eprintln!("note: {n}");
-    }
-    let m = &packed.manifest;
-    println!("{}: {} files, {} bytes of contents", args.output.display(), m.files.len() + 1, m.total_bytes());
-    for f in &m.files {
-        println!("  {}  {:>10}  {}", &f.sha256[..16], f.size, f.path);
-    }
-    Ok(exit::SUCCESS)
-}
-
-/// A bundle named on the command line that is not there is a usage error, not an I/O failure.
-fn require_file(bundle: &Path) -> anyhow::Result<()> {
-    if !bundle.is_file() {
-        return Err(InputError::anyhow(format!("{}: no such bundle file", bundle.display())));
-    }
-    Ok(())
-}
-
-/// `fsbench bundle verify`.
-pub fn cli_verify(args: &BundleVerifyArgs) -> anyhow::Result<i32> {
-    require_file(&args.bundle)?;
-    let ob = open_bundle(&args.bundle).map_err(BundleError::into_cli)?;
-    let origin = format!("{}:{SCENARIO_FILE}", args.bundle.display());
-    let s = ob.scenario(&origin, &[]).map_err(BundleError::into_cli)?;
-    print!("{}", describe(&args.bundle, &ob, &s));
-    Ok(exit::SUCCESS)
-}
-
-/// `fsbench bundle run`.
-pub fn cli_run(args: &BundleRunArgs) -> anyhow::Result<i32> {
-    require_file(&args.bundle)?;
-    let ob = open_bundle(&args.bundle).map_err(BundleError::into_cli)?;
-    let origin = format!("{}:{SCENARIO_FILE}", args.bundle.display());
-    let bundled = ob.scenario(&origin, &[]).map_err(BundleError::into_cli)?;
-    let effective = ob.scenario(&origin, &args.scenario_options.set).map_err(BundleError::into_cli)?;
-    check_allowed(&bundled, &effective, &args.scenario_options.set, args.allow_exec, args.allow_device.as_deref())
-        .map_err(BundleError::into_cli)?;
-    if let Some(dest) = import_results(&ob, &args.out).map_err(BundleError::into_cli)? {
-        eprintln!("fsbench: the bundle's results are in {} (for fsbench compare)", dest.display());
-    }
-    if !args.quiet {
-        eprintln!("fsbench: running bundle {} from {}", args.bundle.display(), ob.dir.path().display());
-    }
-    let run = RunArgs {
-        scenario: Some(ob.scenario_path()),
-        scenario_options: args.scenario_options.clone(),
-        out: args.out.clone(),
-        label: args.label.clone(),
-        resume: None,
-        workdir: args.workdir.clone(),
-        allow_device: args.allow_device.clone(),
-        quiet: args.quiet,
-        kernels: Vec::new(),
-        shard: None,
-        shard_count: None,
-        // The bundle's own archive is as untrusted as the bundle.
-        untrusted_archives: true,
-    };
-    // `ob` (the private directory) lives until the run is over.
-    let code = crate::runner::cli_run(&run);
-    drop(ob);
-    code
 }

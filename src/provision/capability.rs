@@ -7,11 +7,8 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
-
-use crate::cli::DoctorArgs;
 use crate::model::{CellParams, Layout, QuotaImpl, QuotaMode, SkipReason};
-use crate::scenario::{Backing, FsSpec};
+use crate::scenario::{Backing, FsSpec, Scenario, Workload};
 
 use super::{ProvisionError, ProvisionRequest, is_root, loopdev, mkfs, mount, quota};
 
@@ -294,7 +291,7 @@ fn loop_remedy(error: &str) -> &'static str {
 }
 
 /// Filesystems `fsbench doctor` checks when none are named.
-const DOCTOR_DEFAULT_FS: [&str; 7] = ["ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "nilfs2"];
+pub const DOCTOR_DEFAULT_FS: [&str; 7] = ["ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "nilfs2"];
 
 /// One row of the doctor table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -399,28 +396,43 @@ pub fn capabilities(fs_list: &[String]) -> Vec<Capability> {
     rows
 }
 
-/// `fsbench doctor`: a table of capabilities with state and remedy.
-pub fn cli_doctor(args: &DoctorArgs) -> anyhow::Result<i32> {
-    // First: the quota probes mount and attach; on SIGINT/SIGTERM their guards must run.
-    crate::signals::install();
-    let fs_list: Vec<String> =
-        if args.fs.is_empty() { DOCTOR_DEFAULT_FS.iter().map(|s| s.to_string()).collect() } else { args.fs.clone() };
-    let rows = capabilities(&fs_list);
-    let mut table = Table::new();
-    // Wrap to the terminal like `plan` does; the kernel's messages are long.
-    table
-        .load_style(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
-        .set_header(vec!["capability", "state", "detail", "remedy"]);
-    for r in &rows {
-        table.add_row(vec![r.name.clone(), r.state.clone(), r.detail.clone(), r.remedy.clone()]);
+/// Why a cell cannot run on this host, or `None` when it can.
+pub fn host_check(s: &Scenario, p: &CellParams, allow_device: Option<&Path>) -> Option<SkipReason> {
+    // Before a run exists, a private `dir` backing would live under the default work directory.
+    let probe = existing_ancestor(&super::workroot::default_workdir());
+    check_cell(s, &super::workroot::resolve_backing(&s.backing, &probe), p, allow_device)
+}
+
+/// The nearest existing directory at or above `path`.
+pub fn existing_ancestor(path: &Path) -> PathBuf {
+    path.ancestors().find(|a| a.is_dir()).unwrap_or(Path::new("/")).to_path_buf()
+}
+
+/// Why a cell cannot run with this backing (already resolved), or `None` when it can.
+pub fn check_cell(s: &Scenario, backing: &Backing, p: &CellParams, allow_device: Option<&Path>) -> Option<SkipReason> {
+    let root = is_root();
+    if let Workload::Latfs(_) = &s.workload
+        && p.test == Some(crate::model::LatfsTest::Chown)
+        && !root
+    {
+        return Some(SkipReason {
+            reason: "the chown loop fchowns to uid+1, which needs root (CAP_CHOWN)".into(),
+            remedy: Some("run as root, or leave chown out with --only test=...".into()),
+        });
     }
-    println!("{table}");
-    if crate::signals::interrupted() {
-        eprintln!("fsbench: doctor interrupted; rows marked unknown were not checked");
-        return Ok(crate::exit::INTERRUPTED);
-    }
-    Ok(crate::exit::SUCCESS)
+    let uids = match &s.workload {
+        Workload::Latfs(l) if l.per_task_uid && root => Some(task_uids(p.tasks)),
+        _ => None,
+    };
+    let fs = s.filesystems.get(&p.fs).cloned().unwrap_or_default();
+    let workdir = super::workroot::default_workdir();
+    let req = ProvisionRequest { cell: p, fs: &fs, backing, workdir: &workdir, task_uids: uids, allow_device };
+    check(&req).err()
+}
+
+/// The per-task uids of lmbench's `-U`: uid = gid = (task << 3) + 100.
+pub fn task_uids(tasks: u32) -> Vec<u32> {
+    (0..tasks).map(|t| (t << 3) + 100).collect()
 }
 
 #[cfg(test)]
@@ -440,5 +452,10 @@ mod tests {
         assert!(e.contains("--allow-device"), "{e}");
         let e = device_usable(Path::new("/dev/null"), Some(Path::new("/dev/null"))).unwrap_err();
         assert_eq!(e, "not a block device");
+    }
+
+    #[test]
+    fn task_uids_follow_lmbench() {
+        assert_eq!(task_uids(4), vec![100, 108, 116, 124]);
     }
 }

@@ -29,7 +29,7 @@ use journal::{Entry, Journal};
 use loopdev::LoopDevice;
 use quota::QuotaType;
 
-pub use capability::{check, cli_doctor};
+pub use capability::check;
 pub use workroot::prepare_work_root;
 
 /// Everything provisioning needs to build one cell's filesystems.

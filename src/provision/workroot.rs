@@ -8,6 +8,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::ProvisionError;
+use crate::scenario::Backing;
 
 /// Create the work root (mode 0700) if it is missing, and refuse it unless it
 /// is a real directory owned by the effective uid and not writable by group or
@@ -98,6 +99,25 @@ pub fn prepare_run_dir(dir: &Path) -> Result<PathBuf, ProvisionError> {
     }
     check_private_dir(dir, "run work directory")?;
     dir.canonicalize().map_err(|e| ProvisionError::io("resolve work dir", dir, e))
+}
+
+/// Where fsbench mounts its tmpfs and filesystems unless `--workdir` says otherwise
+/// (for root; other users get `/tmp/fsbench-<uid>`, see [`default_workdir`]).
+pub const DEFAULT_WORKDIR: &str = "/tmp/fsbench";
+
+/// The default work root: private to the user, since stale-run cleanup only trusts
+/// a root owned by the effective uid and not writable by others.
+pub fn default_workdir() -> PathBuf {
+    let uid = nix::unistd::geteuid();
+    if uid.is_root() { PathBuf::from(DEFAULT_WORKDIR) } else { PathBuf::from(format!("{DEFAULT_WORKDIR}-{uid}")) }
+}
+
+/// A `dir` backing without a path means a private directory of the run.
+pub fn resolve_backing(b: &Backing, private: &Path) -> Backing {
+    match b {
+        Backing::Dir { path } if path.as_os_str().is_empty() => Backing::Dir { path: private.to_path_buf() },
+        other => other.clone(),
+    }
 }
 
 #[cfg(test)]

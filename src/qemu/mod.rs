@@ -20,7 +20,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::cli::RunArgs;
 use crate::exit;
 use crate::model::QuotaMode;
 use crate::scenario::{ArchiveSource, Backing, KernelSpec, Scenario, Step, Workload};
@@ -162,46 +161,50 @@ fn read_head(image: &Path) -> Result<Vec<u8>, QemuError> {
     Ok(head)
 }
 
-/// Called first by `fsbench run`: when kernels are asked for (`--kernel`, or
-/// `[[kernels]]` outside a guest), run under them and return the exit code.
-pub fn run_if_requested(args: &RunArgs) -> anyhow::Result<Option<i32>> {
-    let in_guest = std::env::var_os(guest::IN_GUEST_ENV).is_some();
-    if args.kernels.is_empty() && (in_guest || args.resume.is_some()) {
-        return Ok(None);
-    }
-    if args.resume.is_some() {
-        return Err(exit::InputError::anyhow("--kernel cannot be combined with --resume: run the kernels again"));
-    }
-    let scenario = crate::plan::load_scenario(args.scenario.as_deref(), &args.scenario_options)?;
-    let kernels: Vec<KernelSpec> = if args.kernels.is_empty() {
-        scenario.kernels.clone()
-    } else {
-        args.kernels
-            .iter()
-            .map(|a| parse_kernel_arg(a).map_err(|e| exit::InputError::anyhow(e.to_string())))
-            .collect::<anyhow::Result<_>>()?
-    };
-    if kernels.is_empty() {
-        return Ok(None);
-    }
-    if args.shard.is_some() || args.shard_count.is_some() {
-        return Err(exit::InputError::anyhow(
-            "--shard cannot be combined with --kernel/[[kernels]] yet: each kernel boots once and runs all its cells",
-        ));
-    }
-    if args.label.is_some() {
-        return Err(exit::InputError::anyhow(
-            "--label names a host run; under --kernel/[[kernels]] each run is labelled with its kernel's label",
-        ));
-    }
-    if matches!(scenario.backing, Backing::Device { .. }) || args.allow_device.is_some() {
+/// A request to run a scenario's cells under other kernels, one qemu guest each.
+pub struct KernelsRequest<'a> {
+    /// The scenario, loaded once by the caller; the guest gets its text.
+    pub scenario: &'a Scenario,
+    /// The kernels, in order.
+    pub kernels: &'a [KernelSpec],
+    /// `--only` filters, passed on to the guest's run.
+    pub only: &'a [String],
+    /// How many cells each guest runs (for its deadlines).
+    pub cells: usize,
+    /// The results root; each kernel's run directory is adopted under it.
+    pub out: &'a Path,
+    /// No progress lines from the guests.
+    pub quiet: bool,
+}
+
+/// How one guest's run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuestEnd {
+    /// A signal stopped fsbench (and the guest with it).
+    Interrupted,
+    /// The guest's `fsbench run` exited with this code.
+    Exited(i32),
+}
+
+/// What one kernel's guest produced.
+pub struct KernelRun {
+    /// The kernel's label.
+    pub label: String,
+    /// Its adopted run directory, when the guest sent results back.
+    pub dir: Option<PathBuf>,
+    /// How it ended, or why it could not be run to the end.
+    pub end: anyhow::Result<GuestEnd>,
+}
+
+/// Check what can be checked before any boot (device backing, kernel images, module
+/// directories, qemu itself) and return the qemu binary to use.
+pub fn prepare(scenario: &Scenario, kernels: &[KernelSpec], allow_device: bool) -> anyhow::Result<PathBuf> {
+    if matches!(scenario.backing, Backing::Device { .. }) || allow_device {
         return Err(exit::InputError::anyhow(
             "device backing cannot run in a virtual machine (the guest has no access to host block devices)",
         ));
     }
-    // Validate the plan (and --only) on the host, before any boot.
-    crate::plan::plan_for(&scenario, &args.scenario_options)?;
-    for k in &kernels {
+    for k in kernels {
         if !k.image.is_file() {
             return Err(exit::InputError::anyhow(format!(
                 "kernel `{}`: image {} does not exist",
@@ -211,48 +214,27 @@ pub fn run_if_requested(args: &RunArgs) -> anyhow::Result<Option<i32>> {
         }
         modules_dir(k).map_err(|e| exit::InputError::anyhow(format!("kernel `{}`: {e}", k.label)))?;
     }
-    let qemu = vm::find_qemu().ok_or_else(|| {
+    vm::find_qemu().ok_or_else(|| {
         exit::InputError::anyhow("qemu-system-x86_64 not found: apt-get install qemu-system-x86 (or set FSBENCH_QEMU)")
-    })?;
-    std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
+    })
+}
+
+/// Boot each kernel in turn and run the cells in it; stops early on a signal.
+pub fn run_kernels(req: &KernelsRequest, qemu: &Path) -> anyhow::Result<Vec<KernelRun>> {
+    std::fs::create_dir_all(req.out).with_context(|| format!("cannot create {}", req.out.display()))?;
     let mut accel = None;
-    let mut worst = exit::SUCCESS;
     let mut runs = Vec::new();
-    for k in &kernels {
+    for k in req.kernels {
         if crate::signals::interrupted() {
             break;
         }
-        match run_kernel(args, &scenario, k, &qemu, &mut accel) {
-            Ok((code, dir)) => {
-                if let Some(d) = dir {
-                    runs.push((k.label.clone(), d));
-                }
-                if code != exit::SUCCESS && worst != exit::INTERRUPTED {
-                    worst = code;
-                }
-            }
-            Err(e) => {
-                eprintln!("fsbench: kernel {}: {e:#}", k.label);
-                if worst == exit::SUCCESS {
-                    worst = exit::FAILURE;
-                }
-            }
-        }
+        let (dir, end) = match run_kernel(req, k, qemu, &mut accel) {
+            Ok((end, dir)) => (dir, Ok(end)),
+            Err(e) => (None, Err(e)),
+        };
+        runs.push(KernelRun { label: k.label.clone(), dir, end });
     }
-    for (label, dir) in &runs {
-        match crate::results::load_run(dir) {
-            Ok(run) => {
-                println!("== kernel {label} ==");
-                print!("{}", crate::report::render_run(&run, crate::report::Format::Table));
-            }
-            Err(e) => eprintln!("fsbench: cannot read back {}: {e}", dir.display()),
-        }
-        eprintln!("fsbench: kernel {label}: results in {}", dir.display());
-    }
-    if crate::signals::interrupted() {
-        return Ok(Some(exit::INTERRUPTED));
-    }
-    Ok(Some(worst))
+    Ok(runs)
 }
 
 /// Seconds the guest may take to start fsbench (default 180 under TCG, 60 under KVM).
@@ -278,30 +260,29 @@ fn timeouts(s: &Scenario, cells: usize, accel: Accel) -> (Duration, Duration, Du
 
 /// Boot one kernel and run the cells; returns the exit code and the run directory made.
 fn run_kernel(
-    args: &RunArgs,
-    s: &Scenario,
+    req: &KernelsRequest,
     k: &KernelSpec,
     qemu: &Path,
     accel: &mut Option<Accel>,
-) -> anyhow::Result<(i32, Option<PathBuf>)> {
+) -> anyhow::Result<(GuestEnd, Option<PathBuf>)> {
+    let s = req.scenario;
     let tmp =
         tempfile::Builder::new().prefix("fsbench-qemu-").tempdir().context("cannot create a temporary directory")?;
     let started = std::time::Instant::now();
     let initrd = tmp.path().join("initramfs.cpio.gz");
-    let size = build_initramfs(s, k, &args.scenario_options.only, &initrd)?;
-    let plan = crate::plan::plan_for(s, &args.scenario_options)?;
-    if !args.quiet {
+    let size = build_initramfs(s, k, req.only, &initrd)?;
+    if !req.quiet {
         eprintln!(
             "fsbench: kernel {}: initramfs {:.1} MiB built in {}",
             k.label,
             size as f64 / 1048576.0,
-            crate::plan::human_duration(started.elapsed())
+            crate::text::human_duration(started.elapsed())
         );
     }
     let channel = tmp.path().join("channel");
     let mut try_accel = accel.unwrap_or(if vm::kvm_openable() { Accel::Kvm } else { Accel::Tcg });
     loop {
-        let (boot_timeout, cell_timeout, overall) = timeouts(s, plan.cells.len(), try_accel);
+        let (boot_timeout, cell_timeout, overall) = timeouts(s, req.cells, try_accel);
         let append = format!(
             "console=ttyS0 loglevel=4 panic=-1 oops=panic rdinit={GUEST_EXE} fsbench.accel={} {} -- __guest-init",
             try_accel.name(),
@@ -322,7 +303,7 @@ fn run_kernel(
             cell_timeout,
             overall_timeout: overall,
         };
-        if try_accel == Accel::Tcg && !args.quiet {
+        if try_accel == Accel::Tcg && !req.quiet {
             eprintln!(
                 "fsbench: warning: kernel {}: qemu runs with TCG (software emulation): timings are emulated and comparable only with other TCG runs",
                 k.label
@@ -330,7 +311,7 @@ fn run_kernel(
         }
         let _ = std::fs::remove_file(&channel);
         let label = k.label.clone();
-        let quiet = args.quiet;
+        let quiet = req.quiet;
         let mut on_line = |l: &str| {
             // The guest's "results in /results/..." names a path that exists only in the guest.
             if (!quiet || l.starts_with("guest kernel")) && !l.starts_with("fsbench: results in") {
@@ -348,7 +329,7 @@ fn run_kernel(
         };
         if try_accel == Accel::Kvm && report.booted_after.is_none() && kvm_broken {
             let why = match &report.outcome {
-                Outcome::Silent => format!("printed nothing within {}", crate::plan::human_duration(spec.first_output)),
+                Outcome::Silent => format!("printed nothing within {}", crate::text::human_duration(spec.first_output)),
                 _ => {
                     format!("failed before the guest started: {}", report.tail.last().map(String::as_str).unwrap_or(""))
                 }
@@ -358,13 +339,13 @@ fn run_kernel(
             continue;
         }
         if let Some(b) = report.booted_after
-            && !args.quiet
+            && !req.quiet
         {
             eprintln!(
                 "fsbench: kernel {}: guest up after {}, done after {} ({})",
                 k.label,
-                crate::plan::human_duration(b),
-                crate::plan::human_duration(report.elapsed),
+                crate::text::human_duration(b),
+                crate::text::human_duration(report.elapsed),
                 try_accel.name()
             );
         }
@@ -374,18 +355,18 @@ fn run_kernel(
         let ch = guest::parse_channel(&vm::read_channel(&channel));
         let dir = match &ch.results {
             Some(bytes) => {
-                Some(adopt_results(bytes, &args.out, k, try_accel).context("cannot store the guest's results")?)
+                Some(adopt_results(bytes, req.out, k, try_accel).context("cannot store the guest's results")?)
             }
             None => None,
         };
         let tail = || report.tail.iter().rev().take(40).rev().cloned().collect::<Vec<_>>().join("\n");
         return match (&report.outcome, ch.exit) {
-            (Outcome::Interrupted, _) => Ok((exit::INTERRUPTED, dir)),
+            (Outcome::Interrupted, _) => Ok((GuestEnd::Interrupted, dir)),
             (Outcome::Exited(_), Some(code)) => {
-                if code != exit::SUCCESS {
+                if code != 0 {
                     eprintln!("fsbench: kernel {}: the guest's fsbench run exited with {code}", k.label);
                 }
-                Ok((code, dir))
+                Ok((GuestEnd::Exited(code), dir))
             }
             (Outcome::Exited(status), None) => {
                 let why = ch.problem.clone().unwrap_or_else(|| "the guest ended without reporting".into());
@@ -393,7 +374,7 @@ fn run_kernel(
             }
             (Outcome::Silent, _) => anyhow::bail!(
                 "qemu printed nothing within {}; last output:\n{}",
-                crate::plan::human_duration(spec.first_output),
+                crate::text::human_duration(spec.first_output),
                 tail()
             ),
             (Outcome::TimedOut(why), _) => anyhow::bail!("{why}; qemu was killed; last console lines:\n{}", tail()),
@@ -476,7 +457,7 @@ fn build_initramfs(s: &Scenario, k: &KernelSpec, only: &[String], dest: &Path) -
             }
             ArchiveSource::Generate { .. } => {
                 // Generate once on the host (fast, cached) rather than in an emulated guest.
-                let cache = crate::runner::cache_dir();
+                let cache = crate::fixture::cache_dir();
                 std::fs::create_dir_all(&cache).with_context(|| format!("cannot create {}", cache.display()))?;
                 let p = crate::fixture::cached_archive(&a.source, &cache).context("cannot prepare the archive")?;
                 let rel = p.strip_prefix(&cache).unwrap_or(Path::new(&a.file_name)).to_string_lossy().into_owned();

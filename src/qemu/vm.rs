@@ -203,19 +203,19 @@ pub fn boot(spec: &BootSpec, on_line: &mut dyn FnMut(&str)) -> Result<BootReport
         if booted_after.is_none() && now > spec.boot_timeout {
             break Outcome::TimedOut(format!(
                 "the guest did not start fsbench within {}",
-                crate::plan::human_duration(spec.boot_timeout)
+                crate::text::human_duration(spec.boot_timeout)
             ));
         }
         if booted_after.is_some() && last_progress.elapsed() > spec.cell_timeout {
             break Outcome::TimedOut(format!(
                 "no progress from the guest for {} (cell timeout)",
-                crate::plan::human_duration(spec.cell_timeout)
+                crate::text::human_duration(spec.cell_timeout)
             ));
         }
         if now > spec.overall_timeout {
             break Outcome::TimedOut(format!(
                 "the guest run exceeded {} (overall timeout)",
-                crate::plan::human_duration(spec.overall_timeout)
+                crate::text::human_duration(spec.overall_timeout)
             ));
         }
     };

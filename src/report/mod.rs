@@ -15,14 +15,12 @@ pub mod latfs_tables;
 pub mod plot;
 pub mod steps;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
-use crate::cli::{CompareArgs, ReportArgs};
-use crate::exit;
 use crate::model::CellStatus;
-use crate::results::{LoadedRun, load_run};
+use crate::results::LoadedRun;
 
 pub use compare::{CompareError, check_compatible};
 pub use latfs_tables::{LatfsTable, build_tables};
@@ -562,7 +560,7 @@ fn render_steps(runs: &[(&str, &LoadedRun)], warnings: &[String], format: Format
 }
 
 /// Write the plots and the seed-exact `report.txt` into `dir`; returns the number of plots.
-fn write_plot_dir(dir: &Path, runs: &[(&str, &LoadedRun)]) -> anyhow::Result<usize> {
+pub fn write_plot_dir(dir: &Path, runs: &[(&str, &LoadedRun)]) -> anyhow::Result<usize> {
     let images = plots(runs)?;
     plot::write_plots(dir, &images)?;
     let text = seed_text(runs, Some("./"));
@@ -570,49 +568,8 @@ fn write_plot_dir(dir: &Path, runs: &[(&str, &LoadedRun)]) -> anyhow::Result<usi
     Ok(images.len())
 }
 
-/// `fsbench report`.
-pub fn cli_report(args: &ReportArgs) -> anyhow::Result<i32> {
-    if let Some(dir) = &args.plot {
-        exit::check_output_dir("--plot", dir)?;
-    }
-    let mut code = exit::SUCCESS;
-    let mut loaded = Vec::new();
-    for dir in &args.runs {
-        match load_run(dir) {
-            Ok(run) => loaded.push(run),
-            Err(e) => {
-                eprintln!("error: {e}");
-                code = exit::USAGE;
-            }
-        }
-    }
-    if loaded.is_empty() {
-        return Ok(exit::USAGE);
-    }
-    let mut outputs = Vec::new();
-    for run in &loaded {
-        for p in &run.problems {
-            eprintln!("warning: {p}");
-        }
-        // Unreadable or hand-broken result files are bad input: the rest still renders.
-        if !run.problems.is_empty() {
-            code = exit::USAGE;
-        }
-        outputs.push(render_run(run, args.format.into()));
-    }
-    print!("{}", join_outputs(outputs, args.format.into()));
-    if let Some(dir) = &args.plot {
-        for run in &loaded {
-            // Several runs would overwrite each other's plots: one subdirectory per run then.
-            let target: PathBuf = if loaded.len() > 1 { dir.join(&run.meta.run_id) } else { dir.clone() };
-            let n = write_plot_dir(&target, &[(run.label(), run)])?;
-            eprintln!("wrote {n} plots (PNG and SVG) and report.txt to {}", target.display());
-        }
-    }
-    Ok(code)
-}
-
-fn join_outputs(outputs: Vec<String>, format: Format) -> String {
+/// Several rendered runs as one output: one JSON array, one CSV with one header, else joined.
+pub fn join_outputs(outputs: Vec<String>, format: Format) -> String {
     match format {
         _ if outputs.len() == 1 => outputs.into_iter().next().unwrap_or_default(),
         Format::Json => format!("[\n{}]\n", outputs.iter().map(|o| o.trim_end()).collect::<Vec<_>>().join(",\n")),
@@ -624,68 +581,4 @@ fn join_outputs(outputs: Vec<String>, format: Format) -> String {
             .collect(),
         _ => outputs.join("\n"),
     }
-}
-
-/// Split `LABEL=RUN_DIR`; a bare directory (or one whose path exists as given) has no label.
-fn parse_run_arg(arg: &str) -> (Option<String>, PathBuf) {
-    if Path::new(arg).exists() {
-        return (None, PathBuf::from(arg));
-    }
-    match arg.split_once('=') {
-        Some((label, dir)) if !label.is_empty() && !label.contains('/') => {
-            (Some(label.to_string()), PathBuf::from(dir))
-        }
-        _ => (None, PathBuf::from(arg)),
-    }
-}
-
-/// `fsbench compare`.
-pub fn cli_compare(args: &CompareArgs) -> anyhow::Result<i32> {
-    if let Some(dir) = &args.plot {
-        exit::check_output_dir("--plot", dir)?;
-    }
-    let mut runs = Vec::new();
-    for arg in &args.runs {
-        let (label, dir) = parse_run_arg(arg);
-        if let Some(l) = &label
-            && !crate::results::is_valid_label(l)
-        {
-            return Err(exit::InputError::anyhow(format!(
-                "label `{l}` in `{arg}`: use {}",
-                crate::results::LABEL_RULE
-            )));
-        }
-        let run = match load_run(&dir) {
-            Ok(r) => r,
-            Err(e) => {
-                // A comparison with a run missing would silently change its meaning: stop.
-                eprintln!("error: {e}");
-                return Ok(exit::USAGE);
-            }
-        };
-        let label = label.or_else(|| run.meta.label.clone()).unwrap_or_else(|| {
-            dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| arg.clone())
-        });
-        runs.push((label, run));
-    }
-    let warnings = check_compatible(&runs).map_err(|e| exit::InputError::anyhow(format!("cannot compare: {e}")))?;
-    for w in &warnings {
-        eprintln!("warning: {w}");
-    }
-    let mut code = exit::SUCCESS;
-    for (_, run) in &runs {
-        for p in &run.problems {
-            eprintln!("warning: {p}");
-            code = exit::USAGE;
-        }
-    }
-    let text = render_compare(&runs, args.format.into())
-        .map_err(|e| exit::InputError::anyhow(format!("cannot compare: {e}")))?;
-    print!("{text}");
-    if let Some(dir) = &args.plot {
-        let refs: Vec<(&str, &LoadedRun)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
-        let n = write_plot_dir(dir, &refs)?;
-        eprintln!("wrote {n} plots (PNG and SVG) and report.txt to {}", dir.display());
-    }
-    Ok(code)
 }

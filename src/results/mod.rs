@@ -392,14 +392,11 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ResultsError> {
     Ok(LoadedRun { dir: dir.to_path_buf(), meta, cells, problems })
 }
 
-/// Whether `label` can name a run: 1 to 64 of A-Z a-z 0-9 . _ - + (labels become column
-/// names such as `BASE-ext2-M-qoff` in space-separated seed tables and directory names).
-pub fn is_valid_label(label: &str) -> bool {
-    !label.is_empty() && label.len() <= 64 && label.chars().all(|c| c.is_ascii_alphanumeric() || "._-+".contains(c))
-}
+// The label rule lives with the data model; kept reachable here for existing callers.
+pub use crate::model::{LABEL_RULE, is_valid_label};
 
-/// What [`is_valid_label`] allows, for error messages.
-pub const LABEL_RULE: &str = "1 to 64 characters from A-Z a-z 0-9 . _ - +";
+/// File in a run directory imported from a bundle; `run --resume` refuses such runs.
+pub const IMPORTED_MARKER: &str = "IMPORTED-FROM-BUNDLE";
 
 /// The field name used when a whole result file, not one field, is unusable.
 const WHOLE_FILE: &str = "(whole file)";

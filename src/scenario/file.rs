@@ -10,8 +10,6 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::cli::{SchemaArgs, SchemaKind};
-
 /// A scenario file (`schema = 1`).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -251,61 +249,4 @@ pub fn scenario_schema_json() -> String {
     let mut text = serde_json::to_string_pretty(&schema).expect("schema serializes");
     text.push('\n');
     text
-}
-
-/// `fsbench schema`.
-pub fn cli_schema(args: &SchemaArgs) -> anyhow::Result<i32> {
-    let text = match args.which {
-        SchemaKind::Scenario => scenario_schema_json(),
-        SchemaKind::Result => crate::results::result_schema_json(),
-    };
-    print!("{text}");
-    Ok(crate::exit::SUCCESS)
-}
-
-/// `fsbench list`.
-pub fn cli_list() -> anyhow::Result<i32> {
-    let mut table = comfy_table::Table::new();
-    table.load_style(comfy_table::presets::NOTHING);
-    table.set_header(["scenario", "source", "cells", "description"]);
-    let mut seen = std::collections::BTreeSet::new();
-    let mut rows = Vec::new();
-    if let Ok(entries) = std::fs::read_dir("scenarios") {
-        let mut paths: Vec<_> =
-            entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
-        paths.sort();
-        for path in paths {
-            match super::load(&path) {
-                Ok(s) => {
-                    seen.insert(s.name.clone());
-                    let cells = crate::plan::expand(&s).cells.len();
-                    rows.push([s.name.clone(), path.display().to_string(), cells.to_string(), s.description.clone()]);
-                }
-                Err(e) => rows.push([
-                    "?".into(),
-                    path.display().to_string(),
-                    "-".into(),
-                    format!("invalid: {}", first_line(&e.to_string())),
-                ]),
-            }
-        }
-    }
-    for e in EMBEDDED {
-        if seen.contains(e.name) {
-            continue;
-        }
-        let s = super::parse_str(e.text, &format!("<embedded:{}>", e.name)).expect("embedded scenarios are valid");
-        let cells = crate::plan::expand(&s).cells.len();
-        rows.push([s.name.clone(), "(embedded)".into(), cells.to_string(), s.description.clone()]);
-    }
-    for row in rows {
-        table.add_row(row);
-    }
-    println!("{table}");
-    println!("\nRun one with `fsbench run scenarios/<name>.toml` (or `fsbench run <name>` for an embedded one).");
-    Ok(crate::exit::SUCCESS)
-}
-
-fn first_line(s: &str) -> &str {
-    s.lines().next().unwrap_or("")
 }

@@ -9,11 +9,7 @@
 //! there). Results go to a PersistentVolumeClaim `fsbench-results`, which must be
 //! ReadWriteMany if pods land on several nodes; `fsbench merge` reads it afterwards.
 
-use anyhow::Context;
 use serde_json::{Value, json};
-
-use crate::cli::SubmitK8sArgs;
-use crate::exit;
 
 /// Name of the PersistentVolumeClaim the pods write results to.
 pub const RESULTS_CLAIM: &str = "fsbench-results";
@@ -144,25 +140,6 @@ fn emit(out: &mut String, v: &Value, indent: usize) {
         }
         other => out.push_str(&format!("{pad}{}\n", scalar(other))),
     }
-}
-
-/// `fsbench submit k8s`.
-pub fn cli_submit_k8s(args: &SubmitK8sArgs) -> anyhow::Result<i32> {
-    let s = super::load_for_submit(&args.scenario, args.shards, "pods")?;
-    let yaml = to_yaml(&manifest(&s.name, &s.source.text, args.shards, &args.image));
-    match &args.output {
-        Some(path) => {
-            crate::results::write_atomic(path, yaml.as_bytes())
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            eprintln!(
-                "fsbench: wrote {}: `kubectl apply -f {}`, then `fsbench merge` on the {RESULTS_CLAIM} volume",
-                path.display(),
-                path.display()
-            );
-        }
-        None => print!("{yaml}"),
-    }
-    Ok(exit::SUCCESS)
 }
 
 #[cfg(test)]

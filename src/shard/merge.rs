@@ -16,10 +16,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::cli::MergeArgs;
-use crate::exit;
 use crate::report::Format;
-use crate::results::{LoadedRun, ResultsError, load_run};
+use crate::results::{LoadedRun, ResultsError};
 
 /// Why shards cannot be merged.
 #[derive(Debug, thiserror::Error)]
@@ -358,62 +356,6 @@ pub fn render_group(hosts: &[(String, LoadedRun)], format: Format) -> Result<Str
         [(_, run)] => Ok(crate::report::render_run(run, format)),
         _ => Ok(crate::report::render_compare(hosts, format)?),
     }
-}
-
-/// `fsbench merge`.
-pub fn cli_merge(args: &MergeArgs) -> anyhow::Result<i32> {
-    let input = |e: MergeError| exit::InputError::anyhow(e.to_string());
-    let dirs = find_run_dirs(&args.dirs).map_err(input)?;
-    let mut runs = Vec::new();
-    for d in &dirs {
-        runs.push(load_run(d).map_err(|e| input(e.into()))?);
-    }
-    let mut groups = group_runs(runs).map_err(input)?;
-    // The merge job of `fsbench submit slurm` runs with the array's key: only that run.
-    if let Some(key) = std::env::var(super::env::RUN_KEY_VAR).ok().filter(|k| !k.is_empty()) {
-        groups.retain(|g| g.key.as_deref() == Some(key.as_str()));
-        if groups.is_empty() {
-            return Err(input(MergeError::KeyNotFound(key)));
-        }
-    }
-    let format: Format = args.format.into();
-    let mut code = exit::SUCCESS;
-    let mut outputs = Vec::new();
-    for g in &groups {
-        let c = completeness(g);
-        let summary = describe(g, &c);
-        // Tables and Markdown carry the summary themselves; keep CSV and JSON on stdout parseable.
-        if matches!(format, Format::Csv | Format::Json) {
-            for line in &summary {
-                eprintln!("fsbench: {line}");
-            }
-        }
-        // Missing shards and runs that never finished (killed, interrupted) both mean
-        // the merged tables are not the whole scenario.
-        let unfinished = g.runs.iter().any(|r| r.meta.finished.is_none() || r.meta.interrupted);
-        if !c.is_complete() || unfinished {
-            code = exit::FAILURE;
-        }
-        let hosts = merge_by_host(g).map_err(input)?;
-        if hosts.iter().any(|(_, r)| !r.problems.is_empty()) {
-            code = exit::FAILURE;
-        }
-        let body = render_group(&hosts, format).map_err(input)?;
-        outputs.push(match format {
-            Format::Table => format!("{}\n\n{body}", summary.join("\n")),
-            Format::Markdown => {
-                format!("{}\n\n{body}", summary.iter().map(|l| format!("> {l}")).collect::<Vec<_>>().join("\n"))
-            }
-            _ => body,
-        });
-    }
-    let text = match format {
-        _ if outputs.len() == 1 => outputs.remove(0),
-        Format::Json => format!("[\n{}]\n", outputs.iter().map(|o| o.trim_end()).collect::<Vec<_>>().join(",\n")),
-        _ => outputs.join("\n"),
-    };
-    print!("{text}");
-    Ok(code)
 }
 
 #[cfg(test)]

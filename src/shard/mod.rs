@@ -25,9 +25,6 @@ use crate::results::RunShard;
 use crate::scenario::{Backing, Scenario};
 
 pub use env::{ShardEnvError, resolve_shard, run_key};
-pub use k8s::cli_submit_k8s;
-pub use merge::cli_merge;
-pub use slurm::cli_submit_slurm;
 
 /// One shard: the `index`-th (from 0) of `count` parts. Displayed as `K/N` with K from 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -247,24 +244,4 @@ mod tests {
         let costs: Vec<(usize, Duration)> = (0..7).map(|i| (i, Duration::from_secs(1))).collect();
         assert_eq!(assign(&costs, 3), vec![0, 1, 2, 0, 1, 2, 0]);
     }
-}
-
-/// Load the scenario a submit command schedules, and warn when some shards would get no cell.
-pub(crate) fn load_for_submit(
-    scenario: &std::path::Path,
-    shards: u32,
-    unit: &str,
-) -> anyhow::Result<crate::scenario::Scenario> {
-    if shards == 0 {
-        return Err(crate::exit::InputError::anyhow("--shards must be at least 1"));
-    }
-    let s = crate::plan::load_scenario(Some(scenario), &Default::default())?;
-    let cells = crate::plan::expand(&s).cells.len();
-    if shards as usize > cells {
-        eprintln!(
-            "fsbench: warning: {shards} shards for {cells} cells: {} {unit} will have no cell",
-            shards as usize - cells
-        );
-    }
-    Ok(s)
 }

@@ -16,9 +16,6 @@ use std::process::{Command, Stdio};
 
 use anyhow::Context;
 
-use crate::cli::SubmitSlurmArgs;
-use crate::exit;
-
 /// Failures of calling `sbatch`.
 #[derive(Debug, thiserror::Error)]
 pub enum SlurmError {
@@ -169,7 +166,7 @@ pub fn sbatch(args: &[String], stdin: Option<&str>) -> Result<String, SlurmError
 }
 
 /// Absolute form of a path given on the command line (the jobs run elsewhere).
-pub(crate) fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
+pub fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
     if p.is_absolute() {
         return Ok(p.to_path_buf());
     }
@@ -177,52 +174,11 @@ pub(crate) fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
 }
 
 /// The scenario as the jobs name it: an absolute file path, or an embedded scenario's name.
-pub(crate) fn scenario_arg(p: &Path) -> anyhow::Result<PathBuf> {
+pub fn scenario_arg(p: &Path) -> anyhow::Result<PathBuf> {
     if p.exists() {
         return p.canonicalize().with_context(|| format!("cannot resolve {}", p.display()));
     }
     Ok(p.to_path_buf())
-}
-
-/// `fsbench submit slurm`.
-pub fn cli_submit_slurm(args: &SubmitSlurmArgs) -> anyhow::Result<i32> {
-    let s = super::load_for_submit(&args.scenario, args.shards, "shards")?;
-    let job = SlurmJob {
-        exe: std::env::current_exe().context("cannot find the fsbench executable")?,
-        scenario: scenario_arg(&args.scenario)?,
-        scenario_name: s.name.clone(),
-        shards: args.shards,
-        partition: args.partition.clone(),
-        out: absolute(&args.out)?,
-    };
-    let script = job.array_script();
-    // sbatch does not create the directory of --output: a missing one loses every log.
-    std::fs::create_dir_all(job.log_dir()).with_context(|| format!("cannot create {}", job.log_dir().display()))?;
-    match &args.output {
-        Some(path) => {
-            crate::results::write_atomic(path, script.as_bytes())
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            eprintln!("fsbench: wrote {} ({} array tasks)", path.display(), args.shards);
-        }
-        None if !args.submit => print!("{script}"),
-        None => {}
-    }
-    if args.submit {
-        let array_args = vec!["--parsable".to_string()];
-        let (array_args, stdin) = match &args.output {
-            Some(p) => ([array_args, vec![absolute(p)?.to_string_lossy().into_owned()]].concat(), None),
-            None => (array_args, Some(script.as_str())),
-        };
-        let array_id = sbatch(&array_args, stdin)?;
-        let merge_id = sbatch(&job.merge_sbatch_args(&array_id), None)?;
-        println!("submitted array job {array_id} ({} shards) and merge job {merge_id}", args.shards);
-        eprintln!(
-            "fsbench: shard logs in {}/fsbench-{array_id}_*.out, merged report in {}/merge-{merge_id}.out",
-            job.log_dir().display(),
-            job.log_dir().display()
-        );
-    }
-    Ok(exit::SUCCESS)
 }
 
 #[cfg(test)]

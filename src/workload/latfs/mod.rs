@@ -30,7 +30,7 @@ use crate::scenario::LatfsSpec;
 use crate::stats::summarize;
 
 pub use protocol::{WorkerConfig, WorkerMessage, task_ids};
-pub use worker::{TEST_FILE, worker_main};
+pub use worker::{TEST_FILE, WorkerEnd, worker_main};
 
 /// The hidden subcommand that runs a worker.
 pub const WORKER_SUBCOMMAND: &str = "__latfs-worker";

@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 
 use super::protocol::{WorkerConfig, WorkerMessage};
-use crate::exit;
 use crate::model::LatfsTest;
 
 /// The file each loop works on, in the task's directory (lmbench's name).
@@ -45,26 +44,37 @@ impl Failure {
     }
 }
 
-/// Entry point of the hidden `__latfs-worker` subcommand; returns the exit code.
+/// How a worker process ended; the command layer turns it into the exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerEnd {
+    /// Its arguments were malformed.
+    BadArguments,
+    /// It measured its window and reported the count.
+    Measured,
+    /// A system call failed; the protocol line names it.
+    Failed,
+}
+
+/// Entry point of the hidden `__latfs-worker` subcommand.
 ///
 /// Every outcome is reported on stdout as one protocol line, so the parent
 /// can name the failing call and its errno.
-pub fn worker_main(args: &[String]) -> i32 {
+pub fn worker_main(args: &[String]) -> WorkerEnd {
     let config = match WorkerConfig::from_args(args) {
         Ok(c) => c,
         Err(e) => {
             send(&WorkerMessage::Error { errno: 0, what: e.to_string() });
-            return exit::USAGE;
+            return WorkerEnd::BadArguments;
         }
     };
     match run_worker(&config) {
         Ok((iterations, window)) => {
             send(&WorkerMessage::Result { iterations, window_ns: window.as_nanos() as u64 });
-            exit::SUCCESS
+            WorkerEnd::Measured
         }
         Err(f) => {
             send(&WorkerMessage::Error { errno: f.errno, what: f.what });
-            exit::FAILURE
+            WorkerEnd::Failed
         }
     }
 }

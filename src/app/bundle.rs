@@ -1,0 +1,147 @@
+//! `fsbench bundle pack|verify|run`: scenarios shared between labs, treated as untrusted input.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+
+use super::ScenarioOptions;
+use crate::bundle::{BundleError, check_allowed, describe, import_results, manifest::SCENARIO_FILE, open_bundle, pack};
+use crate::exit::{self, InputError};
+use crate::runner::{RunRequest, RunTarget};
+
+/// `fsbench bundle ...`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum BundleCommand {
+    /// Pack a scenario, its fixtures (or their recipe) and optionally results into one file.
+    Pack(BundlePackArgs),
+    /// Check a bundle's format, checksums and scenario, and say what running it would do.
+    Verify(BundleVerifyArgs),
+    /// Unpack a bundle into a fresh private directory and run its scenario.
+    Run(BundleRunArgs),
+}
+
+/// `fsbench bundle pack`.
+#[derive(Debug, Clone, Args)]
+pub struct BundlePackArgs {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    /// Include this run directory's results.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub with_results: Option<PathBuf>,
+    /// Output file (`lab.fsb`).
+    #[arg(short, long)]
+    pub output: PathBuf,
+}
+
+/// `fsbench bundle verify`.
+#[derive(Debug, Clone, Args)]
+pub struct BundleVerifyArgs {
+    /// The bundle file.
+    pub bundle: PathBuf,
+}
+
+/// `fsbench bundle run`.
+#[derive(Debug, Clone, Args)]
+pub struct BundleRunArgs {
+    /// The bundle file.
+    pub bundle: PathBuf,
+    /// Allow the bundle's `exec` steps to run commands on this machine.
+    #[arg(long)]
+    pub allow_exec: bool,
+    /// Allow formatting this block device if the bundle asks for it. DESTROYS ITS DATA.
+    #[arg(long, value_name = "DEVICE")]
+    pub allow_device: Option<PathBuf>,
+    #[command(flatten)]
+    pub scenario_options: ScenarioOptions,
+    /// Results root.
+    #[arg(long, default_value = "results", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Label for this run.
+    #[arg(long, value_name = "NAME")]
+    pub label: Option<String>,
+    /// Work directory for mounts.
+    #[arg(long, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+    /// No progress display.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `fsbench bundle pack`.
+pub fn pack(args: &BundlePackArgs) -> anyhow::Result<i32> {
+    super::check_output_file("--output", &args.output)?;
+    let packed =
+        pack::pack(&args.scenario, args.with_results.as_deref(), &args.output).map_err(BundleError::into_anyhow)?;
+    for n in &packed.notes {
+        eprintln!("note: {n}");
+    }
+    let m = &packed.manifest;
+    println!("{}: {} files, {} bytes of contents", args.output.display(), m.files.len() + 1, m.total_bytes());
+    for f in &m.files {
+        println!("  {}  {:>10}  {}", &f.sha256[..16], f.size, f.path);
+    }
+    Ok(exit::SUCCESS)
+}
+
+/// A bundle named on the command line that is not there is a usage error, not an I/O failure.
+fn require_file(bundle: &Path) -> anyhow::Result<()> {
+    if !bundle.is_file() {
+        return Err(InputError::anyhow(format!("{}: no such bundle file", bundle.display())));
+    }
+    Ok(())
+}
+
+/// `fsbench bundle verify`.
+pub fn verify(args: &BundleVerifyArgs) -> anyhow::Result<i32> {
+    require_file(&args.bundle)?;
+    let ob = open_bundle(&args.bundle).map_err(BundleError::into_anyhow)?;
+    let origin = format!("{}:{SCENARIO_FILE}", args.bundle.display());
+    let s = ob.scenario(&origin, &[]).map_err(BundleError::into_anyhow)?;
+    print!("{}", describe(&args.bundle, &ob, &s));
+    Ok(exit::SUCCESS)
+}
+
+/// `fsbench bundle run`: every check first, then the bundle's scenario through the ordinary runner.
+pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
+    crate::signals::install();
+    super::check_output_dir("--out", &args.out)?;
+    if let Some(w) = &args.workdir {
+        super::check_output_dir("--workdir", w)?;
+    }
+    if let Some(l) = &args.label {
+        super::check_label("--label", l)?;
+    }
+    require_file(&args.bundle)?;
+    let ob = open_bundle(&args.bundle).map_err(BundleError::into_anyhow)?;
+    let origin = format!("{}:{SCENARIO_FILE}", args.bundle.display());
+    let scenario = ob.scenario(&origin, &args.scenario_options.set).map_err(BundleError::into_anyhow)?;
+    check_allowed(&scenario, &args.scenario_options.set, args.allow_exec, args.allow_device.as_deref())
+        .map_err(BundleError::into_anyhow)?;
+    if !scenario.kernels.is_empty() {
+        return Err(InputError::anyhow(format!(
+            "{}: the scenario runs under other kernels ([[kernels]]), which `bundle run` does not boot; \
+             review it with `fsbench bundle verify` and run it with `fsbench run --kernel LABEL=IMAGE`",
+            args.bundle.display()
+        )));
+    }
+    let plan = crate::plan::plan_for(&scenario, &args.scenario_options.only)?;
+    if let Some(dest) = import_results(&ob, &args.out).map_err(BundleError::into_anyhow)? {
+        eprintln!("fsbench: the bundle's results are in {} (for fsbench compare)", dest.display());
+    }
+    if !args.quiet {
+        eprintln!("fsbench: running bundle {} from {}", args.bundle.display(), ob.dir.path().display());
+    }
+    // `ob` (the private directory holding the bundle's archive) lives until the run is over.
+    let outcome = crate::runner::run(RunRequest {
+        scenario: &scenario,
+        cells: plan.cells,
+        target: RunTarget::New { out: args.out.clone(), label: args.label.clone(), shard: None },
+        workroot: args.workdir.clone().unwrap_or_else(crate::provision::workroot::default_workdir),
+        allow_device: args.allow_device.clone(),
+        quiet: args.quiet,
+        // The bundle's own archive is as untrusted as the bundle.
+        untrusted_archives: true,
+    })?;
+    drop(ob);
+    Ok(super::finish_run(&outcome))
+}

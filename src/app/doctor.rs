@@ -1,0 +1,39 @@
+//! `fsbench doctor`: what this host can do, with remedies.
+
+use clap::Args;
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+
+use crate::exit;
+use crate::provision::capability::{DOCTOR_DEFAULT_FS, capabilities};
+
+/// `fsbench doctor`.
+#[derive(Debug, Clone, Args)]
+pub struct DoctorArgs {
+    /// Also check these filesystem types (default: ext2, ext3, ext4, xfs, btrfs, f2fs, ...).
+    #[arg(long, value_delimiter = ',')]
+    pub fs: Vec<String>,
+}
+
+/// `fsbench doctor`: a table of capabilities with state and remedy.
+pub fn doctor(args: &DoctorArgs) -> anyhow::Result<i32> {
+    // First: the quota probes mount and attach; on SIGINT/SIGTERM their guards must run.
+    crate::signals::install();
+    let fs_list: Vec<String> =
+        if args.fs.is_empty() { DOCTOR_DEFAULT_FS.iter().map(|s| s.to_string()).collect() } else { args.fs.clone() };
+    let rows = capabilities(&fs_list);
+    let mut table = Table::new();
+    // Wrap to the terminal like `plan` does; the kernel's messages are long.
+    table
+        .load_style(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
+        .set_header(vec!["capability", "state", "detail", "remedy"]);
+    for r in &rows {
+        table.add_row(vec![r.name.clone(), r.state.clone(), r.detail.clone(), r.remedy.clone()]);
+    }
+    println!("{table}");
+    if crate::signals::interrupted() {
+        eprintln!("fsbench: doctor interrupted; rows marked unknown were not checked");
+        return Ok(exit::INTERRUPTED);
+    }
+    Ok(exit::SUCCESS)
+}

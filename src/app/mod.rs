@@ -1,0 +1,257 @@
+//! The command line: the only layer that knows clap, prints command output and
+//! decides exit codes.
+//!
+//! One file per command holds its clap arguments and its handler. A handler turns
+//! arguments into plain requests, loads a scenario at most once, calls the stages
+//! below, prints, and returns an exit code. Handlers never call each other; what
+//! two of them share lives here ([`ScenarioOptions`], output-path checks).
+
+pub mod bundle;
+pub mod doctor;
+pub mod fixture;
+pub mod gate;
+pub mod plan;
+pub mod report;
+pub mod run;
+pub mod scenario;
+pub mod shard;
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::exit::{self, InputError};
+
+/// Filesystem benchmarks described in TOML scenario files.
+///
+/// A scenario names filesystems with their mkfs and mount options, how they are
+/// laid out (loop devices over tmpfs, or an existing directory), task counts and
+/// the workload. fsbench expands it into a matrix of cells, builds each cell's
+/// filesystems for real, runs and measures the workload, stores self-describing
+/// results and renders tables and plots.
+///
+/// Start with `fsbench run` (the embedded quickstart scenario), `fsbench list`
+/// (bundled scenarios) and `fsbench plan FILE` (what a scenario would do).
+#[derive(Debug, Parser)]
+#[command(name = "fsbench", version, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a scenario: provision each cell, run its workload, store the results.
+    ///
+    /// Without a scenario file, runs the embedded quickstart scenario.
+    /// Results go to `<out>/<scenario>/<run-id>/`, one JSON file per cell,
+    /// written as each cell finishes.
+    Run(run::RunArgs),
+    /// Check scenario files without touching the system; exit 2 if any is bad.
+    Validate(plan::ValidateArgs),
+    /// Show the cells a scenario expands to, what each needs, and which would be skipped here.
+    Plan(plan::PlanArgs),
+    /// Print the JSON Schema of the scenario format (editors use it to complete and validate).
+    Schema(scenario::SchemaArgs),
+    /// List the scenarios bundled in `scenarios/` and embedded in the binary.
+    List,
+    /// Check what this host can do: root, loop devices, mkfs tools, filesystems, quota.
+    Doctor(doctor::DoctorArgs),
+    /// Generate deterministic fixtures (a synthetic linux-2.5.63 tree as .tar.gz).
+    #[command(subcommand)]
+    Fixture(fixture::FixtureCommand),
+    /// Print the results of one or more runs as tables (seed layout), CSV, Markdown or JSON.
+    Report(report::ReportArgs),
+    /// Put runs from different kernels, hosts or labs side by side, with ratios and significance.
+    Compare(report::CompareArgs),
+    /// Compare a candidate run against a baseline and fail on significant regressions (for CI).
+    ///
+    /// Exit 0 when no cell regressed, 1 when one did, 2 on bad input.
+    Gate(gate::GateArgs),
+    /// Pack, verify and run scenario bundles shared between labs.
+    #[command(subcommand)]
+    Bundle(bundle::BundleCommand),
+    /// Gather the shards of one sharded run (or runs from many hosts) and check they are complete.
+    Merge(shard::MergeArgs),
+    /// Generate (and optionally submit) jobs that run a scenario's shards on a job engine.
+    #[command(subcommand)]
+    Submit(shard::SubmitCommand),
+    /// Internal: a lat_fs worker process (started by `fsbench run`, not by users).
+    #[command(name = "__latfs-worker", hide = true)]
+    LatfsWorker(WorkerArgs),
+}
+
+/// Options that change a scenario before it is expanded (run, plan, validate, bundle run).
+#[derive(Debug, Clone, Args, Default)]
+pub struct ScenarioOptions {
+    /// Override a scenario value by its dotted TOML path, typed and validated like the file.
+    ///
+    /// Examples: `--set workload.duration=200ms`, `--set backing.kind=dir`,
+    /// `--set 'matrix.tasks=[1,2]'`. May be repeated.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<String>,
+    /// Keep only cells whose axis values match: `--only fs=ext4,tasks=1`.
+    ///
+    /// Keys are axis names (fs, layout, quota, tasks, test); a key may repeat
+    /// to allow several values (`--only tasks=1,tasks=2`). Repeated `--only`
+    /// options combine with AND.
+    #[arg(long, value_name = "AXIS=VALUE[,..]")]
+    pub only: Vec<String>,
+}
+
+/// Internal arguments of a lat_fs worker process.
+#[derive(Debug, Clone, Args)]
+pub struct WorkerArgs {
+    /// Raw arguments, interpreted by the worker.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
+}
+
+/// Parse the process's command line, run the command, and return the process exit code.
+pub fn main() -> i32 {
+    // Inside a qemu guest the kernel runs fsbench as init with this one argument
+    // (`rdinit=/fsbench -- __guest-init`); it must not go through the CLI. Never returns.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "__guest-init") {
+        crate::qemu::guest::init_main();
+    }
+    main_from(std::env::args_os())
+}
+
+/// Run the command line `args` (program name first) and return the exit code.
+pub fn main_from<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    // Like every Unix filter: `fsbench plan ... | head` ends quietly instead of panicking.
+    // SAFETY: setting a signal disposition to SIG_DFL, before this command starts any thread.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => exit::SUCCESS,
+                _ => exit::USAGE,
+            };
+        }
+    };
+    match dispatch(cli.command) {
+        Ok(code) => code,
+        Err(e) => report_error(&e),
+    }
+}
+
+/// Print an error the way users read it (`error: ...` plus causes) and pick the exit code.
+pub fn report_error(e: &anyhow::Error) -> i32 {
+    if is_input_error(e) {
+        // Input errors are already formatted for the user (file:line:col, key, hint).
+        eprintln!("error: {e}");
+        return exit::USAGE;
+    }
+    eprintln!("error: {}", exit::error_chain(e));
+    if crate::signals::interrupted() { exit::INTERRUPTED } else { exit::FAILURE }
+}
+
+fn is_input_error(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<InputError>().is_some() || c.downcast_ref::<crate::scenario::ScenarioError>().is_some()
+    })
+}
+
+fn dispatch(command: Command) -> anyhow::Result<i32> {
+    match command {
+        Command::Run(args) => run::run(&args),
+        Command::Validate(args) => plan::validate(&args),
+        Command::Plan(args) => plan::plan(&args),
+        Command::Schema(args) => scenario::schema(&args),
+        Command::List => scenario::list(),
+        Command::Doctor(args) => doctor::doctor(&args),
+        Command::Fixture(fixture::FixtureCommand::KernelTree(args)) => fixture::kernel_tree(&args),
+        Command::Report(args) => report::report(&args),
+        Command::Compare(args) => report::compare(&args),
+        Command::Gate(args) => gate::gate(&args),
+        Command::Bundle(bundle::BundleCommand::Pack(args)) => bundle::pack(&args),
+        Command::Bundle(bundle::BundleCommand::Verify(args)) => bundle::verify(&args),
+        Command::Bundle(bundle::BundleCommand::Run(args)) => bundle::run(&args),
+        Command::Merge(args) => shard::merge(&args),
+        Command::Submit(shard::SubmitCommand::Slurm(args)) => shard::submit_slurm(&args),
+        Command::Submit(shard::SubmitCommand::K8s(args)) => shard::submit_k8s(&args),
+        Command::LatfsWorker(args) => Ok(match crate::workload::latfs::worker_main(&args.args) {
+            crate::workload::latfs::WorkerEnd::Measured => exit::SUCCESS,
+            crate::workload::latfs::WorkerEnd::Failed => exit::FAILURE,
+            crate::workload::latfs::WorkerEnd::BadArguments => exit::USAGE,
+        }),
+    }
+}
+
+/// Check an output file option before any work: a file path in an existing directory.
+/// Failing late would waste the work and report a usage error as a failure.
+pub fn check_output_file(opt: &str, path: &Path) -> anyhow::Result<()> {
+    let parent = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if path.is_dir() || !parent.is_dir() {
+        return Err(InputError::anyhow(format!("{opt} {}: not a file path in an existing directory", path.display())));
+    }
+    Ok(())
+}
+
+/// Check an output directory option before any work: a directory, or a path that can become one.
+pub fn check_output_dir(opt: &str, path: &Path) -> anyhow::Result<()> {
+    if let Some(existing) = path.ancestors().find(|a| a.exists())
+        && !existing.is_dir()
+    {
+        return Err(InputError::anyhow(format!("{opt} {}: {} is not a directory", path.display(), existing.display())));
+    }
+    Ok(())
+}
+
+/// Check a `--label`: labels become column names and directory names.
+pub fn check_label(what: &str, label: &str) -> anyhow::Result<()> {
+    if crate::model::is_valid_label(label) {
+        return Ok(());
+    }
+    Err(InputError::anyhow(format!("{what} `{label}`: use {}", crate::model::LABEL_RULE)))
+}
+
+/// Print a finished run (its tables and where it is) and decide the exit code.
+/// `run` and `bundle run` both end here.
+pub fn finish_run(o: &crate::runner::RunOutcome) -> i32 {
+    match crate::results::load_run(&o.dir) {
+        Ok(run) => print!("{}", crate::report::render_run(&run, crate::report::Format::Table)),
+        Err(e) => eprintln!("fsbench: cannot read back {}: {e}", o.dir.display()),
+    }
+    eprintln!(
+        "fsbench: results in {}{}",
+        o.dir.display(),
+        match (o.failed, o.skipped) {
+            (0, 0) => String::new(),
+            (f, s) => format!(" ({f} failed, {s} skipped)"),
+        }
+    );
+    if o.interrupted {
+        eprintln!("fsbench: interrupted; finish it with `fsbench run --resume {}`", o.dir.display());
+        return exit::INTERRUPTED;
+    }
+    if o.measured == 0 && o.skipped > 0 && o.previously_done == 0 {
+        // Skips are normal in a run that measured something; a run that measured
+        // nothing at all must not pass a CI job.
+        eprintln!("fsbench: no cell could run on this host, nothing was measured (see the reasons above)");
+        return exit::FAILURE;
+    }
+    if o.failed > 0 { exit::FAILURE } else { exit::SUCCESS }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

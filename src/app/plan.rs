@@ -1,0 +1,115 @@
+//! `fsbench validate` and `fsbench plan`: what a scenario means, before anything is touched.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use super::ScenarioOptions;
+use crate::exit;
+use crate::model::CellParams;
+use crate::plan::{self, needs, render_plan_table};
+use crate::scenario::Scenario;
+
+/// `fsbench validate`.
+#[derive(Debug, Clone, Args)]
+pub struct ValidateArgs {
+    /// Scenario files to check.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub scenario_options: ScenarioOptions,
+}
+
+/// Output format of `plan`.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum PlanFormat {
+    /// A terminal table.
+    Table,
+    /// JSON, one object per cell.
+    Json,
+}
+
+/// `fsbench plan`.
+#[derive(Debug, Clone, Args)]
+pub struct PlanArgs {
+    /// Scenario file; the embedded quickstart scenario when omitted.
+    pub scenario: Option<PathBuf>,
+    #[command(flatten)]
+    pub scenario_options: ScenarioOptions,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: PlanFormat,
+}
+
+/// `fsbench validate`: every file is checked, `--set` and `--only` included; exit 2 if any is bad.
+pub fn validate(args: &ValidateArgs) -> anyhow::Result<i32> {
+    let mut failed = 0;
+    for file in &args.files {
+        // Scenario errors name their file, line and key themselves.
+        let s = match crate::scenario::load_with(file, &args.scenario_options.set) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: {e}");
+                failed += 1;
+                continue;
+            }
+        };
+        match plan::plan_for(&s, &args.scenario_options.only) {
+            Ok(p) => {
+                println!(
+                    "{}: ok ({} workload, {})",
+                    file.display(),
+                    s.workload.kind(),
+                    crate::text::cells(p.cells.len())
+                )
+            }
+            Err(e) => {
+                eprintln!("error: {}: {e}", file.display());
+                failed += 1;
+            }
+        }
+    }
+    Ok(if failed > 0 { exit::USAGE } else { exit::SUCCESS })
+}
+
+/// `fsbench plan`.
+pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
+    // The capability check may probe quota with a tiny real mount: let Ctrl-C release it.
+    crate::signals::install();
+    let s = plan::load_scenario(args.scenario.as_deref(), &args.scenario_options.set)?;
+    let plan = plan::plan_for(&s, &args.scenario_options.only)?;
+    // Cells that run under other kernels in qemu are checked inside each guest, not here.
+    let in_guests = !s.kernels.is_empty();
+    let check = |s: &Scenario, p: &CellParams| {
+        if in_guests { None } else { crate::provision::capability::host_check(s, p, None) }
+    };
+    match args.format {
+        PlanFormat::Table => {
+            print!("{}", render_plan_table(&s, &plan, &check));
+            if in_guests {
+                let labels: Vec<&str> = s.kernels.iter().map(|k| k.label.as_str()).collect();
+                println!(
+                    "\nevery cell runs once per kernel in qemu ({}); what each guest kernel supports is checked inside it",
+                    labels.join(", ")
+                );
+            }
+        }
+        PlanFormat::Json => {
+            let cells: Vec<serde_json::Value> = plan
+                .cells
+                .iter()
+                .map(|c| {
+                    serde_json::json!({
+                        "index": c.index,
+                        "id": c.id(),
+                        "params": c.params,
+                        "needs": needs(&s, &c.params),
+                        "skip": check(&s, &c.params),
+                    })
+                })
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "scenario": s.name, "cells": cells }))?);
+        }
+    }
+    Ok(exit::SUCCESS)
+}

@@ -1,0 +1,197 @@
+//! `fsbench run`: one scenario, on this host or under other kernels in qemu.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::ScenarioOptions;
+use crate::exit::{self, InputError};
+use crate::plan;
+use crate::qemu::{self, GuestEnd, KernelsRequest};
+use crate::runner::{self, RunRequest, RunTarget};
+use crate::scenario::{KernelSpec, Scenario};
+
+/// `fsbench run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Scenario file; the embedded quickstart scenario when omitted.
+    pub scenario: Option<PathBuf>,
+    #[command(flatten)]
+    pub scenario_options: ScenarioOptions,
+    /// Results root: the run goes to `<out>/<scenario>/<run-id>/`.
+    #[arg(long, default_value = "results", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Label for this run, e.g. the kernel under test (`BASE`, `V3`); used by compare.
+    #[arg(long, value_name = "NAME")]
+    pub label: Option<String>,
+    /// Finish an interrupted run: run only the cells missing from this run directory.
+    #[arg(long, value_name = "RUN_DIR", conflicts_with = "scenario")]
+    pub resume: Option<PathBuf>,
+    /// Where fsbench mounts its tmpfs and filesystems (default: `/tmp/fsbench`, or
+    /// `/tmp/fsbench-<uid>` for other users). Must be owned by you and not writable by others.
+    #[arg(long, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+    /// Allow formatting this block device (never one that is mounted). DESTROYS ITS DATA.
+    #[arg(long, value_name = "DEVICE")]
+    pub allow_device: Option<PathBuf>,
+    /// No progress display, only the final tables.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Run the cells under another kernel in qemu: `LABEL=PATH[,modules=DIR]` (PATH a kernel image).
+    /// May be repeated; each cell runs once per kernel.
+    #[arg(long = "kernel", value_name = "LABEL=PATH[,modules=DIR]")]
+    pub kernels: Vec<String>,
+    /// Run only the K-th of N disjoint parts of the matrix (`--shard 3/8`, K from 1).
+    /// Without it, the shard comes from Slurm array or Kubernetes indexed Job variables when set.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// Number of shards when the index comes from `JOB_COMPLETION_INDEX` (Kubernetes).
+    #[arg(long, value_name = "N")]
+    pub shard_count: Option<u32>,
+}
+
+/// `fsbench run`.
+pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
+    crate::signals::install();
+    super::check_output_dir("--out", &args.out)?;
+    if let Some(w) = &args.workdir {
+        super::check_output_dir("--workdir", w)?;
+    }
+    if let Some(l) = &args.label {
+        super::check_label("--label", l)?;
+    }
+    if let Some(dir) = &args.resume {
+        return resume(args, dir);
+    }
+    let scenario = plan::load_scenario(args.scenario.as_deref(), &args.scenario_options.set)?;
+    // --kernel or [[kernels]]: the cells run in qemu guests, each a run of its own. Inside
+    // a guest, the scenario's [[kernels]] are where we already are.
+    let in_guest = std::env::var_os(crate::qemu::guest::IN_GUEST_ENV).is_some();
+    let kernels: Vec<KernelSpec> = if !args.kernels.is_empty() {
+        args.kernels
+            .iter()
+            .map(|a| qemu::parse_kernel_arg(a).map_err(|e| InputError::anyhow(e.to_string())))
+            .collect::<anyhow::Result<_>>()?
+    } else if in_guest {
+        Vec::new()
+    } else {
+        scenario.kernels.clone()
+    };
+    if !kernels.is_empty() {
+        return run_in_kernels(args, &scenario, &kernels);
+    }
+    let plan = plan::plan_for(&scenario, &args.scenario_options.only)?;
+    let shard = crate::shard::resolve_shard(args.shard.as_deref(), args.shard_count, &|k| std::env::var(k).ok())
+        .map_err(|e| InputError::anyhow(e.to_string()))?;
+    let (cells, shard_meta) = match shard {
+        Some(sh) => {
+            let (cells, meta) = crate::shard::shard_plan(&scenario, plan.cells, sh, &|k| std::env::var(k).ok());
+            eprintln!("fsbench: shard {sh} (run key {}): {} of {} cells", meta.key, cells.len(), meta.total_cells);
+            (cells, Some(meta))
+        }
+        None => (plan.cells, None),
+    };
+    let outcome = runner::run(RunRequest {
+        scenario: &scenario,
+        cells,
+        target: RunTarget::New { out: args.out.clone(), label: args.label.clone(), shard: shard_meta },
+        workroot: workroot(args),
+        allow_device: args.allow_device.clone(),
+        quiet: args.quiet,
+        untrusted_archives: false,
+    })?;
+    Ok(super::finish_run(&outcome))
+}
+
+/// `--resume`: finish an interrupted run as it was planned.
+fn resume(args: &RunArgs, dir: &std::path::Path) -> anyhow::Result<i32> {
+    if !args.kernels.is_empty() {
+        return Err(InputError::anyhow("--kernel cannot be combined with --resume: run the kernels again"));
+    }
+    // A resumed run keeps the shard it was planned with (its run.json lists its cells).
+    if args.shard.is_some() || args.shard_count.is_some() {
+        return Err(InputError::anyhow(
+            "--resume continues a run as it was planned: --shard and --shard-count cannot change it",
+        ));
+    }
+    // Nothing to do: leave the run (and its finish time) exactly as it was.
+    if let Some(stored) = runner::resume_is_complete(dir)? {
+        eprintln!("fsbench: {} is complete: all {} are stored", dir.display(), crate::text::cells(stored));
+        return Ok(exit::SUCCESS);
+    }
+    if !args.scenario_options.set.is_empty() || !args.scenario_options.only.is_empty() || args.label.is_some() {
+        return Err(InputError::anyhow(
+            "--resume continues a run as it was planned: --set, --only and --label cannot change it",
+        ));
+    }
+    let (scenario, cells, resumed) = runner::open_resumed(dir)?;
+    let outcome = runner::run(RunRequest {
+        scenario: &scenario,
+        cells,
+        target: RunTarget::Resumed(Box::new(resumed)),
+        workroot: workroot(args),
+        allow_device: args.allow_device.clone(),
+        quiet: args.quiet,
+        untrusted_archives: false,
+    })?;
+    Ok(super::finish_run(&outcome))
+}
+
+fn workroot(args: &RunArgs) -> PathBuf {
+    args.workdir.clone().unwrap_or_else(crate::provision::workroot::default_workdir)
+}
+
+/// Every cell under each kernel in qemu; one ordinary run directory per kernel.
+fn run_in_kernels(args: &RunArgs, scenario: &Scenario, kernels: &[KernelSpec]) -> anyhow::Result<i32> {
+    if args.shard.is_some() || args.shard_count.is_some() {
+        return Err(InputError::anyhow(
+            "--shard cannot be combined with --kernel/[[kernels]] yet: each kernel boots once and runs all its cells",
+        ));
+    }
+    if args.label.is_some() {
+        return Err(InputError::anyhow(
+            "--label names a host run; under --kernel/[[kernels]] each run is labelled with its kernel's label",
+        ));
+    }
+    let qemu_bin = qemu::prepare(scenario, kernels, args.allow_device.is_some())?;
+    // Validate the plan (and --only) on the host, before any boot.
+    let plan = plan::plan_for(scenario, &args.scenario_options.only)?;
+    let req = KernelsRequest {
+        scenario,
+        kernels,
+        only: &args.scenario_options.only,
+        cells: plan.cells.len(),
+        out: &args.out,
+        quiet: args.quiet,
+    };
+    let mut worst = exit::SUCCESS;
+    let runs = qemu::run_kernels(&req, &qemu_bin)?;
+    for k in &runs {
+        let code = match &k.end {
+            Ok(GuestEnd::Interrupted) => exit::INTERRUPTED,
+            Ok(GuestEnd::Exited(code)) => *code,
+            Err(e) => {
+                eprintln!("fsbench: kernel {}: {e:#}", k.label);
+                exit::FAILURE
+            }
+        };
+        if code != exit::SUCCESS && worst != exit::INTERRUPTED && (worst == exit::SUCCESS || k.end.is_ok()) {
+            worst = code;
+        }
+    }
+    for k in &runs {
+        let Some(dir) = &k.dir else { continue };
+        match crate::results::load_run(dir) {
+            Ok(run) => {
+                println!("== kernel {} ==", k.label);
+                print!("{}", crate::report::render_run(&run, crate::report::Format::Table));
+            }
+            Err(e) => eprintln!("fsbench: cannot read back {}: {e}", dir.display()),
+        }
+        eprintln!("fsbench: kernel {}: results in {}", k.label, dir.display());
+    }
+    if crate::signals::interrupted() {
+        return Ok(exit::INTERRUPTED);
+    }
+    Ok(worst)
+}

@@ -1,0 +1,203 @@
+//! `fsbench merge` and `fsbench submit slurm|k8s`: one scenario over many machines.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+
+use super::report::ReportFormat;
+use crate::exit::{self, InputError};
+use crate::report::Format;
+use crate::results::{load_run, write_atomic};
+use crate::scenario::Scenario;
+use crate::shard::merge::{MergeError, completeness, describe, find_run_dirs, group_runs, merge_by_host, render_group};
+use crate::shard::slurm::{SlurmJob, absolute, sbatch, scenario_arg};
+
+/// `fsbench merge`.
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// Run directories, or directories containing run directories (a shared results root).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Output format of the merged report.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ReportFormat,
+}
+
+/// `fsbench submit ...`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum SubmitCommand {
+    /// Write (and with --submit, sbatch) a Slurm array job running the shards, plus a dependent merge job.
+    Slurm(SubmitSlurmArgs),
+    /// Write a Kubernetes indexed Job manifest running the shards.
+    K8s(SubmitK8sArgs),
+}
+
+/// `fsbench submit slurm`.
+#[derive(Debug, Clone, Args)]
+pub struct SubmitSlurmArgs {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    /// Number of shards (array tasks).
+    #[arg(long)]
+    pub shards: u32,
+    /// Slurm partition.
+    #[arg(long)]
+    pub partition: Option<String>,
+    /// Shared results root the shards write to.
+    #[arg(long, default_value = "results", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Where to write the sbatch script (default: stdout).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Submit with sbatch after writing.
+    #[arg(long)]
+    pub submit: bool,
+}
+
+/// `fsbench submit k8s`.
+#[derive(Debug, Clone, Args)]
+pub struct SubmitK8sArgs {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    /// Number of shards (completions).
+    #[arg(long)]
+    pub shards: u32,
+    /// Container image that has fsbench.
+    #[arg(long, default_value = "fsbench:latest")]
+    pub image: String,
+    /// Where to write the manifest (default: stdout).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
+
+/// The scenario of a submit command, with a warning when shards outnumber cells.
+fn load_for_submit(scenario: &std::path::Path, shards: u32, unit: &str) -> anyhow::Result<Scenario> {
+    if shards == 0 {
+        return Err(InputError::anyhow("--shards must be at least 1"));
+    }
+    let s = crate::plan::load_scenario(Some(scenario), &[])?;
+    let cells = crate::plan::expand(&s).cells.len();
+    if shards as usize > cells {
+        eprintln!(
+            "fsbench: warning: {shards} shards for {cells} cells: {} {unit} will have no cell",
+            shards as usize - cells
+        );
+    }
+    Ok(s)
+}
+
+/// `fsbench submit slurm`.
+pub fn submit_slurm(args: &SubmitSlurmArgs) -> anyhow::Result<i32> {
+    let s = load_for_submit(&args.scenario, args.shards, "shards")?;
+    let job = SlurmJob {
+        exe: std::env::current_exe().context("cannot find the fsbench executable")?,
+        scenario: scenario_arg(&args.scenario)?,
+        scenario_name: s.name.clone(),
+        shards: args.shards,
+        partition: args.partition.clone(),
+        out: absolute(&args.out)?,
+    };
+    let script = job.array_script();
+    // sbatch does not create the directory of --output: a missing one loses every log.
+    std::fs::create_dir_all(job.log_dir()).with_context(|| format!("cannot create {}", job.log_dir().display()))?;
+    match &args.output {
+        Some(path) => {
+            write_atomic(path, script.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
+            eprintln!("fsbench: wrote {} ({} array tasks)", path.display(), args.shards);
+        }
+        None if !args.submit => print!("{script}"),
+        None => {}
+    }
+    if args.submit {
+        let array_args = vec!["--parsable".to_string()];
+        let (array_args, stdin) = match &args.output {
+            Some(p) => ([array_args, vec![absolute(p)?.to_string_lossy().into_owned()]].concat(), None),
+            None => (array_args, Some(script.as_str())),
+        };
+        let array_id = sbatch(&array_args, stdin)?;
+        let merge_id = sbatch(&job.merge_sbatch_args(&array_id), None)?;
+        println!("submitted array job {array_id} ({} shards) and merge job {merge_id}", args.shards);
+        eprintln!(
+            "fsbench: shard logs in {}/fsbench-{array_id}_*.out, merged report in {}/merge-{merge_id}.out",
+            job.log_dir().display(),
+            job.log_dir().display()
+        );
+    }
+    Ok(exit::SUCCESS)
+}
+
+/// `fsbench submit k8s`.
+pub fn submit_k8s(args: &SubmitK8sArgs) -> anyhow::Result<i32> {
+    use crate::shard::k8s::{RESULTS_CLAIM, manifest, to_yaml};
+    let s = load_for_submit(&args.scenario, args.shards, "pods")?;
+    let yaml = to_yaml(&manifest(&s.name, &s.source.text, args.shards, &args.image));
+    match &args.output {
+        Some(path) => {
+            write_atomic(path, yaml.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
+            eprintln!(
+                "fsbench: wrote {}: `kubectl apply -f {}`, then `fsbench merge` on the {RESULTS_CLAIM} volume",
+                path.display(),
+                path.display()
+            );
+        }
+        None => print!("{yaml}"),
+    }
+    Ok(exit::SUCCESS)
+}
+
+/// `fsbench merge`: exit 1 when shards are missing or unfinished, 2 on bad input.
+pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
+    let input = |e: MergeError| InputError::anyhow(e.to_string());
+    let format = Format::from(args.format);
+    let dirs = find_run_dirs(&args.dirs).map_err(input)?;
+    let mut runs = Vec::new();
+    for d in &dirs {
+        runs.push(load_run(d).map_err(|e| input(e.into()))?);
+    }
+    let mut groups = group_runs(runs).map_err(input)?;
+    // The merge job of `fsbench submit slurm` runs with the array's key: only that run.
+    if let Some(key) = std::env::var(crate::shard::env::RUN_KEY_VAR).ok().filter(|k| !k.is_empty()) {
+        groups.retain(|g| g.key.as_deref() == Some(key.as_str()));
+        if groups.is_empty() {
+            return Err(input(MergeError::KeyNotFound(key)));
+        }
+    }
+    let mut code = exit::SUCCESS;
+    let mut outputs = Vec::new();
+    for g in &groups {
+        let c = completeness(g);
+        let summary = describe(g, &c);
+        // Tables and Markdown carry the summary themselves; keep CSV and JSON on stdout parseable.
+        if matches!(format, Format::Csv | Format::Json) {
+            for line in &summary {
+                eprintln!("fsbench: {line}");
+            }
+        }
+        // Missing shards and runs that never finished (killed, interrupted) both mean
+        // the merged tables are not the whole scenario.
+        let unfinished = g.runs.iter().any(|r| r.meta.finished.is_none() || r.meta.interrupted);
+        if !c.is_complete() || unfinished {
+            code = exit::FAILURE;
+        }
+        let hosts = merge_by_host(g).map_err(input)?;
+        if hosts.iter().any(|(_, r)| !r.problems.is_empty()) {
+            code = exit::FAILURE;
+        }
+        let body = render_group(&hosts, format).map_err(input)?;
+        outputs.push(match format {
+            Format::Table => format!("{}\n\n{body}", summary.join("\n")),
+            Format::Markdown => {
+                format!("{}\n\n{body}", summary.iter().map(|l| format!("> {l}")).collect::<Vec<_>>().join("\n"))
+            }
+            _ => body,
+        });
+    }
+    let text = match format {
+        _ if outputs.len() == 1 => outputs.remove(0),
+        Format::Json => format!("[\n{}]\n", outputs.iter().map(|o| o.trim_end()).collect::<Vec<_>>().join(",\n")),
+        _ => outputs.join("\n"),
+    };
+    print!("{text}");
+    Ok(code)
+}
