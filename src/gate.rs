@@ -1,4 +1,4 @@
-//! The CI regression gate: baseline vs candidate, per-cell verdicts, exit code.
+//! The CI regression gate: baseline vs candidate, per-cell verdicts (the command layer turns them into an exit code).
 //!
 //! Decision rule (criterion's): for every comparison the gate computes the
 //! relative change of the means, `(mean_c - mean_b) / mean_b`, and its 95%

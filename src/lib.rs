@@ -3,8 +3,11 @@
 //! Data flows one way through one module per stage:
 //! `scenario` (parse, validate) -> `plan` (expand the matrix) -> `provision`
 //! (real filesystems, RAII teardown) -> `workload` (lat_fs loops, timed steps)
-//! -> `results` (self-describing files) -> `report` (tables, plots, compare).
-//! `runner` drives one run through these stages; `cli` maps the command line onto it.
+//! -> `results` (self-describing files) -> `report` (tables, plots, compare) -> `gate`.
+//! `runner` drives one run through these stages from a plain `RunRequest`; `qemu`,
+//! `shard` and `bundle` carry runs to other kernels, machines and labs.
+//! `app` is the command line on top: the only module that knows clap, prints command
+//! output or picks exit codes. `model`, `text`, `exit` and `signals` are the ground floor.
 
 pub mod app;
 pub mod bundle;
@@ -24,3 +27,6 @@ pub mod signals;
 pub mod stats;
 pub mod text;
 pub mod workload;
+
+#[cfg(test)]
+mod layout_rules;

@@ -1,7 +1,7 @@
 //! Small text helpers shared by the renderers: aligned columns, Markdown, CSV.
 
 /// What a report is rendered as. The library's own enum: the command line maps
-/// its flag onto it, so nothing below the command layer depends on clap.
+/// its flag onto it, so nothing below the command layer depends on the argument parser.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
     /// Terminal tables in the seed's layout.

@@ -1,7 +1,7 @@
 //! Reports: seed-style tables, time(1)-style lines, plots, comparisons.
 //!
 //! Renderers are pure functions of loaded runs (`render_run`, `render_compare`);
-//! the `cli_*` functions load, print and write plots. Formats:
+//! `write_plot_dir` writes plots and the seed text; loading and printing is the command layer's. Formats:
 //! - `table`: seed 000's layout with aligned columns (splitting a row on
 //!   whitespace gives the seed's tab-separated fields); seed 002's lines for steps;
 //! - `markdown`, `csv` (long format: one row per measured cell), `json`.

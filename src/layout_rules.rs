@@ -1,0 +1,95 @@
+//! The house rules of the README's layout section, checked against the source tree.
+//!
+//! Each rule is a plain text search, so `grep` finds the same violations by hand.
+
+use std::path::{Path, PathBuf};
+
+/// Every `.rs` file under `src/`, with its path relative to the crate root.
+fn sources() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    let mut stack: Vec<PathBuf> = vec![root.join("src")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let rel = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                out.push((rel, std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `needle` in `line`, not as the tail of a longer name (`println!` is not in `eprintln!`).
+fn contains_word(line: &str, needle: &str) -> bool {
+    line.match_indices(needle)
+        .any(|(i, _)| !line[..i].chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_'))
+}
+
+fn in_app(rel: &str) -> bool {
+    rel.starts_with("src/app/") || rel == "src/main.rs"
+}
+
+/// Lines of files outside the command layer that contain any of `needles`, except `allowed` files.
+fn offenders(needles: &[&str], allowed: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (rel, text) in sources() {
+        if in_app(&rel) || allowed.contains(&rel.as_str()) || rel == "src/layout_rules.rs" {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            if needles.iter().any(|needle| contains_word(line, needle)) {
+                found.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn only_the_command_layer_names_clap_or_the_app() {
+    let bad = offenders(&["clap", "crate::app", "fsbench::app"], &[]);
+    assert!(bad.is_empty(), "outside src/app/ and src/main.rs:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn only_the_command_layer_decides_exit_codes() {
+    // The guest's PID 1 powers the virtual machine off with the run's code; it is not a command.
+    let bad = offenders(
+        &["exit::SUCCESS", "exit::FAILURE", "exit::USAGE", "exit::INTERRUPTED", "process::exit"],
+        &["src/exit.rs", "src/qemu/guest.rs"],
+    );
+    assert!(bad.is_empty(), "exit codes decided outside src/app/:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn only_the_command_layer_prints_command_output() {
+    // stdout of a lat_fs worker is its protocol pipe to the parent; the guest's is the serial console.
+    let bad = offenders(&["println!", "print!(", "stdout()"], &["src/workload/latfs/worker.rs", "src/qemu/guest.rs"]);
+    assert!(bad.is_empty(), "stdout written outside src/app/:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn no_command_calls_another() {
+    const COMMANDS: &[&str] = &["bundle", "doctor", "fixture", "gate", "plan", "report", "run", "scenario", "shard"];
+    let mut bad = Vec::new();
+    for (rel, text) in sources().iter().filter(|(r, _)| r.starts_with("src/app/") && !r.ends_with("/mod.rs")) {
+        for (n, line) in text.lines().enumerate() {
+            for c in COMMANDS {
+                // A handler is a function: `super::run::run(`. Sharing a type (`super::report::ReportFormat`) is fine.
+                let needle = format!("super::{c}::");
+                if let Some(i) = line.find(&needle) {
+                    let rest = &line[i + needle.len()..];
+                    if rest.starts_with(|ch: char| ch.is_ascii_lowercase()) && rest.contains('(') {
+                        bad.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "a command calls another command's handler:\n{}", bad.join("\n"));
+}
