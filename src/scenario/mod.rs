@@ -1,13 +1,19 @@
 //! The scenario language: TOML text in, a validated [`Scenario`] out.
 //!
-//! `file` holds the plain serde structs that mirror the TOML (unknown keys are
-//! errors); `validate` turns them into the domain types below, with units
-//! parsed and every value checked, reporting file:line:column and the key.
+//! `load` brings the text in (a string, a file, an embedded name, `--set`
+//! overrides); `file` holds the plain serde structs that mirror the TOML
+//! (unknown keys are errors); `validate` turns them into the domain types
+//! below, with units parsed and every value checked. Errors (`error`) report
+//! file:line:column and the key, which `diagnose` finds in the text.
 //! Parsing never touches the system.
 
+mod diagnose;
+pub mod error;
+pub mod file;
 // A ScenarioError is built at most once per invocation and read field by field by
 // callers and tests; boxing it to shrink every Result would buy nothing measurable.
-pub mod file;
+#[allow(clippy::result_large_err)]
+pub mod load;
 #[allow(clippy::result_large_err)]
 pub mod overrides;
 pub mod units;
@@ -20,7 +26,8 @@ use std::time::Duration;
 
 use crate::model::{LatfsTest, Layout, QuotaImpl, QuotaMode};
 
-pub use validate::{ScenarioError, load, load_with, parse_overridden, parse_str};
+pub use error::ScenarioError;
+pub use load::{load, load_named, load_with, parse_overridden, parse_str, parses_on_this_thread};
 
 /// The current scenario format version (`schema = 1`).
 pub const SCENARIO_SCHEMA_VERSION: u32 = 1;

@@ -7,7 +7,7 @@
 
 use std::str::FromStr;
 
-use super::validate::ScenarioError;
+use super::error::ScenarioError;
 
 fn usage(origin: &str, message: String, help: Option<String>) -> ScenarioError {
     ScenarioError { origin: origin.to_string(), line: None, column: None, key: None, message, help, snippet: None }

@@ -1,23 +1,27 @@
 //! Validation: the file structs become domain types, errors point at file:line:column.
 //!
 //! Two passes, as cargo-nextest does it: serde reads the text into the plain
-//! structs of `file` (syntax, unknown keys, wrong types), then this module
-//! checks every value and builds the domain types of `super`. Both passes
-//! report the same way: origin, line, column, the dotted key, what is wrong
-//! and, where we can guess it, what was meant.
+//! structs of `file` (syntax, unknown keys, wrong types; driven by `load`), then
+//! this module checks every value and builds the domain types of `super`. Both
+//! passes report the same way, through `diagnose`: origin, line, column, the
+//! dotted key, what is wrong and, where we can guess it, what was meant.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::diagnose::{Ctx, Seg, p, with};
+use super::error::did_you_mean;
 use super::file::{
     ArchiveFile, BackingFile, FilesystemFile, GateFile, KernelFile, MatrixFile, ScenarioFile, StepFile, WorkloadFile,
 };
 use super::units::{parse_duration, parse_percent, parse_size};
 use super::*;
 use crate::model::{LatfsTest, Layout, QuotaImpl, QuotaMode};
+
+// These lived here before the split; `scenario::validate::suggest` and friends keep working.
+pub use super::error::{ScenarioError, suggest};
+pub use super::load::{load, load_with, parse_overridden, parse_str};
 
 /// Smallest image fsbench will create: below this mkfs of most filesystems fails.
 const MIN_IMAGE_SIZE: u64 = 16 << 20;
@@ -26,368 +30,8 @@ const MAX_IMAGE_SIZE: u64 = 16 << 40;
 /// Most tasks a cell may have (each is a process, and in layout M a loop device).
 const MAX_TASKS: i64 = 1024;
 
-/// A scenario that cannot be used: where (origin, line, column, key) and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScenarioError {
-    /// The file (or `<embedded:..>`, or `--set ...`).
-    pub origin: String,
-    /// 1-based line, when known.
-    pub line: Option<usize>,
-    /// 1-based column, when known.
-    pub column: Option<usize>,
-    /// Dotted key path (`matrix.tasks`), when known.
-    pub key: Option<String>,
-    /// What is wrong, as a lowercase fragment.
-    pub message: String,
-    /// A suggestion ("did you mean `tasks`?"), when we have one.
-    pub help: Option<String>,
-    /// The source line and a caret under the offending span, when known.
-    pub snippet: Option<String>,
-}
-
-impl std::error::Error for ScenarioError {}
-
-impl fmt::Display for ScenarioError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.origin)?;
-        if let (Some(l), Some(c)) = (self.line, self.column) {
-            write!(f, ":{l}:{c}")?;
-        }
-        write!(f, ": {}", self.message)?;
-        if let Some(key) = &self.key {
-            let last = key.rsplit(['.', '[']).next().unwrap_or(key).trim_end_matches(']');
-            if !self.message.contains(&format!("`{key}`")) && !self.message.contains(&format!("`{last}`")) {
-                write!(f, " (key `{key}`)")?;
-            }
-        }
-        if let Some(snippet) = &self.snippet {
-            write!(f, "\n{snippet}")?;
-        }
-        if let Some(help) = &self.help {
-            write!(f, "\n  = help: {help}")?;
-        }
-        Ok(())
-    }
-}
-
-/// One step of a key path: a table key or an array index.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Seg {
-    Key(String),
-    Index(usize),
-}
-
-fn path_str(path: &[Seg]) -> String {
-    let mut s = String::new();
-    for seg in path {
-        match seg {
-            Seg::Key(k) => {
-                if !s.is_empty() {
-                    s.push('.');
-                }
-                s.push_str(k);
-            }
-            Seg::Index(i) => s.push_str(&format!("[{i}]")),
-        }
-    }
-    s
-}
-
-/// Build a path from `"workload.steps"` plus extra segments.
-fn p(base: &str) -> Vec<Seg> {
-    base.split('.').filter(|s| !s.is_empty()).map(|s| Seg::Key(s.to_string())).collect()
-}
-
-fn with(mut path: Vec<Seg>, seg: Seg) -> Vec<Seg> {
-    path.push(seg);
-    path
-}
-
-/// Everything needed to turn a position or a key path into a good error.
-struct Ctx<'a> {
-    text: &'a str,
-    origin: &'a str,
-    doc: Option<toml_edit::Document<&'a str>>,
-    /// `--set` overrides by dotted path: errors under them name the option, not the file.
-    overrides: &'a [(String, String)],
-}
-
-impl<'a> Ctx<'a> {
-    fn new(text: &'a str, origin: &'a str, overrides: &'a [(String, String)]) -> Self {
-        Ctx { text, origin, doc: toml_edit::Document::parse(text).ok(), overrides }
-    }
-
-    fn error_at(
-        &self,
-        span: Option<Range<usize>>,
-        key: Option<String>,
-        message: String,
-        help: Option<String>,
-    ) -> ScenarioError {
-        let overridden = key.as_ref().and_then(|k| {
-            self.overrides
-                .iter()
-                .find(|(p, _)| k == p || k.starts_with(&format!("{p}.")) || k.starts_with(&format!("{p}[")))
-        });
-        if let Some((path, value)) = overridden {
-            return ScenarioError {
-                origin: format!("--set {path}={value}"),
-                line: None,
-                column: None,
-                key,
-                message,
-                help,
-                snippet: None,
-            };
-        }
-        let (line, column, snippet) = match span {
-            Some(span) => {
-                let (l, c) = line_col(self.text, span.start);
-                (Some(l), Some(c), Some(snippet(self.text, span)))
-            }
-            None => (None, None, None),
-        };
-        ScenarioError { origin: self.origin.to_string(), line, column, key, message, help, snippet }
-    }
-
-    /// An error about the value at `path` (or, if `on_key`, about the key itself).
-    fn at(&self, path: &[Seg], on_key: bool, message: impl Into<String>, help: Option<String>) -> ScenarioError {
-        let span = self.span_of(path, on_key);
-        self.error_at(span, Some(path_str(path)), message.into(), help)
-    }
-
-    fn value(&self, path: &[Seg], message: impl Into<String>) -> ScenarioError {
-        self.at(path, false, message, None)
-    }
-
-    fn value_help(&self, path: &[Seg], message: impl Into<String>, help: impl Into<String>) -> ScenarioError {
-        self.at(path, false, message, Some(help.into()))
-    }
-
-    /// Span of the value (or key) at `path`; falls back to the deepest existing parent.
-    fn span_of(&self, path: &[Seg], on_key: bool) -> Option<Range<usize>> {
-        let doc = self.doc.as_ref()?;
-        let mut item = doc.as_item();
-        let mut best = None;
-        for (i, seg) in path.iter().enumerate() {
-            let last = i + 1 == path.len();
-            let next = match seg {
-                Seg::Key(k) => {
-                    let kv = item.as_table_like().and_then(|t| t.get_key_value(k));
-                    match kv {
-                        Some((key, v)) => {
-                            if last && on_key {
-                                return key.span().or(best);
-                            }
-                            best = key.span().or(best);
-                            Some(v)
-                        }
-                        None => None,
-                    }
-                }
-                Seg::Index(idx) => item.get(*idx),
-            };
-            match next {
-                Some(n) => {
-                    item = n;
-                    if let Some(s) = n.span() {
-                        best = Some(s);
-                    }
-                }
-                None => break,
-            }
-        }
-        best
-    }
-
-    /// Key path of the deepest key whose value contains `offset` (for serde errors).
-    fn path_at(&self, offset: usize) -> Vec<Seg> {
-        let mut path = Vec::new();
-        let Some(doc) = self.doc.as_ref() else { return path };
-        let mut item = doc.as_item();
-        'outer: loop {
-            if let Some(t) = item.as_table_like() {
-                for (k, v) in t.iter() {
-                    let key_span = t.get_key_value(k).and_then(|(key, _)| key.span());
-                    let in_key = key_span.as_ref().is_some_and(|s| s.contains(&offset));
-                    let in_value = v.span().is_some_and(|s| s.contains(&offset)) || sub_contains(v, offset);
-                    if in_key || in_value {
-                        path.push(Seg::Key(k.to_string()));
-                        item = v;
-                        continue 'outer;
-                    }
-                }
-            } else if let Some(arr) = item.as_array() {
-                for (i, v) in arr.iter().enumerate() {
-                    if v.span().is_some_and(|s| s.contains(&offset)) {
-                        path.push(Seg::Index(i));
-                        // Inline tables inside arrays: look for the key inside.
-                        if let Some(t) = v.as_inline_table() {
-                            for (k, vv) in t.iter() {
-                                let ks = t.key(k).and_then(|kk| kk.span());
-                                if ks.is_some_and(|s| s.contains(&offset))
-                                    || vv.span().is_some_and(|s| s.contains(&offset))
-                                {
-                                    path.push(Seg::Key(k.to_string()));
-                                }
-                            }
-                        }
-                        break 'outer;
-                    }
-                }
-            } else if let Some(aot) = item.as_array_of_tables() {
-                for (i, t) in aot.iter().enumerate() {
-                    if t.span().is_some_and(|s| s.contains(&offset)) {
-                        path.push(Seg::Index(i));
-                        break 'outer;
-                    }
-                }
-            }
-            break;
-        }
-        path
-    }
-}
-
-/// Whether some descendant of a table item spans `offset` (standard tables have no span of their own).
-fn sub_contains(item: &toml_edit::Item, offset: usize) -> bool {
-    match item.as_table_like() {
-        Some(t) if item.is_table() => t.iter().any(|(k, v)| {
-            t.get_key_value(k).and_then(|(key, _)| key.span()).is_some_and(|s| s.contains(&offset))
-                || v.span().is_some_and(|s| s.contains(&offset))
-                || sub_contains(v, offset)
-        }),
-        _ => false,
-    }
-}
-
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rfind('\n').map(|i| offset - i - 1).unwrap_or(offset);
-    (line, before[before.len() - col..].chars().count() + 1)
-}
-
-fn snippet(text: &str, span: Range<usize>) -> String {
-    let start = span.start.min(text.len());
-    let line_start = text[..start].rfind('\n').map(|i| i + 1).unwrap_or(0);
-    let line_end = text[start..].find('\n').map(|i| start + i).unwrap_or(text.len());
-    let line = &text[line_start..line_end];
-    let (lineno, col) = line_col(text, start);
-    let width = text[start..span.end.min(line_end).max(start)].chars().count().max(1);
-    let num = lineno.to_string();
-    let pad = " ".repeat(num.len());
-    format!("{pad} |\n{num} | {line}\n{pad} | {}{}", " ".repeat(col - 1), "^".repeat(width))
-}
-
-/// The nearest candidate to `name`, if it is close enough to be a likely typo.
-pub fn suggest<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
-    candidates
-        .into_iter()
-        .map(|c| (strsim::damerau_levenshtein(&name.to_ascii_lowercase(), &c.to_ascii_lowercase()), c))
-        .filter(|(d, c)| *d <= 2.max(c.len() / 3) && *d < c.len().max(name.len()))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
-}
-
-fn did_you_mean(name: &str, candidates: &[&str]) -> Option<String> {
-    suggest(name, candidates.iter().copied()).map(|c| format!("did you mean `{c}`?"))
-}
-
-/// Turn a serde/toml error into a positioned error with a key path and a suggestion.
-fn from_toml_error(ctx: &Ctx, e: &toml::de::Error) -> ScenarioError {
-    let msg = e.message().trim().to_string();
-    let span = e.span();
-    // A span that starts the document is about the root table (e.g. a missing top-level key).
-    let whole_doc =
-        span.as_ref().is_some_and(|s| s.start == 0 && (s.end == 0 || s.end + 1 >= ctx.text.trim_end().len()));
-    let path = match &span {
-        Some(s) if !whole_doc => ctx.path_at(s.start),
-        _ => Vec::new(),
-    };
-    let key = (!path.is_empty()).then(|| path_str(&path));
-    // serde: "unknown field `taks`, expected one of `fs`, `layout`, ..."
-    if let Some(rest) = msg.strip_prefix("unknown field `") {
-        let (name, tail) = rest.split_once('`').unwrap_or((rest, ""));
-        let expected: Vec<&str> = tail.split('`').skip(1).step_by(2).collect();
-        let table = path.len().checked_sub(1).map(|n| path_str(&path[..n])).filter(|s| !s.is_empty());
-        let where_ = table.map(|t| format!(" in [{t}]")).unwrap_or_default();
-        let help = did_you_mean(name, &expected)
-            .or_else(|| (!expected.is_empty()).then(|| format!("valid keys here: {}", expected.join(", "))));
-        return ctx.error_at(span, key, format!("unknown key `{name}`{where_}"), help);
-    }
-    if let Some(rest) = msg.strip_prefix("missing field `") {
-        let name = rest.split('`').next().unwrap_or(rest);
-        let table = path_str(&path);
-        let full = if table.is_empty() { name.to_string() } else { format!("{table}.{name}") };
-        let span = if path.is_empty() { None } else { span };
-        return ctx.error_at(span, Some(full.clone()), format!("missing key `{full}`"), None);
-    }
-    if msg.starts_with("invalid type") || msg.starts_with("invalid value") {
-        let what = key.clone().map(|k| format!("wrong type for `{k}`: ")).unwrap_or_default();
-        return ctx.error_at(span, key, format!("{what}{msg}"), None);
-    }
-    // TOML syntax errors: keep the parser's words.
-    ctx.error_at(span, key, format!("invalid TOML: {msg}"), None)
-}
-
-/// Parse and validate scenario text. `origin` names it in errors.
-pub fn parse_str(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
-    parse_with(text, origin, Path::new("."), &[])
-}
-
-/// Read, parse and validate a scenario file.
-pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-    load_with(path, &[])
-}
-
-/// Read a scenario file, apply `--set` overrides, parse and validate.
-pub fn load_with(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError> {
-    let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
-        origin: origin.clone(),
-        line: None,
-        column: None,
-        key: None,
-        message: format!("cannot read scenario: {e}"),
-        help: None,
-        snippet: None,
-    })?;
-    let base = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
-    let base = if base.as_os_str().is_empty() { PathBuf::from(".") } else { base };
-    parse_overridden(&text, &origin, &base, overrides)
-}
-
-/// Apply `--set` overrides to `text`, then parse and validate.
-pub fn parse_overridden(
-    text: &str,
-    origin: &str,
-    base_dir: &Path,
-    overrides: &[String],
-) -> Result<Scenario, ScenarioError> {
-    if overrides.is_empty() {
-        return parse_with(text, origin, base_dir, &[]);
-    }
-    let (text, applied) = super::overrides::apply(text, origin, overrides)?;
-    parse_with(&text, origin, base_dir, &applied)
-}
-
-fn parse_with(
-    text: &str,
-    origin: &str,
-    base_dir: &Path,
-    overrides: &[(String, String)],
-) -> Result<Scenario, ScenarioError> {
-    let ctx = Ctx::new(text, origin, overrides);
-    let file: ScenarioFile = toml::from_str(text).map_err(|e| from_toml_error(&ctx, &e))?;
-    let mut scenario = validate(&ctx, file, base_dir)?;
-    scenario.source =
-        ScenarioSource { origin: origin.to_string(), base_dir: base_dir.to_path_buf(), text: text.to_string() };
-    Ok(scenario)
-}
-
-fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Scenario, ScenarioError> {
+/// Check every value of the file structs and build the domain types; `source` is left for the caller.
+pub(super) fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Scenario, ScenarioError> {
     if f.schema != SCENARIO_SCHEMA_VERSION {
         let msg = if f.schema > SCENARIO_SCHEMA_VERSION {
             format!(
@@ -1118,12 +762,5 @@ mod tests {
         let e = parse_str(&text, "t.toml").unwrap_err();
         assert_eq!((e.line, e.column), (Some(5), Some(13)), "{e}");
         assert_eq!(e.key.as_deref(), Some("matrix.tasks[1]"));
-    }
-
-    #[test]
-    fn suggestions_are_only_for_near_misses() {
-        assert_eq!(suggest("taks", ["fs", "tasks", "test"]), Some("tasks"));
-        assert_eq!(suggest("zzzz", ["fs", "tasks", "test"]), None);
-        assert_eq!(suggest("ext44", ["ext4", "ext2"]), Some("ext4"));
     }
 }

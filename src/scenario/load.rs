@@ -1,0 +1,126 @@
+//! How scenario text gets in: from a string, a file or an embedded name, with `--set` overrides, to a [`Scenario`].
+
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+
+use super::diagnose::{Ctx, from_toml_error};
+use super::error::ScenarioError;
+use super::file::{ScenarioFile, embedded};
+use super::validate::validate;
+use super::{Scenario, ScenarioSource};
+
+thread_local! {
+    // Per thread rather than global: tests run in parallel threads and must not count each other's parses.
+    static PARSES: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Scenario texts parsed on this thread so far; it exists so tests can check a command parses its scenario once.
+pub fn parses_on_this_thread() -> usize {
+    PARSES.with(Cell::get)
+}
+
+/// Parse and validate scenario text. `origin` names it in errors.
+pub fn parse_str(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+    parse_with(text, origin, Path::new("."), &[])
+}
+
+/// Read, parse and validate a scenario file.
+pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+    load_with(path, &[])
+}
+
+/// Read a scenario file, apply `--set` overrides, parse and validate.
+pub fn load_with(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        origin: origin.clone(),
+        line: None,
+        column: None,
+        key: None,
+        message: format!("cannot read scenario: {e}"),
+        help: None,
+        snippet: None,
+    })?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    let base = if base.as_os_str().is_empty() { PathBuf::from(".") } else { base };
+    parse_overridden(&text, &origin, &base, overrides)
+}
+
+/// Apply `--set` overrides to `text`, then parse and validate.
+pub fn parse_overridden(
+    text: &str,
+    origin: &str,
+    base_dir: &Path,
+    overrides: &[String],
+) -> Result<Scenario, ScenarioError> {
+    if overrides.is_empty() {
+        return parse_with(text, origin, base_dir, &[]);
+    }
+    let (text, applied) = super::overrides::apply(text, origin, overrides)?;
+    parse_with(&text, origin, base_dir, &applied)
+}
+
+/// The scenario named on the command line: `None` is quickstart, an embedded name not on disk that one, else a file.
+pub fn load_named(path: Option<&Path>, set: &[String]) -> Result<Scenario, ScenarioError> {
+    match path {
+        None => {
+            let e = embedded("quickstart").expect("quickstart is embedded");
+            parse_overridden(e.text, "<embedded:quickstart>", Path::new("."), set)
+        }
+        // An existing file wins, so an embedded name never hides a real file of the same name.
+        Some(p) if !p.exists() && embedded(&p.to_string_lossy()).is_some() => {
+            let e = embedded(&p.to_string_lossy()).expect("checked");
+            parse_overridden(e.text, &format!("<embedded:{}>", e.name), Path::new("."), set)
+        }
+        Some(p) => load_with(p, set),
+    }
+}
+
+/// The one place scenario text becomes a [`Scenario`]: every loader ends here, so the parse counter lives here.
+fn parse_with(
+    text: &str,
+    origin: &str,
+    base_dir: &Path,
+    overrides: &[(String, String)],
+) -> Result<Scenario, ScenarioError> {
+    PARSES.with(|n| n.set(n.get() + 1));
+    let ctx = Ctx::new(text, origin, overrides);
+    let file: ScenarioFile = toml::from_str(text).map_err(|e| from_toml_error(&ctx, &e))?;
+    let mut scenario = validate(&ctx, file, base_dir)?;
+    scenario.source =
+        ScenarioSource { origin: origin.to_string(), base_dir: base_dir.to_path_buf(), text: text.to_string() };
+    Ok(scenario)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_loader_counts_one_parse() {
+        let quickstart = embedded("quickstart").unwrap().text;
+        let before = parses_on_this_thread();
+        parse_str(quickstart, "q").unwrap();
+        assert_eq!(parses_on_this_thread(), before + 1);
+        parse_overridden(quickstart, "q", Path::new("."), &["name=other".to_string()]).unwrap();
+        assert_eq!(parses_on_this_thread(), before + 2);
+        load_named(None, &[]).unwrap();
+        assert_eq!(parses_on_this_thread(), before + 3);
+        // Rejected text was still parsed.
+        parse_str("schema = 2", "bad").unwrap_err();
+        assert_eq!(parses_on_this_thread(), before + 4);
+        // A file that cannot be read never reaches the parser.
+        load_named(Some(Path::new("/nonexistent/fsbench/x.toml")), &[]).unwrap_err();
+        assert_eq!(parses_on_this_thread(), before + 4);
+    }
+
+    #[test]
+    fn load_named_finds_embedded_scenarios_by_name() {
+        let s = load_named(None, &[]).unwrap();
+        assert_eq!(s.source.origin, "<embedded:quickstart>");
+        let s = load_named(Some(Path::new("quota-smp")), &[]).unwrap();
+        assert_eq!(s.source.origin, "<embedded:quota-smp>");
+        let e = load_named(Some(Path::new("no-such-scenario")), &[]).unwrap_err();
+        assert!(e.message.contains("cannot read scenario"), "{e}");
+    }
+}
