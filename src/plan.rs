@@ -104,7 +104,7 @@ impl CellFilter {
                 };
                 let axis = axis.trim();
                 if !AXES.contains(&axis) {
-                    let hint = crate::scenario::validate::suggest(axis, AXES.iter().copied())
+                    let hint = crate::scenario::suggest(axis, AXES.iter().copied())
                         .map(|s| format!(", did you mean `{s}`?"))
                         .unwrap_or_else(|| format!(" (axes: {})", AXES.join(", ")));
                     return Err(InputError(format!("--only {opt}: unknown axis `{axis}`{hint}")));
@@ -189,29 +189,6 @@ pub fn estimate(s: &Scenario) -> Duration {
         // Steps have no fixed length; seed 002's kernel untar takes seconds per step.
         Workload::Steps(st) => Duration::from_secs(2) * (st.steps.len() as u32) * st.iterations,
     }
-}
-
-/// Load a scenario named on the command line (a file, or the name of an embedded one;
-/// the quickstart when none), with `--set` overrides applied.
-pub fn load_scenario(path: Option<&std::path::Path>, set: &[String]) -> anyhow::Result<Scenario> {
-    use crate::scenario::file::embedded;
-    let scenario = match path {
-        None => {
-            let e = embedded("quickstart").expect("quickstart is embedded");
-            crate::scenario::parse_overridden(e.text, "<embedded:quickstart>", std::path::Path::new("."), set)?
-        }
-        Some(p) if !p.exists() && embedded(&p.to_string_lossy()).is_some() => {
-            let e = embedded(&p.to_string_lossy()).expect("checked");
-            crate::scenario::parse_overridden(
-                e.text,
-                &format!("<embedded:{}>", e.name),
-                std::path::Path::new("."),
-                set,
-            )?
-        }
-        Some(p) => crate::scenario::load_with(p, set)?,
-    };
-    Ok(scenario)
 }
 
 /// Expand a scenario and keep the cells that `--only` filters select.

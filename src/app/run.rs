@@ -63,7 +63,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     if let Some(dir) = &args.resume {
         return resume(args, dir);
     }
-    let scenario = plan::load_scenario(args.scenario.as_deref(), &args.scenario_options.set)?;
+    let scenario = crate::scenario::load_named(args.scenario.as_deref(), &args.scenario_options.set)?;
     // --kernel or [[kernels]]: the cells run in qemu guests, each a run of its own. Inside
     // a guest, the scenario's [[kernels]] are where we already are.
     let in_guest = std::env::var_os(crate::qemu::guest::IN_GUEST_ENV).is_some();

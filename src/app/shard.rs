@@ -76,7 +76,7 @@ fn load_for_submit(scenario: &std::path::Path, shards: u32, unit: &str) -> anyho
     if shards == 0 {
         return Err(InputError::anyhow("--shards must be at least 1"));
     }
-    let s = crate::plan::load_scenario(Some(scenario), &[])?;
+    let s = crate::scenario::load_named(Some(scenario), &[])?;
     let cells = crate::plan::expand(&s).cells.len();
     if shards as usize > cells {
         eprintln!(

@@ -392,9 +392,6 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ResultsError> {
     Ok(LoadedRun { dir: dir.to_path_buf(), meta, cells, problems })
 }
 
-// The label rule lives with the data model; kept reachable here for existing callers.
-pub use crate::model::{LABEL_RULE, is_valid_label};
-
 /// File in a run directory imported from a bundle; `run --resume` refuses such runs.
 pub const IMPORTED_MARKER: &str = "IMPORTED-FROM-BUNDLE";
 

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use crate::model::{LatfsTest, Layout, QuotaImpl, QuotaMode};
 
-pub use error::ScenarioError;
+pub use error::{ScenarioError, suggest};
 pub use load::{load, load_named, load_with, parse_overridden, parse_str, parses_on_this_thread};
 
 /// The current scenario format version (`schema = 1`).

@@ -19,10 +19,6 @@ use super::units::{parse_duration, parse_percent, parse_size};
 use super::*;
 use crate::model::{LatfsTest, Layout, QuotaImpl, QuotaMode};
 
-// These lived here before the split; `scenario::validate::suggest` and friends keep working.
-pub use super::error::{ScenarioError, suggest};
-pub use super::load::{load, load_with, parse_overridden, parse_str};
-
 /// Smallest image fsbench will create: below this mkfs of most filesystems fails.
 const MIN_IMAGE_SIZE: u64 = 16 << 20;
 /// Largest (sparse) image: beyond this the number is a typo, not a plan.
@@ -110,11 +106,11 @@ fn validate_kernels(ctx: &Ctx, ks: &[KernelFile], base_dir: &Path) -> Result<Vec
     for (i, k) in ks.iter().enumerate() {
         let at = |key: &str| with(with(p("kernels"), Seg::Index(i)), Seg::Key(key.to_string()));
         let label = k.label.trim().to_string();
-        if !crate::results::is_valid_label(&label) {
+        if !crate::model::is_valid_label(&label) {
             return Err(ctx.value_help(
                 &at("label"),
                 format!("invalid kernel label `{}`", k.label),
-                format!("use {}", crate::results::LABEL_RULE),
+                format!("use {}", crate::model::LABEL_RULE),
             ));
         }
         if out.iter().any(|o| o.label == label) {
