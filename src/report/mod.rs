@@ -12,6 +12,7 @@
 pub mod compare;
 pub mod format;
 pub mod latfs_tables;
+mod markup;
 pub mod plot;
 pub mod steps;
 
@@ -28,7 +29,8 @@ pub use plot::{PlotError, PlotImage, plot_latfs, plot_steps};
 pub use steps::{StepsGroup, build_groups};
 
 pub use format::Format;
-use format::{aligned, csv_num, csv_record, fmt4, markdown};
+use format::{csv_num, csv_record, fmt4};
+use markup::{Markdown, Markup, Plain};
 
 /// Render one run in the chosen format.
 pub fn render_run(run: &LoadedRun, format: Format) -> String {
@@ -160,7 +162,9 @@ fn ratio_rows(
     (header, rows)
 }
 
-fn text_footer(out: &mut String, nm: &[NotMeasured], problems: &[String]) {
+/// Cells without a result and unreadable result files, as indented lines; empty when there are none.
+fn text_footer(nm: &[NotMeasured], problems: &[String]) -> String {
+    let mut out = String::new();
     if !nm.is_empty() {
         // One entry per distinct reason: 64 quota cells skipped for one kernel limitation
         // are one fact, not 64.
@@ -195,6 +199,7 @@ fn text_footer(out: &mut String, nm: &[NotMeasured], problems: &[String]) {
             out.push_str(&format!("  {p}\n"));
         }
     }
+    out
 }
 
 fn all_problems(runs: &[(&str, &LoadedRun)]) -> Vec<String> {
@@ -230,333 +235,297 @@ fn json_runs<'a>(runs: &'a [(&'a str, &'a LoadedRun)]) -> Vec<JsonRun<'a>> {
         .collect()
 }
 
+/// The scenario every run shares (a comparison refuses others); empty when there are no runs.
+fn scenario_name<'a>(runs: &[(&str, &'a LoadedRun)]) -> &'a str {
+    runs.first().map(|(_, r)| r.meta.scenario_name.as_str()).unwrap_or("")
+}
+
+/// The list under a report's title: one line per run, then the comparison's warnings.
+fn run_list(m: &mut dyn Markup, runs: &[(&str, &LoadedRun)], warnings: &[String]) {
+    for (l, r) in runs {
+        m.item(&run_line(l, r));
+    }
+    for w in warnings {
+        let label = m.strong("warning:");
+        m.item(&format!("{label} {w}"));
+    }
+}
+
 fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[String], format: Format) -> String {
     let tables = build_tables(runs);
     let reference = runs.first().map(|(l, _)| *l).unwrap_or("run");
-    let nm = not_measured(runs);
-    let problems = all_problems(runs);
-    let scenario = runs.first().map(|(_, r)| r.meta.scenario_name.as_str()).unwrap_or("");
-    let legend = format!(
-        "ratio = median / median of {reference}; * significant (Welch's t-test on repetitions, alpha {}), no mark: not significant, ? untestable (fewer than 2 repetitions or no spread)",
-        compare::ALPHA
-    );
-    match format {
-        Format::Table => {
-            let mut out = format!("Results for {scenario}\n\n");
-            for (l, r) in runs {
-                out.push_str(&run_line(l, r));
-                out.push('\n');
-            }
-            for w in warnings {
-                out.push_str(&format!("warning: {w}\n"));
-            }
-            out.push_str("Numbers: total loops per millisecond over all tasks (lmbench total_loops), median over repetitions; higher is better.\n\n");
-            let mut last_section = String::new();
-            for t in &tables {
-                if t.section() != last_section {
-                    last_section = t.section();
-                    out.push_str(&format!("{last_section}\n\n"));
-                }
-                out.push_str(&format!("{}\n\n", t.title()));
-                out.push_str(&aligned(&t.header(), &t.rows()));
-                let noisy = t.noisy();
-                if !noisy.is_empty() {
-                    out.push_str(&format!("noisy repetitions: {}\n", noisy.join(", ")));
-                }
-                out.push('\n');
-                if with_ratios {
-                    let (header, rows) = ratio_rows(t, reference, |r| r.display());
-                    if !rows.is_empty() {
-                        out.push_str(&aligned(&header, &rows));
-                        out.push('\n');
-                    }
-                }
-            }
-            if with_ratios {
-                out.push_str(&format!("{legend}\n\n"));
-            }
-            text_footer(&mut out, &nm, &problems);
-            out
+    // The terminal report names lmbench's counter for those who know the seed; Markdown keeps the line short.
+    let (mut m, numbers): (Box<dyn Markup>, &str) = match format {
+        Format::Table => (
+            Box::new(Plain::default()),
+            "Numbers: total loops per millisecond over all tasks (lmbench total_loops), median over repetitions; higher is better.",
+        ),
+        Format::Markdown => (
+            Box::new(Markdown::default()),
+            "Numbers: total loops/ms over all tasks, median over repetitions; higher is better.",
+        ),
+        Format::Csv => return latfs_csv(&tables, reference, with_ratios),
+        Format::Json => return latfs_json(runs, warnings, &tables, with_ratios, reference),
+    };
+    m.heading(1, &format!("Results for {}", scenario_name(runs)));
+    run_list(&mut *m, runs, warnings);
+    m.paragraph(numbers);
+    let mut last_section = String::new();
+    for t in &tables {
+        if t.section() != last_section {
+            last_section = t.section();
+            m.heading(2, &last_section);
         }
-        Format::Markdown => {
-            let mut out = format!("# Results for {scenario}\n\n");
-            for (l, r) in runs {
-                out.push_str(&format!("- {}\n", run_line(l, r)));
-            }
-            for w in warnings {
-                out.push_str(&format!("- **warning:** {w}\n"));
-            }
-            out.push_str("\nNumbers: total loops/ms over all tasks, median over repetitions; higher is better.\n");
-            let mut last_section = String::new();
-            for t in &tables {
-                if t.section() != last_section {
-                    last_section = t.section();
-                    out.push_str(&format!("\n## {last_section}\n"));
-                }
-                out.push_str(&format!("\n### {}\n\n", t.title()));
-                out.push_str(&markdown(&t.header(), &t.rows()));
-                let noisy = t.noisy();
-                if !noisy.is_empty() {
-                    out.push_str(&format!("\nnoisy repetitions: {}\n", noisy.join(", ")));
-                }
-                if with_ratios {
-                    let (header, rows) = ratio_rows(t, reference, |r| r.display().replace('*', "\\*"));
-                    if !rows.is_empty() {
-                        out.push('\n');
-                        out.push_str(&markdown(&header, &rows));
-                    }
-                }
-            }
-            if with_ratios {
-                out.push_str(&format!("\n{}\n", legend.replace('*', "\\*")));
-            }
-            let mut footer = String::new();
-            text_footer(&mut footer, &nm, &problems);
-            if !footer.is_empty() {
-                out.push_str("\n```\n");
-                out.push_str(&footer);
-                out.push_str("```\n");
-            }
-            out
+        m.heading(3, &t.title());
+        m.table(&t.header(), &t.rows());
+        let noisy = t.noisy();
+        if !noisy.is_empty() {
+            m.note(&format!("noisy repetitions: {}", noisy.join(", ")));
         }
-        Format::Csv => {
-            let mut head: Vec<String> = [
-                "label",
-                "fs",
-                "layout",
-                "quota",
-                "test",
-                "tasks",
-                "column",
-                "n",
-                "median",
-                "mean",
-                "stddev",
-                "min",
-                "max",
-                "ci95_low",
-                "ci95_high",
-                "cv",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-            if with_ratios {
-                head.extend(["ratio", "p_value", "significant"].map(String::from));
+        if with_ratios {
+            let (header, rows) = ratio_rows(t, reference, |r| m.literal(&r.display()));
+            if !rows.is_empty() {
+                m.table(&header, &rows);
             }
-            let mut out = csv_record(&head);
-            for t in &tables {
-                for (ri, tasks) in t.tasks.iter().enumerate() {
-                    for (ci, col) in t.columns.iter().enumerate() {
-                        let Some(p) = &t.values[ri][ci] else { continue };
-                        let s = &p.summary;
-                        let mut rec = vec![
-                            col.label.clone(),
-                            t.fs.clone(),
-                            t.layout.to_string(),
-                            col.quota.to_string(),
-                            t.test.to_string(),
-                            tasks.to_string(),
-                            col.name.clone(),
-                            s.n.to_string(),
-                            fmt4(s.median),
-                            fmt4(s.mean),
-                            fmt4(s.stddev),
-                            fmt4(s.min),
-                            fmt4(s.max),
-                            fmt4(s.ci95_low),
-                            fmt4(s.ci95_high),
-                            fmt4(s.cv),
-                        ];
-                        if with_ratios {
-                            let r = t
-                                .columns
-                                .iter()
-                                .position(|c| c.label == reference && c.quota == col.quota)
-                                .filter(|_| col.label != reference)
-                                .and_then(|rci| t.values[ri][rci].as_ref())
-                                .and_then(|rp| compare::ratio(rp, p));
-                            rec.push(r.as_ref().map(|r| fmt4(r.ratio)).unwrap_or_default());
-                            rec.push(csv_num(r.as_ref().and_then(|r| r.welch.map(|w| w.p))));
-                            rec.push(
-                                r.as_ref()
-                                    .filter(|r| r.welch.is_some())
-                                    .map(|r| r.significant.to_string())
-                                    .unwrap_or_default(),
-                            );
-                        }
-                        out.push_str(&csv_record(&rec));
-                    }
-                }
-            }
-            out
-        }
-        Format::Json => {
-            #[derive(Serialize)]
-            struct Out<'a> {
-                workload: &'static str,
-                scenario: &'a str,
-                runs: Vec<JsonRun<'a>>,
-                warnings: &'a [String],
-                tables: Vec<JsonTable<'a>>,
-                not_measured: &'a [NotMeasured],
-                problems: &'a [String],
-            }
-            #[derive(Serialize)]
-            struct JsonTable<'a> {
-                #[serde(flatten)]
-                table: &'a LatfsTable,
-                #[serde(skip_serializing_if = "Option::is_none")]
-                ratios: Option<compare::RatioTable>,
-            }
-            let jt = tables
-                .iter()
-                .map(|t| JsonTable { table: t, ratios: with_ratios.then(|| compare::ratio_table(t, reference)) })
-                .collect();
-            let out = Out {
-                workload: "lat_fs",
-                scenario,
-                runs: json_runs(runs),
-                warnings,
-                tables: jt,
-                not_measured: &nm,
-                problems: &problems,
-            };
-            serde_json::to_string_pretty(&out).expect("report serializes") + "\n"
         }
     }
+    if with_ratios {
+        let legend = m.literal(&format!(
+            "ratio = median / median of {reference}; * significant (Welch's t-test on repetitions, alpha {}), no mark: not significant, ? untestable (fewer than 2 repetitions or no spread)",
+            compare::ALPHA
+        ));
+        m.paragraph(&legend);
+    }
+    m.preformatted(&text_footer(&not_measured(runs), &all_problems(runs)));
+    m.finish()
+}
+
+/// Long-format CSV of lat_fs tables: one record per measured cell.
+fn latfs_csv(tables: &[LatfsTable], reference: &str, with_ratios: bool) -> String {
+    let mut head: Vec<String> = [
+        "label",
+        "fs",
+        "layout",
+        "quota",
+        "test",
+        "tasks",
+        "column",
+        "n",
+        "median",
+        "mean",
+        "stddev",
+        "min",
+        "max",
+        "ci95_low",
+        "ci95_high",
+        "cv",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if with_ratios {
+        head.extend(["ratio", "p_value", "significant"].map(String::from));
+    }
+    let mut out = csv_record(&head);
+    for t in tables {
+        for (ri, tasks) in t.tasks.iter().enumerate() {
+            for (ci, col) in t.columns.iter().enumerate() {
+                let Some(p) = &t.values[ri][ci] else { continue };
+                let s = &p.summary;
+                let mut rec = vec![
+                    col.label.clone(),
+                    t.fs.clone(),
+                    t.layout.to_string(),
+                    col.quota.to_string(),
+                    t.test.to_string(),
+                    tasks.to_string(),
+                    col.name.clone(),
+                    s.n.to_string(),
+                    fmt4(s.median),
+                    fmt4(s.mean),
+                    fmt4(s.stddev),
+                    fmt4(s.min),
+                    fmt4(s.max),
+                    fmt4(s.ci95_low),
+                    fmt4(s.ci95_high),
+                    fmt4(s.cv),
+                ];
+                if with_ratios {
+                    let r = t
+                        .columns
+                        .iter()
+                        .position(|c| c.label == reference && c.quota == col.quota)
+                        .filter(|_| col.label != reference)
+                        .and_then(|rci| t.values[ri][rci].as_ref())
+                        .and_then(|rp| compare::ratio(rp, p));
+                    rec.push(r.as_ref().map(|r| fmt4(r.ratio)).unwrap_or_default());
+                    rec.push(csv_num(r.as_ref().and_then(|r| r.welch.map(|w| w.p))));
+                    rec.push(
+                        r.as_ref().filter(|r| r.welch.is_some()).map(|r| r.significant.to_string()).unwrap_or_default(),
+                    );
+                }
+                out.push_str(&csv_record(&rec));
+            }
+        }
+    }
+    out
+}
+
+/// The lat_fs report as JSON: the tables whole, with ratio tables when comparing.
+fn latfs_json(
+    runs: &[(&str, &LoadedRun)],
+    warnings: &[String],
+    tables: &[LatfsTable],
+    with_ratios: bool,
+    reference: &str,
+) -> String {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        workload: &'static str,
+        scenario: &'a str,
+        runs: Vec<JsonRun<'a>>,
+        warnings: &'a [String],
+        tables: Vec<JsonTable<'a>>,
+        not_measured: &'a [NotMeasured],
+        problems: &'a [String],
+    }
+    #[derive(Serialize)]
+    struct JsonTable<'a> {
+        #[serde(flatten)]
+        table: &'a LatfsTable,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        ratios: Option<compare::RatioTable>,
+    }
+    let nm = not_measured(runs);
+    let problems = all_problems(runs);
+    let jt = tables
+        .iter()
+        .map(|t| JsonTable { table: t, ratios: with_ratios.then(|| compare::ratio_table(t, reference)) })
+        .collect();
+    let out = Out {
+        workload: "lat_fs",
+        scenario: scenario_name(runs),
+        runs: json_runs(runs),
+        warnings,
+        tables: jt,
+        not_measured: &nm,
+        problems: &problems,
+    };
+    serde_json::to_string_pretty(&out).expect("report serializes") + "\n"
 }
 
 fn render_steps(runs: &[(&str, &LoadedRun)], warnings: &[String], format: Format) -> String {
     let groups = build_groups(runs);
-    let nm = not_measured(runs);
-    let problems = all_problems(runs);
-    let scenario = runs.first().map(|(_, r)| r.meta.scenario_name.as_str()).unwrap_or("");
-    match format {
-        Format::Table => {
-            let mut out = format!("Results for {scenario}\n\n");
-            for (l, r) in runs {
-                out.push_str(&run_line(l, r));
-                out.push('\n');
-            }
-            for w in warnings {
-                out.push_str(&format!("warning: {w}\n"));
-            }
-            out.push_str("Each step timed as time(1) prints it; every iteration kept. `!` marks a step whose elapsed time changes across iterations.\n");
-            out.push_str(&steps::seed_text(&groups));
-            out.push('\n');
-            text_footer(&mut out, &nm, &problems);
-            out
-        }
-        Format::Markdown => {
-            let mut out = format!("# Results for {scenario}\n\n");
-            for (l, r) in runs {
-                out.push_str(&format!("- {}\n", run_line(l, r)));
-            }
-            for w in warnings {
-                out.push_str(&format!("- **warning:** {w}\n"));
-            }
-            for g in &groups {
-                out.push_str(&format!("\n## {} {}\n\n", g.label, g.config));
-                let header: Vec<String> =
-                    ["iteration", "step", "user", "system", "elapsed", "CPU"].map(String::from).to_vec();
-                let rows: Vec<Vec<String>> = g
-                    .iterations
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(i, it)| {
-                        it.iter().map(move |s| {
-                            let tf = s.time_format();
-                            let f: Vec<&str> = tf.split(' ').collect();
-                            vec![
-                                (i + 1).to_string(),
-                                s.label.clone(),
-                                f[0].into(),
-                                f[1].into(),
-                                f[2].into(),
-                                f[3].into(),
-                            ]
-                        })
+    // The terminal report keeps seed 002's time(1) lines, as `--plot`'s report.txt does; Markdown shows tables.
+    let (mut m, time_lines): (Box<dyn Markup>, bool) = match format {
+        Format::Table => (Box::new(Plain::default()), true),
+        Format::Markdown => (Box::new(Markdown::default()), false),
+        Format::Csv => return steps_csv(&groups),
+        Format::Json => return steps_json(runs, warnings, &groups),
+    };
+    m.heading(1, &format!("Results for {}", scenario_name(runs)));
+    run_list(&mut *m, runs, warnings);
+    if time_lines {
+        // The intro explains the `!` marks, which only the seed's layout has; the last newline is
+        // the blank line before the footer.
+        m.preformatted(&format!(
+            "Each step timed as time(1) prints it; every iteration kept. `!` marks a step whose elapsed time changes across iterations.\n{}\n",
+            steps::seed_text(&groups)
+        ));
+    } else {
+        let header = ["iteration", "step", "user", "system", "elapsed", "CPU"].map(String::from);
+        for g in &groups {
+            m.heading(2, &format!("{} {}", g.label, g.config));
+            let rows: Vec<Vec<String>> = g
+                .iterations
+                .iter()
+                .enumerate()
+                .flat_map(|(i, it)| {
+                    it.iter().map(move |s| {
+                        let tf = s.time_format();
+                        let f: Vec<&str> = tf.split(' ').collect();
+                        vec![(i + 1).to_string(), s.label.clone(), f[0].into(), f[1].into(), f[2].into(), f[3].into()]
                     })
-                    .collect();
-                out.push_str(&markdown(&header, &rows));
-                for f in &g.flags {
-                    out.push_str(&format!("\n**{}**\n", f.describe()));
-                }
+                })
+                .collect();
+            m.table(&header, &rows);
+            for f in &g.flags {
+                let flag = m.strong(&f.describe());
+                m.note(&flag);
             }
-            let mut footer = String::new();
-            text_footer(&mut footer, &nm, &problems);
-            if !footer.is_empty() {
-                out.push_str("\n```\n");
-                out.push_str(&footer);
-                out.push_str("```\n");
-            }
-            out
-        }
-        Format::Csv => {
-            let head = [
-                "label",
-                "config",
-                "fs",
-                "iteration",
-                "step",
-                "op",
-                "label_cmd",
-                "user_s",
-                "system_s",
-                "elapsed_s",
-                "cpu_percent",
-                "max_rss_kib",
-                "flagged",
-            ]
-            .map(String::from);
-            let mut out = csv_record(&head);
-            for g in &groups {
-                for (i, it) in g.iterations.iter().enumerate() {
-                    for (j, s) in it.iter().enumerate() {
-                        out.push_str(&csv_record(&[
-                            g.label.clone(),
-                            g.config.clone(),
-                            g.fs.clone(),
-                            (i + 1).to_string(),
-                            (j + 1).to_string(),
-                            s.op.clone(),
-                            s.label.clone(),
-                            format!("{:.6}", s.user_us as f64 / 1e6),
-                            format!("{:.6}", s.system_us as f64 / 1e6),
-                            format!("{:.6}", s.elapsed_us as f64 / 1e6),
-                            s.cpu_percent().map(|p| p.to_string()).unwrap_or_default(),
-                            s.max_rss_kib.to_string(),
-                            g.flags.iter().any(|f| f.step == j).to_string(),
-                        ]));
-                    }
-                }
-            }
-            out
-        }
-        Format::Json => {
-            #[derive(Serialize)]
-            struct Out<'a> {
-                workload: &'static str,
-                scenario: &'a str,
-                runs: Vec<JsonRun<'a>>,
-                warnings: &'a [String],
-                groups: &'a [StepsGroup],
-                not_measured: &'a [NotMeasured],
-                problems: &'a [String],
-            }
-            let out = Out {
-                workload: "steps",
-                scenario,
-                runs: json_runs(runs),
-                warnings,
-                groups: &groups,
-                not_measured: &nm,
-                problems: &problems,
-            };
-            serde_json::to_string_pretty(&out).expect("report serializes") + "\n"
         }
     }
+    m.preformatted(&text_footer(&not_measured(runs), &all_problems(runs)));
+    m.finish()
+}
+
+/// Long-format CSV of steps: one record per step of every iteration.
+fn steps_csv(groups: &[StepsGroup]) -> String {
+    let head = [
+        "label",
+        "config",
+        "fs",
+        "iteration",
+        "step",
+        "op",
+        "label_cmd",
+        "user_s",
+        "system_s",
+        "elapsed_s",
+        "cpu_percent",
+        "max_rss_kib",
+        "flagged",
+    ]
+    .map(String::from);
+    let mut out = csv_record(&head);
+    for g in groups {
+        for (i, it) in g.iterations.iter().enumerate() {
+            for (j, s) in it.iter().enumerate() {
+                out.push_str(&csv_record(&[
+                    g.label.clone(),
+                    g.config.clone(),
+                    g.fs.clone(),
+                    (i + 1).to_string(),
+                    (j + 1).to_string(),
+                    s.op.clone(),
+                    s.label.clone(),
+                    format!("{:.6}", s.user_us as f64 / 1e6),
+                    format!("{:.6}", s.system_us as f64 / 1e6),
+                    format!("{:.6}", s.elapsed_us as f64 / 1e6),
+                    s.cpu_percent().map(|p| p.to_string()).unwrap_or_default(),
+                    s.max_rss_kib.to_string(),
+                    g.flags.iter().any(|f| f.step == j).to_string(),
+                ]));
+            }
+        }
+    }
+    out
+}
+
+/// The steps report as JSON: every group with its iterations and flags.
+fn steps_json(runs: &[(&str, &LoadedRun)], warnings: &[String], groups: &[StepsGroup]) -> String {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        workload: &'static str,
+        scenario: &'a str,
+        runs: Vec<JsonRun<'a>>,
+        warnings: &'a [String],
+        groups: &'a [StepsGroup],
+        not_measured: &'a [NotMeasured],
+        problems: &'a [String],
+    }
+    let nm = not_measured(runs);
+    let problems = all_problems(runs);
+    let out = Out {
+        workload: "steps",
+        scenario: scenario_name(runs),
+        runs: json_runs(runs),
+        warnings,
+        groups,
+        not_measured: &nm,
+        problems: &problems,
+    };
+    serde_json::to_string_pretty(&out).expect("report serializes") + "\n"
 }
 
 /// Write the plots and the seed-exact `report.txt` into `dir`; returns the number of plots.
