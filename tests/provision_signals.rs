@@ -48,6 +48,6 @@ fn sigint_during_provisioning_releases_everything_and_a_second_signal_does_not_k
     for _ in 0..2 {
         assert_eq!(capability::quota_probe("ext4", &spec), capability::QuotaProbe::Interrupted);
     }
-    let code = provision::cli_doctor(&fsbench::cli::DoctorArgs { fs: vec!["ext4".into()] }).unwrap();
+    let code = fsbench::app::main_from(["fsbench", "doctor", "--fs", "ext4"]);
     assert_eq!(code, fsbench::exit::INTERRUPTED);
 }
