@@ -1,11 +1,12 @@
 //! lat_fs failures: a failing or killed worker fails the run with its task
 //! number, and no worker outlives `run` (no process, no zombie).
 //!
-//! The tests take one lock so that the zombie check sees only its own children.
+//! The zombie check looks at every child of this process, so these tests live in
+//! a test binary of their own, and each takes one lock so that the check never
+//! sees another test's workers.
 
-mod latfs_support;
-use latfs_support as support;
-use support::{exe, is_root, task_dirs};
+#[macro_use]
+mod support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -17,10 +18,13 @@ use fsbench::scenario::LatfsSpec;
 use fsbench::workload::latfs::{self, LatfsError, LatfsRun};
 use nix::errno::Errno;
 
+use support::latfs::task_dirs;
+use support::{exe, is_root, poll};
+
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn spec(duration: Duration) -> LatfsSpec {
-    support::spec(is_root(), duration)
+    support::latfs::spec(is_root(), duration)
 }
 
 fn cmdline(pid: &str) -> Vec<String> {
@@ -67,17 +71,12 @@ fn assert_no_leftovers(root: &Path) {
 fn kill_worker_later(dir: PathBuf, signal: nix::sys::signal::Signal) -> std::thread::JoinHandle<bool> {
     std::thread::spawn(move || {
         let arg = format!("--dir={}", dir.display());
-        let until = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < until {
-            if let Some(pid) = pids().into_iter().find(|p| cmdline(p).contains(&arg)) {
-                // Let it finish setup so the others are running or at the barrier.
-                std::thread::sleep(Duration::from_millis(300));
-                let pid = nix::unistd::Pid::from_raw(pid.parse().unwrap());
-                return nix::sys::signal::kill(pid, signal).is_ok();
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        false
+        let find = || pids().into_iter().find(|p| cmdline(p).contains(&arg));
+        let Some(pid) = poll(Duration::from_secs(20), Duration::from_millis(5), find) else { return false };
+        // Let it finish setup so the others are running or at the barrier.
+        std::thread::sleep(Duration::from_millis(300));
+        let pid = nix::unistd::Pid::from_raw(pid.parse().unwrap());
+        nix::sys::signal::kill(pid, signal).is_ok()
     })
 }
 
@@ -99,10 +98,7 @@ fn removed_task_dir_fails_with_its_task_number() {
 #[test]
 fn directory_not_writable_for_the_uid_fails_with_eacces() {
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if !is_root() {
-        eprintln!("skipped: per-task uids need root (geteuid != 0)");
-        return;
-    }
+    skip_unless_root!();
     let (tmp, dirs) = task_dirs(2);
     std::fs::set_permissions(&dirs[1], std::fs::Permissions::from_mode(0o755)).unwrap();
     let spec = spec(Duration::from_millis(100));
@@ -118,10 +114,7 @@ fn directory_not_writable_for_the_uid_fails_with_eacces() {
 #[test]
 fn a_full_filesystem_fails_with_enospc() {
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if !is_root() {
-        eprintln!("skipped: mounting a tmpfs needs root (geteuid != 0)");
-        return;
-    }
+    skip_unless_root!();
     use nix::mount::{MntFlags, MsFlags, mount, umount2};
     struct Unmount(PathBuf);
     impl Drop for Unmount {
@@ -220,6 +213,8 @@ fn unprivileged_worker(dir: &Path, extra: &[&str]) -> String {
 
 #[test]
 fn without_root_chown_and_per_task_ids_say_what_they_need() {
+    // Its workers are children too: no zombie check may run meanwhile.
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let (_tmp, dirs) = task_dirs(1);
     let line = unprivileged_worker(&dirs[0], &["--test=chown"]);
     assert!(line.starts_with("error 1 ") && line.contains("EPERM") && line.contains("CAP_CHOWN"), "{line}");

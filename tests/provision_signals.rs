@@ -1,48 +1,41 @@
 //! SIGINT/SIGTERM handling. The signal flag is process-wide, so these tests
 //! live alone in this test binary and run in order inside one test function.
 
-mod provision_common;
-use provision_common::*;
+#[macro_use]
+mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fsbench::model::{Layout, QuotaImpl};
 use fsbench::provision::{self, ProvisionError, capability};
 use fsbench::signals;
 use nix::sys::signal::{Signal, raise};
 
+use support::kernel::{MIB, TestCell, assert_no_leaks, leaks};
+
 #[test]
 fn sigint_during_provisioning_releases_everything_and_a_second_signal_does_not_kill() {
     signals::install();
     signals::install(); // idempotent
     assert!(!signals::interrupted());
-    let root = nix::unistd::geteuid().is_root();
+    let root = support::root_or_skip(&format!("{} (provisioning part; the flag is still checked)", test_name!()));
     let tmp = tempfile::tempdir().unwrap();
     let watcher = root.then(|| {
         // Raise SIGINT once the first filesystem is mounted, i.e. mid-provisioning.
         let dir = tmp.path().to_path_buf();
         std::thread::spawn(move || {
-            let start = Instant::now();
-            while !leaks(&dir).iter().any(|l| l.starts_with("mount") && !l.contains("tmpfs")) {
-                if start.elapsed() > Duration::from_secs(30) {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            let fs_mounted = || leaks(&dir).iter().any(|l| l.starts_with("mount") && !l.contains("tmpfs"));
+            support::poll(Duration::from_secs(30), Duration::from_millis(1), || fs_mounted().then_some(()));
             raise(Signal::SIGINT).unwrap();
         })
     });
     if root {
-        let cell = cell("ext4", Layout::M, 8);
-        let spec = spec("ext4");
-        let backing = tmpfs_loop(32 << 20, 32 << 20);
-        let req = request(&cell, &spec, &backing, tmp.path());
-        let err = provision::provision(&req).unwrap_err();
+        let c = TestCell::tmpfs_loop("ext4", Layout::M, 8, 32 * MIB);
+        let err = provision::provision(&c.request(tmp.path())).unwrap_err();
         assert!(matches!(err, ProvisionError::Interrupted), "{err}");
         watcher.unwrap().join().unwrap();
         assert_no_leaks(tmp.path());
     } else {
-        eprintln!("SKIP provisioning part: needs root; checking the flag only");
         raise(Signal::SIGINT).unwrap();
     }
     assert!(signals::interrupted());

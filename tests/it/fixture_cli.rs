@@ -1,15 +1,16 @@
 //! `fsbench fixture kernel-tree` writes the archive and prints its statistics.
 
-use assert_cmd::Command;
+use assert_cmd::prelude::*;
 use predicates::prelude::*;
 use predicates::str::contains;
+
+use crate::support::fsbench;
 
 #[test]
 fn kernel_tree_writes_and_prints_stats() {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("k.tar.gz");
-    Command::cargo_bin("fsbench")
-        .unwrap()
+    fsbench()
         .args(["fixture", "kernel-tree", "--scale", "0.01", "--seed", "5", "-o"])
         .arg(&out)
         .assert()
@@ -21,8 +22,7 @@ fn kernel_tree_writes_and_prints_stats() {
 #[test]
 fn unknown_profile_is_a_usage_error() {
     let d = tempfile::tempdir().unwrap();
-    Command::cargo_bin("fsbench")
-        .unwrap()
+    fsbench()
         .args(["fixture", "kernel-tree", "--profile", "linux-9", "-o"])
         .arg(d.path().join("k.tar.gz"))
         .assert()

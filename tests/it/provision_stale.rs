@@ -1,16 +1,15 @@
 //! Stale cleanup must trust only what fsbench itself left: regressions for a
 //! security review's findings, each of which deleted or unmounted what was not ours.
 
-mod provision_common;
-use provision_common::*;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use fsbench::model::Layout;
 use fsbench::provision::{self, ProvisionError, loopdev, mount};
+
+use crate::support::kernel::*;
+use crate::support::{crate_root, fsbench, is_root};
 
 /// A journal whose owner is long dead, recording `lines`.
 fn dead_journal(cell_dir: &Path, lines: &[String]) {
@@ -58,7 +57,7 @@ fn journal_with_foreign_scratch_path_is_ignored() {
     ];
     // Named fsbench-*, a real directory, but another user's.
     let foreign = tmp.path().join("fsbench-foreign");
-    if nix::unistd::geteuid().is_root() {
+    if is_root() {
         std::fs::create_dir(&foreign).unwrap();
         nix::unistd::chown(&foreign, Some(65534.into()), Some(65534.into())).unwrap();
         lines.push(format!("scratch {}", foreign.display()));
@@ -75,7 +74,7 @@ fn journal_with_foreign_scratch_path_is_ignored() {
     assert!(victim.join("precious").exists(), "victim deleted: {cleaned:?}");
     assert!(victim.join("fsbench-inner").exists(), "deleted through a symlinked parent: {cleaned:?}");
     assert!(std::fs::symlink_metadata(&link).is_ok(), "{cleaned:?}");
-    if nix::unistd::geteuid().is_root() {
+    if is_root() {
         assert!(foreign.exists(), "another user's directory deleted: {cleaned:?}");
     }
     assert!(!ours.exists(), "our own scratch dir stays: {cleaned:?}");
@@ -100,7 +99,7 @@ fn journal_at_wrong_depth_is_ignored() {
         .unwrap();
     // Right depth, but the run dir is another user's.
     let foreign = root.join("run-3/cell");
-    if nix::unistd::geteuid().is_root() {
+    if is_root() {
         dead_journal(&foreign, &lines);
         nix::unistd::chown(&root.join("run-3"), Some(65534.into()), Some(65534.into())).unwrap();
     }
@@ -108,7 +107,7 @@ fn journal_at_wrong_depth_is_ignored() {
     assert!(cleaned.is_empty(), "{cleaned:?}");
     assert!(target.exists());
     assert!(shallow.exists() && deep.exists() && loose.exists());
-    if nix::unistd::geteuid().is_root() {
+    if is_root() {
         assert!(foreign.exists());
     }
 }
@@ -123,7 +122,7 @@ fn work_root_owned_by_another_user_or_mode_0777_is_refused() {
     std::fs::create_dir(&target).unwrap();
     dead_journal(&open.join("run/cell"), &[format!("scratch {}", target.display())]);
     let mut refused = vec![open.clone()];
-    if nix::unistd::geteuid().is_root() {
+    if is_root() {
         let other = tmp.path().join("other");
         std::fs::create_dir(&other).unwrap();
         std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -138,8 +137,8 @@ fn work_root_owned_by_another_user_or_mode_0777_is_refused() {
     }
     assert!(target.exists());
     // The binary says why and how to fix it, with exit code 2, before running anything.
-    let out = Command::new(env!("CARGO_BIN_EXE_fsbench"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+    let out = fsbench()
+        .current_dir(crate_root())
         .args(["run", "scenarios/quickstart.toml", "--set", "backing.kind=dir", "--quiet", "--workdir"])
         .arg(&open)
         .arg("--out")
@@ -156,9 +155,7 @@ fn work_root_owned_by_another_user_or_mode_0777_is_refused() {
 
 #[test]
 fn unrelated_mount_under_the_work_root_is_untouched() {
-    if !root_or_skip("unrelated_mount_under_the_work_root_is_untouched") {
-        return;
-    }
+    skip_unless_root!();
     let tmp = tempfile::Builder::new().prefix("fsbench-test-stale-").tempdir().unwrap();
     let root = work_root(tmp.path());
     // Beside the cells, inside a dead cell (not in its journal), and named by a
@@ -206,15 +203,10 @@ fn backing_of(devices: &[String]) -> Vec<(String, Option<PathBuf>)> {
 
 #[test]
 fn busy_mount_at_teardown_is_detached_and_nothing_is_left() {
-    if !root_or_skip("busy_mount_at_teardown_is_detached_and_nothing_is_left") {
-        return;
-    }
+    skip_unless_root!();
     let tmp = tempfile::Builder::new().prefix("fsbench-test-busy-").tempdir().unwrap();
-    let cell = cell("ext4", Layout::M, 2);
-    let spec = spec("ext4");
-    let backing = tmpfs_loop(32 << 20, 32 << 20);
-    let req = request(&cell, &spec, &backing, tmp.path());
-    let p = provision::provision(&req).unwrap();
+    let c = TestCell::tmpfs_loop("ext4", Layout::M, 2, 32 * MIB);
+    let p = provision::provision(&c.request(tmp.path())).unwrap();
     let devices: Vec<String> = p.filesystems().iter().filter_map(|f| f.device.clone()).collect();
     assert_eq!(devices.len(), 2);
     // A process that outlives its step (`sh -c "sleep 15 &"`) keeps a file open in the mount.

@@ -2,15 +2,17 @@
 //! against the packer's, and packing is deterministic.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::process::Command;
 
-use assert_cmd::Command;
+use crate::support::sandbox::run_dirs;
 
 const TINY: &str = "schema = 1\nname = \"tiny\"\n[matrix]\nfs = [\"ext4\"]\ntasks = [1]\ntest = [\"open_close\", \"write_truncate\"]\n\
                     [backing]\nkind = \"dir\"\n[workload]\nkind = \"lat_fs\"\nper_task_uid = false\nwarmup = \"0ms\"\nduration = \"20ms\"\nrepetitions = 3\n";
 
-fn fsbench(cwd: &Path, cache: &Path) -> Command {
-    let mut c = Command::cargo_bin("fsbench").unwrap();
+/// `fsbench` run in `cwd`, with its cache in `cache` and no SOURCE_DATE_EPOCH.
+fn fsbench_at(cwd: &Path, cache: &Path) -> Command {
+    let mut c = crate::support::fsbench();
     c.current_dir(cwd).env("XDG_CACHE_HOME", cache).env_remove("SOURCE_DATE_EPOCH");
     c
 }
@@ -28,16 +30,6 @@ fn ok(c: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn run_dirs(out: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(out)
-        .unwrap()
-        .flat_map(|s| std::fs::read_dir(s.unwrap().path()).unwrap())
-        .map(|e| e.unwrap().path())
-        .collect();
-    v.sort();
-    v
-}
-
 fn manifest_paths(bundle: &Path) -> Vec<String> {
     let gz = flate2::read::GzDecoder::new(std::fs::File::open(bundle).unwrap());
     let mut ar = tar::Archive::new(gz);
@@ -51,9 +43,9 @@ fn packed_here_runs_elsewhere_and_compares() {
     std::fs::create_dir_all(&lab_a).unwrap();
     std::fs::create_dir_all(&lab_b).unwrap();
     std::fs::write(lab_a.join("tiny.toml"), TINY).unwrap();
-    ok(fsbench(&lab_a, &cache).args(["run", "tiny.toml", "--quiet", "--out", "res", "--label", "A"]));
+    ok(fsbench_at(&lab_a, &cache).args(["run", "tiny.toml", "--quiet", "--out", "res", "--label", "A"]));
     let run_a = run_dirs(&lab_a.join("res")).pop().unwrap();
-    ok(fsbench(&lab_a, &cache).args(["bundle", "pack", "tiny.toml", "-o", "lab.fsb", "--with-results"]).arg(&run_a));
+    ok(fsbench_at(&lab_a, &cache).args(["bundle", "pack", "tiny.toml", "-o", "lab.fsb", "--with-results"]).arg(&run_a));
     let entries = manifest_paths(&lab_a.join("lab.fsb"));
     assert_eq!(entries[0], "manifest.json");
     assert!(
@@ -62,7 +54,7 @@ fn packed_here_runs_elsewhere_and_compares() {
     );
 
     std::fs::copy(lab_a.join("lab.fsb"), lab_b.join("lab.fsb")).unwrap();
-    let v = ok(fsbench(&lab_b, &cache).args(["bundle", "verify", "lab.fsb"]));
+    let v = ok(fsbench_at(&lab_b, &cache).args(["bundle", "verify", "lab.fsb"]));
     for want in [
         "bundle format 1",
         "scenario:    tiny (lat_fs), 2 cells",
@@ -74,7 +66,7 @@ fn packed_here_runs_elsewhere_and_compares() {
     ] {
         assert!(v.contains(want), "verify lacks `{want}`:\n{v}");
     }
-    ok(fsbench(&lab_b, &cache).args(["bundle", "run", "lab.fsb", "--quiet", "--out", "res", "--label", "B"]));
+    ok(fsbench_at(&lab_b, &cache).args(["bundle", "run", "lab.fsb", "--quiet", "--out", "res", "--label", "B"]));
     // Lab B now holds the packer's run (imported from the bundle) and its own.
     let runs = run_dirs(&lab_b.join("res"));
     assert_eq!(runs.len(), 2, "{runs:?}");
@@ -82,17 +74,17 @@ fn packed_here_runs_elsewhere_and_compares() {
     let run_b = runs.iter().find(|r| r.file_name() != run_a.file_name()).unwrap().clone();
     assert_eq!(std::fs::read(imported.join("run.json")).unwrap(), std::fs::read(run_a.join("run.json")).unwrap());
     // An imported run is another lab's scenario: it is rerun through `bundle run`, not resumed.
-    let out = fsbench(&lab_b, &cache).args(["run", "--resume"]).arg(imported).output().unwrap();
+    let out = fsbench_at(&lab_b, &cache).args(["run", "--resume"]).arg(imported).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("was imported from a bundle"));
     assert_eq!(std::fs::read_dir(run_b.join("cells")).unwrap().count(), 2);
-    let cmp = ok(fsbench(&lab_b, &cache)
+    let cmp = ok(fsbench_at(&lab_b, &cache)
         .arg("compare")
         .arg(format!("A={}", imported.display()))
         .arg(format!("B={}", run_b.display())));
     assert!(cmp.contains("B/A-ext4-S-qoff"), "{cmp}");
     // The gate accepts the pair as input (the verdict depends on this machine's noise).
-    let out = fsbench(t.path(), &cache)
+    let out = fsbench_at(t.path(), &cache)
         .arg("gate")
         .arg("--baseline")
         .arg(&run_a)
@@ -111,7 +103,7 @@ fn packing_is_deterministic() {
     for epoch in [None, Some("1289476800")] {
         let mut bytes = Vec::new();
         for name in ["a.fsb", "b.fsb"] {
-            let mut c = fsbench(t.path(), &cache);
+            let mut c = fsbench_at(t.path(), &cache);
             c.args(["bundle", "pack", "tiny.toml", "-o", name]);
             if let Some(e) = epoch {
                 c.env("SOURCE_DATE_EPOCH", e);
@@ -166,15 +158,15 @@ fn real_archive_travels_as_a_file_and_generated_as_a_recipe() {
                  [archive]\npath = \"data/small.tar.gz\"\n[workload]\nkind = \"steps\"\niterations = 2\n\
                  steps = [{ op = \"rm_rf\", path = \"src\" }, { op = \"untar\", archive = \"small.tar.gz\" }, { op = \"syncfs\" }]\n";
     std::fs::write(lab_a.join("untar.toml"), steps).unwrap();
-    let packed = ok(fsbench(&lab_a, &cache).args(["bundle", "pack", "untar.toml", "-o", "untar.fsb"]));
+    let packed = ok(fsbench_at(&lab_a, &cache).args(["bundle", "pack", "untar.toml", "-o", "untar.fsb"]));
     assert!(packed.contains("fixtures/small.tar.gz"), "{packed}");
     std::fs::copy(lab_a.join("untar.fsb"), lab_b.join("untar.fsb")).unwrap();
-    let v = ok(fsbench(&lab_b, &cache).args(["bundle", "verify", "untar.fsb"]));
+    let v = ok(fsbench_at(&lab_b, &cache).args(["bundle", "verify", "untar.fsb"]));
     assert!(
         v.contains("fixture:     fixtures/small.tar.gz") && v.contains("backing:     dir (a private directory)"),
         "{v}"
     );
-    ok(fsbench(&lab_b, &cache).args(["bundle", "run", "untar.fsb", "--quiet", "--out", "res"]));
+    ok(fsbench_at(&lab_b, &cache).args(["bundle", "run", "untar.fsb", "--quiet", "--out", "res"]));
     let run = run_dirs(&lab_b.join("res")).pop().unwrap();
     let cell: serde_json::Value =
         serde_json::from_slice(&std::fs::read(run.join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
@@ -185,9 +177,9 @@ fn real_archive_travels_as_a_file_and_generated_as_a_recipe() {
                [archive]\ngenerate = \"linux-2.5.63\"\nscale = 0.01\nseed = 7\n[workload]\nkind = \"steps\"\niterations = 1\n\
                steps = [{ op = \"untar\", archive = \"linux-2.5.63.tar.gz\" }]\n";
     std::fs::write(lab_a.join("gen.toml"), generated).unwrap();
-    ok(fsbench(&lab_a, &cache).args(["bundle", "pack", "gen.toml", "-o", "gen.fsb"]));
+    ok(fsbench_at(&lab_a, &cache).args(["bundle", "pack", "gen.toml", "-o", "gen.fsb"]));
     assert_eq!(manifest_paths(&lab_a.join("gen.fsb")), ["manifest.json", "scenario.toml"]);
-    let v = ok(fsbench(&lab_a, &cache).args(["bundle", "verify", "gen.fsb"]));
+    let v = ok(fsbench_at(&lab_a, &cache).args(["bundle", "verify", "gen.fsb"]));
     assert!(v.contains("fixture:     generated linux-2.5.63, scale 0.01, seed 7"), "{v}");
 }
 
@@ -236,9 +228,10 @@ fn a_bundled_archive_cannot_write_through_its_own_symlink() {
                  [archive]\npath = \"data/evil.tar.gz\"\n[workload]\nkind = \"steps\"\n\
                  steps = [{ op = \"untar\", archive = \"evil.tar.gz\" }]\n";
     std::fs::write(lab_a.join("untar.toml"), steps).unwrap();
-    ok(fsbench(&lab_a, &cache).args(["bundle", "pack", "untar.toml", "-o", "evil.fsb"]));
+    ok(fsbench_at(&lab_a, &cache).args(["bundle", "pack", "untar.toml", "-o", "evil.fsb"]));
     std::fs::copy(lab_a.join("evil.fsb"), lab_b.join("evil.fsb")).unwrap();
-    let out = fsbench(&lab_b, &cache).args(["bundle", "run", "evil.fsb", "--quiet", "--out", "res"]).output().unwrap();
+    let out =
+        fsbench_at(&lab_b, &cache).args(["bundle", "run", "evil.fsb", "--quiet", "--out", "res"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "the cell fails: {}", String::from_utf8_lossy(&out.stderr));
     assert!(std::fs::read_dir(&outside).unwrap().next().is_none(), "the archive wrote outside its destination");
     let run = run_dirs(&lab_b.join("res")).pop().unwrap();
@@ -256,9 +249,17 @@ fn results_from_a_different_scenario_text_are_not_packed() {
     let (lab, cache) = (t.path().join("lab"), t.path().join("cache"));
     std::fs::create_dir_all(&lab).unwrap();
     std::fs::write(lab.join("tiny.toml"), TINY).unwrap();
-    ok(fsbench(&lab, &cache).args(["run", "tiny.toml", "--quiet", "--out", "res", "--set", "workload.repetitions=2"]));
+    ok(fsbench_at(&lab, &cache).args([
+        "run",
+        "tiny.toml",
+        "--quiet",
+        "--out",
+        "res",
+        "--set",
+        "workload.repetitions=2",
+    ]));
     let run = run_dirs(&lab.join("res")).pop().unwrap();
-    let out = fsbench(&lab, &cache)
+    let out = fsbench_at(&lab, &cache)
         .args(["bundle", "pack", "tiny.toml", "-o", "lab.fsb", "--with-results"])
         .arg(&run)
         .output()

@@ -1,18 +1,17 @@
 //! Fault tests on real kernel objects: after each, zero leaked mounts and loop devices.
 
-mod provision_common;
-use provision_common::*;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fsbench::model::{Layout, QuotaImpl, QuotaMode};
-use fsbench::provision::{self, ProvisionError, ProvisionRequest};
+use fsbench::provision::{self, ProvisionError};
 use fsbench::scenario::FsSpec;
 
-const MIB: u64 = 1 << 20;
+use crate::support::kernel::*;
+use crate::support::{libtest_name, poll};
+
 const CHILD_ENV: &str = "FSBENCH_PROVISION_KILL9_CHILD";
 
 fn v(s: &[&str]) -> Vec<String> {
@@ -21,15 +20,14 @@ fn v(s: &[&str]) -> Vec<String> {
 
 #[test]
 fn mkfs_failure_is_reported_and_cleaned_up() {
-    if !root_or_skip("mkfs_failure_is_reported_and_cleaned_up") {
-        return;
-    }
+    skip_unless_root!();
     let tmp = tempfile::tempdir().unwrap();
-    let cell = cell("ext4", Layout::M, 4);
-    let spec = FsSpec { mkfs: v(&["-O", "no_such_feature"]), mount: Vec::new(), quota: QuotaImpl::Files };
-    let backing = tmpfs_loop(32 * MIB, 32 * MIB);
-    let req = request(&cell, &spec, &backing, tmp.path());
-    let err = provision::provision(&req).unwrap_err();
+    let c = TestCell::tmpfs_loop("ext4", Layout::M, 4, 32 * MIB).with_fs(FsSpec {
+        mkfs: v(&["-O", "no_such_feature"]),
+        mount: Vec::new(),
+        quota: QuotaImpl::Files,
+    });
+    let err = provision::provision(&c.request(tmp.path())).unwrap_err();
     assert!(matches!(err, ProvisionError::Mkfs { .. }), "{err}");
     assert!(err.to_string().contains("no_such_feature"), "the tool's own words: {err}");
     assert_no_leaks(tmp.path());
@@ -38,15 +36,14 @@ fn mkfs_failure_is_reported_and_cleaned_up() {
 
 #[test]
 fn refused_mount_option_carries_the_kernel_message() {
-    if !root_or_skip("refused_mount_option_carries_the_kernel_message") {
-        return;
-    }
+    skip_unless_root!();
     let tmp = tempfile::tempdir().unwrap();
-    let cell = cell("ext4", Layout::S, 2);
-    let spec = FsSpec { mkfs: v(&["-q"]), mount: v(&["noload", "data=writeback"]), quota: QuotaImpl::Files };
-    let backing = tmpfs_loop(32 * MIB, 32 * MIB);
-    let req = request(&cell, &spec, &backing, tmp.path());
-    let err = provision::provision(&req).unwrap_err();
+    let c = TestCell::tmpfs_loop("ext4", Layout::S, 2, 32 * MIB).with_fs(FsSpec {
+        mkfs: v(&["-q"]),
+        mount: v(&["noload", "data=writeback"]),
+        quota: QuotaImpl::Files,
+    });
+    let err = provision::provision(&c.request(tmp.path())).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, ProvisionError::MountRefused { errno: nix::errno::Errno::EINVAL, .. }), "{text}");
     assert!(text.contains("can't mount with data=, fs mounted w/o journal"), "kernel message missing: {text}");
@@ -55,15 +52,14 @@ fn refused_mount_option_carries_the_kernel_message() {
 
 #[test]
 fn enospc_on_a_tiny_image_then_clean_teardown() {
-    if !root_or_skip("enospc_on_a_tiny_image_then_clean_teardown") {
-        return;
-    }
+    skip_unless_root!();
     let tmp = tempfile::tempdir().unwrap();
-    let cell = cell("ext2", Layout::S, 1);
-    let spec = FsSpec { mkfs: v(&["-q"]), mount: Vec::new(), quota: QuotaImpl::Files };
-    let backing = tmpfs_loop(2 * MIB, 2 * MIB);
-    let req = request(&cell, &spec, &backing, tmp.path());
-    let p = provision::provision(&req).unwrap();
+    let c = TestCell::tmpfs_loop("ext2", Layout::S, 1, 2 * MIB).with_fs(FsSpec {
+        mkfs: v(&["-q"]),
+        mount: Vec::new(),
+        quota: QuotaImpl::Files,
+    });
+    let p = provision::provision(&c.request(tmp.path())).unwrap();
     let mut f = std::fs::File::create(p.task_dirs()[0].join("fill")).unwrap();
     let chunk = vec![0xa5u8; 64 * 1024];
     let err = loop {
@@ -79,17 +75,12 @@ fn enospc_on_a_tiny_image_then_clean_teardown() {
 
 #[test]
 fn panic_while_provisioned_releases_everything() {
-    if !root_or_skip("panic_while_provisioned_releases_everything") {
-        return;
-    }
+    skip_unless_root!();
     let tmp = tempfile::tempdir().unwrap();
     let workdir = tmp.path().to_path_buf();
     let r = std::panic::catch_unwind(move || {
-        let cell = cell("ext4", Layout::M, 3);
-        let spec = spec("ext4");
-        let backing = tmpfs_loop(32 * MIB, 32 * MIB);
-        let req = request(&cell, &spec, &backing, &workdir);
-        let p = provision::provision(&req).unwrap();
+        let c = TestCell::tmpfs_loop("ext4", Layout::M, 3, 32 * MIB);
+        let p = provision::provision(&c.request(&workdir)).unwrap();
         assert_eq!(leaks(&workdir).len(), 3 + 1 + 3, "3 fs mounts, the tmpfs, 3 loops: {:?}", leaks(&workdir));
         let _keep = &p;
         panic!("workload blew up");
@@ -100,9 +91,7 @@ fn panic_while_provisioned_releases_everything() {
 
 #[test]
 fn quota_on_cells_are_skipped_with_the_kernels_reason_when_unsupported() {
-    if !root_or_skip("quota_on_cells_are_skipped_with_the_kernels_reason_when_unsupported") {
-        return;
-    }
+    skip_unless_root!();
     let tmp = tempfile::tempdir().unwrap();
     let mut c = cell("ext4", Layout::S, 1);
     c.quota = QuotaMode::On;
@@ -112,14 +101,7 @@ fn quota_on_cells_are_skipped_with_the_kernels_reason_when_unsupported() {
     let config_says_no =
         provision::quota::kernel_config_quota_lines().is_some_and(|l| l.contains("CONFIG_QFMT_V2 is not set"));
     for spec in [&files, &feature] {
-        let req = ProvisionRequest {
-            cell: &c,
-            fs: spec,
-            backing: &backing,
-            workdir: tmp.path(),
-            task_uids: None,
-            allow_device: None,
-        };
+        let req = request(&c, spec, &backing, tmp.path());
         match provision::check(&req) {
             Ok(()) => {
                 assert!(!config_says_no, "kernel config lacks QFMT_V2 but the probe found quota working");
@@ -136,15 +118,7 @@ fn quota_on_cells_are_skipped_with_the_kernels_reason_when_unsupported() {
                 // The same cell with quota off still runs.
                 let mut off = c.clone();
                 off.quota = QuotaMode::Off;
-                let req = ProvisionRequest {
-                    cell: &off,
-                    fs: spec,
-                    backing: &backing,
-                    workdir: tmp.path(),
-                    task_uids: None,
-                    allow_device: None,
-                };
-                provision::provision(&req).unwrap().teardown().unwrap();
+                provision::provision(&request(&off, spec, &backing, tmp.path())).unwrap().teardown().unwrap();
             }
         }
     }
@@ -155,11 +129,8 @@ fn quota_on_cells_are_skipped_with_the_kernels_reason_when_unsupported() {
 #[test]
 fn kill9_child_entry() {
     let Ok(workdir) = std::env::var(CHILD_ENV) else { return };
-    let cell = cell("ext4", Layout::M, 2);
-    let spec = spec("ext4");
-    let backing = tmpfs_loop(32 * MIB, 32 * MIB);
-    let req = request(&cell, &spec, &backing, Path::new(&workdir));
-    let p = provision::provision(&req).unwrap();
+    let c = TestCell::tmpfs_loop("ext4", Layout::M, 2, 32 * MIB);
+    let p = provision::provision(&c.request(Path::new(&workdir))).unwrap();
     std::fs::write(Path::new(&workdir).join("ready"), p.cell_dir().to_string_lossy().as_bytes()).unwrap();
     std::thread::sleep(Duration::from_secs(120));
     unreachable!("the parent kills us");
@@ -167,24 +138,23 @@ fn kill9_child_entry() {
 
 #[test]
 fn kill9_of_a_provisioned_process_then_cleanup_stale() {
-    if !root_or_skip("kill9_of_a_provisioned_process_then_cleanup_stale") {
-        return;
-    }
+    skip_unless_root!();
     let root = tempfile::tempdir().unwrap();
     let workdir = root.path().join("run-1");
     std::fs::create_dir(&workdir).unwrap();
+    // This test binary again, running only the child entry above.
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["kill9_child_entry", "--exact", "--nocapture", "--test-threads=1"])
+        .arg(libtest_name(module_path!(), "kill9_child_entry"))
+        .args(["--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, &workdir)
         .spawn()
         .unwrap();
     let ready = workdir.join("ready");
-    let start = Instant::now();
-    while !ready.exists() {
-        assert!(start.elapsed() < Duration::from_secs(60), "child never provisioned");
+    let provisioned = poll(Duration::from_secs(60), Duration::from_millis(20), || {
         assert!(child.try_wait().unwrap().is_none(), "child exited early");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        ready.exists().then_some(())
+    });
+    assert!(provisioned.is_some(), "child never provisioned");
     let cell_dir = PathBuf::from(std::fs::read_to_string(&ready).unwrap());
     // While the owner lives, cleanup leaves its cell alone.
     assert!(provision::cleanup_stale(root.path()).unwrap().is_empty());

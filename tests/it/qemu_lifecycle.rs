@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::{fsbench, poll};
+
 struct Fake {
     dir: tempfile::TempDir,
 }
@@ -34,7 +36,7 @@ impl Fake {
     }
 
     fn command(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_fsbench"));
+        let mut c = fsbench();
         c.args(["run", "quickstart", "--only", "fs=ext4,tasks=1,test=open_close", "--out"])
             .arg(self.root().join("results"))
             .arg("--kernel")
@@ -85,11 +87,8 @@ fn a_hung_guest_is_killed_at_the_boot_deadline() {
 fn ctrl_c_kills_qemu_and_removes_temporary_files() {
     let f = Fake::new("echo booting\nexec sleep 600");
     let child = f.command().stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    let t = Instant::now();
-    while f.qemu_pid().is_none() {
-        assert!(t.elapsed() < Duration::from_secs(60), "fake qemu never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let started = poll(Duration::from_secs(60), Duration::from_millis(50), || f.qemu_pid());
+    assert!(started.is_some(), "fake qemu never started");
     std::thread::sleep(Duration::from_millis(300));
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
     let out = child.wait_with_output().unwrap();
@@ -110,27 +109,17 @@ fn a_guest_that_dies_without_reporting_shows_its_panic() {
 
 #[test]
 fn bad_kernel_options_are_usage_errors() {
-    let out = Command::new(env!("CARGO_BIN_EXE_fsbench"))
-        .args(["run", "quickstart", "--kernel", "A=/x,speed=9"])
-        .output()
-        .unwrap();
+    let out = fsbench().args(["run", "quickstart", "--kernel", "A=/x,speed=9"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown key `speed`"));
-    let out = Command::new(env!("CARGO_BIN_EXE_fsbench"))
-        .args(["run", "quickstart", "--kernel", "A=/nonexistent/vmlinuz"])
-        .output()
-        .unwrap();
+    let out = fsbench().args(["run", "quickstart", "--kernel", "A=/nonexistent/vmlinuz"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
     // An image with no modules directory next to it, and none named.
     let t = tempfile::tempdir().unwrap();
     let image = t.path().join("bzImage");
     std::fs::write(&image, b"x").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_fsbench"))
-        .args(["run", "quickstart", "--kernel"])
-        .arg(format!("A={}", image.display()))
-        .output()
-        .unwrap();
+    let out = fsbench().args(["run", "quickstart", "--kernel"]).arg(format!("A={}", image.display())).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("modules=DIR"), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -1,14 +1,10 @@
 //! `fsbench report` and `fsbench compare` on bad input, significance, refusals, steps.
 
-mod report_support;
-
-use assert_cmd::Command;
+use assert_cmd::prelude::*;
 use fsbench::model::*;
-use report_support::*;
 
-fn fsbench() -> Command {
-    Command::cargo_bin("fsbench").unwrap()
-}
+use crate::support::fsbench;
+use crate::support::report::*;
 
 fn out(o: &assert_cmd::assert::Assert) -> (String, String) {
     let o = o.get_output();

@@ -20,7 +20,7 @@ fn generated_once_and_reused() {
 
 #[test]
 fn real_tarball_by_path() {
-    let fixture = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/linux-2.5.63-small.tar.gz"));
+    let fixture = crate::support::small_fixture();
     let d = tempfile::tempdir().unwrap();
     assert_eq!(cached_archive(&ArchiveSource::Path(fixture.clone()), d.path()).unwrap(), fixture);
     let missing = d.path().join("nope.tar.gz");

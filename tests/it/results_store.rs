@@ -1,7 +1,5 @@
 //! The result store: create, write cells atomically, finish, resume, load bad input.
 
-mod report_support;
-
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -9,7 +7,8 @@ use std::time::Duration;
 use fsbench::model::*;
 use fsbench::results::{ResultsError, RunWriter, load_run};
 use fsbench::scenario::*;
-use report_support::*;
+
+use crate::support::report::*;
 
 fn scenario() -> Scenario {
     let text = latfs_scenario_text("quota-smp", "");

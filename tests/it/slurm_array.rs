@@ -9,15 +9,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_fsbench")
-}
+use crate::support::sandbox::{cell_ids, runs_in};
+use crate::support::{fsbench, is_root, skip};
 
-/// Root and the Slurm and munge programs, or a skip reason (a failure when
-/// FSBENCH_REQUIRE_ROOT_TESTS is set, as scripts/test.sh does as root).
+/// Whether we are root and the Slurm and munge programs are there; otherwise skips `test` (see [`skip`]).
 fn can_run(test: &str) -> bool {
-    let required = std::env::var_os("FSBENCH_REQUIRE_ROOT_TESTS").is_some();
-    let reason = if !nix::unistd::geteuid().is_root() {
+    let reason = if !is_root() {
         Some("needs root to run slurmctld, slurmd and munged".to_string())
     } else {
         let missing: Vec<&str> = [
@@ -39,8 +36,7 @@ fn can_run(test: &str) -> bool {
     match reason {
         None => true,
         Some(r) => {
-            assert!(!required, "{test}: required but cannot run: {r}");
-            eprintln!("skipping {test}: {r}");
+            skip(test, &r);
             false
         }
     }
@@ -254,28 +250,6 @@ duration = "30ms"
 repetitions = 2
 "#;
 
-fn run_dirs(root: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(root)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.join("run.json").is_file())
-        .collect();
-    v.sort();
-    v
-}
-
-fn cell_ids(run: &Path) -> Vec<String> {
-    std::fs::read_dir(run.join("cells"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".json") && !n.starts_with('.'))
-        .map(|n| n.trim_end_matches(".json").to_string())
-        .collect()
-}
-
 /// What a report's JSON says about layout: tables (fs, layout, test, columns, task rows) and cells without a number.
 fn layout_of(json: &str) -> serde_json::Value {
     let v: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("not JSON ({e}):\n{json}"));
@@ -297,7 +271,7 @@ fn layout_of(json: &str) -> serde_json::Value {
 
 #[test]
 fn four_shard_array_merges_to_the_single_machine_run() {
-    if !can_run("four_shard_array_merges_to_the_single_machine_run") {
+    if !can_run(&test_name!()) {
         return;
     }
     let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
@@ -307,7 +281,7 @@ fn four_shard_array_merges_to_the_single_machine_run() {
     let res = cluster.path("results");
     let work = cluster.path("work");
 
-    let out = Command::new(exe())
+    let out = fsbench()
         .args(["submit", "slurm"])
         .arg(&scenario)
         .args(["--shards", "4", "--partition", "debug", "--submit", "--out"])
@@ -349,7 +323,7 @@ fn four_shard_array_merges_to_the_single_machine_run() {
     );
 
     // Four run directories, one per shard number, and every planned cell in exactly one.
-    let shard_dirs = run_dirs(&res.join("shardtiny"));
+    let shard_dirs = runs_in(&res.join("shardtiny"));
     assert_eq!(shard_dirs.len(), 4, "{shard_dirs:?}\n{}", cluster.logs());
     let mut numbers: Vec<String> = shard_dirs
         .iter()
@@ -373,7 +347,7 @@ fn four_shard_array_merges_to_the_single_machine_run() {
 
     // The same scenario on one machine, unsharded.
     let single_root = cluster.path("single");
-    let st = Command::new(exe())
+    let st = fsbench()
         .arg("run")
         .arg(&scenario)
         .arg("--out")
@@ -385,16 +359,15 @@ fn four_shard_array_merges_to_the_single_machine_run() {
         .status()
         .unwrap();
     assert!(st.success());
-    let single = run_dirs(&single_root.join("shardtiny"));
+    let single = runs_in(&single_root.join("shardtiny"));
     assert_eq!(single.len(), 1);
     let mut single_cells = cell_ids(&single[0]);
     single_cells.sort();
     assert_eq!(single_cells, all, "merge and single run hold the same cells");
 
-    let merged =
-        Command::new(exe()).arg("merge").arg(res.join("shardtiny")).args(["--format", "json"]).output().unwrap();
+    let merged = fsbench().arg("merge").arg(res.join("shardtiny")).args(["--format", "json"]).output().unwrap();
     assert!(merged.status.success(), "{}", String::from_utf8_lossy(&merged.stderr));
-    let report = Command::new(exe()).arg("report").arg(&single[0]).args(["--format", "json"]).output().unwrap();
+    let report = fsbench().arg("report").arg(&single[0]).args(["--format", "json"]).output().unwrap();
     assert!(report.status.success());
     let (m, s) =
         (layout_of(&String::from_utf8_lossy(&merged.stdout)), layout_of(&String::from_utf8_lossy(&report.stdout)));
@@ -406,7 +379,7 @@ fn four_shard_array_merges_to_the_single_machine_run() {
 
 #[test]
 fn cluster_guard_leaves_nothing_running() {
-    if !can_run("cluster_guard_leaves_nothing_running") {
+    if !can_run(&test_name!()) {
         return;
     }
     let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());

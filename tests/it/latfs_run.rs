@@ -1,10 +1,6 @@
 //! lat_fs runs for real: worker processes in temporary directories on the host
 //! filesystem, short windows, one and two tasks.
 
-mod latfs_support;
-use latfs_support as support;
-use support::{exe, is_root, task_dirs};
-
 use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
@@ -12,8 +8,11 @@ use fsbench::model::LatfsTest;
 use fsbench::scenario::LatfsSpec;
 use fsbench::workload::latfs::{self, LatfsRun, TEST_FILE, task_ids};
 
+use crate::support::latfs::task_dirs;
+use crate::support::{exe, is_root};
+
 fn spec(per_task_uid: bool) -> LatfsSpec {
-    support::spec(per_task_uid, Duration::from_millis(100))
+    crate::support::latfs::spec(per_task_uid, Duration::from_millis(100))
 }
 
 #[test]
@@ -47,10 +46,7 @@ fn every_test_runs_with_one_and_two_tasks() {
 
 #[test]
 fn files_end_up_owned_by_the_task_uid() {
-    if !is_root() {
-        eprintln!("skipped: per-task uids need root (geteuid != 0)");
-        return;
-    }
+    skip_unless_root!();
     let spec = spec(true);
     for (test, uid_offset) in [(LatfsTest::OpenClose, 0), (LatfsTest::WriteTruncate, 0), (LatfsTest::Chown, 1)] {
         let (_tmp, dirs) = task_dirs(2);
@@ -89,10 +85,7 @@ fn create_unlink_and_quota_references_leave_nothing_behind() {
 
 #[test]
 fn a_stale_test_file_of_another_uid_does_not_break_the_run() {
-    if !is_root() {
-        eprintln!("skipped: per-task uids need root (geteuid != 0)");
-        return;
-    }
+    skip_unless_root!();
     let spec = spec(true);
     let (_tmp, dirs) = task_dirs(1);
     // Left by an earlier cell whose task 0 was someone else, mode 0644.

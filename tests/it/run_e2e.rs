@@ -1,104 +1,17 @@
 //! End-to-end runs of the `fsbench` binary: real provisioning as root, Ctrl-C and
 //! kill -9 at awkward moments, resume. After each: zero leaked mounts and loops.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_fsbench")
-}
+use crate::support::kernel::{assert_no_leaks, leaks};
+use crate::support::poll;
+use crate::support::sandbox::{Sandbox, cell_ids};
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// True when running as root; otherwise prints why the test skips (and fails when
-/// FSBENCH_REQUIRE_ROOT_TESTS is set, as scripts/test.sh does as root).
-fn require_root(test: &str) -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("FSBENCH_REQUIRE_ROOT_TESTS").is_none(),
-        "{test}: root tests are required but we are not root"
-    );
-    eprintln!("skipping {test}: needs root to mount tmpfs, attach loop devices and run mkfs");
-    false
-}
-
-/// Mounts and loop devices that reference `dir`, for leak checks.
-fn leaks_under(dir: &Path) -> Vec<String> {
-    let dir = dir.to_string_lossy().into_owned();
-    let mut leaks: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .filter(|l| l.split(' ').nth(4).is_some_and(|m| m.starts_with(&dir)))
-        .map(|l| format!("mount: {l}"))
-        .collect();
-    for entry in std::fs::read_dir("/sys/block").unwrap().flatten() {
-        if let Ok(b) = std::fs::read_to_string(entry.path().join("loop/backing_file"))
-            && b.trim().starts_with(&dir)
-        {
-            leaks.push(format!("loop: {} -> {}", entry.file_name().to_string_lossy(), b.trim()));
-        }
-    }
-    leaks
-}
-
-struct Sandbox {
-    dir: tempfile::TempDir,
-}
-
-impl Sandbox {
-    fn new() -> Sandbox {
-        Sandbox { dir: tempfile::Builder::new().prefix("fsbench-e2e-").tempdir().unwrap() }
-    }
-    fn work(&self) -> PathBuf {
-        self.dir.path().join("work")
-    }
-    fn out(&self) -> PathBuf {
-        self.dir.path().join("results")
-    }
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(exe());
-        c.current_dir(root()).args(args).arg("--workdir").arg(self.work()).arg("--out").arg(self.out()).arg("--quiet");
-        c.env("XDG_CACHE_HOME", self.dir.path().join("cache"));
-        c
-    }
-    fn run_dirs(&self) -> Vec<PathBuf> {
-        let mut dirs: Vec<PathBuf> = walk_run_dirs(&self.out());
-        dirs.sort();
-        dirs
-    }
-    fn assert_no_leaks(&self) {
-        let leaks = leaks_under(self.dir.path());
-        assert!(leaks.is_empty(), "leaked kernel objects:\n{}", leaks.join("\n"));
-    }
-}
-
-fn walk_run_dirs(out: &Path) -> Vec<PathBuf> {
-    let mut v = Vec::new();
-    for scen in std::fs::read_dir(out).into_iter().flatten().flatten() {
-        for run in std::fs::read_dir(scen.path()).into_iter().flatten().flatten() {
-            if run.path().join("run.json").exists() {
-                v.push(run.path());
-            }
-        }
-    }
-    v
-}
-
-fn cell_files(run: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(run.join("cells"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".json"))
-        .collect();
-    v.sort();
-    v
+/// A sandbox for one test: its run's work directory is under it, so leak checks look there.
+fn sandbox() -> Sandbox {
+    Sandbox::new("fsbench-e2e-")
 }
 
 fn wait_for(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
@@ -115,14 +28,8 @@ fn wait_for(child: &mut Child, timeout: Duration) -> Option<std::process::ExitSt
 
 /// Wait until something of ours is mounted under `dir` (provisioning has begun).
 fn wait_for_mount(dir: &Path, timeout: Duration) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < timeout {
-        if leaks_under(dir).iter().any(|l| l.starts_with("mount")) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    false
+    poll(timeout, Duration::from_millis(5), || leaks(dir).iter().any(|l| l.starts_with("mount")).then_some(()))
+        .is_some()
 }
 
 /// Start `fsbench <args>`, wait until it has mounted something, wait `delay`, send each
@@ -133,8 +40,8 @@ fn interrupt_run(
     delay: Duration,
     signals: &[nix::sys::signal::Signal],
 ) -> std::process::ExitStatus {
-    let mut child = sb.cmd(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    assert!(wait_for_mount(sb.dir.path(), Duration::from_secs(30)), "provisioning never started");
+    let mut child = sb.fsbench(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    assert!(wait_for_mount(sb.path(), Duration::from_secs(30)), "provisioning never started");
     std::thread::sleep(delay);
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     for (i, sig) in signals.iter().enumerate() {
@@ -151,30 +58,28 @@ const QUICK: &[&str] =
 
 #[test]
 fn dir_backing_runs_without_provisioning() {
-    let sb = Sandbox::new();
+    let sb = sandbox();
     let mut args = vec!["run", "scenarios/quickstart.toml", "--set", "backing.kind=dir", "--only", "fs=ext4,tasks=1"];
     args.extend_from_slice(QUICK);
-    let out = sb.cmd(&args).output().unwrap();
+    let out = sb.fsbench(&args).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}\n{}", stdout, String::from_utf8_lossy(&out.stderr));
-    let runs = sb.run_dirs();
+    let runs = sb.runs();
     assert_eq!(runs.len(), 1);
-    assert_eq!(cell_files(&runs[0]).len(), 4, "four lat_fs tests");
+    assert_eq!(cell_ids(&runs[0]).len(), 4, "four lat_fs tests");
     assert!(stdout.contains("#nr_task"), "seed-style table printed:\n{stdout}");
-    sb.assert_no_leaks();
+    assert_no_leaks(sb.path());
 }
 
 #[test]
 fn tmpfs_loop_ext4_cells_run_and_leave_nothing() {
-    if !require_root("tmpfs_loop_ext4_cells_run_and_leave_nothing") {
-        return;
-    }
-    let sb = Sandbox::new();
+    skip_unless_root!();
+    let sb = sandbox();
     let mut args = vec!["run", "scenarios/quickstart.toml", "--only", "fs=ext4,test=chown"];
     args.extend_from_slice(QUICK);
-    let out = sb.cmd(&args).output().unwrap();
+    let out = sb.fsbench(&args).output().unwrap();
     assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    let run = &sb.run_dirs()[0];
+    let run = &sb.runs()[0];
     let cell: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t2-chown.json")).unwrap()).unwrap();
     assert_eq!(cell["status"], "ok", "{cell:#}");
@@ -187,20 +92,18 @@ fn tmpfs_loop_ext4_cells_run_and_leave_nothing() {
         "{fs:#}"
     );
     assert!(cell["latfs"]["total_loops"]["median"].as_f64().unwrap() > 0.0);
-    sb.assert_no_leaks();
+    assert_no_leaks(sb.path());
 }
 
 #[test]
 fn quota_on_cells_are_skipped_with_a_reason_when_the_kernel_lacks_quota() {
-    if !require_root("quota_on_cells_are_skipped_with_a_reason_when_the_kernel_lacks_quota") {
-        return;
-    }
-    let sb = Sandbox::new();
+    skip_unless_root!();
+    let sb = sandbox();
     let mut args = vec!["run", "scenarios/quota-smp.toml", "--only", "fs=ext4,layout=S,tasks=1,test=chown"];
     args.extend_from_slice(QUICK);
-    let out = sb.cmd(&args).output().unwrap();
+    let out = sb.fsbench(&args).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let run = &sb.run_dirs()[0];
+    let run = &sb.runs()[0];
     let qon: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qon-t1-chown.json")).unwrap()).unwrap();
     let qoff: serde_json::Value =
@@ -213,29 +116,25 @@ fn quota_on_cells_are_skipped_with_a_reason_when_the_kernel_lacks_quota() {
     } else {
         assert_eq!(qon["status"], "ok", "{qon:#}");
     }
-    sb.assert_no_leaks();
+    assert_no_leaks(sb.path());
 }
 
 #[test]
 fn sigint_during_provisioning_cleans_up_and_exits_130() {
-    if !require_root("sigint_during_provisioning_cleans_up_and_exits_130") {
-        return;
-    }
-    let sb = Sandbox::new();
+    skip_unless_root!();
+    let sb = sandbox();
     // Layout M with 8 tasks: 8 images, 8 loops, 8 mkfs, 8 mounts: a long provisioning phase.
     let mut args = vec!["run", "scenarios/quota-smp.toml", "--only", "fs=ext2,layout=M,quota=off,tasks=8"];
     args.extend_from_slice(QUICK);
     let status = interrupt_run(&sb, &args, Duration::ZERO, &[nix::sys::signal::Signal::SIGINT]);
     assert_eq!(status.code(), Some(130), "exit code after SIGINT");
-    sb.assert_no_leaks();
+    assert_no_leaks(sb.path());
 }
 
 #[test]
 fn sigint_during_workload_and_second_sigint_still_clean_up() {
-    if !require_root("sigint_during_workload_and_second_sigint_still_clean_up") {
-        return;
-    }
-    let sb = Sandbox::new();
+    skip_unless_root!();
+    let sb = sandbox();
     let args = [
         "run",
         "scenarios/quickstart.toml",
@@ -250,7 +149,7 @@ fn sigint_during_workload_and_second_sigint_still_clean_up() {
     let sigint = nix::sys::signal::Signal::SIGINT;
     let status = interrupt_run(&sb, &args, Duration::from_millis(1500), &[sigint, sigint]);
     assert_eq!(status.code(), Some(130));
-    sb.assert_no_leaks();
+    assert_no_leaks(sb.path());
     // No worker outlives the run.
     let ps = Command::new("pgrep").args(["-f", "__latfs-worker"]).output().unwrap();
     let workdir = sb.work().to_string_lossy().into_owned();
@@ -264,10 +163,8 @@ fn sigint_during_workload_and_second_sigint_still_clean_up() {
 
 #[test]
 fn sigkill_then_next_start_cleans_the_stale_work_directory() {
-    if !require_root("sigkill_then_next_start_cleans_the_stale_work_directory") {
-        return;
-    }
-    let sb = Sandbox::new();
+    skip_unless_root!();
+    let sb = sandbox();
     let args = [
         "run",
         "scenarios/quickstart.toml",
@@ -278,17 +175,17 @@ fn sigkill_then_next_start_cleans_the_stale_work_directory() {
         "--set",
         "workload.repetitions=1",
     ];
-    let mut child = sb.cmd(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-    assert!(wait_for_mount(sb.dir.path(), Duration::from_secs(30)), "provisioning never started");
+    let mut child = sb.fsbench(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    assert!(wait_for_mount(sb.path(), Duration::from_secs(30)), "provisioning never started");
     std::thread::sleep(Duration::from_millis(300));
     child.kill().unwrap(); // SIGKILL: no handler runs
     child.wait().unwrap();
     // Workers die with the parent's pipe closing; give them a moment.
     std::thread::sleep(Duration::from_millis(500));
-    assert!(!leaks_under(sb.dir.path()).is_empty(), "kill -9 should have left something to clean");
+    assert!(!leaks(sb.path()).is_empty(), "kill -9 should have left something to clean");
     // The next start finds the stale work directory and cleans it before running.
     let out = sb
-        .cmd(&[
+        .fsbench(&[
             "run",
             "scenarios/quickstart.toml",
             "--only",
@@ -308,12 +205,12 @@ fn sigkill_then_next_start_cleans_the_stale_work_directory() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    sb.assert_no_leaks();
+    assert_no_leaks(sb.path());
 }
 
 #[test]
 fn interrupted_run_resumes_to_the_same_cell_set() {
-    let sb = Sandbox::new();
+    let sb = sandbox();
     let args = [
         "run",
         "scenarios/quickstart.toml",
@@ -328,35 +225,29 @@ fn interrupted_run_resumes_to_the_same_cell_set() {
         "--only",
         "fs=ext4",
     ];
-    let mut child = sb.cmd(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let mut child = sb.fsbench(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     // Wait until some but not all cells are stored, then Ctrl-C.
-    let start = Instant::now();
-    loop {
-        let n = sb.run_dirs().first().map(|r| cell_files(r).len()).unwrap_or(0);
-        if n >= 2 || start.elapsed() > Duration::from_secs(60) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let stored = || sb.runs().first().map(|r| cell_ids(r).len()).unwrap_or(0);
+    poll(Duration::from_secs(60), Duration::from_millis(10), || (stored() >= 2).then_some(()));
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
     let status = wait_for(&mut child, Duration::from_secs(30)).unwrap();
     assert_eq!(status.code(), Some(130));
-    let run = sb.run_dirs()[0].clone();
-    let partial = cell_files(&run).len();
+    let run = sb.runs()[0].clone();
+    let partial = cell_ids(&run).len();
     assert!(partial < 8, "the run was interrupted before its 8 cells ({partial})");
-    let out = sb.cmd(&["run", "--resume", run.to_str().unwrap()]).output().unwrap();
+    let out = sb.fsbench(&["run", "--resume", run.to_str().unwrap()]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // Resuming a complete run changes nothing, not even its finish time.
     let before = std::fs::read_to_string(run.join("run.json")).unwrap();
-    let out = sb.cmd(&["run", "--resume", run.to_str().unwrap()]).output().unwrap();
+    let out = sb.fsbench(&["run", "--resume", run.to_str().unwrap()]).output().unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("is complete"));
     let after = std::fs::read_to_string(run.join("run.json")).unwrap();
     assert!(after == before, "run.json changed:\n{before}\n---\n{after}");
     // Same cell set as an uninterrupted run of the same plan.
-    let full = Sandbox::new();
+    let full = sandbox();
     let out = full
-        .cmd(&[
+        .fsbench(&[
             "run",
             "scenarios/quickstart.toml",
             "--set",
@@ -373,26 +264,24 @@ fn interrupted_run_resumes_to_the_same_cell_set() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    assert_eq!(cell_files(&run), cell_files(&full.run_dirs()[0]));
+    assert_eq!(cell_ids(&run), cell_ids(&full.runs()[0]));
 }
 
 #[test]
 fn wrong_options_are_usage_errors() {
-    let sb = Sandbox::new();
-    let out = sb.cmd(&["run", "scenarios/quickstart.toml", "--only", "fs=zfs"]).output().unwrap();
+    let sb = sandbox();
+    let out = sb.fsbench(&["run", "scenarios/quickstart.toml", "--only", "fs=zfs"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no cell has fs=zfs"));
-    let out = sb.cmd(&["run", "no/such/scenario.toml"]).output().unwrap();
+    let out = sb.fsbench(&["run", "no/such/scenario.toml"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(sb.run_dirs().is_empty(), "no run directory for a run that never started");
+    assert!(sb.runs().is_empty(), "no run directory for a run that never started");
 }
 
 #[test]
 fn sigkill_of_a_worker_fails_its_cell_and_the_run_goes_on() {
-    if !require_root("sigkill_of_a_worker_fails_its_cell_and_the_run_goes_on") {
-        return;
-    }
-    let sb = Sandbox::new();
+    skip_unless_root!();
+    let sb = sandbox();
     // Two cells: the first one's worker is killed, the second one still runs.
     let args = [
         "run",
@@ -406,43 +295,36 @@ fn sigkill_of_a_worker_fails_its_cell_and_the_run_goes_on() {
         "--set",
         "workload.warmup=0ms",
     ];
-    let mut child = sb.cmd(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let mut child = sb.fsbench(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     // Find a worker of this run: its arguments name a task directory under our sandbox.
-    let sandbox = sb.dir.path().to_string_lossy().into_owned();
-    let start = Instant::now();
-    let worker = loop {
-        let found = std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+    let ours = sb.path().to_string_lossy().into_owned();
+    let worker = poll(Duration::from_secs(30), Duration::from_millis(10), || {
+        std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
             let pid: i32 = e.file_name().to_str()?.parse().ok()?;
             let cmd = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).ok()?;
-            (cmd.contains("__latfs-worker") && cmd.contains(&sandbox)).then_some(pid)
-        });
-        if let Some(pid) = found {
-            break pid;
-        }
-        assert!(start.elapsed() < Duration::from_secs(30), "no worker appeared");
-        std::thread::sleep(Duration::from_millis(10));
-    };
+            (cmd.contains("__latfs-worker") && cmd.contains(&ours)).then_some(pid)
+        })
+    })
+    .expect("no worker appeared");
     std::thread::sleep(Duration::from_millis(300));
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(worker), nix::sys::signal::Signal::SIGKILL).unwrap();
     let status = wait_for(&mut child, Duration::from_secs(60)).expect("fsbench finishes");
     assert_eq!(status.code(), Some(1), "a failed cell makes the run exit 1");
-    let run = &sb.run_dirs()[0];
-    assert_eq!(cell_files(run).len(), 2, "the run went on to the next cell");
+    let run = &sb.runs()[0];
+    assert_eq!(cell_ids(run).len(), 2, "the run went on to the next cell");
     let failed: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t2-open_close.json")).unwrap())
             .unwrap();
     assert_eq!(failed["status"], "failed", "{failed:#}");
     let error = failed["error"].as_str().unwrap();
     assert!(error.contains("task") && error.contains("signal 9"), "{error}");
-    sb.assert_no_leaks();
+    assert_no_leaks(sb.path());
 }
 
 #[test]
 fn sighup_cleans_up_like_ctrl_c() {
-    if !require_root("sighup_cleans_up_like_ctrl_c") {
-        return;
-    }
-    let sb = Sandbox::new();
+    skip_unless_root!();
+    let sb = sandbox();
     let args = [
         "run",
         "scenarios/quickstart.toml",
@@ -455,5 +337,5 @@ fn sighup_cleans_up_like_ctrl_c() {
     ];
     let status = interrupt_run(&sb, &args, Duration::from_millis(500), &[nix::sys::signal::Signal::SIGHUP]);
     assert_eq!(status.code(), Some(130), "a hang-up is an interruption");
-    sb.assert_no_leaks();
+    assert_no_leaks(sb.path());
 }

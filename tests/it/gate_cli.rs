@@ -1,16 +1,11 @@
 //! `fsbench gate` on synthetic result sets with known noise.
 
-mod report_support;
-
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use fsbench::model::*;
-use report_support::*;
 
-fn fsbench() -> Command {
-    Command::cargo_bin("fsbench").unwrap()
-}
+use crate::support::fsbench;
+use crate::support::report::*;
 
 fn params(test: LatfsTest, tasks: u32) -> CellParams {
     CellParams { fs: "ext4".into(), layout: Layout::M, quota: QuotaMode::Off, tasks, test: Some(test) }

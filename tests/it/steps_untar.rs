@@ -7,12 +7,7 @@ use std::process::Command;
 
 use fsbench::workload::untar::{Trust, unpack_tar_gz};
 
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/linux-2.5.63-small.tar.gz");
-
-fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
+use crate::support::{is_root, small_fixture};
 
 /// Everything tar restores about an entry (owners only as root: GNU tar does not chown otherwise).
 #[derive(Debug, PartialEq)]
@@ -74,7 +69,7 @@ fn compare(archive: &Path) -> usize {
 
 #[test]
 fn fixture_extracts_identically_to_gnu_tar() {
-    let n = compare(Path::new(FIXTURE));
+    let n = compare(&small_fixture());
     assert_eq!(n, 276 + 20, "all files and directories of the small fixture");
 }
 

@@ -1,14 +1,10 @@
 //! `fsbench submit k8s` writes a manifest with the shape of a batch/v1 indexed Job
 //! (structural check with an independent YAML parser; there is no cluster here).
 
-use std::process::Command;
-
 use serde::Deserialize;
 use serde_json::Value;
 
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_fsbench")
-}
+use crate::support::{crate_root, fsbench};
 
 fn documents(yaml: &str) -> Vec<Value> {
     serde_yaml::Deserializer::from_str(yaml)
@@ -17,8 +13,8 @@ fn documents(yaml: &str) -> Vec<Value> {
 }
 
 fn submit(shards: &str, extra: &[&str]) -> (String, String, i32) {
-    let out = Command::new(exe())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+    let out = fsbench()
+        .current_dir(crate_root())
         .args(["submit", "k8s", "scenarios/quickstart.toml", "--shards", shards])
         .args(extra)
         .output()
@@ -44,7 +40,7 @@ fn manifest_is_an_indexed_batch_v1_job() {
 
     assert_eq!(str_at(cm, "/apiVersion"), "v1");
     assert_eq!(str_at(cm, "/kind"), "ConfigMap");
-    let scenario = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/quickstart.toml")).unwrap();
+    let scenario = std::fs::read_to_string(crate_root().join("scenarios/quickstart.toml")).unwrap();
     assert_eq!(str_at(cm, "/data/scenario.toml"), scenario, "the scenario text travels verbatim");
 
     // The batch/v1 Job schema's required shape.

@@ -2,31 +2,19 @@
 //! tasks; check mounts and options in /proc/self/mountinfo and that nothing
 //! is left mounted or attached afterwards.
 
-mod provision_common;
-use provision_common::*;
-
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
 use fsbench::model::Layout;
 use fsbench::provision::{self, ProvisionRequest, mount};
 
-const MIB: u64 = 1 << 20;
+use crate::support::kernel::*;
 
 fn round_trip(fs: &str, layout: Layout, tasks: u32, image: u64, uids: bool) {
     let tmp = tempfile::tempdir().unwrap();
-    let cell = cell(fs, layout, tasks);
-    let spec = spec(fs);
-    let backing = tmpfs_loop(image, image);
+    let c = TestCell::tmpfs_loop(fs, layout, tasks, image);
     let task_uids = uids.then(|| (0..tasks).map(|t| (t << 3) + 100).collect::<Vec<u32>>());
-    let req = ProvisionRequest {
-        cell: &cell,
-        fs: &spec,
-        backing: &backing,
-        workdir: tmp.path(),
-        task_uids: task_uids.clone(),
-        allow_device: None,
-    };
+    let req = ProvisionRequest { task_uids: task_uids.clone(), ..c.request(tmp.path()) };
     provision::check(&req).unwrap_or_else(|s| panic!("{fs} {layout} t{tasks} should be runnable: {s:?}"));
     let p = provision::provision(&req).unwrap_or_else(|e| panic!("{fs} {layout} t{tasks}: {e}"));
 
@@ -73,9 +61,7 @@ fn round_trip(fs: &str, layout: Layout, tasks: u32, image: u64, uids: bool) {
 
 #[test]
 fn ext2_and_ext4_in_m_and_s_with_1_and_8_tasks() {
-    if !root_or_skip("ext2_and_ext4_in_m_and_s_with_1_and_8_tasks") {
-        return;
-    }
+    skip_unless_root!();
     for fs in ["ext2", "ext4"] {
         for layout in [Layout::M, Layout::S] {
             for tasks in [1, 8] {
@@ -87,11 +73,9 @@ fn ext2_and_ext4_in_m_and_s_with_1_and_8_tasks() {
 
 #[test]
 fn xfs_and_btrfs_when_their_tools_are_installed() {
-    if !root_or_skip("xfs_and_btrfs_when_their_tools_are_installed") {
-        return;
-    }
+    skip_unless_root!();
     for fs in ["xfs", "btrfs"] {
-        if !have_mkfs(fs, "xfs_and_btrfs_when_their_tools_are_installed") {
+        if !have_mkfs(fs, &test_name!()) {
             continue;
         }
         for (layout, tasks) in [(Layout::S, 1), (Layout::M, 8), (Layout::S, 8)] {

@@ -1,14 +1,20 @@
 //! The steps workload: every iteration kept, time(1)-style figures, exec CPU, cancel.
 
-use fsbench::workload::untar::Trust;
 use std::cell::Cell;
-use std::path::Path;
+use std::path::PathBuf;
 
 use fsbench::scenario::{Step, StepsSpec};
 use fsbench::workload::steps::{StepError, StepsError, StepsRun, run};
+use fsbench::workload::untar::Trust;
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures");
+use crate::support::{crate_root, is_root};
+
 const ARCHIVE: &str = "linux-2.5.63-small.tar.gz";
+
+/// Where the small fixture archive is.
+fn fixtures() -> PathBuf {
+    crate_root().join("fixtures")
+}
 
 fn seed_loop(iterations: u32) -> StepsSpec {
     StepsSpec {
@@ -34,7 +40,7 @@ fn seed_loop_keeps_every_iteration_in_time_format() {
     let r = run(&StepsRun {
         spec: &spec,
         target: d.path(),
-        archive_dir: Path::new(FIXTURES),
+        archive_dir: &fixtures(),
         cancel: &|| false,
         trust: &Trust::Fixture,
     })
@@ -138,7 +144,7 @@ fn cancel_stops_early_with_what_was_timed() {
     let e = run(&StepsRun {
         spec: &spec,
         target: d.path(),
-        archive_dir: Path::new(FIXTURES),
+        archive_dir: &fixtures(),
         cancel: &cancel,
         trust: &Trust::Fixture,
     })
@@ -155,7 +161,7 @@ fn cancel_stops_early_with_what_was_timed() {
     let e = run(&StepsRun {
         spec: &spec,
         target: d.path(),
-        archive_dir: Path::new(FIXTURES),
+        archive_dir: &fixtures(),
         cancel: &cancel_now,
         trust: &Trust::Fixture,
     })
@@ -189,8 +195,7 @@ fn drop_caches_needs_root() {
         cancel: &|| false,
         trust: &Trust::Fixture,
     });
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
+    if is_root() {
         assert_eq!(r.unwrap().iterations[0][0].label, "drop_caches");
     } else {
         eprintln!("not root: checking the error only");

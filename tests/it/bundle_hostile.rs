@@ -9,10 +9,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use sha2::{Digest, Sha256};
+
+use crate::support::fsbench;
 
 const SCENARIO: &str = "schema = 1\nname = \"tiny\"\n[matrix]\nfs = [\"ext4\"]\ntasks = [1]\ntest = [\"open_close\"]\n\
                         [backing]\nkind = \"dir\"\n[workload]\nkind = \"lat_fs\"\nwarmup = \"0ms\"\nduration = \"10ms\"\nrepetitions = 1\n";
@@ -154,8 +155,8 @@ impl Sandbox {
         self.dir.path().join(s)
     }
     fn cmd(&self, args: &[&str]) -> (i32, String, String) {
-        let out = Command::cargo_bin("fsbench")
-            .unwrap()
+        // assert_cmd's Command for its timeout.
+        let out = assert_cmd::Command::from_std(fsbench())
             .current_dir(self.p("work"))
             .env("TMPDIR", self.p("tmp"))
             .env("XDG_CACHE_HOME", self.p("work/cache"))

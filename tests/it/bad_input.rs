@@ -1,12 +1,12 @@
 //! The bad-scenario corpus: every malformed file gets a positioned error, exit 2, no panic.
 
-use std::path::Path;
+use assert_cmd::prelude::*;
 
-use assert_cmd::Command;
+use crate::support::{crate_root, fsbench};
 
 #[test]
 fn every_bad_scenario_is_rejected_with_its_expected_message() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bad_scenarios");
+    let dir = crate_root().join("tests/bad_scenarios");
     let mut cases: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .flatten()
@@ -20,11 +20,10 @@ fn every_bad_scenario_is_rejected_with_its_expected_message() {
         let expected = std::fs::read_to_string(case.with_extension("expected"))
             .unwrap_or_else(|_| panic!("{} has no .expected file", case.display()));
         // Run from the crate root so the reported path is the relative one in .expected.
-        let out = Command::cargo_bin("fsbench")
-            .unwrap()
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
+        let out = fsbench()
+            .current_dir(crate_root())
             .arg("validate")
-            .arg(case.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap())
+            .arg(case.strip_prefix(crate_root()).unwrap())
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -45,9 +44,8 @@ fn every_bad_scenario_is_rejected_with_its_expected_message() {
 
 #[test]
 fn bundled_scenarios_validate() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut cmd = Command::cargo_bin("fsbench").unwrap();
-    cmd.current_dir(root).arg("validate");
+    let mut cmd = fsbench();
+    cmd.current_dir(crate_root()).arg("validate");
     for name in ["quickstart", "quota-smp", "kernel-untar", "quota-qemu"] {
         cmd.arg(format!("scenarios/{name}.toml"));
     }
@@ -56,8 +54,7 @@ fn bundled_scenarios_validate() {
 
 #[test]
 fn set_and_only_errors_are_usage_errors() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let run = |args: &[&str]| Command::cargo_bin("fsbench").unwrap().current_dir(root).args(args).output().unwrap();
+    let run = |args: &[&str]| fsbench().current_dir(crate_root()).args(args).output().unwrap();
     let out = run(&["plan", "scenarios/quota-smp.toml", "--set", "workload.duration=2xs"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--set workload.duration=2xs: unknown duration unit `xs`"));
@@ -73,9 +70,8 @@ fn set_and_only_errors_are_usage_errors() {
 
 #[test]
 fn plan_of_quota_smp_lists_128_cells() {
-    let out = Command::cargo_bin("fsbench")
-        .unwrap()
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+    let out = fsbench()
+        .current_dir(crate_root())
         .args(["plan", "scenarios/quota-smp.toml", "--format", "json"])
         .output()
         .unwrap();

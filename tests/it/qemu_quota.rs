@@ -7,15 +7,12 @@
 //! FSBENCH_REQUIRE_ROOT_TESTS set it must not skip.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn required() -> bool {
-    std::env::var_os("FSBENCH_REQUIRE_ROOT_TESTS").is_some()
-}
+use crate::support::{crate_root, is_root, skip};
 
-/// The kernel image to boot, or None after printing why the test skips.
+/// The kernel image to boot, or None after skipping `test` (see [`skip`]).
 fn kernel_or_skip(test: &str) -> Option<PathBuf> {
-    let why = if !nix::unistd::geteuid().is_root() {
+    let why = if !is_root() {
         "needs root (the host run uses loop devices and mount)".to_string()
     } else if fsbench::qemu::vm::find_qemu().is_none() {
         "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)".to_string()
@@ -26,13 +23,13 @@ fn kernel_or_skip(test: &str) -> Option<PathBuf> {
             None => "FSBENCH_TEST_KERNEL is not set (scripts/test.sh downloads a Debian kernel)".to_string(),
         }
     };
-    assert!(!required(), "{test}: must not skip: {why}");
-    eprintln!("SKIP {test}: {why}");
+    skip(test, &why);
     None
 }
 
-fn fsbench(args: &[&str]) -> std::process::Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_fsbench")).args(args).output().unwrap();
+/// Run fsbench and show its command line and stderr in the test's output.
+fn run_fsbench(args: &[&str]) -> std::process::Output {
+    let out = crate::support::fsbench().args(args).output().unwrap();
     eprintln!("$ fsbench {}\n{}", args.join(" "), String::from_utf8_lossy(&out.stderr));
     out
 }
@@ -53,15 +50,16 @@ fn run_dir(out: &Path, label: &str) -> PathBuf {
 
 #[test]
 fn quota_scenario_runs_under_a_debian_kernel_and_compares_with_the_host() {
-    let Some(kernel) = kernel_or_skip("qemu_quota") else { return };
+    let Some(kernel) = kernel_or_skip(&test_name!()) else { return };
     let t = tempfile::tempdir().unwrap();
     let out = t.path().join("results");
     let out_s = out.to_str().unwrap();
     let work = t.path().join("work");
-    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/quota-qemu.toml");
+    let scenario = crate_root().join("scenarios/quota-qemu.toml");
+    let scenario = scenario.to_str().unwrap();
 
     // The host kernel: quota-off cells only (it lacks quota format v2).
-    let host = fsbench(&[
+    let host = run_fsbench(&[
         "run",
         scenario,
         "--out",
@@ -78,7 +76,7 @@ fn quota_scenario_runs_under_a_debian_kernel_and_compares_with_the_host() {
 
     // The guest kernel: every cell, quota on included.
     let started = std::time::Instant::now();
-    let guest = fsbench(&["run", scenario, "--out", out_s, "--kernel", &format!("DEB={}", kernel.display())]);
+    let guest = run_fsbench(&["run", scenario, "--out", out_s, "--kernel", &format!("DEB={}", kernel.display())]);
     let elapsed = started.elapsed();
     assert_eq!(guest.status.code(), Some(0), "guest run failed");
     eprintln!("guest run (16 cells) took {elapsed:?}");
@@ -111,7 +109,7 @@ fn quota_scenario_runs_under_a_debian_kernel_and_compares_with_the_host() {
 
     // compare: host kernel vs guest kernel on the quota-off cells.
     let hdir = run_dir(&out, "HOST");
-    let cmp = fsbench(&["compare", &format!("HOST={}", hdir.display()), &format!("DEB={}", dir.display())]);
+    let cmp = run_fsbench(&["compare", &format!("HOST={}", hdir.display()), &format!("DEB={}", dir.display())]);
     assert_eq!(cmp.status.code(), Some(0));
     let text = String::from_utf8_lossy(&cmp.stdout);
     eprintln!("{text}");
@@ -121,11 +119,11 @@ fn quota_scenario_runs_under_a_debian_kernel_and_compares_with_the_host() {
 
 #[test]
 fn a_kernel_without_init_panics_and_the_panic_reaches_the_user() {
-    let Some(kernel) = kernel_or_skip("qemu_panic") else { return };
+    let Some(kernel) = kernel_or_skip(&test_name!()) else { return };
     let t = tempfile::tempdir().unwrap();
     // A later rdinit= wins: the kernel finds no init and panics; with panic=-1 and -no-reboot qemu exits.
     let arg = format!("BROKEN={},cmdline=rdinit=/no-such-init init=/no-such-init", kernel.display());
-    let out = fsbench(&[
+    let out = run_fsbench(&[
         "run",
         "quickstart",
         "--only",

@@ -1,12 +1,11 @@
 //! `fsbench run --shard` / engine variables and `fsbench merge`, through the binary.
 //! Uses a `dir` backing (no mounts), so it runs the same as root and not.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_fsbench")
-}
+use crate::support::fsbench;
+use crate::support::sandbox::{Sandbox, cell_ids};
 
 const QUICK: &[&str] = &[
     "--set",
@@ -21,59 +20,34 @@ const QUICK: &[&str] = &[
     "fs=ext4,tasks=1",
 ];
 
-struct Sandbox {
-    dir: tempfile::TempDir,
+fn sandbox() -> Sandbox {
+    Sandbox::new("fsbench-shard-")
 }
 
-impl Sandbox {
-    fn new() -> Sandbox {
-        Sandbox { dir: tempfile::Builder::new().prefix("fsbench-shard-").tempdir().unwrap() }
+/// `fsbench run` of the quickstart (4 cells) with a clean engine environment plus `env`.
+fn run(sb: &Sandbox, extra: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut args = vec!["run", "scenarios/quickstart.toml"];
+    args.extend_from_slice(QUICK);
+    args.extend_from_slice(extra);
+    let mut c = sb.fsbench(&args);
+    for v in [
+        "SLURM_ARRAY_TASK_ID",
+        "SLURM_ARRAY_TASK_COUNT",
+        "SLURM_ARRAY_TASK_MIN",
+        "SLURM_ARRAY_JOB_ID",
+        "JOB_COMPLETION_INDEX",
+        "FSBENCH_SHARD_COUNT",
+        "FSBENCH_RUN_KEY",
+    ] {
+        c.env_remove(v);
     }
-    fn out(&self) -> PathBuf {
-        self.dir.path().join("results")
-    }
-    /// `fsbench run` of the quickstart (4 cells) with a clean engine environment plus `env`.
-    fn run(&self, extra: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut c = Command::new(exe());
-        c.current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args(["run", "scenarios/quickstart.toml", "--quiet"])
-            .args(QUICK)
-            .args(extra);
-        c.arg("--out").arg(self.out()).arg("--workdir").arg(self.dir.path().join("work"));
-        for v in [
-            "SLURM_ARRAY_TASK_ID",
-            "SLURM_ARRAY_TASK_COUNT",
-            "SLURM_ARRAY_TASK_MIN",
-            "SLURM_ARRAY_JOB_ID",
-            "JOB_COMPLETION_INDEX",
-            "FSBENCH_SHARD_COUNT",
-            "FSBENCH_RUN_KEY",
-        ] {
-            c.env_remove(v);
-        }
-        c.envs(env.iter().copied());
-        c.output().unwrap()
-    }
-    fn runs(&self) -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(self.out().join("quickstart"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.join("run.json").exists())
-            .collect();
-        v.sort();
-        v
-    }
-    fn merge(&self, dirs: &[&Path], format: &str) -> Output {
-        Command::new(exe())
-            .arg("merge")
-            .args(dirs)
-            .args(["--format", format])
-            .env_remove("FSBENCH_RUN_KEY")
-            .output()
-            .unwrap()
-    }
+    c.envs(env.iter().copied());
+    c.output().unwrap()
+}
+
+/// `fsbench merge <dirs> --format <format>`.
+fn merge(dirs: &[&Path], format: &str) -> Output {
+    fsbench().arg("merge").args(dirs).args(["--format", format]).env_remove("FSBENCH_RUN_KEY").output().unwrap()
 }
 
 fn ok(o: &Output) -> String {
@@ -87,24 +61,15 @@ fn ok(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-fn cells(run: &Path) -> Vec<String> {
-    std::fs::read_dir(run.join("cells"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".json"))
-        .collect()
-}
-
 fn meta(run: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap()
 }
 
 #[test]
 fn three_shards_partition_the_run_and_merge_reports_gaps_by_number() {
-    let sb = Sandbox::new();
+    let sb = sandbox();
     for k in 1..=3 {
-        ok(&sb.run(&["--shard", &format!("{k}/3")], &[]));
+        ok(&run(&sb, &["--shard", &format!("{k}/3")], &[]));
     }
     let runs = sb.runs();
     assert_eq!(runs.len(), 3);
@@ -115,8 +80,8 @@ fn three_shards_partition_the_run_and_merge_reports_gaps_by_number() {
         let m = meta(r);
         assert_eq!(m["shard"]["index"], i + 1);
         assert_eq!(m["shard"]["total_cells"], 4);
-        assert_eq!(m["shard"]["cell_indices"].as_array().unwrap().len(), cells(r).len());
-        all.extend(cells(r));
+        assert_eq!(m["shard"]["cell_indices"].as_array().unwrap().len(), cell_ids(r).len());
+        all.extend(cell_ids(r));
     }
     all.sort();
     let n = all.len();
@@ -124,7 +89,7 @@ fn three_shards_partition_the_run_and_merge_reports_gaps_by_number() {
     assert_eq!((n, all.len()), (4, 4), "every cell exactly once: {all:?}");
 
     let root = sb.out();
-    let text = ok(&sb.merge(&[&root], "table"));
+    let text = ok(&merge(&[&root], "table"));
     assert!(text.contains("merged 3 of 3 shards of run "), "{text}");
     assert!(text.contains("#nr_task"), "{text}");
 
@@ -133,7 +98,7 @@ fn three_shards_partition_the_run_and_merge_reports_gaps_by_number() {
     std::fs::create_dir_all(copy.join("cells")).unwrap();
     std::fs::copy(runs[0].join("run.json"), copy.join("run.json")).unwrap();
     std::fs::remove_dir_all(&runs[1]).unwrap();
-    let o = sb.merge(&[&root.join("quickstart")], "table");
+    let o = merge(&[&root.join("quickstart")], "table");
     assert_eq!(o.status.code(), Some(1));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("merged 2 of 3 shards") && text.contains("missing shards: 2"), "{text}");
@@ -142,15 +107,15 @@ fn three_shards_partition_the_run_and_merge_reports_gaps_by_number() {
 
 #[test]
 fn hosts_are_a_dimension_not_an_average() {
-    let sb = Sandbox::new();
-    ok(&sb.run(&["--shard", "1/2"], &[]));
-    ok(&sb.run(&["--shard", "2/2"], &[]));
+    let sb = sandbox();
+    ok(&run(&sb, &["--shard", "1/2"], &[]));
+    ok(&run(&sb, &["--shard", "2/2"], &[]));
     // Pretend shard 2 ran on another machine.
     let r2 = &sb.runs()[1];
     let mut m = meta(r2);
     m["host"]["hostname"] = "otherhost".into();
     std::fs::write(r2.join("run.json"), serde_json::to_string_pretty(&m).unwrap()).unwrap();
-    let json = ok(&sb.merge(&[&sb.out()], "json"));
+    let json = ok(&merge(&[&sb.out()], "json"));
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     let labels: Vec<&str> = v["runs"].as_array().unwrap().iter().map(|r| r["label"].as_str().unwrap()).collect();
     assert_eq!(labels.len(), 2, "one entry per host: {labels:?}");
@@ -165,14 +130,14 @@ fn hosts_are_a_dimension_not_an_average() {
     assert_eq!(seen.len(), 2, "{seen:?}");
 
     // The same cells on two hosts (unsharded runs of one scenario): side by side, one column each.
-    let sb = Sandbox::new();
-    ok(&sb.run(&[], &[]));
-    ok(&sb.run(&[], &[]));
+    let sb = sandbox();
+    ok(&run(&sb, &[], &[]));
+    ok(&run(&sb, &[], &[]));
     let r2 = &sb.runs()[1];
     let mut m = meta(r2);
     m["host"]["hostname"] = "otherhost".into();
     std::fs::write(r2.join("run.json"), serde_json::to_string_pretty(&m).unwrap()).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&ok(&sb.merge(&[&sb.out()], "json"))).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&ok(&merge(&[&sb.out()], "json"))).unwrap();
     for t in v["tables"].as_array().unwrap() {
         let cols: Vec<&str> = t["columns"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
         assert_eq!(cols.len(), 2, "a column per host in {}: {cols:?}", t["test"]);
@@ -184,15 +149,15 @@ fn hosts_are_a_dimension_not_an_average() {
 
 #[test]
 fn engine_variables_pick_the_shard() {
-    let sb = Sandbox::new();
+    let sb = sandbox();
     let slurm = [
         ("SLURM_ARRAY_TASK_ID", "2"),
         ("SLURM_ARRAY_TASK_COUNT", "2"),
         ("SLURM_ARRAY_TASK_MIN", "1"),
         ("SLURM_ARRAY_JOB_ID", "99"),
     ];
-    ok(&sb.run(&[], &slurm));
-    ok(&sb.run(&[], &[("JOB_COMPLETION_INDEX", "0"), ("FSBENCH_SHARD_COUNT", "2"), ("FSBENCH_RUN_KEY", "slurm-99")]));
+    ok(&run(&sb, &[], &slurm));
+    ok(&run(&sb, &[], &[("JOB_COMPLETION_INDEX", "0"), ("FSBENCH_SHARD_COUNT", "2"), ("FSBENCH_RUN_KEY", "slurm-99")]));
     let runs = sb.runs();
     let names: Vec<String> = runs.iter().map(|r| r.file_name().unwrap().to_string_lossy().into_owned()).collect();
     assert!(
@@ -200,13 +165,13 @@ fn engine_variables_pick_the_shard() {
         "{names:?}"
     );
     assert!(runs.iter().all(|r| meta(r)["shard"]["key"] == "slurm-99"));
-    let text = ok(&sb.merge(&[&sb.out()], "table"));
+    let text = ok(&merge(&[&sb.out()], "table"));
     assert!(text.contains("merged 2 of 2 shards of run slurm-99"), "{text}");
 }
 
 #[test]
 fn inconsistent_shard_settings_are_usage_errors() {
-    let sb = Sandbox::new();
+    let sb = sandbox();
     type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
     let cases: &[Case] = &[
         (&["--shard", "5/4"], &[], "expected K/N"),
@@ -226,7 +191,7 @@ fn inconsistent_shard_settings_are_usage_errors() {
         ),
     ];
     for (args, env, message) in cases {
-        let o = sb.run(args, env);
+        let o = run(&sb, args, env);
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?} {env:?}: {stderr}");
         assert!(stderr.contains(message), "{args:?} {env:?}: {stderr}");
@@ -236,11 +201,11 @@ fn inconsistent_shard_settings_are_usage_errors() {
 
 #[test]
 fn shards_of_one_key_from_different_scenarios_are_refused() {
-    let sb = Sandbox::new();
+    let sb = sandbox();
     let key = [("FSBENCH_RUN_KEY", "mixed")];
-    ok(&sb.run(&["--shard", "1/2"], &key));
-    ok(&sb.run(&["--shard", "2/2", "--set", "workload.repetitions=3"], &key));
-    let o = sb.merge(&[&sb.out()], "table");
+    ok(&run(&sb, &["--shard", "1/2"], &key));
+    ok(&run(&sb, &["--shard", "2/2", "--set", "workload.repetitions=3"], &key));
+    let o = merge(&[&sb.out()], "table");
     assert_eq!(o.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("different scenario texts"),
@@ -252,13 +217,13 @@ fn shards_of_one_key_from_different_scenarios_are_refused() {
 /// Regression (CLI review): merging a run that never finished exited 0.
 #[test]
 fn an_unfinished_run_does_not_merge_cleanly() {
-    let sb = Sandbox::new();
-    ok(&sb.run(&[], &[]));
+    let sb = sandbox();
+    ok(&run(&sb, &[], &[]));
     let run = sb.runs().pop().unwrap();
-    assert_eq!(sb.merge(&[&run], "table").status.code(), Some(0));
+    assert_eq!(merge(&[&run], "table").status.code(), Some(0));
     // As a killed run leaves it: no finish time.
     let mut m = meta(&run);
     m["finished"] = serde_json::Value::Null;
     std::fs::write(run.join("run.json"), serde_json::to_vec_pretty(&m).unwrap()).unwrap();
-    assert_eq!(sb.merge(&[&run], "table").status.code(), Some(1));
+    assert_eq!(merge(&[&run], "table").status.code(), Some(1));
 }

@@ -1,5 +1,4 @@
-//! Shared helpers of the report and results tests: parse seed 000, write run directories.
-#![allow(dead_code)]
+//! Result fixtures for the report, gate and results tests: seed 000 parsed, run directories written by hand.
 
 use std::path::{Path, PathBuf};
 

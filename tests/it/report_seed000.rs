@@ -1,13 +1,9 @@
 //! Seed 000 typed in as result files comes back out of `fsbench compare` in the seed's layout.
 
-mod report_support;
+use assert_cmd::prelude::*;
 
-use assert_cmd::Command;
-use report_support::*;
-
-fn fsbench() -> Command {
-    Command::cargo_bin("fsbench").unwrap()
-}
+use crate::support::fsbench;
+use crate::support::report::*;
 
 /// Find the seed table's header in the output and check the rows under it, field by field.
 fn assert_table_in(output: &str, t: &SeedTable, from: usize) -> usize {

@@ -1,17 +1,10 @@
-//! Shared by the lat_fs integration tests: task directories, the binary, a spec.
-
-#![allow(dead_code)]
+//! lat_fs runs in-process: a short spec and task directories.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use fsbench::scenario::LatfsSpec;
-
-/// Whether the tests run as root (per-task uids and chown need it).
-pub fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
-}
 
 /// A short lat_fs spec: 20 ms warm-up, the given window, 2 repetitions, lmbench -L 2 -w.
 pub fn spec(per_task_uid: bool, duration: Duration) -> LatfsSpec {
@@ -35,9 +28,4 @@ pub fn task_dirs(n: usize) -> (tempfile::TempDir, Vec<PathBuf>) {
         std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
     }
     (tmp, dirs)
-}
-
-/// The fsbench binary, re-executed as the worker.
-pub fn exe() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_fsbench"))
 }

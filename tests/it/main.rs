@@ -1,0 +1,39 @@
+//! The integration tests, linked as one binary (one link instead of one per file).
+//! Each module was a file of its own in `tests/`; helpers are in `tests/support/`.
+//!
+//! The tests here run as threads of one process. A test that touches process-wide
+//! state (signal handlers or raise(), environment variables of this process, the
+//! current directory, the umask, or anything that looks at all children of the
+//! process) must not live here: give it its own `tests/<name>.rs` with
+//! `mod support;`, as `tests/provision_signals.rs` and `tests/latfs_failures.rs` do.
+//! Running the fsbench binary as a subprocess is fine.
+
+#[macro_use]
+#[path = "../support/mod.rs"]
+mod support;
+
+mod bad_input;
+mod bundle_hostile;
+mod bundle_roundtrip;
+mod fixture_cache;
+mod fixture_checked_in;
+mod fixture_cli;
+mod fixture_shape;
+mod gate_cli;
+mod latfs_run;
+mod provision_faults;
+mod provision_layouts;
+mod provision_stale;
+mod qemu_lifecycle;
+mod qemu_quota;
+mod report_cli;
+mod report_seed000;
+mod results_store;
+mod run_e2e;
+mod schemas;
+mod shard_cli;
+mod shard_k8s;
+mod slurm_array;
+mod steps_run;
+mod steps_untar;
+mod steps_untrusted;
