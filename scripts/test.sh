@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The Slurm integration test (tests/slurm_array.rs) starts its own munged, slurmctld and slurmd.
+# The Slurm integration test (tests/it/slurm_array.rs) starts its own munged, slurmctld and slurmd.
 packages=(e2fsprogs xfsprogs btrfs-progs quota strace tar gzip time qemu-system-x86 munge slurmctld slurmd slurm-client)
 commands=(mkfs.ext4 mkfs.xfs mkfs.btrfs quotacheck strace tar gzip /usr/bin/time qemu-system-x86_64 /usr/sbin/munged /usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/sbatch)
 
@@ -40,7 +40,7 @@ else
     echo "test.sh: not root: tests that need tmpfs, loop devices, mkfs and mount will skip" >&2
 fi
 
-# The newest kernel image under target/kernels/, for tests/qemu_*.rs.
+# The newest kernel image under target/kernels/, for tests/it/qemu_*.rs.
 kernel=$(ls target/kernels/*/boot/vmlinuz-* 2>/dev/null | sort -V | tail -1 || true)
 if [ -n "$kernel" ]; then
     export FSBENCH_TEST_KERNEL="$PWD/$kernel"

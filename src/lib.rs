@@ -6,7 +6,7 @@
 //! -> `results` (self-describing files) -> `report` (tables, plots, compare) -> `gate`.
 //! `runner` drives one run through these stages from a plain `RunRequest`; `qemu`,
 //! `shard` and `bundle` carry runs to other kernels, machines and labs.
-//! `app` is the command line on top: the only module that knows clap, prints command
+//! `app` is the command line on top: the only module that knows the argument parser, prints command
 //! output or picks exit codes. `model`, `text`, `exit` and `signals` are the ground floor.
 
 pub mod app;
