@@ -155,6 +155,7 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
         provision::ProvisionError::UnsafeWorkDir { .. } => exit::InputError::anyhow(e.to_string()),
         e => anyhow::Error::new(e).context("cannot prepare the work directory"),
     })?;
+    provision::workroot::set_scratch_root(workroot);
     for cleaned in provision::cleanup_stale(workroot).context("cannot clean up after an earlier killed run")? {
         eprintln!("fsbench: cleaned up after an earlier run: {cleaned}");
     }
@@ -171,8 +172,9 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
     let run_id = writer.dir().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "run".into());
     let workdir = workroot.join(&run_id);
     std::fs::create_dir_all(&workdir).with_context(|| format!("cannot create {}", workdir.display()))?;
-    // Its mode, not the umask's: provisioning refuses a group- or world-writable run directory.
-    std::fs::set_permissions(&workdir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+    // Its mode, not the umask's: private scratch (workers chdir into their task
+    // directories before they switch ids, so they need no search permission here).
+    std::fs::set_permissions(&workdir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
         .with_context(|| format!("cannot set the mode of {}", workdir.display()))?;
 
     let private = workdir.join("dir");
@@ -207,8 +209,10 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
         }
         progress.start(cell);
         let result = run_cell(&mut ctx, cell);
-        // A cell that saw Ctrl-C did not finish: keep no partial measurement of it.
-        if interrupted() && result.status != CellStatus::Ok {
+        // A cell that saw the signal did not finish as planned, whatever its status says
+        // (a workload that noticed late may still look `ok`): store nothing for it, so
+        // `--resume` runs it again.
+        if interrupted() {
             break;
         }
         match result.status {
@@ -220,9 +224,12 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
         progress.finish(cell, &result);
     }
     progress.done();
+    let _finishing = crate::signals::enter(crate::signals::Activity::Other);
     let was_interrupted = interrupted();
     let dir = writer.dir().to_path_buf();
     writer.finish(was_interrupted).context("cannot finish run.json")?;
+    // The run's scratch: an archive copy that did not go onto a target, the private dir.
+    release_scratch(&workdir);
     let _ = std::fs::remove_dir(&private);
     let _ = std::fs::remove_dir(&workdir);
     Ok(RunOutcome { dir, measured, failed, skipped, previously_done: done.len(), interrupted: was_interrupted })
@@ -295,6 +302,7 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult) -> any
         allow_device: ctx.allow_device,
     };
     let provisioned = provision::provision(&req).context("provisioning failed")?;
+    let measuring = crate::signals::enter(crate::signals::Activity::Measuring);
     r.filesystems = provisioned.filesystems().to_vec();
 
     let outcome = match (&s.workload, latfs_spec) {
@@ -306,6 +314,7 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult) -> any
         (Workload::Steps(spec), _) => run_steps(ctx, spec, provisioned.root()).map(|res| r.steps = Some(res)),
         _ => unreachable!("lat_fs spec exists for lat_fs workloads"),
     };
+    drop(measuring);
     // Tear down before reporting the workload's error, so nothing stays mounted either way.
     let teardown = provisioned.teardown();
     outcome?;
@@ -360,13 +369,25 @@ fn stage_archive(ctx: &mut RunContext, a: &ArchiveSpec, target: &Path) -> anyhow
             .with_context(|| format!("cannot copy {} onto the filesystem under test", source.display()))?;
         Ok(target.to_path_buf())
     } else {
-        let dir = ctx.workdir.join("archive");
-        std::fs::create_dir_all(&dir)?;
+        // Scratch of this run, under its journaled work directory: removed at the end of
+        // the run ([`release_scratch`]) and by stale cleanup after a kill.
+        let dir = provision::workroot::journaled_scratch(&ctx.workdir, provision::workroot::ARCHIVE_SCRATCH)?;
         let dest = dir.join(&a.file_name);
         if !dest.exists() {
             std::fs::copy(&source, &dest).with_context(|| format!("cannot copy {}", source.display()))?;
         }
         Ok(dir)
+    }
+}
+
+/// Remove what the run put in its work directory besides filesystems (they are torn down
+/// per cell): the off-target archive copy.
+fn release_scratch(workdir: &Path) {
+    let archive = workdir.join(provision::workroot::ARCHIVE_SCRATCH);
+    if std::fs::symlink_metadata(&archive).is_ok_and(|m| m.is_dir()) {
+        if let Err(e) = std::fs::remove_dir_all(&archive) {
+            eprintln!("fsbench: cannot remove the archive copy {}: {e}", archive.display());
+        }
     }
 }
 

@@ -111,5 +111,10 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
             println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "scenario": s.name, "cells": cells }))?);
         }
     }
+    // A probe cut short by the signal answered nothing: the plan above is incomplete.
+    if crate::signals::interrupted() {
+        eprintln!("fsbench: plan interrupted; cells marked interrupted were not checked");
+        return Ok(exit::INTERRUPTED);
+    }
     Ok(exit::SUCCESS)
 }

@@ -219,8 +219,16 @@ fn run_quota_probe(fs: &str, spec: &FsSpec, mut quota_options: Vec<String>) -> Q
     if spec.quota == QuotaImpl::Files && quota_options.is_empty() {
         quota_options = vec!["usrquota".into(), "grpquota".into()];
     }
-    let Ok(tmp) = tempfile::Builder::new().prefix("fsbench-quota-probe-").tempdir() else {
-        return QuotaProbe::Unsupported(skip("quota probe: cannot create a temporary directory", None));
+    // Under the journaled work root, not $TMPDIR: a SIGKILL during the probe leaves its
+    // tmpfs, loop and mount where the next run's stale cleanup finds them.
+    let tmp = match super::workroot::scratch_run_dir("quota-probe-") {
+        Ok(t) => t,
+        Err(e) => {
+            return QuotaProbe::Unsupported(skip(
+                format!("quota probe: cannot create its scratch directory: {e}"),
+                None,
+            ));
+        }
     };
     let cell = CellParams { fs: fs.to_string(), layout: Layout::S, quota: QuotaMode::On, tasks: 1, test: None };
     let probe_spec = FsSpec { mkfs: spec.mkfs.clone(), mount: quota_options, quota: spec.quota };

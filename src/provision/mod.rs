@@ -255,6 +255,7 @@ impl Provisioned {
             return Ok(());
         }
         self.released = true;
+        let _releasing = crate::signals::enter(crate::signals::Activity::Releasing);
         let mut errors = Vec::new();
         let mut busy = false;
         while let Some(g) = self.guards.pop() {
@@ -319,6 +320,8 @@ pub fn provision(req: &ProvisionRequest) -> Result<Provisioned, ProvisionError> 
 /// [`provision`] without the capability check (the quota probe is itself a provision).
 fn provision_unchecked(req: &ProvisionRequest) -> Result<Provisioned, ProvisionError> {
     check_interrupt()?;
+    // Until it returns; on error the guards drop inside, under `Releasing`.
+    let _provisioning = crate::signals::enter(crate::signals::Activity::Provisioning);
     // Private and canonical: journal paths are then absolute, like mountinfo's.
     let workdir = workroot::prepare_run_dir(req.workdir)?;
     let cell_dir = tempfile::Builder::new()

@@ -86,19 +86,63 @@ fn check_ancestor(a: &Path, root: &Path) -> Result<(), ProvisionError> {
     })
 }
 
-/// Create the per-run directory `dir` (mode 0755) if missing and refuse it
+/// Create the per-run directory `dir` (mode 0700) if missing and refuse it
 /// unless it is private (see [`check_private_dir`]). Returns its canonical path,
 /// so that what the journal records is absolute and matches /proc/self/mountinfo.
 pub fn prepare_run_dir(dir: &Path) -> Result<PathBuf, ProvisionError> {
     if std::fs::symlink_metadata(dir).is_err() {
         std::fs::DirBuilder::new()
             .recursive(true)
-            .mode(0o755)
+            .mode(0o700)
             .create(dir)
             .map_err(|e| ProvisionError::io("create work dir", dir, e))?;
     }
     check_private_dir(dir, "run work directory")?;
     dir.canonicalize().map_err(|e| ProvisionError::io("resolve work dir", dir, e))
+}
+
+/// The directory, inside a run's work directory, that holds the off-target archive copy.
+pub const ARCHIVE_SCRATCH: &str = "archive";
+
+/// The work root probes use (set by the command that knows `--workdir`; else the default).
+static SCRATCH_ROOT: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
+
+/// Make `root` the work root of this process's probes (the quota probe): set once the
+/// command knows its `--workdir`, so that a killed probe is cleaned by the next run there.
+pub fn set_scratch_root(root: &Path) {
+    *SCRATCH_ROOT.lock().unwrap_or_else(|e| e.into_inner()) = Some(root.to_path_buf());
+}
+
+/// A fresh private directory `<work root>/<prefix>XXXXXX` (0700), laid out like a run's
+/// work directory so that stale cleanup finds the journals of what is provisioned in it
+/// after a SIGKILL; removed when dropped.
+pub fn scratch_run_dir(prefix: &str) -> Result<tempfile::TempDir, ProvisionError> {
+    let root = SCRATCH_ROOT.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_else(default_workdir);
+    prepare_work_root(&root)?;
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir_in(&root)
+        .map_err(|e| ProvisionError::io("create scratch directory", &root, e))?;
+    check_private_dir(dir.path(), "scratch directory")?;
+    Ok(dir)
+}
+
+/// Create `<run_workdir>/<name>` (0700) for run-level scratch files (an archive copy) and
+/// give it a journal naming this process as its owner: stale cleanup then removes it
+/// with the cells of a killed run, exactly as it removes a cell directory.
+pub fn journaled_scratch(run_workdir: &Path, name: &str) -> Result<PathBuf, ProvisionError> {
+    let dir = run_workdir.join(name);
+    if std::fs::symlink_metadata(&dir).is_err() {
+        std::fs::DirBuilder::new().mode(0o700).create(&dir).map_err(|e| ProvisionError::io("create", &dir, e))?;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| ProvisionError::io("chmod 0700", &dir, e))?;
+    }
+    check_private_dir(&dir, "scratch directory")?;
+    if std::fs::symlink_metadata(dir.join(super::journal::JOURNAL_FILE)).is_err() {
+        super::journal::Journal::create(&dir)?;
+    }
+    Ok(dir)
 }
 
 /// Where fsbench mounts its tmpfs and filesystems unless `--workdir` says otherwise

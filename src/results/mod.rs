@@ -11,6 +11,8 @@
 //! cell (a bad cell file becomes a `problem`, the rest still loads) and strict
 //! per run (no readable `run.json`, no run).
 
+pub mod bounds;
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::io::Write;
@@ -402,7 +404,7 @@ const WHOLE_FILE: &str = "(whole file)";
 /// when parsing fails is the text looked at again as untyped JSON, so that a file
 /// from a newer fsbench gets the version message instead of a confusing field error.
 fn read_json<T: serde::de::DeserializeOwned + HasSchema>(path: &Path) -> Result<T, ResultsError> {
-    let text = fs::read_to_string(path).map_err(|e| io(path, "read", e))?;
+    let text = read_capped(path)?;
     let mut de = serde_json::Deserializer::from_str(&text);
     let typed: Result<T, (String, String)> = serde_path_to_error::deserialize(&mut de)
         .map_err(|e| (e.path().to_string(), e.into_inner().to_string()))
@@ -413,7 +415,10 @@ fn read_json<T: serde::de::DeserializeOwned + HasSchema>(path: &Path) -> Result<
             found: v.schema() as u64,
             supported: RESULT_SCHEMA_VERSION,
         }),
-        Ok(v) => Ok(v),
+        Ok(v) => match v.bounds() {
+            Ok(()) => Ok(v),
+            Err((field, message)) => Err(ResultsError::Parse { path: path.to_path_buf(), field, message }),
+        },
         Err((field, message)) => {
             let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| ResultsError::Parse {
                 path: path.to_path_buf(),
@@ -445,20 +450,43 @@ fn read_json<T: serde::de::DeserializeOwned + HasSchema>(path: &Path) -> Result<
     }
 }
 
-/// Result files carry their format version.
+/// Read a result file, refusing one larger than [`bounds::MAX_FILE_BYTES`] before allocating.
+fn read_capped(path: &Path) -> Result<String, ResultsError> {
+    use std::io::Read;
+    let f = fs::File::open(path).map_err(|e| io(path, "read", e))?;
+    let mut text = String::new();
+    f.take(bounds::MAX_FILE_BYTES + 1).read_to_string(&mut text).map_err(|e| io(path, "read", e))?;
+    if text.len() as u64 > bounds::MAX_FILE_BYTES {
+        return Err(ResultsError::Parse {
+            path: path.to_path_buf(),
+            field: WHOLE_FILE.into(),
+            message: format!("larger than the {} MiB a result file may be", bounds::MAX_FILE_BYTES >> 20),
+        });
+    }
+    Ok(text)
+}
+
+/// Result files carry their format version, and bounded numbers and counts.
 trait HasSchema {
     fn schema(&self) -> u32;
+    fn bounds(&self) -> Result<(), bounds::Violation>;
 }
 
 impl HasSchema for CellResult {
     fn schema(&self) -> u32 {
         self.schema
     }
+    fn bounds(&self) -> Result<(), bounds::Violation> {
+        bounds::check_cell(self)
+    }
 }
 
 impl HasSchema for RunMeta {
     fn schema(&self) -> u32 {
         self.schema
+    }
+    fn bounds(&self) -> Result<(), bounds::Violation> {
+        bounds::check_run(self)
     }
 }
 

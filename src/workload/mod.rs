@@ -1,6 +1,7 @@
 //! The workloads that run on provisioned filesystems: lmbench's lat_fs loops
 //! and timed step sequences (rm -rf / tar zxf / sync).
 
+pub mod child;
 pub mod latfs;
 pub mod rusage;
 pub mod steps;

@@ -205,25 +205,29 @@ fn exec_or_op(run: &StepsRun, step: &Step) -> Result<Option<(u64, u64, u64)>, St
             let p = inside(run.target, path)?;
             std::fs::create_dir_all(&p).map_err(|source| StepError::Mkdir { path: p, source })?;
         }
-        Step::Exec { argv } => return exec(run.target, argv).map(Some),
+        Step::Exec { argv } => return exec(run.target, argv, run.cancel).map(Some),
     }
     Ok(None)
 }
 
 /// Run a command in `dir` and reap it with wait4 to get its rusage (which
-/// includes the descendants it waited for, as time(1) reports).
-fn exec(dir: &Path, argv: &[String]) -> Result<(u64, u64, u64), StepError> {
+/// includes the descendants it waited for, as time(1) reports). It runs in its own
+/// process group and dies with fsbench; `cancel` stops the whole group.
+fn exec(dir: &Path, argv: &[String], cancel: &dyn Fn() -> bool) -> Result<(u64, u64, u64), StepError> {
     let shown = argv.join(" ");
     let Some((prog, args)) = argv.split_first() else {
         return Err(StepError::Spawn { argv: shown, source: io::Error::other("empty command") });
     };
-    let child = Command::new(prog)
-        .args(args)
-        .current_dir(dir)
+    let mut cmd = Command::new(prog);
+    // stdin from /dev/null: in its own process group a read from the terminal would stop it.
+    let child = crate::workload::child::contain(cmd.args(args).current_dir(dir).stdin(std::process::Stdio::null()))
         .spawn()
         .map_err(|source| StepError::Spawn { argv: shown.clone(), source })?;
-    let reaped = crate::workload::rusage::wait4(child.id() as libc::pid_t)
+    let waited = crate::workload::child::wait_or_stop(child.id() as libc::pid_t, cancel)
         .map_err(|source| StepError::Spawn { argv: shown.clone(), source })?;
+    let crate::workload::child::Waited::Exited(reaped) = waited else {
+        return Err(StepError::Interrupted);
+    };
     let status = reaped.status;
     // The child is reaped; `child` must not wait again (Drop does not wait).
     drop(child);

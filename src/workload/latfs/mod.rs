@@ -8,10 +8,13 @@
 //! together; each warms up, times its loop and reports iterations and window.
 //! The parent reaps every worker with wait4(2) for its CPU times.
 //!
-//! Workers stay in the parent's process group on purpose: a Ctrl-C at the
-//! terminal reaches them too, and the parent reaps them and reports
-//! [`LatfsError::Interrupted`]. On any failure every other worker is killed
-//! and reaped before `run` returns, so nothing outlives the call.
+//! Workers run in their own process group with a parent-death signal
+//! ([`crate::workload::child::contain`]): a signal to fsbench alone (`kill <pid>`,
+//! `docker stop`) is seen by the parent, which checks the interrupt flag at least
+//! every [`crate::signals::POLL`] while it waits and then kills every worker
+//! ([`LatfsError::Stopped`]); a SIGKILLed fsbench takes its workers with it. On any
+//! failure every other worker is killed and reaped before `run` returns, so
+//! nothing outlives the call.
 
 mod protocol;
 mod worker;
@@ -109,6 +112,9 @@ pub enum LatfsError {
         /// What it did instead, with its stderr if any.
         detail: String,
     },
+    /// fsbench was interrupted (SIGINT/SIGTERM/SIGHUP) while the workers ran; they were killed.
+    #[error("interrupted: the lat_fs workers were stopped before they finished")]
+    Stopped,
     /// The worker stayed silent past its deadline.
     #[error("task {task}: no {phase} from the lat_fs worker within {}s", timeout.as_secs())]
     Timeout {
@@ -136,7 +142,7 @@ impl LatfsError {
     /// The task the error is about, if any.
     pub fn task(&self) -> Option<u32> {
         match self {
-            LatfsError::NoTasks | LatfsError::NoRepetitions => None,
+            LatfsError::NoTasks | LatfsError::NoRepetitions | LatfsError::Stopped => None,
             LatfsError::Spawn { task, .. }
             | LatfsError::Worker { task, .. }
             | LatfsError::Killed { task, .. }
@@ -157,7 +163,7 @@ impl LatfsError {
 
     /// Whether the run was interrupted (Ctrl-C or SIGTERM reached the workers).
     pub fn is_interrupted(&self) -> bool {
-        matches!(self, LatfsError::Interrupted { .. })
+        matches!(self, LatfsError::Interrupted { .. } | LatfsError::Stopped)
     }
 }
 
@@ -175,6 +181,9 @@ pub fn run(run: &LatfsRun) -> Result<LatfsResult, LatfsError> {
     }
     let mut repetitions = Vec::with_capacity(run.spec.repetitions as usize);
     for _ in 0..run.spec.repetitions {
+        if crate::signals::interrupted() {
+            return Err(LatfsError::Stopped);
+        }
         repetitions.push(repetition(run_once(run)?));
     }
     Ok(result(repetitions))
@@ -254,7 +263,8 @@ struct Pool {
 impl Pool {
     fn spawn(&mut self, exe: &Path, config: WorkerConfig) -> Result<(), LatfsError> {
         let task = config.task;
-        let mut child = Command::new(exe)
+        let mut cmd = Command::new(exe);
+        let mut child = crate::workload::child::contain(&mut cmd)
             .arg(WORKER_SUBCOMMAND)
             .args(config.to_args())
             .stdin(Stdio::piped())
@@ -275,6 +285,10 @@ impl Pool {
         let mut got: Vec<Option<WorkerMessage>> = vec![None; n];
         let started = Instant::now();
         while got.iter().any(Option::is_none) {
+            if crate::signals::interrupted() {
+                // Dropping the pool kills and reaps every worker.
+                return Err(LatfsError::Stopped);
+            }
             let pending: Vec<usize> = (0..n).filter(|&i| got[i].is_none()).collect();
             let mut fds: Vec<libc::pollfd> = pending
                 .iter()
@@ -289,7 +303,8 @@ impl Pool {
                 let w = &self.workers[pending[0]];
                 return Err(LatfsError::Timeout { task: w.task, phase, timeout: deadline - started });
             }
-            let ms = left.as_millis().min(i32::MAX as u128) as libc::c_int;
+            // Wake at least every POLL: a signal to fsbench alone must not wait for the window.
+            let ms = left.min(crate::signals::POLL).as_millis() as libc::c_int;
             // SAFETY: `fds` is a valid array of pollfd for the duration of the call.
             let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms.max(1)) };
             if r < 0 {
@@ -412,6 +427,9 @@ impl Drop for Pool {
     fn drop(&mut self) {
         // Kill all first, then reap: the workers die in parallel.
         for w in self.workers.iter_mut().filter(|w| !w.reaped) {
+            // The worker leads its own group (`contain`); nothing of its may linger.
+            // SAFETY: kill(2) on our unreaped child's group; ESRCH is harmless.
+            unsafe { libc::kill(-(w.child.id() as libc::pid_t), libc::SIGKILL) };
             let _ = w.child.kill();
         }
         for i in 0..self.workers.len() {

@@ -102,6 +102,10 @@ fn run_worker(c: &WorkerConfig) -> Result<(u64, Duration), Failure> {
             .map_err(|e| Failure::sys(e, format!("switch to gid {gid} (setegid; per-task ids need root)")))?;
         nix::unistd::seteuid(uid.into())
             .map_err(|e| Failure::sys(e, format!("switch to uid {uid} (seteuid; per-task ids need root)")))?;
+        // Changing credentials clears the parent-death signal: arm it again, so a
+        // SIGKILLed fsbench does not leave this worker holding its mount busy.
+        crate::workload::child::arm_parent_death()
+            .map_err(|e| Failure::sys(Errno::from_raw(e.raw_os_error().unwrap_or(0)), "prctl(PR_SET_PDEATHSIG)"))?;
     }
     let mut refs = take_quota_refs(c.quota_refs, uid, gid, "")?;
     if c.test == LatfsTest::Chown {

@@ -1,0 +1,164 @@
+//! Result files come from other hosts, labs and bundles: every number and count in
+//! them is bounded before anything renders, compares, gates or allocates from it.
+//! A value outside these bounds is bad input (the file is reported, exit 2), so that
+//! no renderer has to survive `1.8e308` loops/ms (a plot whose axis never ends) and no
+//! merge allocates `u32::MAX` shard slots.
+
+use crate::model::{CellResult, LatfsResult, StepsResult, Summary};
+
+use super::{RunMeta, RunShard};
+
+/// The largest magnitude of any measured number (loops/ms, µs, ns, iterations, KiB):
+/// 1e15 ns is eleven days, 1e15 loops/ms is a billion times any real filesystem.
+pub const MAX_VALUE: f64 = 1e15;
+/// Most cells a run may plan (the matrix cap of the scenario language is far lower).
+pub const MAX_CELLS: usize = 1_000_000;
+/// Most shards a run may be split into (Slurm's own array size limit is lower).
+pub const MAX_SHARDS: u32 = 100_000;
+/// Most repetitions, iterations, steps or tasks a cell file may hold.
+pub const MAX_SAMPLES: usize = 100_000;
+/// Largest result file read into memory (a real cell file is a few KiB).
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// A bound violated: the dotted field and what is wrong with it.
+pub type Violation = (String, String);
+
+fn number(field: impl Into<String>, v: f64) -> Result<(), Violation> {
+    if v.is_finite() && v.abs() <= MAX_VALUE {
+        return Ok(());
+    }
+    Err((field.into(), format!("{v} is not a plausible measurement (finite, at most {MAX_VALUE:e} in magnitude)")))
+}
+
+fn count(field: impl Into<String>, n: usize, max: usize) -> Result<(), Violation> {
+    if n <= max {
+        return Ok(());
+    }
+    Err((field.into(), format!("{n} entries, more than the {max} a result file may hold")))
+}
+
+fn summary(field: &str, s: &Summary) -> Result<(), Violation> {
+    count(format!("{field}.n"), s.n, MAX_SAMPLES)?;
+    for (name, v) in [
+        ("median", s.median),
+        ("mean", s.mean),
+        ("stddev", s.stddev),
+        ("min", s.min),
+        ("max", s.max),
+        ("ci95_low", s.ci95_low),
+        ("ci95_high", s.ci95_high),
+        ("cv", s.cv),
+    ] {
+        number(format!("{field}.{name}"), v)?;
+    }
+    Ok(())
+}
+
+fn latfs(l: &LatfsResult) -> Result<(), Violation> {
+    count("latfs.repetitions", l.repetitions.len(), MAX_SAMPLES)?;
+    summary("latfs.total_loops", &l.total_loops)?;
+    summary("latfs.latency_us", &l.latency_us)?;
+    for (i, r) in l.repetitions.iter().enumerate() {
+        let at = format!("latfs.repetitions[{i}]");
+        number(format!("{at}.total_loops_per_ms"), r.total_loops_per_ms)?;
+        number(format!("{at}.latency_us"), r.latency_us)?;
+        count(format!("{at}.tasks"), r.tasks.len(), MAX_SAMPLES)?;
+        for (j, t) in r.tasks.iter().enumerate() {
+            for (name, v) in
+                [("iterations", t.iterations), ("window_ns", t.window_ns), ("user_us", t.user_us), ("sys_us", t.sys_us)]
+            {
+                number(format!("{at}.tasks[{j}].{name}"), v as f64)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn steps(s: &StepsResult) -> Result<(), Violation> {
+    count("steps.iterations", s.iterations.len(), MAX_SAMPLES)?;
+    for (i, it) in s.iterations.iter().enumerate() {
+        count(format!("steps.iterations[{i}]"), it.len(), MAX_SAMPLES)?;
+        for (j, t) in it.iter().enumerate() {
+            for (name, v) in [
+                ("user_us", t.user_us),
+                ("system_us", t.system_us),
+                ("elapsed_us", t.elapsed_us),
+                ("max_rss_kib", t.max_rss_kib),
+            ] {
+                number(format!("steps.iterations[{i}][{j}].{name}"), v as f64)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Check every measured number and sample count of a cell file.
+pub fn check_cell(c: &CellResult) -> Result<(), Violation> {
+    count("filesystems", c.filesystems.len(), MAX_SAMPLES)?;
+    if let Some(l) = &c.latfs {
+        latfs(l)?;
+    }
+    if let Some(s) = &c.steps {
+        steps(s)?;
+    }
+    Ok(())
+}
+
+fn shard(s: &RunShard, planned: usize) -> Result<(), Violation> {
+    if s.count == 0 || s.count > MAX_SHARDS {
+        return Err(("shard.count".into(), format!("{} shards: expected 1 to {MAX_SHARDS}", s.count)));
+    }
+    if s.index == 0 || s.index > s.count {
+        return Err(("shard.index".into(), format!("shard {} of {}: expected 1 to {}", s.index, s.count, s.count)));
+    }
+    count("shard.total_cells", s.total_cells, MAX_CELLS)?;
+    if s.cell_indices.len() != planned {
+        return Err((
+            "shard.cell_indices".into(),
+            format!("{} indices for {planned} planned cells: expected one per planned cell", s.cell_indices.len()),
+        ));
+    }
+    if let Some(i) = s.cell_indices.iter().find(|&&i| i >= s.total_cells) {
+        return Err((
+            "shard.cell_indices".into(),
+            format!("index {i} is outside the {} cells of the plan", s.total_cells),
+        ));
+    }
+    Ok(())
+}
+
+/// Check the counts of `run.json`: planned cells and the shard record.
+pub fn check_run(m: &RunMeta) -> Result<(), Violation> {
+    count("planned_cells", m.planned_cells.len(), MAX_CELLS)?;
+    if let Some(s) = &m.shard {
+        shard(s, m.planned_cells.len())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f64_max_in_a_summary_made_report_plot_spin_forever() {
+        let s = Summary { n: 1, median: f64::MAX, ..Default::default() };
+        let (field, msg) = summary("latfs.total_loops", &s).unwrap_err();
+        assert_eq!(field, "latfs.total_loops.median");
+        assert!(msg.contains("plausible"), "{msg}");
+        assert!(number("x", f64::NAN).is_err() && number("x", f64::INFINITY).is_err());
+        assert!(number("x", 1e6).is_ok() && number("x", -3.5).is_ok());
+    }
+
+    #[test]
+    fn a_huge_shard_count_from_run_json_aborted_merge_on_allocation() {
+        let s = RunShard { index: 1, count: u32::MAX, key: "k".into(), total_cells: 2, cell_indices: vec![0] };
+        assert_eq!(shard(&s, 1).unwrap_err().0, "shard.count");
+        let s = RunShard { index: 3, count: 2, key: "k".into(), total_cells: 2, cell_indices: vec![0] };
+        assert_eq!(shard(&s, 1).unwrap_err().0, "shard.index");
+        let s = RunShard { index: 1, count: 2, key: "k".into(), total_cells: 2, cell_indices: vec![5] };
+        assert_eq!(shard(&s, 1).unwrap_err().0, "shard.cell_indices");
+        let s = RunShard { index: 1, count: 2, key: "k".into(), total_cells: 2, cell_indices: vec![1] };
+        assert!(shard(&s, 1).is_ok());
+    }
+}
