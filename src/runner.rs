@@ -110,6 +110,8 @@ pub fn resume_is_complete(dir: &Path) -> anyhow::Result<Option<usize>> {
 }
 
 /// Another lab's run came with a bundle: only `bundle run`, which applies the bundle's checks, reruns it.
+/// And a run directory is executed on resume (its scenario text, `exec` steps included):
+/// it must be ours and writable by nobody else.
 fn refuse_imported(dir: &Path) -> anyhow::Result<()> {
     if dir.join(results::IMPORTED_MARKER).exists() {
         return Err(exit::InputError::anyhow(format!(
@@ -117,11 +119,31 @@ fn refuse_imported(dir: &Path) -> anyhow::Result<()> {
             dir.display()
         )));
     }
-    Ok(())
+    results::safe::resumable(dir)
+        .map_err(|why| exit::InputError::anyhow(format!("refusing to resume {}: {why}", dir.display())))
+}
+
+/// A run recorded on another host is somebody else's scenario: its `exec` steps run only
+/// with `--allow-exec`, as a bundle's do.
+fn refuse_foreign_exec(dir: &Path, s: &Scenario, recorded_on: &str, allow_exec: bool) -> anyhow::Result<()> {
+    let Workload::Steps(spec) = &s.workload else { return Ok(()) };
+    let exec: Vec<String> =
+        spec.steps.iter().filter(|st| matches!(st, crate::scenario::Step::Exec { .. })).map(|st| st.label()).collect();
+    let here = results::HostInfo::detect().hostname;
+    if exec.is_empty() || allow_exec || recorded_on == here {
+        return Ok(());
+    }
+    Err(exit::InputError::anyhow(format!(
+        "refusing to resume {}: it was recorded on host `{}`, not this one (`{}`), and its scenario runs commands          here ({}); read its run.json and pass --allow-exec to allow",
+        dir.display(),
+        crate::text::escape_control(recorded_on),
+        here,
+        crate::text::escape_control(&exec.join("; "))
+    )))
 }
 
 /// Re-open an interrupted run: its scenario text (with overrides) and planned cells are in run.json.
-pub fn open_resumed(dir: &Path) -> anyhow::Result<(Scenario, Vec<Cell>, Resumed)> {
+pub fn open_resumed(dir: &Path, allow_exec: bool) -> anyhow::Result<(Scenario, Vec<Cell>, Resumed)> {
     refuse_imported(dir)?;
     let (writer, meta, done) = RunWriter::resume(dir)
         .map_err(|e| exit::InputError::anyhow(format!("cannot resume {}: {e}", dir.display())))?;
@@ -131,6 +153,7 @@ pub fn open_resumed(dir: &Path) -> anyhow::Result<(Scenario, Vec<Cell>, Resumed)
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
     let s = crate::scenario::parse_overridden(&meta.scenario_text, &meta.scenario_origin, &base, &[])?;
+    refuse_foreign_exec(dir, &s, &meta.host.hostname, allow_exec)?;
     let cells =
         meta.planned_cells.iter().enumerate().map(|(index, params)| Cell { index, params: params.clone() }).collect();
     Ok((s, cells, Resumed { writer, done }))
@@ -160,6 +183,7 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
         eprintln!("fsbench: cleaned up after an earlier run: {cleaned}");
     }
     let cells = req.cells;
+    let is_new = matches!(req.target, RunTarget::New { .. });
     let (mut writer, done) = match req.target {
         RunTarget::Resumed(r) => (r.writer, r.done),
         RunTarget::New { out, label, shard } => {
@@ -171,16 +195,30 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
     };
     let run_id = writer.dir().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "run".into());
     let workdir = workroot.join(&run_id);
-    std::fs::create_dir_all(&workdir).with_context(|| format!("cannot create {}", workdir.display()))?;
-    // Its mode, not the umask's: private scratch (workers chdir into their task
-    // directories before they switch ids, so they need no search permission here).
-    std::fs::set_permissions(&workdir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-        .with_context(|| format!("cannot set the mode of {}", workdir.display()))?;
-
     let private = workdir.join("dir");
-    if matches!(&scenario.backing, Backing::Dir { path } if path.as_os_str().is_empty()) {
-        std::fs::create_dir_all(&private).with_context(|| format!("cannot create {}", private.display()))?;
-    }
+    let setup = (|| -> anyhow::Result<PathBuf> {
+        // Private (0700) and checked, then used by the checked, canonical path:
+        // workers chdir into their task directories before they switch ids.
+        let workdir = provision::workroot::prepare_run_dir(&workdir)
+            .map_err(|e| exit::InputError::anyhow(format!("cannot use the run's work directory: {e}")))?;
+        if matches!(&scenario.backing, Backing::Dir { path } if path.as_os_str().is_empty()) {
+            std::fs::create_dir_all(workdir.join("dir"))
+                .with_context(|| format!("cannot create {}", workdir.join("dir").display()))?;
+        }
+        Ok(workdir)
+    })();
+    let (workdir, private) = match setup {
+        Ok(w) => (w.clone(), w.join("dir")),
+        Err(e) => {
+            // A run that could not start leaves no half-made run directory behind.
+            if is_new {
+                writer.abandon();
+            }
+            let _ = std::fs::remove_dir(&private);
+            let _ = std::fs::remove_dir(&workdir);
+            return Err(e);
+        }
+    };
     let mut ctx = RunContext {
         scenario,
         backing: provision::workroot::resolve_backing(&scenario.backing, &private),

@@ -49,3 +49,9 @@ mod tests {
         assert_eq!(first_line_cut("abcdef\nxyz", 4), "abc…");
     }
 }
+
+/// `s` with control characters (newlines, escapes, terminal sequences) shown as `\u{..}`:
+/// for printing text that came from other people's files.
+pub fn escape_control(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { c.escape_unicode().to_string() } else { c.to_string() }).collect()
+}

@@ -245,6 +245,15 @@ pub fn finish_run(o: &crate::runner::RunOutcome) -> i32 {
     if o.failed > 0 { exit::FAILURE } else { exit::SUCCESS }
 }
 
+/// `run --strict`: a run that skipped any cell fails a CI job (exit 1), even if the rest ran.
+pub fn strict_policy(code: i32, o: &crate::runner::RunOutcome, strict: bool) -> i32 {
+    if strict && code == exit::SUCCESS && o.skipped > 0 {
+        eprintln!("fsbench: --strict: {} skipped (see the reasons above)", crate::text::cells(o.skipped));
+        return exit::FAILURE;
+    }
+    code
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

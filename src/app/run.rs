@@ -48,6 +48,12 @@ pub struct RunArgs {
     /// Number of shards when the index comes from `JOB_COMPLETION_INDEX` (Kubernetes).
     #[arg(long, value_name = "N")]
     pub shard_count: Option<u32>,
+    /// With --resume: let a run recorded on another host run its scenario's `exec` steps here.
+    #[arg(long, requires = "resume")]
+    pub allow_exec: bool,
+    /// For CI: exit 1 when any cell was skipped (a missing mkfs tool, a kernel without the fs).
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// `fsbench run`.
@@ -100,7 +106,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         quiet: args.quiet,
         untrusted_archives: false,
     })?;
-    Ok(super::finish_run(&outcome))
+    Ok(super::strict_policy(super::finish_run(&outcome), &outcome, args.strict))
 }
 
 /// `--resume`: finish an interrupted run as it was planned.
@@ -124,7 +130,7 @@ fn resume(args: &RunArgs, dir: &std::path::Path) -> anyhow::Result<i32> {
             "--resume continues a run as it was planned: --set, --only and --label cannot change it",
         ));
     }
-    let (scenario, cells, resumed) = runner::open_resumed(dir)?;
+    let (scenario, cells, resumed) = runner::open_resumed(dir, args.allow_exec)?;
     let outcome = runner::run(RunRequest {
         scenario: &scenario,
         cells,
@@ -134,7 +140,7 @@ fn resume(args: &RunArgs, dir: &std::path::Path) -> anyhow::Result<i32> {
         quiet: args.quiet,
         untrusted_archives: false,
     })?;
-    Ok(super::finish_run(&outcome))
+    Ok(super::strict_policy(super::finish_run(&outcome), &outcome, args.strict))
 }
 
 fn workroot(args: &RunArgs) -> PathBuf {

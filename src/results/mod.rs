@@ -12,10 +12,10 @@
 //! per run (no readable `run.json`, no run).
 
 pub mod bounds;
+pub mod safe;
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -193,6 +193,10 @@ pub struct RunShard {
 pub struct RunWriter {
     dir: PathBuf,
     meta: RunMeta,
+    /// The run directory, opened once: every write is relative to it (see [`safe`]).
+    dir_fd: std::os::fd::OwnedFd,
+    /// Its `cells/` directory.
+    cells_fd: std::os::fd::OwnedFd,
 }
 
 impl RunWriter {
@@ -221,15 +225,25 @@ impl RunWriter {
         let host = HostInfo::detect();
         let started = now_rfc3339();
         let parent = out_root.join(&scenario.name);
-        fs::create_dir_all(&parent).map_err(|e| io(&parent, "create results directory", e))?;
+        // `--out` is the user's choice; below it, nothing is followed or trusted unchecked.
+        fs::create_dir_all(out_root).map_err(|e| io(out_root, "create results directory", e))?;
+        let root_fd = safe::open_dir(out_root).map_err(|e| io(out_root, "open results directory", e))?;
+        let parent_fd = safe::ensure_subdir(&root_fd, &scenario.name, &parent)
+            .map_err(|e| io(&parent, "open results directory", e))?;
         let short_host = host.hostname.split('.').next().unwrap_or("").to_string();
         let mut base = format!("{}-{}", compact_timestamp(&started), sanitize(&short_host));
         if let Some(sh) = &shard {
             base.push_str(&format!("-shard{}of{}", sh.index, sh.count));
         }
-        let (dir, run_id) = create_unique_dir(&parent, &base)?;
+        let (dir_fd, dir, run_id) = create_unique_dir(&parent_fd, &parent, &base)?;
         let cells = dir.join(CELLS_DIR);
-        fs::create_dir(&cells).map_err(|e| io(&cells, "create cells directory", e))?;
+        let cells_fd = match safe::create_subdir(&dir_fd, CELLS_DIR) {
+            Ok(fd) => fd,
+            Err(e) => {
+                remove_half_made(&parent_fd, &run_id);
+                return Err(io(&cells, "create cells directory", e));
+            }
+        };
         let meta = RunMeta {
             schema: RESULT_SCHEMA_VERSION,
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -247,9 +261,23 @@ impl RunWriter {
             interrupted: false,
             shard,
         };
-        let writer = RunWriter { dir, meta };
-        writer.write_meta()?;
+        let writer = RunWriter { dir, meta, dir_fd, cells_fd };
+        if let Err(e) = writer.write_meta() {
+            // A run that never started must not show up in merge, report or --resume.
+            remove_half_made(&parent_fd, &writer.meta.run_id);
+            return Err(e);
+        }
         Ok(writer)
+    }
+
+    /// Remove a run directory that never stored a cell (a start that failed after it was
+    /// made), so that it does not show up as a half-made run in merge, report or --resume.
+    pub fn abandon(self) {
+        let Some(id) = self.dir.file_name().map(|n| n.to_string_lossy().into_owned()) else { return };
+        let Some(parent) = self.dir.parent() else { return };
+        let Ok(parent_fd) = safe::open_dir(parent) else { return };
+        drop((self.dir_fd, self.cells_fd));
+        remove_half_made(&parent_fd, &id);
     }
 
     /// Reopen an interrupted run: its metadata and the ids of the cells already stored.
@@ -260,12 +288,22 @@ impl RunWriter {
     pub fn resume(run_dir: &Path) -> Result<(RunWriter, RunMeta, BTreeSet<String>), ResultsError> {
         let loaded = load_run(run_dir)?;
         let cells = run_dir.join(CELLS_DIR);
-        fs::create_dir_all(&cells).map_err(|e| io(&cells, "create cells directory", e))?;
+        let dir_fd = safe::open_dir_nofollow(run_dir).map_err(|e| io(run_dir, "open run directory", e))?;
+        let cells_fd = match safe::open_subdir(&dir_fd, CELLS_DIR) {
+            Ok(fd) => fd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                safe::create_subdir(&dir_fd, CELLS_DIR).map_err(|e| io(&cells, "create cells directory", e))?
+            }
+            Err(e) => return Err(io(&cells, "open cells directory", e)),
+        };
         if let Ok(rd) = fs::read_dir(&cells) {
             for entry in rd.flatten() {
                 let name = entry.file_name();
-                if name.to_string_lossy().starts_with(".tmp-") {
-                    let _ = fs::remove_file(entry.path());
+                if name.to_string_lossy().starts_with(safe::TMP_PREFIX) {
+                    if let Ok(c) = std::ffi::CString::new(name.as_encoded_bytes()) {
+                        // SAFETY: cells_fd is an open directory; c a valid name inside it.
+                        unsafe { libc::unlinkat(std::os::fd::AsRawFd::as_raw_fd(&cells_fd), c.as_ptr(), 0) };
+                    }
                 }
             }
         }
@@ -274,7 +312,7 @@ impl RunWriter {
         let mut meta = loaded.meta;
         meta.finished = None;
         meta.interrupted = false;
-        let writer = RunWriter { dir: run_dir.to_path_buf(), meta: meta.clone() };
+        let writer = RunWriter { dir: run_dir.to_path_buf(), meta: meta.clone(), dir_fd, cells_fd };
         writer.write_meta()?;
         Ok((writer, meta, done))
     }
@@ -284,9 +322,10 @@ impl RunWriter {
         if cell.id.is_empty() || cell.id.starts_with('.') || cell.id.contains(['/', '\0']) {
             return Err(ResultsError::BadCellId(cell.id.clone()));
         }
-        let path = self.dir.join(CELLS_DIR).join(format!("{}.json", cell.id));
+        let name = format!("{}.json", cell.id);
+        let path = self.dir.join(CELLS_DIR).join(&name);
         let bytes = serde_json::to_vec_pretty(cell).map_err(|e| ResultsError::Serialize(path.clone(), e))?;
-        write_atomic(&path, &bytes)?;
+        safe::write_at(&self.cells_fd, &name, &bytes).map_err(|e| io(&path, "write", e))?;
         Ok(path)
     }
 
@@ -306,7 +345,7 @@ impl RunWriter {
     fn write_meta(&self) -> Result<(), ResultsError> {
         let path = self.dir.join(RUN_FILE);
         let bytes = serde_json::to_vec_pretty(&self.meta).map_err(|e| ResultsError::Serialize(path.clone(), e))?;
-        write_atomic(&path, &bytes)
+        safe::write_at(&self.dir_fd, RUN_FILE, &bytes).map_err(|e| io(&path, "write", e))
     }
 }
 
@@ -493,23 +532,12 @@ impl HasSchema for RunMeta {
 /// Write `bytes` to `path` atomically: temp file in the same directory, fsync,
 /// rename, fsync the directory (so the rename itself survives a crash).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ResultsError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".tmp-{}-{name}", std::process::id()));
-    let result = (|| {
-        let mut f = fs::File::create(&tmp).map_err(|e| io(&tmp, "create", e))?;
-        f.write_all(bytes).map_err(|e| io(&tmp, "write", e))?;
-        f.sync_all().map_err(|e| io(&tmp, "fsync", e))?;
-        fs::rename(&tmp, path).map_err(|e| io(path, "rename into place", e))?;
-        if let Ok(d) = fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    let fd = safe::open_dir(dir).map_err(|e| io(dir, "open directory", e))?;
+    // Created O_EXCL|O_NOFOLLOW under a fresh name and renamed: a link planted at the
+    // temp or the final name is never written through.
+    safe::write_at(&fd, &name, bytes).map_err(|e| io(path, "write", e))
 }
 
 /// The current time as RFC 3339 UTC with seconds: `2025-01-31T12:00:00Z`.
@@ -563,19 +591,37 @@ fn sanitize(s: &str) -> String {
     if s.is_empty() { "host".into() } else { s }
 }
 
-/// Create `<parent>/<base>` or the first free `<base>-N`; create_dir fails on an
+/// Create `<parent>/<base>` or the first free `<base>-N`; mkdirat fails on an
 /// existing directory, so two concurrent runs can never share one.
-fn create_unique_dir(parent: &Path, base: &str) -> Result<(PathBuf, String), ResultsError> {
+fn create_unique_dir(
+    parent_fd: &std::os::fd::OwnedFd,
+    parent: &Path,
+    base: &str,
+) -> Result<(std::os::fd::OwnedFd, PathBuf, String), ResultsError> {
     for n in 1u32.. {
         let id = if n == 1 { base.to_string() } else { format!("{base}-{n}") };
         let dir = parent.join(&id);
-        match fs::create_dir(&dir) {
-            Ok(()) => return Ok((dir, id)),
+        match safe::create_subdir(parent_fd, &id) {
+            Ok(fd) => return Ok((fd, dir, id)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(io(&dir, "create run directory", e)),
         }
     }
     unreachable!("u32 run-id suffixes exhausted")
+}
+
+/// Remove what a failed start made of run directory `id`: its run.json, its empty
+/// cells/ and itself; anything else in it (not ours) stays.
+fn remove_half_made(parent_fd: &std::os::fd::OwnedFd, id: &str) {
+    use std::os::fd::AsRawFd;
+    let Ok(dir_fd) = safe::open_subdir(parent_fd, id) else { return };
+    let c = |s: &str| std::ffi::CString::new(s).expect("no NUL in fixed names");
+    // SAFETY: open directory fds and valid names; failures leave the entry in place.
+    unsafe {
+        libc::unlinkat(dir_fd.as_raw_fd(), c(RUN_FILE).as_ptr(), 0);
+        libc::unlinkat(dir_fd.as_raw_fd(), c(CELLS_DIR).as_ptr(), libc::AT_REMOVEDIR);
+        libc::unlinkat(parent_fd.as_raw_fd(), c(id).as_ptr(), libc::AT_REMOVEDIR);
+    }
 }
 
 fn io(path: &Path, what: &'static str, source: std::io::Error) -> ResultsError {
@@ -598,8 +644,9 @@ mod tests {
     #[test]
     fn unique_dirs_do_not_collide() {
         let t = tempfile::tempdir().unwrap();
-        let (a, ia) = create_unique_dir(t.path(), "x").unwrap();
-        let (b, ib) = create_unique_dir(t.path(), "x").unwrap();
+        let fd = safe::open_dir(t.path()).unwrap();
+        let (_, a, ia) = create_unique_dir(&fd, t.path(), "x").unwrap();
+        let (_, b, ib) = create_unique_dir(&fd, t.path(), "x").unwrap();
         assert_ne!(a, b);
         assert_eq!((ia.as_str(), ib.as_str()), ("x", "x-2"));
     }

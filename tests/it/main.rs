@@ -31,6 +31,7 @@ mod qemu_quota;
 mod report_cli;
 mod report_seed000;
 mod results_store;
+mod results_tree;
 mod run_e2e;
 mod schemas;
 mod shard_cli;
