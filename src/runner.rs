@@ -392,8 +392,6 @@ fn stage_archive(ctx: &mut RunContext, a: &ArchiveSpec, target: &Path) -> anyhow
         Some(p) => p.clone(),
         None => {
             let cache = crate::fixture::cache_dir();
-            std::fs::create_dir_all(&cache)
-                .with_context(|| format!("cannot create fixture cache {}", cache.display()))?;
             eprintln!("fsbench: preparing archive {} (cached in {})", a.file_name, cache.display());
             let p = crate::fixture::cached_archive(&a.source, &cache).context("cannot prepare the archive")?;
             ctx.archive = Some(p.clone());

@@ -452,13 +452,13 @@ fn build_initramfs(s: &Scenario, k: &KernelSpec, only: &[String], dest: &Path) -
     if let Some(a) = &s.archive {
         match &a.source {
             ArchiveSource::Path(p) => {
-                // Relative paths resolve against the scenario's directory, which the guest does not have: use the absolute path.
-                c.files.push((p.clone(), p.to_string_lossy().into_owned()));
+                // The guest parses the same scenario text from /fsbench.d/, so a relative
+                // `[archive] path` (always the case in a bundle) resolves there, not at the host's path.
+                c.files.push((p.clone(), guest_archive_path(&s.source.text, p)));
             }
             ArchiveSource::Generate { .. } => {
                 // Generate once on the host (fast, cached) rather than in an emulated guest.
                 let cache = crate::fixture::cache_dir();
-                std::fs::create_dir_all(&cache).with_context(|| format!("cannot create {}", cache.display()))?;
                 let p = crate::fixture::cached_archive(&a.source, &cache).context("cannot prepare the archive")?;
                 let rel = p.strip_prefix(&cache).unwrap_or(Path::new(&a.file_name)).to_string_lossy().into_owned();
                 c.files.push((p, format!("{GUEST_CACHE}/fsbench/{rel}")));
@@ -534,9 +534,29 @@ fn adopt_results(tar_gz: &[u8], out: &Path, k: &KernelSpec, accel: Accel) -> any
     Ok(dest)
 }
 
+/// Where the guest's scenario (parsed from `/fsbench.d/`) looks for the archive at host path `host`:
+/// `/fsbench.d/<path>` when the scenario text names it relatively, else the same absolute path.
+fn guest_archive_path(scenario_text: &str, host: &Path) -> String {
+    let written = toml::from_str::<toml::Value>(scenario_text)
+        .ok()
+        .and_then(|v| v.get("archive")?.get("path")?.as_str().map(String::from));
+    match written {
+        Some(rel) if !Path::new(&rel).is_absolute() => format!("/fsbench.d/{rel}"),
+        _ => host.to_string_lossy().into_owned(),
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_with_a_relative_archive_path_copied_it_under_its_absolute_host_path() {
+        let host = Path::new("/home/u/bundle/linux.tar.gz");
+        let rel = "schema = 1\n[archive]\npath = \"fixtures/linux.tar.gz\"\n";
+        assert_eq!(guest_archive_path(rel, host), "/fsbench.d/fixtures/linux.tar.gz");
+        let abs = "[archive]\npath = \"/home/u/bundle/linux.tar.gz\"\n";
+        assert_eq!(guest_archive_path(abs, host), "/home/u/bundle/linux.tar.gz");
+    }
 
     #[test]
     fn kernel_args_parse_with_options_and_reject_garbage() {

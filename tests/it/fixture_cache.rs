@@ -14,8 +14,24 @@ fn generated_once_and_reused() {
     let b = cached_archive(&src, &d.path().join("cache")).unwrap();
     assert_eq!(a, b);
     assert_eq!(std::fs::metadata(&b).unwrap().modified().unwrap(), m1, "not regenerated");
-    let leftovers = std::fs::read_dir(d.path().join("cache")).unwrap().count();
-    assert_eq!(leftovers, 1, "no temporary files left in the cache");
+    let mut left: Vec<String> = std::fs::read_dir(d.path().join("cache"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    let name = cache_file_name("linux-2.5.63", 0.01, 3);
+    assert_eq!(left, [name.clone(), format!("{name}.sha256")], "no temporary files left in the cache");
+}
+
+#[test]
+fn a_tampered_cached_archive_was_trusted_without_a_checksum() {
+    let d = tempfile::tempdir().unwrap();
+    let src = ArchiveSource::Generate { profile: "linux-2.5.63".into(), scale: 0.01, seed: 3 };
+    let a = cached_archive(&src, &d.path().join("cache")).unwrap();
+    let good = std::fs::read(&a).unwrap();
+    std::fs::write(&a, b"not the archive").unwrap();
+    let b = cached_archive(&src, &d.path().join("cache")).unwrap();
+    assert_eq!(std::fs::read(&b).unwrap(), good, "regenerated, not trusted");
 }
 
 #[test]
