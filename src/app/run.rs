@@ -171,6 +171,8 @@ fn run_in_kernels(args: &RunArgs, scenario: &Scenario, kernels: &[KernelSpec]) -
         quiet: args.quiet,
     };
     let mut worst = exit::SUCCESS;
+    // qemu's scratch is journaled under the same work root as a host run's.
+    crate::provision::workroot::set_scratch_root(&workroot(args));
     let runs = qemu::run_kernels(&req, &qemu_bin)?;
     for k in &runs {
         let code = match &k.end {

@@ -98,6 +98,7 @@ pub fn submit_slurm(args: &SubmitSlurmArgs) -> anyhow::Result<i32> {
         partition: args.partition.clone(),
         out: absolute(&args.out)?,
     };
+    job.check().map_err(InputError::anyhow)?;
     let script = job.array_script();
     // sbatch does not create the directory of --output: a missing one loses every log.
     std::fs::create_dir_all(job.log_dir()).with_context(|| format!("cannot create {}", job.log_dir().display()))?;

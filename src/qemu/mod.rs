@@ -266,10 +266,13 @@ fn run_kernel(
     accel: &mut Option<Accel>,
 ) -> anyhow::Result<(GuestEnd, Option<PathBuf>)> {
     let s = req.scenario;
-    let tmp =
-        tempfile::Builder::new().prefix("fsbench-qemu-").tempdir().context("cannot create a temporary directory")?;
+    // Under the journaled work root, not $TMPDIR: after a SIGKILL the next run's stale
+    // cleanup removes the initramfs and the channel with the rest of the killed run.
+    let tmp = crate::provision::workroot::scratch_run_dir("qemu-").context("cannot create qemu's scratch directory")?;
+    let files = crate::provision::workroot::journaled_scratch(tmp.path(), "files")
+        .context("cannot create qemu's scratch directory")?;
     let started = std::time::Instant::now();
-    let initrd = tmp.path().join("initramfs.cpio.gz");
+    let initrd = files.join("initramfs.cpio.gz");
     let size = build_initramfs(s, k, req.only, &initrd)?;
     if !req.quiet {
         eprintln!(
@@ -279,7 +282,7 @@ fn run_kernel(
             crate::text::human_duration(started.elapsed())
         );
     }
-    let channel = tmp.path().join("channel");
+    let channel = files.join("channel");
     let mut try_accel = accel.unwrap_or(if vm::kvm_openable() { Accel::Kvm } else { Accel::Tcg });
     loop {
         let (boot_timeout, cell_timeout, overall) = timeouts(s, req.cells, try_accel);

@@ -3,7 +3,6 @@
 
 use std::collections::VecDeque;
 use std::io::BufRead;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -138,7 +137,9 @@ impl Drop for Guard {
 pub fn boot(spec: &BootSpec, on_line: &mut dyn FnMut(&str)) -> Result<BootReport, QemuError> {
     let args = command_line(spec);
     let mut cmd = Command::new(&spec.qemu);
-    cmd.args(&args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    cmd.args(&args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // Its own group, and killed by the kernel if fsbench is SIGKILLed: no guest outlives us.
+    crate::workload::child::contain(&mut cmd);
     let mut child =
         cmd.spawn().map_err(|e| QemuError::Io { what: "start qemu".into(), path: spec.qemu.clone(), source: e })?;
     let stdout = child.stdout.take().expect("piped");

@@ -73,6 +73,38 @@ fn q(p: &Path) -> String {
 }
 
 impl SlurmJob {
+    /// Refuse text that cannot be written into the batch script safely: `#SBATCH` lines are
+    /// parsed by sbatch, not a shell, so they cannot be quoted. A newline in `--out` would
+    /// end the line and start a command; a space would split an option.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(p) = &self.partition
+            && (p.is_empty() || !p.chars().all(|c| c.is_ascii_alphanumeric() || "_.,-".contains(c)))
+        {
+            return Err(format!(
+                "--partition `{}`: use partition names of A-Z a-z 0-9 _ . - (comma-separated)",
+                crate::text::escape_control(p)
+            ));
+        }
+        for (what, path) in
+            [("--out", &self.out), ("the fsbench executable", &self.exe), ("the scenario", &self.scenario)]
+        {
+            let text = path.to_string_lossy();
+            if text.chars().any(|c| c.is_control()) {
+                return Err(format!(
+                    "{what} `{}` contains a control character (a newline would become a command in the batch script)",
+                    crate::text::escape_control(&text)
+                ));
+            }
+        }
+        let out = self.out.to_string_lossy();
+        if out.chars().any(|c| c.is_whitespace() || "'\"\\%#".contains(c)) {
+            return Err(format!(
+                "--out `{out}`: sbatch's `#SBATCH --output=` cannot quote spaces, quotes, `%` or `#`; choose a plainer path"
+            ));
+        }
+        Ok(())
+    }
+
     /// Directory of the jobs' stdout/stderr files: `<out>/slurm`.
     pub fn log_dir(&self) -> PathBuf {
         self.out.join("slurm")
@@ -184,6 +216,22 @@ pub fn scenario_arg(p: &Path) -> anyhow::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn submit_slurm_wrote_a_newline_in_out_or_partition_into_the_script_as_a_command() {
+        let job = |out: &str, partition: Option<&str>| SlurmJob {
+            exe: "/usr/bin/fsbench".into(),
+            scenario: "/s/q.toml".into(),
+            scenario_name: "q".into(),
+            shards: 2,
+            partition: partition.map(String::from),
+            out: out.into(),
+        };
+        assert!(job("/shared/results", Some("batch,debug")).check().is_ok());
+        assert!(job("/shared/r\nrm -rf ~", None).check().unwrap_err().contains("control character"));
+        assert!(job("/shared/results", Some("x\n#SBATCH --uid=0")).check().is_err());
+        assert!(job("/shared/my results", None).check().is_err());
+    }
 
     fn job() -> SlurmJob {
         SlurmJob {
