@@ -214,6 +214,9 @@ pub struct GateOptions {
     pub threshold: Option<f64>,
     /// `--metric`, checked against the workload.
     pub metric: Option<String>,
+    /// `--allow-missing`: cells without samples on both sides do not fail the gate
+    /// (the exit policy is the command's; the report shows them either way).
+    pub allow_missing: bool,
 }
 
 /// One side's samples of one comparison, keyed by name.

@@ -29,6 +29,9 @@ pub struct GateArgs {
     /// Also write JUnit XML here (one test case per cell).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Pass even when cells are missing (skipped, failed or not run) on either side.
+    #[arg(long)]
+    pub allow_missing: bool,
 }
 
 /// `fsbench gate`: exit 1 when a cell regressed, 0 when none did, 2 on bad input.
@@ -59,7 +62,11 @@ pub fn gate(args: &GateArgs) -> anyhow::Result<i32> {
             )));
         }
     }
-    let rep = evaluate(&baseline, &candidate, &GateOptions { threshold, metric: args.metric.clone() })?;
+    let rep = evaluate(
+        &baseline,
+        &candidate,
+        &GateOptions { threshold, metric: args.metric.clone(), allow_missing: args.allow_missing },
+    )?;
     if rep.rows.iter().all(|r| r.verdict == Verdict::Missing) {
         print!("{}", render_table(&rep));
         return Err(InputError::anyhow(
@@ -76,5 +83,17 @@ pub fn gate(args: &GateArgs) -> anyhow::Result<i32> {
     if let Some(p) = &args.junit {
         write_atomic(p, render_junit(&rep).as_bytes())?;
     }
-    Ok(if rep.count(Verdict::Regressed) > 0 { exit::FAILURE } else { exit::SUCCESS })
+    if rep.count(Verdict::Regressed) > 0 {
+        return Ok(exit::FAILURE);
+    }
+    // A cell that did not run on one side was not checked: a gate must not pass over it.
+    let missing = rep.count(Verdict::Missing);
+    if missing > 0 && !args.allow_missing {
+        eprintln!(
+            "fsbench: gate: {} missing on one side (see the table); pass --allow-missing to accept that",
+            crate::text::cells(missing)
+        );
+        return Ok(exit::FAILURE);
+    }
+    Ok(exit::SUCCESS)
 }

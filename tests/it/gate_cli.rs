@@ -115,12 +115,16 @@ fn improvement_is_reported_and_passes() {
 }
 
 #[test]
-fn missing_cells_are_skipped_not_failed() {
+fn gate_passed_with_cells_missing_unless_allow_missing() {
     let d = tempfile::tempdir().unwrap();
     let (p1, p2) = (params(LatfsTest::Chown, 1), params(LatfsTest::Chown, 2));
     let b = run(d.path(), "BASE", "", &[(p1.clone(), noisy(1000.0, 0.01)), (p2.clone(), noisy(500.0, 0.01))]);
     let c = run(d.path(), "CAND", "", &[(p1.clone(), noisy(1000.0, 0.01))]);
+    // A cell the candidate did not run was not checked: the gate fails by default.
     let g = gate(&b, &c, &[]);
+    assert_eq!(g.code, 1, "{}", g.stdout);
+    assert!(line_of(&g.stdout, &p2.id()).contains("missing"), "{}", g.stdout);
+    let g = gate(&b, &c, &["--allow-missing"]);
     assert_eq!(g.code, 0, "{}", g.stdout);
     assert!(line_of(&g.stdout, &p2.id()).contains("missing"), "{}", g.stdout);
     let doc = roxmltree::Document::parse(&g.junit).unwrap();
