@@ -56,6 +56,9 @@ pub fn validate(args: &ValidateArgs) -> anyhow::Result<i32> {
         };
         match plan::plan_for(&s, &args.scenario_options.only) {
             Ok(p) => {
+                for w in crate::provision::capability::fs_type_warnings(&s) {
+                    eprintln!("warning: {}: {w}", file.display());
+                }
                 println!(
                     "{}: ok ({} workload, {})",
                     file.display(),

@@ -113,6 +113,52 @@ pub fn fs_known_to_kernel(fs: &str) -> Result<(), SkipReason> {
     ))
 }
 
+/// Filesystem types people put in scenarios, for did-you-mean (besides what this host has).
+const WELL_KNOWN_FS: &[&str] = &[
+    "ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "jfs", "reiserfs", "reiser4", "nilfs2", "bcachefs", "vfat",
+    "exfat", "tmpfs",
+];
+
+/// The filesystem type a matrix `fs` name stands for. Today the name is the type; with
+/// filesystem variants (`[filesystems.NAME] type = "ext4"`) this is the one place to map it.
+pub fn fs_type_of<'a>(_s: &'a Scenario, name: &'a str) -> &'a str {
+    name
+}
+
+/// `validate`'s warnings about the scenario's filesystem types: a type with neither a
+/// `mkfs.<type>` tool nor kernel support is most likely a typo (`xsf`), which would
+/// otherwise validate, run, skip its cells and exit 0. Each names the nearest known type.
+pub fn fs_type_warnings(s: &Scenario) -> Vec<String> {
+    if matches!(s.backing, Backing::Dir { .. }) {
+        // Nothing is formatted or mounted: the names only label the cells.
+        return Vec::new();
+    }
+    let mut known: Vec<String> = WELL_KNOWN_FS.iter().map(|f| f.to_string()).collect();
+    if let Ok(t) = std::fs::read_to_string("/proc/filesystems") {
+        known.extend(t.lines().filter_map(|l| l.split_whitespace().last()).map(String::from));
+    }
+    let mut out = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for name in &s.matrix.fs {
+        let ty = fs_type_of(s, name);
+        if !seen.insert(ty.to_string()) || mkfs::find_tool(&format!("mkfs.{ty}")).is_some() {
+            continue;
+        }
+        if fs_known_to_kernel(ty).is_ok() {
+            continue;
+        }
+        let hint = crate::scenario::error::suggest(ty, known.iter().map(String::as_str).filter(|k| *k != ty))
+            .map(|k| format!("; did you mean `{k}`?"))
+            .unwrap_or_default();
+        out.push(format!(
+            "filesystem `{}`: no mkfs.{} on this host and the kernel does not support it, so its cells will be skipped{hint}",
+            crate::text::escape_control(name),
+            crate::text::escape_control(ty)
+        ));
+    }
+    out
+}
+
 fn module_installed(fs: &str) -> bool {
     let Ok(u) = nix::sys::utsname::uname() else { return false };
     let dir = PathBuf::from("/lib/modules").join(u.release()).join("kernel/fs");

@@ -40,3 +40,4 @@ mod slurm_array;
 mod steps_run;
 mod steps_untar;
 mod steps_untrusted;
+mod strict;
