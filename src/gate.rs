@@ -38,7 +38,8 @@ use crate::exit::InputError;
 use crate::model::{CellResult, CellStatus, Summary};
 use crate::results::LoadedRun;
 use crate::scenario::GateSpec;
-use crate::stats::{summarize, t_quantile_975};
+use crate::stats::summarize;
+pub use crate::stats::{Change, relative_change};
 
 /// Why the gate cannot run.
 #[derive(Debug, thiserror::Error)]
@@ -164,43 +165,6 @@ impl Verdict {
             Verdict::Inconclusive
         }
     }
-}
-
-/// Relative change of the means with its 95% confidence interval, as fractions.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Change {
-    /// `(mean_c - mean_b) / mean_b`.
-    pub mean: f64,
-    /// Lower end of the 95% interval (`-inf` with fewer than two samples on a side).
-    pub ci_low: f64,
-    /// Upper end of the 95% interval.
-    pub ci_high: f64,
-}
-
-/// The relative change of `candidate` against `baseline`; `None` when either is
-/// empty or the baseline mean is zero.
-pub fn relative_change(baseline: &[f64], candidate: &[f64]) -> Option<Change> {
-    if baseline.is_empty() || candidate.is_empty() {
-        return None;
-    }
-    let (b, c) = (summarize(baseline), summarize(candidate));
-    if b.mean == 0.0 {
-        return None;
-    }
-    let mean = (c.mean - b.mean) / b.mean;
-    let (vb, vc) = (b.stddev.powi(2) / b.n as f64, c.stddev.powi(2) / c.n as f64);
-    if b.n < 2 || c.n < 2 {
-        // One sample says nothing about noise, even when the two agree: the interval is unbounded.
-        return Some(Change { mean, ci_low: f64::NEG_INFINITY, ci_high: f64::INFINITY });
-    }
-    if vb + vc == 0.0 {
-        // No spread on either side: identical values repeated.
-        return Some(Change { mean, ci_low: mean, ci_high: mean });
-    }
-    // Welch–Satterthwaite degrees of freedom, as in report::compare::welch.
-    let df = (vb + vc).powi(2) / (vb * vb / (b.n as f64 - 1.0) + vc * vc / (c.n as f64 - 1.0));
-    let half = t_quantile_975(df) * (vb + vc).sqrt() / b.mean.abs();
-    Some(Change { mean, ci_low: mean - half, ci_high: mean + half })
 }
 
 /// One compared quantity: a lat_fs cell, or one step of a steps cell.
