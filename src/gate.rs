@@ -240,7 +240,7 @@ fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
             let samples = cell
                 .latfs
                 .as_ref()
-                .map(|l| l.repetitions.iter().map(|r| r.total_loops_per_ms).collect())
+                .map(|l| l.repetitions.iter().filter(|r| r.counts()).map(|r| r.total_loops_per_ms).collect())
                 .unwrap_or_default();
             let key = cell.params.test.map(|t| t.name().to_string()).unwrap_or_default();
             vec![Series { name: cell.id.clone(), key, samples, note: not_ok }]
@@ -257,7 +257,13 @@ fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
                     Series {
                         name: format!("{}#{j} {op}", cell.id),
                         key: op,
-                        samples: st.iterations.iter().filter_map(|it| it.get(j)).map(|t| t.elapsed_us as f64).collect(),
+                        samples: st
+                            .iterations
+                            .iter()
+                            .filter_map(|it| it.get(j))
+                            .filter(|t| t.counts())
+                            .map(|t| t.elapsed_us as f64)
+                            .collect(),
                         note: not_ok.clone(),
                     }
                 })

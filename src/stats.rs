@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::model::Summary;
+use crate::model::{StopReason, Summary};
 
 /// Two-sided 97.5% quantile of Student's t distribution for `df` degrees of freedom.
 ///
@@ -126,6 +126,26 @@ pub fn relative_half_width(s: &Summary) -> f64 {
     (s.ci95_high - s.ci95_low) / 2.0 / s.mean.abs()
 }
 
+/// The adaptive stop rule of a lat_fs cell, given its undisturbed samples so far:
+/// `Some(why)` when it should stop, `None` to take another repetition.
+///
+/// With a CI target it stops once at least `min` (and at least 2) samples give a 95%
+/// CI half-width of the mean within `ci_target` of the mean; at `max` samples it stops
+/// regardless. Without a target it takes exactly `max`.
+pub fn adaptive_stop(samples: &[f64], min: u32, max: u32, ci_target: Option<f64>) -> Option<StopReason> {
+    let n = samples.len() as u32;
+    if let Some(target) = ci_target
+        && n >= min.max(2)
+        && relative_half_width(&summarize(samples)) <= target
+    {
+        return Some(StopReason::CiTarget);
+    }
+    if n >= max.max(1) {
+        return Some(if ci_target.is_some() { StopReason::MaxRepetitions } else { StopReason::Fixed });
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,6 +189,27 @@ mod tests {
         assert!(adj[1].unwrap() < 0.05 && adj[0].unwrap() == 1.0 && adj[2].unwrap() >= adj[1].unwrap());
         assert_eq!(holm_adjust(&[Some(0.01)]), vec![Some(0.01)]);
         assert!(holm_adjust(&[]).is_empty());
+    }
+
+    #[test]
+    fn adaptive_stop_rule() {
+        use StopReason::*;
+        let tight = [1000.0, 1001.0, 999.0, 1000.5];
+        let wide = [1000.0, 1300.0, 700.0, 1150.0];
+        // Tight samples reach 2% once `min` is met, not before.
+        assert_eq!(adaptive_stop(&tight[..2], 3, 20, Some(0.02)), None);
+        assert_eq!(adaptive_stop(&tight[..3], 3, 20, Some(0.02)), Some(CiTarget));
+        // Wide ones keep going until max.
+        assert_eq!(adaptive_stop(&wide, 3, 20, Some(0.02)), None);
+        assert_eq!(adaptive_stop(&wide, 3, 4, Some(0.02)), Some(MaxRepetitions));
+        // One sample has no spread: never the CI target, even with min = 1.
+        assert_eq!(adaptive_stop(&tight[..1], 1, 20, Some(0.5)), None);
+        // A fixed count.
+        assert_eq!(adaptive_stop(&wide[..3], 0, 4, None), None);
+        assert_eq!(adaptive_stop(&wide, 0, 4, None), Some(Fixed));
+        // The half-width is relative: t(2) * s / sqrt(3) / mean for the first three tight samples.
+        let s = summarize(&tight[..3]);
+        assert!((relative_half_width(&s) - 4.303 * 1.0 / 3f64.sqrt() / 1000.0).abs() < 1e-9);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //!   changes what is measured differs: anything under `[filesystems]`,
 //!   `backing.kind`, `[archive]`, or `[workload]` other than the sample-size
 //!   and timing knobs (`repetitions`, `iterations`, `warmup`, `duration`,
-//!   which change precision, not the quantity). Matrix axes may differ: only
+//!   `max_reruns`, `disturbance`, which change precision, not the quantity). Matrix axes may differ: only
 //!   the cells both runs have are compared, the rest show `-`.
 //! - per cell present in both runs: the requested mount options and the mkfs
 //!   arguments (device paths removed) must match, else refused.
@@ -349,7 +349,8 @@ fn short(s: &str) -> &str {
 fn measured_differences(a: &str, b: &str) -> Result<Vec<String>, String> {
     let pa: toml::Table = a.parse().map_err(|e: toml::de::Error| e.message().to_string())?;
     let pb: toml::Table = b.parse().map_err(|e: toml::de::Error| e.message().to_string())?;
-    const TIMING_ONLY: [&str; 4] = ["repetitions", "iterations", "warmup", "duration"];
+    // Precision and noise guards, not the quantity: disturbed samples are marked, not changed.
+    const TIMING_ONLY: [&str; 6] = ["repetitions", "iterations", "warmup", "duration", "max_reruns", "disturbance"];
     let mut diffs = Vec::new();
     for section in ["filesystems", "archive", "workload"] {
         let (va, vb) = (pa.get(section), pb.get(section));

@@ -91,6 +91,9 @@ fn not_measured(runs: &[(&str, &LoadedRun)]) -> Vec<NotMeasured> {
             }
             let (status, reason) = match c.status {
                 CellStatus::Skipped => ("skipped", c.skip.as_ref().map(|s| s.reason.clone()).unwrap_or_default()),
+                CellStatus::Disturbed => {
+                    ("disturbed", c.notes.last().cloned().unwrap_or_else(|| "every repetition was disturbed".into()))
+                }
                 _ => (
                     "failed",
                     c.error.clone().or_else(|| c.skip.as_ref().map(|s| s.reason.clone())).unwrap_or_default(),
@@ -276,6 +279,13 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
         let noisy = t.noisy();
         if !noisy.is_empty() {
             m.note(&format!("noisy repetitions: {}", noisy.join(", ")));
+        }
+        let disturbed = t.disturbed();
+        if !disturbed.is_empty() {
+            m.note(&format!(
+                "disturbed repetitions (other processes used the CPUs; kept in the cell files, left out of these numbers): {}",
+                disturbed.join(", ")
+            ));
         }
         if with_ratios {
             let rt = compare::ratio_table(t, reference);

@@ -208,6 +208,7 @@ fn steps_are_gated_per_step_on_elapsed() {
                         system_us: 0,
                         elapsed_us: 1000 + i,
                         max_rss_kib: 0,
+                        disturbance: None,
                     },
                     StepTiming {
                         label: "tar zxf a".into(),
@@ -216,6 +217,7 @@ fn steps_are_gated_per_step_on_elapsed() {
                         system_us: 0,
                         elapsed_us: untar_us + i * 100,
                         max_rss_kib: 0,
+                        disturbance: None,
                     },
                 ]
             })
