@@ -8,6 +8,11 @@ pub const FAILURE: i32 = 1;
 pub const USAGE: i32 = 2;
 /// Interrupted by SIGINT or SIGTERM (after cleaning up), as shells report it.
 pub const INTERRUPTED: i32 = 130;
+/// `gate --bisect`: this revision cannot be judged (inconclusive or missing); `git bisect run` skips it.
+pub const BISECT_SKIP: i32 = 125;
+/// `gate --bisect`: the gate itself could not run (bad input); above 127 `git bisect run` stops
+/// instead of calling the revision bad.
+pub const BISECT_ABORT: i32 = 128;
 
 /// An error in what the user gave us (a file, an option, a result directory):
 /// reported without a backtrace and mapped to [`USAGE`].

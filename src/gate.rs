@@ -1,26 +1,31 @@
 //! The CI regression gate: baseline vs candidate, per-cell verdicts (the command layer turns them into an exit code).
 //!
-//! Decision rule (criterion's): for every comparison the gate computes the
-//! relative change of the means, `(mean_c - mean_b) / mean_b`, and its 95%
-//! confidence interval from Welch's t interval of the difference of means
-//! (Welch–Satterthwaite degrees of freedom, Student's t quantile), divided by
-//! the baseline mean. A comparison is
-//! - **regressed** when the whole interval lies beyond the threshold in the bad
+//! Decision rule (criterion's, made honest about "cannot tell"): for every
+//! comparison the gate computes the relative change of the means,
+//! `(mean_c - mean_b) / mean_b`, and its 95% confidence interval from Welch's t
+//! interval of the difference of means (Welch–Satterthwaite degrees of freedom,
+//! Student's t quantile), divided by the baseline mean. With a threshold `T`
+//! and the metric's direction of "worse" ([`Direction`]), a comparison is
+//! - **regressed** when the whole interval lies beyond `T` in the worse
 //!   direction (fewer `total_loops`, more `elapsed`);
-//! - **improved** when the whole interval lies beyond the threshold in the good
-//!   direction;
-//! - **unchanged** otherwise, including when either side has fewer than two
-//!   samples and the values differ (the interval is then unbounded);
+//! - **improved** when the whole interval lies beyond `T` in the better direction;
+//! - **unchanged** when the whole interval lies inside `[-T, +T]`: the data
+//!   rule out a change as large as the threshold;
+//! - **inconclusive** otherwise: the interval straddles `-T` or `+T`, so the
+//!   data cannot tell a change beyond the threshold from noise. An interval
+//!   with a non-finite end (fewer than two samples on a side) is never
+//!   unchanged: it is inconclusive;
 //! - **missing** when the cell (or step) exists on one side only, or a side has
-//!   no samples (skipped or failed cell).
+//!   no samples (skipped, failed or disturbed cell).
 //!
-//! When both sides have zero spread the interval collapses to the point change.
-//! Only a regression fails the gate; missing comparisons are reported (JUnit
-//! `<skipped>`) but do not fail it.
+//! The rule is [`Verdict::decide`], the one place it is written. When both sides
+//! have zero spread the interval collapses to the point change. A regression
+//! fails the gate; what inconclusive and missing do to the exit status is the
+//! command layer's policy (`--inconclusive`, `--bisect`).
 //!
 //! What is compared: lat_fs cells by cell id on `total_loops` (loops/ms, higher
-//! is better, one sample per repetition); steps cells per (cell id, step index)
-//! on `elapsed` (lower is better, one sample per iteration).
+//! is better, one sample per undisturbed repetition); steps cells per (cell id,
+//! step index) on `elapsed` (lower is better, one sample per undisturbed iteration).
 //! Threshold: `--threshold` for everything, else the baseline scenario's
 //! `[gate]` section (per lat_fs test or step op), else 5%.
 
@@ -33,7 +38,8 @@ use crate::exit::InputError;
 use crate::model::{CellResult, CellStatus, Summary};
 use crate::results::LoadedRun;
 use crate::scenario::GateSpec;
-use crate::stats::{summarize, t_quantile_975};
+use crate::stats::summarize;
+pub use crate::stats::{Change, relative_change};
 
 /// Why the gate cannot run.
 #[derive(Debug, thiserror::Error)]
@@ -74,7 +80,35 @@ impl Metric {
 
     /// Whether a larger value is better.
     pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::TotalLoops)
+        self.direction() == Direction::HigherIsBetter
+    }
+
+    /// Which way is better for this metric.
+    pub fn direction(self) -> Direction {
+        match self {
+            Metric::TotalLoops => Direction::HigherIsBetter,
+            Metric::Elapsed => Direction::LowerIsBetter,
+        }
+    }
+}
+
+/// Which way a metric gets better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// More is better (throughput): worse means lower.
+    HigherIsBetter,
+    /// Less is better (time): worse means higher.
+    LowerIsBetter,
+}
+
+impl Direction {
+    /// The direction of "worse" in words, for reports: `lower is worse`.
+    pub fn worse(self) -> &'static str {
+        match self {
+            Direction::HigherIsBetter => "lower is worse",
+            Direction::LowerIsBetter => "higher is worse",
+        }
     }
 }
 
@@ -86,8 +120,10 @@ pub enum Verdict {
     Regressed,
     /// Significantly better by more than the threshold.
     Improved,
-    /// Neither.
+    /// The whole interval lies inside ±threshold: no change as large as the threshold.
     Unchanged,
+    /// The interval straddles the threshold: the data cannot tell.
+    Inconclusive,
     /// Present on one side only, or without samples.
     Missing,
 }
@@ -99,68 +135,35 @@ impl Verdict {
             Verdict::Regressed => "regressed",
             Verdict::Improved => "improved",
             Verdict::Unchanged => "unchanged",
+            Verdict::Inconclusive => "inconclusive",
             Verdict::Missing => "missing",
         }
     }
-}
 
-/// Relative change of the means with its 95% confidence interval, as fractions.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Change {
-    /// `(mean_c - mean_b) / mean_b`.
-    pub mean: f64,
-    /// Lower end of the 95% interval (may be `-inf` with fewer than two samples).
-    pub ci_low: f64,
-    /// Upper end of the 95% interval.
-    pub ci_high: f64,
-}
-
-/// The relative change of `candidate` against `baseline`; `None` when either is
-/// empty or the baseline mean is zero.
-pub fn relative_change(baseline: &[f64], candidate: &[f64]) -> Option<Change> {
-    if baseline.is_empty() || candidate.is_empty() {
-        return None;
-    }
-    let (b, c) = (summarize(baseline), summarize(candidate));
-    if b.mean == 0.0 {
-        return None;
-    }
-    let mean = (c.mean - b.mean) / b.mean;
-    let (vb, vc) = (b.stddev.powi(2) / b.n as f64, c.stddev.powi(2) / c.n as f64);
-    if vb + vc == 0.0 {
-        // No spread on either side: identical values or one sample each.
-        if b.n < 2 || c.n < 2 {
-            if mean == 0.0 {
-                return Some(Change { mean, ci_low: 0.0, ci_high: 0.0 });
-            }
-            // One sample says nothing about noise: the interval is unbounded.
-            return Some(Change { mean, ci_low: f64::NEG_INFINITY, ci_high: f64::INFINITY });
+    /// The verdict for a relative change under `threshold` (a fraction, 0.05 = 5%):
+    /// the gate's whole decision rule (see the module documentation).
+    pub fn decide(change: Option<Change>, threshold: f64, direction: Direction) -> Verdict {
+        let Some(c) = change else { return Verdict::Missing };
+        if c.mean.is_nan() || c.ci_low.is_nan() || c.ci_high.is_nan() || !threshold.is_finite() {
+            return Verdict::Inconclusive;
         }
-        return Some(Change { mean, ci_low: mean, ci_high: mean });
-    }
-    if b.n < 2 || c.n < 2 {
-        return Some(Change { mean, ci_low: f64::NEG_INFINITY, ci_high: f64::INFINITY });
-    }
-    // Welch–Satterthwaite degrees of freedom, as in report::compare::welch.
-    let df = (vb + vc).powi(2) / (vb * vb / (b.n as f64 - 1.0) + vc * vc / (c.n as f64 - 1.0));
-    let half = t_quantile_975(df) * (vb + vc).sqrt() / b.mean.abs();
-    Some(Change { mean, ci_low: mean - half, ci_high: mean + half })
-}
-
-/// The verdict for a change under `threshold` (a fraction, 0.05 = 5%).
-pub fn verdict(change: Option<Change>, threshold: f64, higher_is_better: bool) -> Verdict {
-    let Some(c) = change else { return Verdict::Missing };
-    let (worse, better) = if higher_is_better {
-        (c.ci_high < -threshold, c.ci_low > threshold)
-    } else {
-        (c.ci_low > threshold, c.ci_high < -threshold)
-    };
-    if worse {
-        Verdict::Regressed
-    } else if better {
-        Verdict::Improved
-    } else {
-        Verdict::Unchanged
+        let t = threshold.abs();
+        // Bounds may be infinite: comparisons below stay correct, and an infinite
+        // end can never be inside ±t, so it is never `unchanged`.
+        let (below, above) = (c.ci_high < -t, c.ci_low > t);
+        let (worse, better) = match direction {
+            Direction::HigherIsBetter => (below, above),
+            Direction::LowerIsBetter => (above, below),
+        };
+        if worse {
+            Verdict::Regressed
+        } else if better {
+            Verdict::Improved
+        } else if c.ci_low >= -t && c.ci_high <= t {
+            Verdict::Unchanged
+        } else {
+            Verdict::Inconclusive
+        }
     }
 }
 
@@ -240,7 +243,7 @@ fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
             let samples = cell
                 .latfs
                 .as_ref()
-                .map(|l| l.repetitions.iter().map(|r| r.total_loops_per_ms).collect())
+                .map(|l| l.repetitions.iter().filter(|r| r.counts()).map(|r| r.total_loops_per_ms).collect())
                 .unwrap_or_default();
             let key = cell.params.test.map(|t| t.name().to_string()).unwrap_or_default();
             vec![Series { name: cell.id.clone(), key, samples, note: not_ok }]
@@ -257,7 +260,13 @@ fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
                     Series {
                         name: format!("{}#{j} {op}", cell.id),
                         key: op,
-                        samples: st.iterations.iter().filter_map(|it| it.get(j)).map(|t| t.elapsed_us as f64).collect(),
+                        samples: st
+                            .iterations
+                            .iter()
+                            .filter_map(|it| it.get(j))
+                            .filter(|t| t.counts())
+                            .map(|t| t.elapsed_us as f64)
+                            .collect(),
                         note: not_ok.clone(),
                     }
                 })
@@ -336,9 +345,9 @@ pub fn evaluate(baseline: &LoadedRun, candidate: &LoadedRun, opts: &GateOptions)
     let row = |name: &str, key: &str, b: &[f64], c: &[f64], note: Option<String>| {
         let threshold = spec.threshold_for(key);
         let change = relative_change(b, c);
-        let mut v = verdict(change, threshold, metric.higher_is_better());
+        let mut v = Verdict::decide(change, threshold, metric.direction());
         let note = note.or_else(|| {
-            (v == Verdict::Unchanged && (b.len() < 2 || c.len() < 2) && change.is_some_and(|c| c.mean != 0.0))
+            (v == Verdict::Inconclusive && (b.len() < 2 || c.len() < 2))
                 .then(|| "fewer than 2 samples on a side: cannot be significant".to_string())
         });
         if b.is_empty() || c.is_empty() {
@@ -398,13 +407,18 @@ const HEADER: [&str; 7] =
 
 fn summary_line(rep: &GateReport) -> String {
     format!(
-        "{} regressed, {} improved, {} unchanged, {} missing",
+        "{} regressed, {} improved, {} unchanged, {} inconclusive, {} missing",
         rep.count(Verdict::Regressed),
         rep.count(Verdict::Improved),
         rep.count(Verdict::Unchanged),
+        rep.count(Verdict::Inconclusive),
         rep.count(Verdict::Missing)
     )
 }
+
+/// What the verdicts mean, one sentence per line, shared by the Markdown and terminal texts.
+const RULE: &str = "regressed/improved: the whole 95% CI of the change of means lies beyond the threshold; \
+unchanged: the whole CI lies inside ±threshold; inconclusive: the CI straddles the threshold (the data cannot tell)";
 
 /// The terminal table plus a summary line.
 pub fn render_table(rep: &GateReport) -> String {
@@ -413,33 +427,51 @@ pub fn render_table(rep: &GateReport) -> String {
     for r in &rep.rows {
         t.add_row(cells_of(r));
     }
-    format!("{t}\ngate: {}\n", summary_line(rep))
+    format!("{t}\n{RULE}\ngate: {}\n", summary_line(rep))
 }
 
 /// A Markdown summary for a CI job summary or a PR comment.
 pub fn render_markdown(rep: &GateReport) -> String {
     let mut s = String::new();
-    let status = if rep.count(Verdict::Regressed) > 0 { "❌ regression" } else { "✅ no regression" };
+    let status = if rep.count(Verdict::Regressed) > 0 {
+        "❌ regression"
+    } else if rep.count(Verdict::Inconclusive) > 0 {
+        "⚠️ no regression found, some comparisons inconclusive"
+    } else {
+        "✅ no regression"
+    };
     let _ = writeln!(s, "## fsbench gate: {status}\n");
     let _ = writeln!(s, "Baseline `{}`, candidate `{}`: {}.\n", rep.baseline, rep.candidate, summary_line(rep));
-    let _ = writeln!(
-        s,
-        "A cell regresses only when the whole 95% confidence interval of the relative change of means lies beyond its threshold.\n"
-    );
+    let _ = writeln!(s, "Verdicts: {RULE}.\n");
     let esc = |x: &str| x.replace('|', "\\|");
-    let _ = writeln!(s, "| {} | threshold |", HEADER.join(" | "));
-    let _ = writeln!(s, "|{}", "---|".repeat(HEADER.len() + 1));
+    let _ = writeln!(s, "| {} | threshold | worse when |", HEADER.join(" | "));
+    let _ = writeln!(s, "|{}", "---|".repeat(HEADER.len() + 2));
     for r in &rep.rows {
         let mut c = cells_of(r).map(|x| esc(&x));
-        if r.verdict == Verdict::Regressed {
+        if matches!(r.verdict, Verdict::Regressed | Verdict::Inconclusive) {
             c[6] = format!("**{}**", c[6]);
         }
-        let _ = writeln!(s, "| {} | {} |", c.join(" | "), pct(r.threshold).trim_start_matches('+'));
+        let worse = if r.metric.higher_is_better() { "lower" } else { "higher" };
+        let _ = writeln!(s, "| {} | {} | {worse} |", c.join(" | "), pct(r.threshold).trim_start_matches('+'));
+    }
+    for m in metrics_of(rep) {
+        let _ = writeln!(s, "\n`{}`: {}.", m.name(), m.direction().worse());
     }
     for w in &rep.warnings {
         let _ = writeln!(s, "\n> warning: {}", esc(w));
     }
     s
+}
+
+/// The metrics of a report's rows, each once, in order of appearance.
+fn metrics_of(rep: &GateReport) -> Vec<Metric> {
+    let mut out: Vec<Metric> = Vec::new();
+    for r in &rep.rows {
+        if !out.contains(&r.metric) {
+            out.push(r.metric);
+        }
+    }
+    out
 }
 
 fn xml_escape(s: &str) -> String {
@@ -459,10 +491,12 @@ fn xml_escape(s: &str) -> String {
     o
 }
 
-/// JUnit XML: one `<testcase>` per comparison, `<failure>` when regressed, `<skipped>` when missing.
-pub fn render_junit(rep: &GateReport) -> String {
+/// JUnit XML: one `<testcase>` per comparison, `<failure>` when regressed (and when
+/// inconclusive if `inconclusive_fails`), `<skipped>` when missing.
+pub fn render_junit(rep: &GateReport, inconclusive_fails: bool) -> String {
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let (n, f, k) = (rep.rows.len(), rep.count(Verdict::Regressed), rep.count(Verdict::Missing));
+    let fails = |v: Verdict| v == Verdict::Regressed || (inconclusive_fails && v == Verdict::Inconclusive);
+    let (n, f, k) = (rep.rows.len(), rep.rows.iter().filter(|r| fails(r.verdict)).count(), rep.count(Verdict::Missing));
     let _ =
         writeln!(s, "<testsuites name=\"fsbench gate\" tests=\"{n}\" failures=\"{f}\" skipped=\"{k}\" errors=\"0\">");
     let suite = xml_escape(&format!("fsbench gate {} vs {}", rep.baseline, rep.candidate));
@@ -470,8 +504,9 @@ pub fn render_junit(rep: &GateReport) -> String {
     for r in &rep.rows {
         let c = cells_of(r);
         let detail = format!(
-            "{}: baseline median {}, candidate median {}, change {} (95% CI {}), threshold {}: {}{}",
+            "{} ({}): baseline median {}, candidate median {}, change {} (95% CI {}), threshold {}: {}{}",
             r.metric.name(),
+            r.metric.direction().worse(),
             c[2],
             c[3],
             c[4],
@@ -494,6 +529,13 @@ pub fn render_junit(rep: &GateReport) -> String {
                     xml_escape(&detail)
                 );
             }
+            Verdict::Inconclusive if inconclusive_fails => {
+                let _ = writeln!(
+                    s,
+                    ">\n      <failure message=\"inconclusive\" type=\"inconclusive\">{}</failure>\n    </testcase>",
+                    xml_escape(&detail)
+                );
+            }
             Verdict::Missing => {
                 let _ = writeln!(s, ">\n      <skipped message=\"{}\"/>\n    </testcase>", xml_escape(&detail));
             }
@@ -510,17 +552,54 @@ pub fn render_junit(rep: &GateReport) -> String {
 mod tests {
     use super::*;
 
+    fn ch(mean: f64, lo: f64, hi: f64) -> Option<Change> {
+        Some(Change { mean, ci_low: lo, ci_high: hi })
+    }
+
     #[test]
-    fn tight_ten_percent_drop_regresses_and_wide_does_not() {
+    fn verdict_table() {
+        use Direction::{HigherIsBetter as Up, LowerIsBetter as Down};
+        use Verdict::*;
+        let inf = f64::INFINITY;
+        // (change, direction, expected) at a 5% threshold.
+        let table = [
+            (ch(-0.10, -0.12, -0.08), Up, Regressed),
+            (ch(-0.10, -0.12, -0.08), Down, Improved),
+            (ch(0.10, 0.08, 0.12), Down, Regressed),
+            (ch(0.10, 0.08, 0.12), Up, Improved),
+            (ch(0.01, -0.02, 0.04), Up, Unchanged),
+            (ch(0.0, -0.05, 0.05), Up, Unchanged),
+            // The seed of this rule: -12.1% [-28.6%, +4.4%] is not "unchanged".
+            (ch(-0.121, -0.286, 0.044), Up, Inconclusive),
+            (ch(-0.121, -0.286, 0.044), Down, Inconclusive),
+            (ch(0.02, -0.01, 0.07), Up, Inconclusive),
+            (ch(0.0, -0.06, 0.06), Down, Inconclusive),
+            // Beyond the threshold on one end only, yet the whole CI is on the bad side: still straddles.
+            (ch(-0.06, -0.08, -0.04), Up, Inconclusive),
+            // Non-finite bounds are never unchanged.
+            (ch(0.0, -inf, inf), Up, Inconclusive),
+            (ch(0.0, f64::NAN, 0.01), Up, Inconclusive),
+            (ch(-0.5, -inf, -0.2), Up, Regressed),
+            (None, Up, Missing),
+        ];
+        for (i, (c, d, want)) in table.into_iter().enumerate() {
+            assert_eq!(Verdict::decide(c, 0.05, d), want, "row {i}: {c:?} {d:?}");
+        }
+    }
+
+    #[test]
+    fn tight_ten_percent_drop_regresses_and_wide_is_inconclusive() {
         let b = [1000.0, 1001.0, 999.0, 1000.5, 999.5];
         let c = [900.0, 901.0, 899.0, 900.5, 899.5];
         let ch = relative_change(&b, &c).unwrap();
         assert!((ch.mean + 0.1).abs() < 1e-9);
-        assert_eq!(verdict(Some(ch), 0.05, true), Verdict::Regressed);
-        assert_eq!(verdict(Some(ch), 0.05, false), Verdict::Improved);
+        assert_eq!(Verdict::decide(Some(ch), 0.05, Direction::HigherIsBetter), Verdict::Regressed);
+        assert_eq!(Verdict::decide(Some(ch), 0.05, Direction::LowerIsBetter), Verdict::Improved);
         let bw = [1000.0, 1300.0, 700.0, 1150.0, 850.0];
         let cw = [900.0, 1200.0, 600.0, 1050.0, 750.0];
-        assert_eq!(verdict(relative_change(&bw, &cw), 0.05, true), Verdict::Unchanged);
+        assert_eq!(Verdict::decide(relative_change(&bw, &cw), 0.05, Direction::HigherIsBetter), Verdict::Inconclusive);
+        let same = [1000.0, 1001.0, 999.0, 1000.5, 999.5];
+        assert_eq!(Verdict::decide(relative_change(&b, &same), 0.05, Direction::HigherIsBetter), Verdict::Unchanged);
     }
 
     #[test]
@@ -533,11 +612,12 @@ mod tests {
     }
 
     #[test]
-    fn single_samples_never_regress() {
-        let ch = relative_change(&[100.0], &[50.0]);
-        assert_eq!(verdict(ch, 0.05, true), Verdict::Unchanged);
-        assert_eq!(verdict(relative_change(&[], &[1.0]), 0.05, true), Verdict::Missing);
-        assert_eq!(verdict(relative_change(&[0.0, 0.0], &[1.0, 1.0]), 0.05, true), Verdict::Missing);
+    fn single_samples_are_inconclusive_never_regressed_or_unchanged() {
+        let up = Direction::HigherIsBetter;
+        assert_eq!(Verdict::decide(relative_change(&[100.0], &[50.0]), 0.05, up), Verdict::Inconclusive);
+        assert_eq!(Verdict::decide(relative_change(&[100.0], &[100.0]), 0.05, up), Verdict::Inconclusive);
+        assert_eq!(Verdict::decide(relative_change(&[], &[1.0]), 0.05, up), Verdict::Missing);
+        assert_eq!(Verdict::decide(relative_change(&[0.0, 0.0], &[1.0, 1.0]), 0.05, up), Verdict::Missing);
     }
 
     #[test]

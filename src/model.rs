@@ -154,6 +154,9 @@ pub enum CellStatus {
     Skipped,
     /// Started but failed; `reason` holds the error.
     Failed,
+    /// Measured, but every repetition was disturbed by other processes and the rerun
+    /// budget ran out: the samples are kept, none is fit for statistics.
+    Disturbed,
 }
 
 /// Why a cell cannot run here and what would fix it.
@@ -227,6 +230,23 @@ impl TaskSample {
     }
 }
 
+/// How much other processes used the CPUs during one measured window (see `host::cpu`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Disturbance {
+    /// Wall time of the window in µs (a lat_fs repetition from spawn to reap, or one step).
+    pub wall_us: u64,
+    /// fsbench's own CPU time in the window (itself and its reaped children), µs.
+    pub own_cpu_us: u64,
+    /// CPU time of everything else: /proc/stat busy time minus `own_cpu_us`, µs.
+    pub foreign_cpu_us: u64,
+    /// Steal time of all CPUs (a virtual machine's CPUs given to others), µs.
+    pub steal_us: u64,
+    /// `(foreign_cpu_us + steal_us) / wall_us`, in CPUs.
+    pub share: f64,
+    /// `share` exceeded the threshold: the sample is kept but left out of the statistics.
+    pub disturbed: bool,
+}
+
 /// One repetition of a lat_fs cell: all tasks timed together.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LatfsRepetition {
@@ -236,6 +256,30 @@ pub struct LatfsRepetition {
     pub total_loops_per_ms: f64,
     /// Mean latency of one loop iteration in microseconds, averaged over tasks.
     pub latency_us: f64,
+    /// Other processes' CPU use during the repetition; absent when not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbance: Option<Disturbance>,
+}
+
+impl LatfsRepetition {
+    /// Whether this repetition counts in statistics (it was not disturbed).
+    pub fn counts(&self) -> bool {
+        !self.disturbance.as_ref().is_some_and(|d| d.disturbed)
+    }
+}
+
+/// Why a lat_fs cell stopped repeating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// A fixed number of repetitions, all done.
+    Fixed,
+    /// The 95% CI half-width of the mean reached the target (`repetitions.ci`).
+    CiTarget,
+    /// `repetitions.max` undisturbed repetitions without reaching the CI target.
+    MaxRepetitions,
+    /// Disturbed repetitions used up `max_reruns` before enough undisturbed ones were taken.
+    RerunBudget,
 }
 
 /// Descriptive statistics over repetitions.
@@ -264,12 +308,25 @@ pub struct Summary {
 /// Everything a lat_fs cell measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LatfsResult {
-    /// Every repetition, in order.
+    /// Every repetition, in order, disturbed ones included (marked).
     pub repetitions: Vec<LatfsRepetition>,
-    /// Statistics of `total_loops_per_ms` over repetitions.
+    /// Statistics of `total_loops_per_ms` over the undisturbed repetitions.
     pub total_loops: Summary,
-    /// Statistics of `latency_us` over repetitions.
+    /// Statistics of `latency_us` over the undisturbed repetitions.
     pub latency_us: Summary,
+    /// Why the cell stopped repeating; absent in results of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<StopReason>,
+    /// Repetitions run again because they were disturbed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reruns: u32,
+    /// CPU each task was pinned to (`[workload] pin = "spread"`), by task; empty when not pinned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pinned_cpus: Vec<u32>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The timing of one step, as time(1) reports it.
@@ -288,6 +345,16 @@ pub struct StepTiming {
     /// Maximum resident set size in KiB (of the process, or the child for `exec`).
     #[serde(default)]
     pub max_rss_kib: u64,
+    /// Other processes' CPU use during the step; a disturbed step is left out of the statistics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbance: Option<Disturbance>,
+}
+
+impl StepTiming {
+    /// Whether this step's timing counts in statistics (it was not disturbed).
+    pub fn counts(&self) -> bool {
+        !self.disturbance.as_ref().is_some_and(|d| d.disturbed)
+    }
 }
 
 impl StepTiming {
@@ -389,6 +456,7 @@ mod tests {
             system_us,
             elapsed_us,
             max_rss_kib: 0,
+            disturbance: None,
         }
     }
 

@@ -256,7 +256,8 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
         match result.status {
             CellStatus::Failed => failed += 1,
             CellStatus::Skipped => skipped += 1,
-            CellStatus::Ok => measured += 1,
+            // A disturbed cell was measured; its samples are kept, marked unfit for statistics.
+            CellStatus::Ok | CellStatus::Disturbed => measured += 1,
         }
         writer.write_cell(&result).context("cannot store a cell result")?;
         progress.finish(cell, &result);
@@ -347,7 +348,7 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult) -> any
         (Workload::Latfs(_), Some(spec)) => {
             let test = p.test.expect("lat_fs cells have a test");
             let run = latfs::LatfsRun { test, spec: &spec, task_dirs: provisioned.task_dirs(), exe: &ctx.exe };
-            latfs::run(&run).map(|res| r.latfs = Some(res)).map_err(anyhow::Error::new)
+            latfs::run(&run).map(|res| note_noise(r, res)).map_err(anyhow::Error::new)
         }
         (Workload::Steps(spec), _) => run_steps(ctx, spec, provisioned.root()).map(|res| r.steps = Some(res)),
         _ => unreachable!("lat_fs spec exists for lat_fs workloads"),
@@ -358,6 +359,27 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult) -> any
     outcome?;
     teardown.context("teardown failed")?;
     Ok(())
+}
+
+/// Store a lat_fs result with what the noise guards did: reruns, the stop reason,
+/// and the `disturbed` status when no repetition was fit for statistics.
+fn note_noise(r: &mut CellResult, res: crate::model::LatfsResult) {
+    let disturbed = res.repetitions.iter().filter(|x| !x.counts()).count();
+    if disturbed > 0 {
+        r.notes.push(format!(
+            "{disturbed} of {} repetitions disturbed by other processes (kept, left out of statistics; {} rerun)",
+            res.repetitions.len(),
+            res.reruns
+        ));
+    }
+    if res.total_loops.n == 0 && !res.repetitions.is_empty() {
+        r.status = CellStatus::Disturbed;
+        r.notes.push(format!(
+            "every repetition was disturbed and the rerun budget ({}) ran out: no statistics",
+            res.reruns
+        ));
+    }
+    r.latfs = Some(res);
 }
 
 fn run_steps(
@@ -468,6 +490,7 @@ impl Progress {
                 format!("skipped: {}", r.skip.as_ref().map(|s| s.reason.as_str()).unwrap_or(""))
             }
             (CellStatus::Failed, _, _) => format!("FAILED: {}", r.error.as_deref().unwrap_or("")),
+            (CellStatus::Disturbed, _, _) => format!("DISTURBED: {}", r.notes.last().map(String::as_str).unwrap_or("")),
         };
         match &self.bar {
             Some(bar) => {

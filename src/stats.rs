@@ -1,6 +1,10 @@
-//! Statistics over repetitions: summaries with Student's t confidence intervals.
+//! Statistics over repetitions: summaries with Student's t confidence intervals,
+//! the relative change of two means with its interval (gate, compare), the
+//! Holm–Bonferroni correction, and the adaptive-repetition stop rule.
 
-use crate::model::Summary;
+use serde::Serialize;
+
+use crate::model::{StopReason, Summary};
 
 /// Two-sided 97.5% quantile of Student's t distribution for `df` degrees of freedom.
 ///
@@ -54,6 +58,94 @@ pub fn summarize(samples: &[f64]) -> Summary {
     }
 }
 
+/// Relative change of the means with its 95% confidence interval, as fractions.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Change {
+    /// `(mean_c - mean_b) / mean_b`.
+    pub mean: f64,
+    /// Lower end of the 95% interval (`-inf` with fewer than two samples on a side).
+    pub ci_low: f64,
+    /// Upper end of the 95% interval.
+    pub ci_high: f64,
+}
+
+/// The relative change of `candidate` against `baseline`; `None` when either is
+/// empty or the baseline mean is zero.
+pub fn relative_change(baseline: &[f64], candidate: &[f64]) -> Option<Change> {
+    if baseline.is_empty() || candidate.is_empty() {
+        return None;
+    }
+    let (b, c) = (summarize(baseline), summarize(candidate));
+    if b.mean == 0.0 {
+        return None;
+    }
+    let mean = (c.mean - b.mean) / b.mean;
+    let (vb, vc) = (b.stddev.powi(2) / b.n as f64, c.stddev.powi(2) / c.n as f64);
+    if b.n < 2 || c.n < 2 {
+        // One sample says nothing about noise, even when the two agree: the interval is unbounded.
+        return Some(Change { mean, ci_low: f64::NEG_INFINITY, ci_high: f64::INFINITY });
+    }
+    if vb + vc == 0.0 {
+        // No spread on either side: identical values repeated.
+        return Some(Change { mean, ci_low: mean, ci_high: mean });
+    }
+    // Welch–Satterthwaite degrees of freedom, as in report::compare::welch.
+    let df = (vb + vc).powi(2) / (vb * vb / (b.n as f64 - 1.0) + vc * vc / (c.n as f64 - 1.0));
+    let half = t_quantile_975(df) * (vb + vc).sqrt() / b.mean.abs();
+    Some(Change { mean, ci_low: mean - half, ci_high: mean + half })
+}
+
+/// Holm–Bonferroni step-down adjustment of p-values: `adjusted[i]` is compared
+/// with alpha directly. `None` entries (untestable comparisons) stay `None` and do
+/// not count towards the number of comparisons `m`.
+///
+/// Sorted ascending, `p_(k)` becomes `max_{j <= k} min(1, (m - j + 1) p_(j))`
+/// (k from 1): the family-wise error rate stays at most alpha for any dependence.
+pub fn holm_adjust(p: &[Option<f64>]) -> Vec<Option<f64>> {
+    let mut idx: Vec<usize> = (0..p.len()).filter(|&i| p[i].is_some()).collect();
+    idx.sort_by(|&a, &b| p[a].unwrap_or(1.0).total_cmp(&p[b].unwrap_or(1.0)));
+    let m = idx.len();
+    let mut out = vec![None; p.len()];
+    let mut running = 0.0f64;
+    for (k, &i) in idx.iter().enumerate() {
+        let raw = p[i].unwrap_or(1.0);
+        // NaN p-values (degenerate inputs) count as 1: never significant.
+        let raw = if raw.is_nan() { 1.0 } else { raw };
+        running = running.max(((m - k) as f64 * raw).min(1.0));
+        out[i] = Some(running);
+    }
+    out
+}
+
+/// Relative half-width of the 95% CI of the mean (`(ci95_high - ci95_low) / 2 / |mean|`);
+/// infinite with fewer than two samples or a zero mean.
+pub fn relative_half_width(s: &Summary) -> f64 {
+    if s.n < 2 || s.mean == 0.0 {
+        return f64::INFINITY;
+    }
+    (s.ci95_high - s.ci95_low) / 2.0 / s.mean.abs()
+}
+
+/// The adaptive stop rule of a lat_fs cell, given its undisturbed samples so far:
+/// `Some(why)` when it should stop, `None` to take another repetition.
+///
+/// With a CI target it stops once at least `min` (and at least 2) samples give a 95%
+/// CI half-width of the mean within `ci_target` of the mean; at `max` samples it stops
+/// regardless. Without a target it takes exactly `max`.
+pub fn adaptive_stop(samples: &[f64], min: u32, max: u32, ci_target: Option<f64>) -> Option<StopReason> {
+    let n = samples.len() as u32;
+    if let Some(target) = ci_target
+        && n >= min.max(2)
+        && relative_half_width(&summarize(samples)) <= target
+    {
+        return Some(StopReason::CiTarget);
+    }
+    if n >= max.max(1) {
+        return Some(if ci_target.is_some() { StopReason::MaxRepetitions } else { StopReason::Fixed });
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,6 +168,48 @@ mod tests {
         let s = summarize(&[3.0]);
         assert_eq!((s.mean, s.stddev, s.ci95_low, s.ci95_high), (3.0, 0.0, 3.0, 3.0));
         assert_eq!(summarize(&[]).n, 0);
+    }
+
+    #[test]
+    fn holm_matches_a_hand_computed_example() {
+        // m = 4 testable: sorted 0.01, 0.02, 0.03, 0.04 -> 0.04, 0.06, 0.06, 0.06.
+        let adj = holm_adjust(&[Some(0.03), None, Some(0.01), Some(0.04), Some(0.02)]);
+        let want = [Some(0.06), None, Some(0.04), Some(0.06), Some(0.06)];
+        for (a, w) in adj.iter().zip(want) {
+            match (a, w) {
+                (Some(a), Some(w)) => assert!((a - w).abs() < 1e-12, "{adj:?}"),
+                (None, None) => {}
+                _ => panic!("{adj:?}"),
+            }
+        }
+        // Four comparisons at p = 0.02 each: each alone is significant at 0.05, none after Holm.
+        assert!(holm_adjust(&[Some(0.02); 4]).iter().all(|p| p.unwrap() > 0.05));
+        // One very small p survives; order and monotonicity hold; capped at 1.
+        let adj = holm_adjust(&[Some(0.9), Some(0.0001), Some(0.5)]);
+        assert!(adj[1].unwrap() < 0.05 && adj[0].unwrap() == 1.0 && adj[2].unwrap() >= adj[1].unwrap());
+        assert_eq!(holm_adjust(&[Some(0.01)]), vec![Some(0.01)]);
+        assert!(holm_adjust(&[]).is_empty());
+    }
+
+    #[test]
+    fn adaptive_stop_rule() {
+        use StopReason::*;
+        let tight = [1000.0, 1001.0, 999.0, 1000.5];
+        let wide = [1000.0, 1300.0, 700.0, 1150.0];
+        // Tight samples reach 2% once `min` is met, not before.
+        assert_eq!(adaptive_stop(&tight[..2], 3, 20, Some(0.02)), None);
+        assert_eq!(adaptive_stop(&tight[..3], 3, 20, Some(0.02)), Some(CiTarget));
+        // Wide ones keep going until max.
+        assert_eq!(adaptive_stop(&wide, 3, 20, Some(0.02)), None);
+        assert_eq!(adaptive_stop(&wide, 3, 4, Some(0.02)), Some(MaxRepetitions));
+        // One sample has no spread: never the CI target, even with min = 1.
+        assert_eq!(adaptive_stop(&tight[..1], 1, 20, Some(0.5)), None);
+        // A fixed count.
+        assert_eq!(adaptive_stop(&wide[..3], 0, 4, None), None);
+        assert_eq!(adaptive_stop(&wide, 0, 4, None), Some(Fixed));
+        // The half-width is relative: t(2) * s / sqrt(3) / mean for the first three tight samples.
+        let s = summarize(&tight[..3]);
+        assert!((relative_half_width(&s) - 4.303 * 1.0 / 3f64.sqrt() / 1000.0).abs() < 1e-9);
     }
 
     #[test]

@@ -2,11 +2,21 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 use crate::exit::{self, InputError};
-use crate::gate::{GateOptions, Verdict, evaluate, render_junit, render_markdown, render_table};
+use crate::gate::{GateOptions, GateReport, Verdict, evaluate, render_junit, render_markdown, render_table};
 use crate::results::{load_run, write_atomic};
+
+/// What an `inconclusive` verdict does to the exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum InconclusivePolicy {
+    /// Exit 0 (unless something regressed), with a loud line on stderr.
+    #[default]
+    Pass,
+    /// Exit 1, as a regression does.
+    Fail,
+}
 
 /// `fsbench gate`.
 #[derive(Debug, Clone, Args)]
@@ -32,10 +42,28 @@ pub struct GateArgs {
     /// Pass even when cells are missing (skipped, failed or not run) on either side.
     #[arg(long)]
     pub allow_missing: bool,
+    /// Exit status when a comparison is inconclusive (its CI straddles the threshold).
+    #[arg(long, value_enum, default_value_t = InconclusivePolicy::Pass, value_name = "POLICY")]
+    pub inconclusive: InconclusivePolicy,
+    /// Exit codes for `git bisect run`: 0 good, 1 regressed (bad), 125 inconclusive or
+    /// missing (skip this revision), 128 the gate could not run (stop bisecting).
+    #[arg(long, conflicts_with = "inconclusive")]
+    pub bisect: bool,
 }
 
-/// `fsbench gate`: exit 1 when a cell regressed, 0 when none did, 2 on bad input.
+/// `fsbench gate`: exit 1 when a cell regressed, 0 when none did, 2 on bad input (see `--bisect`).
 pub fn gate(args: &GateArgs) -> anyhow::Result<i32> {
+    match gate_inner(args) {
+        // Exit 2 would read as "bad revision" to `git bisect run`: stop the bisection instead.
+        Err(e) if args.bisect => {
+            super::report_error(&e);
+            Ok(exit::BISECT_ABORT)
+        }
+        other => other,
+    }
+}
+
+fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
     let threshold = args
         .threshold
         .as_deref()
@@ -77,23 +105,98 @@ pub fn gate(args: &GateArgs) -> anyhow::Result<i32> {
         eprintln!("warning: {w}");
     }
     print!("{}", render_table(&rep));
+    let inconclusive_fails = args.inconclusive == InconclusivePolicy::Fail;
     if let Some(p) = &args.markdown {
         write_atomic(p, render_markdown(&rep).as_bytes())?;
     }
     if let Some(p) = &args.junit {
-        write_atomic(p, render_junit(&rep).as_bytes())?;
+        write_atomic(p, render_junit(&rep, inconclusive_fails && !args.bisect).as_bytes())?;
     }
-    if rep.count(Verdict::Regressed) > 0 {
-        return Ok(exit::FAILURE);
+    let inconclusive = rep.count(Verdict::Inconclusive);
+    if inconclusive > 0 && !args.bisect {
+        let what = if inconclusive_fails { "failing (--inconclusive fail)" } else { "passing anyway" };
+        eprintln!(
+            "WARNING: {inconclusive} comparison(s) INCONCLUSIVE: their 95% CI straddles the threshold, so this gate \
+             cannot tell a change beyond it from noise; {what}. More repetitions or a quieter machine narrow the CI."
+        );
     }
-    // A cell that did not run on one side was not checked: a gate must not pass over it.
     let missing = rep.count(Verdict::Missing);
-    if missing > 0 && !args.allow_missing {
+    if missing > 0 && !args.allow_missing && !args.bisect {
+        // A cell that did not run on one side was not checked: a gate must not pass over it.
         eprintln!(
             "fsbench: gate: {} missing on one side (see the table); pass --allow-missing to accept that",
             crate::text::cells(missing)
         );
-        return Ok(exit::FAILURE);
     }
-    Ok(exit::SUCCESS)
+    Ok(exit_code(&rep, args.inconclusive, args.bisect, args.allow_missing))
+}
+
+/// The gate's exit status for a report under the chosen policy.
+pub fn exit_code(rep: &GateReport, inconclusive: InconclusivePolicy, bisect: bool, allow_missing: bool) -> i32 {
+    let regressed = rep.count(Verdict::Regressed) > 0;
+    let inconclusive_n = rep.count(Verdict::Inconclusive);
+    if bisect {
+        return if regressed {
+            exit::FAILURE
+        } else if inconclusive_n > 0 || rep.count(Verdict::Missing) > 0 {
+            exit::BISECT_SKIP
+        } else {
+            exit::SUCCESS
+        };
+    }
+    let missing_fails = rep.count(Verdict::Missing) > 0 && !allow_missing;
+    if regressed || missing_fails || (inconclusive_n > 0 && inconclusive == InconclusivePolicy::Fail) {
+        exit::FAILURE
+    } else {
+        exit::SUCCESS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::{GateRow, Metric};
+
+    fn report(verdicts: &[Verdict]) -> GateReport {
+        let rows = verdicts
+            .iter()
+            .enumerate()
+            .map(|(i, &verdict)| GateRow {
+                name: format!("c{i}"),
+                metric: Metric::TotalLoops,
+                key: String::new(),
+                threshold: 0.05,
+                baseline: Default::default(),
+                candidate: Default::default(),
+                change: None,
+                verdict,
+                note: None,
+            })
+            .collect();
+        GateReport { baseline: "b".into(), candidate: "c".into(), rows, warnings: Vec::new() }
+    }
+
+    #[test]
+    fn exit_codes_per_policy() {
+        use InconclusivePolicy::{Fail, Pass};
+        use Verdict::*;
+        // (verdicts, pass, fail, bisect)
+        let table: &[(&[Verdict], i32, i32, i32)] = &[
+            (&[Unchanged, Improved], 0, 0, 0),
+            (&[Unchanged, Regressed], 1, 1, 1),
+            (&[Unchanged, Inconclusive], 0, 1, 125),
+            (&[Unchanged, Missing], 0, 0, 125),
+            (&[Inconclusive, Regressed, Missing], 1, 1, 1),
+        ];
+        for (v, pass, fail, bisect) in table {
+            let r = report(v);
+            assert_eq!(exit_code(&r, Pass, false, true), *pass, "{v:?} pass");
+            assert_eq!(exit_code(&r, Fail, false, true), *fail, "{v:?} fail");
+            assert_eq!(exit_code(&r, Pass, true, false), *bisect, "{v:?} bisect");
+            // Without --allow-missing a missing cell fails the gate (outside --bisect, where it is a skip).
+            let missing = v.contains(&Missing);
+            let want = if missing { 1 } else { *pass };
+            assert_eq!(exit_code(&r, Pass, false, false), want, "{v:?} missing not allowed");
+        }
+    }
 }

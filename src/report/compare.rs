@@ -9,7 +9,7 @@
 //!   changes what is measured differs: anything under `[filesystems]`,
 //!   `backing.kind`, `[archive]`, or `[workload]` other than the sample-size
 //!   and timing knobs (`repetitions`, `iterations`, `warmup`, `duration`,
-//!   which change precision, not the quantity). Matrix axes may differ: only
+//!   `max_reruns`, `disturbance`, which change precision, not the quantity). Matrix axes may differ: only
 //!   the cells both runs have are compared, the rest show `-`.
 //! - per cell present in both runs: the requested mount options and the mkfs
 //!   arguments (device paths removed) must match, else refused.
@@ -164,34 +164,56 @@ fn ln_gamma(x: f64) -> f64 {
 pub struct Ratio {
     /// median(label) / median(reference).
     pub ratio: f64,
+    /// Lower end of the 95% CI of mean(label) / mean(reference) (Welch, as the gate computes it).
+    pub ci_low: f64,
+    /// Upper end of that interval; both ends are infinite with fewer than 2 repetitions on a side.
+    pub ci_high: f64,
     /// Welch's test on the repetitions, when both sides have at least two.
     pub welch: Option<Welch>,
-    /// `welch.p < ALPHA`.
+    /// Welch's p after the Holm–Bonferroni correction over the comparisons of its table.
+    pub p_adjusted: Option<f64>,
+    /// `p_adjusted < ALPHA`.
     pub significant: bool,
 }
 
 impl Ratio {
-    /// `1.2134*` (significant), `1.2134` (not), `1.2134?` (untestable: fewer than 2 repetitions).
+    /// `1.2134* [1.1900, 1.2400]` (significant after correction), `1.2134 [...]` (not),
+    /// `1.2134?` (untestable: fewer than 2 repetitions or no spread).
     pub fn display(&self) -> String {
         let mark = match (&self.welch, self.significant) {
             (None, _) => "?",
             (Some(_), true) => "*",
             (Some(_), false) => "",
         };
-        format!("{}{mark}", super::format::fmt4(self.ratio))
+        let f = super::format::fmt4;
+        if self.ci_low.is_finite() && self.ci_high.is_finite() {
+            format!("{}{mark} [{}, {}]", f(self.ratio), f(self.ci_low), f(self.ci_high))
+        } else {
+            format!("{}{mark}", f(self.ratio))
+        }
     }
 }
 
-/// Compare two points of one configuration.
+/// Compare two points of one configuration, as a family of one comparison
+/// (a table of them is corrected by [`ratio_table`]).
 pub fn ratio(reference: &Point, other: &Point) -> Option<Ratio> {
     if reference.summary.median == 0.0 {
         return None;
     }
     let welch = welch(&reference.samples, &other.samples);
+    let change = crate::stats::relative_change(&reference.samples, &other.samples);
+    let (ci_low, ci_high) = match change {
+        Some(c) => (1.0 + c.ci_low, 1.0 + c.ci_high),
+        None => (f64::NEG_INFINITY, f64::INFINITY),
+    };
+    let p_adjusted = welch.map(|w| w.p);
     Some(Ratio {
         ratio: other.summary.median / reference.summary.median,
+        ci_low,
+        ci_high,
         welch,
-        significant: welch.is_some_and(|w| w.p < ALPHA),
+        p_adjusted,
+        significant: p_adjusted.is_some_and(|p| p < ALPHA),
     })
 }
 
@@ -205,9 +227,32 @@ pub struct RatioTable {
     pub tasks: Vec<u32>,
     /// `values[row][col]`.
     pub values: Vec<Vec<Option<Ratio>>>,
+    /// Comparisons with a p-value in this table: the `m` of the Holm–Bonferroni correction.
+    pub comparisons: usize,
+    /// For each ratio column, the (reference, other) column indices in the lat_fs table.
+    #[serde(skip)]
+    pub pairs: Vec<(usize, usize)>,
 }
 
-/// Ratios of every label's columns to the first label's.
+impl RatioTable {
+    /// The ratio of lat_fs table column `col` at row `row`, when that column has a reference.
+    pub fn for_column(&self, row: usize, col: usize) -> Option<&Ratio> {
+        let k = self.pairs.iter().position(|(_, c)| *c == col)?;
+        self.values.get(row)?.get(k)?.as_ref()
+    }
+
+    /// The sentence under the table that says how significance was decided.
+    pub fn correction_note(&self) -> String {
+        format!(
+            "* = significant at alpha {ALPHA} after Holm–Bonferroni correction over the {} comparison{} in this table; [..] = 95% CI of the ratio of means",
+            self.comparisons,
+            if self.comparisons == 1 { "" } else { "s" }
+        )
+    }
+}
+
+/// Ratios of every label's columns to the first label's, significance corrected
+/// with Holm–Bonferroni over the comparisons of the table.
 pub fn ratio_table(t: &LatfsTable, reference_label: &str) -> RatioTable {
     let mut pairs = Vec::new();
     let mut columns = Vec::new();
@@ -220,7 +265,7 @@ pub fn ratio_table(t: &LatfsTable, reference_label: &str) -> RatioTable {
             columns.push(format!("{}/{}-{}-{}-{}", c.label, reference_label, t.fs, t.layout, c.quota.seed_name()));
         }
     }
-    let values = t
+    let mut values: Vec<Vec<Option<Ratio>>> = t
         .values
         .iter()
         .map(|row| {
@@ -233,7 +278,17 @@ pub fn ratio_table(t: &LatfsTable, reference_label: &str) -> RatioTable {
                 .collect()
         })
         .collect();
-    RatioTable { columns, tasks: t.tasks.clone(), values }
+    let raw: Vec<Option<f64>> =
+        values.iter().flatten().map(|r| r.as_ref().and_then(|r| r.welch.map(|w| w.p))).collect();
+    let adjusted = crate::stats::holm_adjust(&raw);
+    let comparisons = raw.iter().filter(|p| p.is_some()).count();
+    for (r, adj) in values.iter_mut().flatten().zip(adjusted) {
+        if let Some(r) = r {
+            r.p_adjusted = adj;
+            r.significant = adj.is_some_and(|p| p < ALPHA);
+        }
+    }
+    RatioTable { columns, tasks: t.tasks.clone(), values, comparisons, pairs }
 }
 
 /// Check that runs may be compared; returns warnings (e.g. differing scenario texts).
@@ -294,7 +349,8 @@ fn short(s: &str) -> &str {
 fn measured_differences(a: &str, b: &str) -> Result<Vec<String>, String> {
     let pa: toml::Table = a.parse().map_err(|e: toml::de::Error| e.message().to_string())?;
     let pb: toml::Table = b.parse().map_err(|e: toml::de::Error| e.message().to_string())?;
-    const TIMING_ONLY: [&str; 4] = ["repetitions", "iterations", "warmup", "duration"];
+    // Precision and noise guards, not the quantity: disturbed samples are marked, not changed.
+    const TIMING_ONLY: [&str; 6] = ["repetitions", "iterations", "warmup", "duration", "max_reruns", "disturbance"];
     let mut diffs = Vec::new();
     for section in ["filesystems", "archive", "workload"] {
         let (va, vb) = (pa.get(section), pb.get(section));

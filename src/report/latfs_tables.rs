@@ -12,8 +12,15 @@ use crate::stats::summarize;
 pub struct Point {
     /// Statistics over repetitions (recomputed from `samples` when there are any).
     pub summary: Summary,
-    /// `total_loops_per_ms` of every repetition, in order.
+    /// `total_loops_per_ms` of every undisturbed repetition, in order.
     pub samples: Vec<f64>,
+    /// Repetitions left out because other processes disturbed them.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub disturbed: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// One column of a table: a label and a quota mode.
@@ -93,6 +100,19 @@ impl LatfsTable {
         out
     }
 
+    /// Cells with repetitions left out as disturbed, as `2 tasks BASE-ext2-M-qoff (2 of 7)`.
+    pub fn disturbed(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (t, vals) in self.tasks.iter().zip(&self.values) {
+            for (col, v) in self.columns.iter().zip(vals) {
+                if let Some(p) = v.as_ref().filter(|p| p.disturbed > 0) {
+                    out.push(format!("{t} tasks {} ({} of {})", col.name, p.disturbed, p.disturbed + p.samples.len()));
+                }
+            }
+        }
+        out
+    }
+
     /// The value of column `col` at task count `tasks`.
     pub fn get(&self, tasks: u32, col: usize) -> Option<&Point> {
         let row = self.tasks.iter().position(|t| *t == tasks)?;
@@ -109,12 +129,13 @@ pub fn point_of(cell: &CellResult) -> Option<Point> {
         return None;
     }
     let latfs = cell.latfs.as_ref()?;
-    let samples: Vec<f64> = latfs.repetitions.iter().map(|r| r.total_loops_per_ms).collect();
-    let summary = if samples.is_empty() { latfs.total_loops.clone() } else { summarize(&samples) };
+    let samples: Vec<f64> = latfs.repetitions.iter().filter(|r| r.counts()).map(|r| r.total_loops_per_ms).collect();
+    let disturbed = latfs.repetitions.len() - samples.len();
+    let summary = if samples.is_empty() && disturbed == 0 { latfs.total_loops.clone() } else { summarize(&samples) };
     if summary.n == 0 {
         return None;
     }
-    Some(Point { summary, samples })
+    Some(Point { summary, samples, disturbed })
 }
 
 /// Build the tables of several labelled runs, merged: fs and layouts in the

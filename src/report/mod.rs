@@ -91,6 +91,9 @@ fn not_measured(runs: &[(&str, &LoadedRun)]) -> Vec<NotMeasured> {
             }
             let (status, reason) = match c.status {
                 CellStatus::Skipped => ("skipped", c.skip.as_ref().map(|s| s.reason.clone()).unwrap_or_default()),
+                CellStatus::Disturbed => {
+                    ("disturbed", c.notes.last().cloned().unwrap_or_else(|| "every repetition was disturbed".into()))
+                }
                 _ => (
                     "failed",
                     c.error.clone().or_else(|| c.skip.as_ref().map(|s| s.reason.clone())).unwrap_or_default(),
@@ -139,12 +142,7 @@ fn run_line(label: &str, run: &LoadedRun) -> String {
 }
 
 /// The ratio table under a compared lat_fs table: header and rows, `-` where there is no ratio.
-fn ratio_rows(
-    t: &latfs_tables::LatfsTable,
-    reference: &str,
-    show: impl Fn(&compare::Ratio) -> String,
-) -> (Vec<String>, Vec<Vec<String>>) {
-    let rt = compare::ratio_table(t, reference);
+fn ratio_rows(rt: &compare::RatioTable, show: impl Fn(&compare::Ratio) -> String) -> (Vec<String>, Vec<Vec<String>>) {
     if rt.columns.is_empty() {
         return (Vec::new(), Vec::new());
     }
@@ -282,16 +280,25 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
         if !noisy.is_empty() {
             m.note(&format!("noisy repetitions: {}", noisy.join(", ")));
         }
+        let disturbed = t.disturbed();
+        if !disturbed.is_empty() {
+            m.note(&format!(
+                "disturbed repetitions (other processes used the CPUs; kept in the cell files, left out of these numbers): {}",
+                disturbed.join(", ")
+            ));
+        }
         if with_ratios {
-            let (header, rows) = ratio_rows(t, reference, |r| m.literal(&r.display()));
+            let rt = compare::ratio_table(t, reference);
+            let (header, rows) = ratio_rows(&rt, |r| m.literal(&r.display()));
             if !rows.is_empty() {
                 m.table(&header, &rows);
+                m.note(&rt.correction_note());
             }
         }
     }
     if with_ratios {
         let legend = m.literal(&format!(
-            "ratio = median / median of {reference}; * significant (Welch's t-test on repetitions, alpha {}), no mark: not significant, ? untestable (fewer than 2 repetitions or no spread)",
+            "ratio = median / median of {reference}, [..] its 95% CI as a ratio of means (Welch); * significant (Welch's t-test on repetitions, Holm–Bonferroni-corrected per table, alpha {}), no mark: not significant, ? untestable (fewer than 2 repetitions or no spread)",
             compare::ALPHA
         ));
         m.paragraph(&legend);
@@ -324,10 +331,13 @@ fn latfs_csv(tables: &[LatfsTable], reference: &str, with_ratios: bool) -> Strin
     .map(|s| s.to_string())
     .collect();
     if with_ratios {
-        head.extend(["ratio", "p_value", "significant"].map(String::from));
+        head.extend(
+            ["ratio", "p_value", "p_holm", "ratio_ci95_low", "ratio_ci95_high", "significant"].map(String::from),
+        );
     }
     let mut out = csv_record(&head);
     for t in tables {
+        let rt = with_ratios.then(|| compare::ratio_table(t, reference));
         for (ri, tasks) in t.tasks.iter().enumerate() {
             for (ci, col) in t.columns.iter().enumerate() {
                 let Some(p) = &t.values[ri][ci] else { continue };
@@ -350,19 +360,14 @@ fn latfs_csv(tables: &[LatfsTable], reference: &str, with_ratios: bool) -> Strin
                     fmt4(s.ci95_high),
                     fmt4(s.cv),
                 ];
-                if with_ratios {
-                    let r = t
-                        .columns
-                        .iter()
-                        .position(|c| c.label == reference && c.quota == col.quota)
-                        .filter(|_| col.label != reference)
-                        .and_then(|rci| t.values[ri][rci].as_ref())
-                        .and_then(|rp| compare::ratio(rp, p));
-                    rec.push(r.as_ref().map(|r| fmt4(r.ratio)).unwrap_or_default());
-                    rec.push(csv_num(r.as_ref().and_then(|r| r.welch.map(|w| w.p))));
-                    rec.push(
-                        r.as_ref().filter(|r| r.welch.is_some()).map(|r| r.significant.to_string()).unwrap_or_default(),
-                    );
+                if let Some(rt) = &rt {
+                    let r = rt.for_column(ri, ci);
+                    rec.push(r.map(|r| fmt4(r.ratio)).unwrap_or_default());
+                    rec.push(csv_num(r.and_then(|r| r.welch.map(|w| w.p))));
+                    rec.push(csv_num(r.and_then(|r| r.p_adjusted)));
+                    rec.push(csv_num(r.map(|r| r.ci_low).filter(|x| x.is_finite())));
+                    rec.push(csv_num(r.map(|r| r.ci_high).filter(|x| x.is_finite())));
+                    rec.push(r.filter(|r| r.welch.is_some()).map(|r| r.significant.to_string()).unwrap_or_default());
                 }
                 out.push_str(&csv_record(&rec));
             }

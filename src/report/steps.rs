@@ -119,6 +119,11 @@ fn shift_point(e: &[f64]) -> Option<usize> {
     })
 }
 
+/// `  [disturbed: other processes used 0.62 CPU; left out of statistics]`, after a seed line.
+pub fn disturbed_note(d: &crate::model::Disturbance) -> String {
+    format!("  [disturbed: other processes and steal used {:.2} CPU; left out of statistics]", d.share)
+}
+
 fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(|a, b| a.total_cmp(b));
@@ -181,6 +186,9 @@ pub fn seed_text(groups: &[StepsGroup]) -> String {
             out.push_str(&format!("iteration {}:\n", i + 1));
             for s in it {
                 out.push_str(&s.seed_line());
+                if let Some(d) = s.disturbance.as_ref().filter(|d| d.disturbed) {
+                    out.push_str(&disturbed_note(d));
+                }
                 out.push('\n');
             }
         }
@@ -206,6 +214,7 @@ mod tests {
                     system_us: 0,
                     elapsed_us: e * 1000,
                     max_rss_kib: 0,
+                    disturbance: None,
                 }]
             })
             .collect()

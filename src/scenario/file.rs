@@ -148,6 +148,24 @@ enum ImageSizeSchema {
     },
 }
 
+/// Schema-only mirror of `workload.repetitions` (a count, or adaptive bounds).
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+#[serde(untagged)]
+enum RepetitionsSchema {
+    /// A fixed count.
+    Count(u32),
+    /// Adaptive: at least `min`, at most `max`, stop when the CI half-width is within `ci`.
+    Adaptive {
+        /// Undisturbed repetitions always taken. Default 3.
+        min: Option<u32>,
+        /// Most repetitions. Required.
+        max: u32,
+        /// Target 95% CI half-width of the mean, relative to the mean (`"2%"`).
+        ci: Option<String>,
+    },
+}
+
 /// `[archive]`: the tarball unpacked by `untar` steps.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -193,9 +211,22 @@ pub struct WorkloadFile {
     /// lat_fs: length of each timed window. Default `"1s"`.
     #[serde(default)]
     pub duration: Option<String>,
-    /// lat_fs: repetitions of warm-up + window per cell. Default 5.
+    /// lat_fs: repetitions of warm-up + window per cell: a count (default 5), or adaptive
+    /// `{ min = 3, max = 20, ci = "2%" }`: at least `min`, then stop once the 95% CI
+    /// half-width of the mean is within `ci` of the mean, or at `max`.
     #[serde(default)]
-    pub repetitions: Option<i64>,
+    #[schemars(with = "Option<RepetitionsSchema>")]
+    pub repetitions: Option<toml::Value>,
+    /// lat_fs: how many disturbed repetitions a cell may run again. Default 3.
+    #[serde(default)]
+    pub max_reruns: Option<i64>,
+    /// Share of one CPU that other processes (plus steal time) may use during a lat_fs
+    /// repetition or a step before it counts as disturbed (`"25%"`, default), or `"off"`.
+    #[serde(default)]
+    pub disturbance: Option<String>,
+    /// lat_fs: `spread` pins task i to the i-th allowed CPU; `none` (default) leaves placement to the scheduler.
+    #[serde(default)]
+    pub pin: Option<String>,
     /// steps: how many times the step list runs. Default 1.
     #[serde(default)]
     pub iterations: Option<i64>,

@@ -233,8 +233,39 @@ pub struct LatfsSpec {
     pub warmup: Duration,
     /// Length of the timed window.
     pub duration: Duration,
-    /// Repetitions of warm-up + window per cell.
+    /// Repetitions of warm-up + window per cell: the fixed count, or the most an adaptive cell runs.
     pub repetitions: u32,
+    /// Adaptive repetitions, disturbance detection and CPU placement.
+    pub noise: NoiseSpec,
+}
+
+/// How a lat_fs cell guards its numbers against a noisy machine.
+///
+/// `Default` is a bare, fixed-count spec (no stop rule, no disturbance
+/// detection, no pinning), as library callers expect; scenarios switch
+/// detection on by default (see `validate`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NoiseSpec {
+    /// Undisturbed repetitions always taken before the CI target may stop the cell.
+    pub min_repetitions: u32,
+    /// Stop once the 95% CI half-width of the mean is within this fraction of the mean.
+    pub ci_target: Option<f64>,
+    /// Foreign + steal CPU share (of one CPU) above which a repetition is disturbed; `None`: not checked.
+    pub disturbance: Option<f64>,
+    /// How many disturbed repetitions may be run again, per cell.
+    pub max_reruns: u32,
+    /// Where workers run.
+    pub pin: Pin,
+}
+
+/// `[workload] pin`: CPU placement of lat_fs workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pin {
+    /// Wherever the scheduler puts them.
+    #[default]
+    None,
+    /// Task i on the i-th allowed CPU (modulo their number), with sched_setaffinity(2).
+    Spread,
 }
 
 /// Options of the steps workload.
@@ -242,6 +273,8 @@ pub struct LatfsSpec {
 pub struct StepsSpec {
     /// How many times the step list runs.
     pub iterations: u32,
+    /// Foreign + steal CPU share above which a step is marked disturbed and left out of statistics.
+    pub disturbance: Option<f64>,
     /// The steps, in order.
     pub steps: Vec<Step>,
 }

@@ -140,10 +140,12 @@ fn rusage(who: i32) -> (u64, u64, u64) {
 
 /// Time one step as `time <cmd>` would.
 fn time_step(run: &StepsRun, step: &Step) -> Result<StepTiming, StepError> {
+    let window = run.spec.disturbance.map(|t| (t, crate::host::cpu::Window::start()));
     let (u0, s0, _) = rusage(libc::RUSAGE_SELF);
     let t0 = Instant::now();
     let child = exec_or_op(run, step)?;
     let elapsed = t0.elapsed();
+    let disturbance = window.and_then(|(t, w)| w.finish(t));
     let (u1, s1, self_rss) = rusage(libc::RUSAGE_SELF);
     let (mut user_us, mut system_us) = (u1.saturating_sub(u0), s1.saturating_sub(s0));
     let mut max_rss_kib = self_rss;
@@ -159,6 +161,7 @@ fn time_step(run: &StepsRun, step: &Step) -> Result<StepTiming, StepError> {
         system_us,
         elapsed_us: elapsed.as_micros() as u64,
         max_rss_kib,
+        disturbance,
     })
 }
 

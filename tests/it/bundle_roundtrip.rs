@@ -8,7 +8,7 @@ use std::process::Command;
 use crate::support::sandbox::run_dirs;
 
 const TINY: &str = "schema = 1\nname = \"tiny\"\n[matrix]\nfs = [\"ext4\"]\ntasks = [1]\ntest = [\"open_close\", \"write_truncate\"]\n\
-                    [backing]\nkind = \"dir\"\n[workload]\nkind = \"lat_fs\"\nper_task_uid = false\nwarmup = \"0ms\"\nduration = \"20ms\"\nrepetitions = 3\n";
+                    [backing]\nkind = \"dir\"\n[workload]\nkind = \"lat_fs\"\nper_task_uid = false\nwarmup = \"0ms\"\nduration = \"20ms\"\nrepetitions = 3\ndisturbance = \"off\"\n";
 
 /// `fsbench` run in `cwd`, with its cache in `cache` and no SOURCE_DATE_EPOCH.
 fn fsbench_at(cwd: &Path, cache: &Path) -> Command {
@@ -257,6 +257,8 @@ fn results_from_a_different_scenario_text_are_not_packed() {
         "res",
         "--set",
         "workload.repetitions=2",
+        "--set",
+        "workload.disturbance=off",
     ]));
     let run = run_dirs(&lab.join("res")).pop().unwrap();
     let out = fsbench_at(&lab, &cache)

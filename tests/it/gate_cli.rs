@@ -28,6 +28,7 @@ fn run(dir: &Path, label: &str, gate: &str, cells: &[(CellParams, Vec<f64>)]) ->
 struct Gate {
     code: i32,
     stdout: String,
+    stderr: String,
     junit: String,
     markdown: String,
 }
@@ -52,6 +53,7 @@ fn gate(base: &Path, cand: &Path, extra: &[&str]) -> Gate {
     Gate {
         code: out.status.code().unwrap(),
         stdout: String::from_utf8_lossy(&out.stdout).into(),
+        stderr: String::from_utf8_lossy(&out.stderr).into(),
         junit: read(&j),
         markdown: read(&m),
     }
@@ -79,14 +81,36 @@ fn ten_percent_slowdown_with_tight_samples_fails() {
 }
 
 #[test]
-fn ten_percent_slowdown_with_wide_noise_passes() {
+fn ten_percent_slowdown_with_wide_noise_is_inconclusive_not_unchanged() {
     let d = tempfile::tempdir().unwrap();
     let p = params(LatfsTest::Chown, 1);
     let b = run(d.path(), "BASE", "", &[(p.clone(), noisy(1000.0, 0.25))]);
     let c = run(d.path(), "CAND", "", &[(p.clone(), noisy(900.0, 0.25))]);
     let g = gate(&b, &c, &[]);
     assert_eq!(g.code, 0, "{}", g.stdout);
-    assert!(line_of(&g.stdout, &p.id()).contains("unchanged"), "{}", g.stdout);
+    assert!(line_of(&g.stdout, &p.id()).contains("inconclusive"), "{}", g.stdout);
+    assert!(g.stderr.contains("INCONCLUSIVE"), "{}", g.stderr);
+    assert!(g.markdown.contains("**inconclusive**") && g.markdown.contains("lower is worse"), "{}", g.markdown);
+    assert!(g.junit.contains("lower is worse"), "{}", g.junit);
+    assert_eq!(gate(&b, &c, &["--inconclusive", "fail"]).code, 1);
+    let doc_fail = gate(&b, &c, &["--inconclusive", "fail"]).junit;
+    assert!(doc_fail.contains("failures=\"1\""), "{doc_fail}");
+    assert_eq!(gate(&b, &c, &["--bisect"]).code, 125);
+}
+
+#[test]
+fn bisect_maps_verdicts_to_git_bisect_run_codes() {
+    let d = tempfile::tempdir().unwrap();
+    let (p1, p2) = (params(LatfsTest::Chown, 1), params(LatfsTest::Chown, 2));
+    let base = run(d.path(), "BASE", "", &[(p1.clone(), noisy(1000.0, 0.005)), (p2.clone(), noisy(500.0, 0.005))]);
+    let same = run(d.path(), "SAME", "", &[(p1.clone(), noisy(1000.0, 0.005)), (p2.clone(), noisy(500.0, 0.005))]);
+    let slow = run(d.path(), "SLOW", "", &[(p1.clone(), noisy(800.0, 0.005)), (p2.clone(), noisy(500.0, 0.005))]);
+    let part = run(d.path(), "PART", "", &[(p1.clone(), noisy(1000.0, 0.005))]);
+    assert_eq!(gate(&base, &same, &["--bisect"]).code, 0);
+    assert_eq!(gate(&base, &slow, &["--bisect"]).code, 1);
+    assert_eq!(gate(&base, &part, &["--bisect"]).code, 125);
+    // Bad input must not read as "bad revision" (1..127): it stops the bisection.
+    assert_eq!(gate(&base, &d.path().join("nope"), &["--bisect"]).code, 128);
 }
 
 #[test]
@@ -99,7 +123,9 @@ fn one_percent_never_fails_at_five_percent() {
         let c = run(&d.path().join(format!("{spread}")), "CAND", "", &[(p.clone(), noisy(990.0, spread))]);
         let g = gate(&b, &c, &["--threshold", "5%"]);
         assert_eq!(g.code, 0, "spread {spread}: {}", g.stdout);
-        assert!(line_of(&g.stdout, &p.id()).contains("unchanged"), "{}", g.stdout);
+        // Tight samples rule a 5% change out; wide ones cannot, and say so.
+        let want = if spread < 0.05 { "unchanged" } else { "inconclusive" };
+        assert!(line_of(&g.stdout, &p.id()).contains(want), "spread {spread}: {}", g.stdout);
     }
 }
 
@@ -186,6 +212,7 @@ fn steps_are_gated_per_step_on_elapsed() {
                         system_us: 0,
                         elapsed_us: 1000 + i,
                         max_rss_kib: 0,
+                        disturbance: None,
                     },
                     StepTiming {
                         label: "tar zxf a".into(),
@@ -194,6 +221,7 @@ fn steps_are_gated_per_step_on_elapsed() {
                         system_us: 0,
                         elapsed_us: untar_us + i * 100,
                         max_rss_kib: 0,
+                        disturbance: None,
                     },
                 ]
             })

@@ -4,7 +4,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
-use fsbench::model::LatfsTest;
+use fsbench::model::{LatfsTest, StopReason};
 use fsbench::scenario::LatfsSpec;
 use fsbench::workload::latfs::{self, LatfsRun, TEST_FILE, task_ids};
 
@@ -94,4 +94,80 @@ fn a_stale_test_file_of_another_uid_does_not_break_the_run() {
     nix::unistd::chown(&stale, Some(4242.into()), Some(4242.into())).unwrap();
     latfs::run(&LatfsRun { test: LatfsTest::OpenClose, spec: &spec, task_dirs: &dirs, exe: exe() }).unwrap();
     assert_eq!(std::fs::metadata(&stale).unwrap().uid(), task_ids(0).0);
+}
+
+/// Busy-loop processes that stop when dropped (a synthetic noisy neighbour).
+struct Hogs(Vec<std::process::Child>);
+
+impl Hogs {
+    fn start(n: usize) -> Hogs {
+        Hogs(
+            (0..n)
+                .map(|_| std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap())
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn disturbed_repetitions_are_kept_marked_rerun_and_left_out() {
+    let mut spec = crate::support::latfs::spec(is_root(), Duration::from_millis(300));
+    spec.noise.disturbance = Some(0.10);
+    spec.noise.max_reruns = 1;
+    let (_tmp, dirs) = task_dirs(1);
+    // Two busy neighbours on two CPUs: each window sees far more than 10% of a CPU elsewhere.
+    let hogs = Hogs::start(2);
+    std::thread::sleep(Duration::from_millis(100));
+    let r = latfs::run(&LatfsRun { test: LatfsTest::OpenClose, spec: &spec, task_dirs: &dirs, exe: exe() }).unwrap();
+    drop(hogs);
+    // 2 repetitions wanted, the first disturbed one rerun once, the second stops the cell.
+    assert_eq!(r.repetitions.len(), 2, "{:?}", r.repetitions);
+    assert!(r.repetitions.iter().all(|x| x.disturbance.as_ref().is_some_and(|d| d.disturbed)), "{r:?}");
+    assert_eq!((r.reruns, r.stopped, r.total_loops.n), (1, Some(StopReason::RerunBudget), 0));
+    // The samples are still in the result, for whoever wants to look.
+    assert!(r.repetitions.iter().all(|x| x.total_loops_per_ms > 0.0));
+}
+
+#[test]
+fn adaptive_repetitions_stop_by_the_rule_and_say_why() {
+    let mut spec = crate::support::latfs::spec(is_root(), Duration::from_millis(50));
+    spec.repetitions = 6;
+    spec.noise.min_repetitions = 2;
+    spec.noise.ci_target = Some(0.5);
+    let (_tmp, dirs) = task_dirs(1);
+    let r = latfs::run(&LatfsRun { test: LatfsTest::Chown, spec: &spec, task_dirs: &dirs, exe: exe() }).unwrap();
+    let samples: Vec<f64> = r.repetitions.iter().map(|x| x.total_loops_per_ms).collect();
+    let hw = fsbench::stats::relative_half_width(&fsbench::stats::summarize(&samples));
+    match r.stopped {
+        Some(StopReason::CiTarget) => assert!(samples.len() >= 2 && samples.len() <= 6 && hw <= 0.5, "{samples:?}"),
+        Some(StopReason::MaxRepetitions) => assert_eq!(samples.len(), 6),
+        other => panic!("{other:?}"),
+    }
+    // And it stopped at the first repetition that met the target, not later.
+    for n in 2..samples.len() {
+        assert!(fsbench::stats::relative_half_width(&fsbench::stats::summarize(&samples[..n])) > 0.5, "{samples:?}");
+    }
+    spec.noise.ci_target = None;
+    let r = latfs::run(&LatfsRun { test: LatfsTest::Chown, spec: &spec, task_dirs: &dirs, exe: exe() }).unwrap();
+    assert_eq!((r.repetitions.len(), r.stopped), (6, Some(StopReason::Fixed)));
+}
+
+#[test]
+fn spread_pins_each_task_to_a_cpu() {
+    let mut spec = crate::support::latfs::spec(is_root(), Duration::from_millis(30));
+    spec.noise.pin = fsbench::scenario::Pin::Spread;
+    let (_tmp, dirs) = task_dirs(2);
+    let r = latfs::run(&LatfsRun { test: LatfsTest::OpenClose, spec: &spec, task_dirs: &dirs, exe: exe() }).unwrap();
+    let n = std::thread::available_parallelism().unwrap().get() as u32;
+    assert_eq!(r.pinned_cpus.len(), 2, "{r:?}");
+    assert!(r.pinned_cpus.iter().all(|c| *c < 1024) && (n < 2 || r.pinned_cpus[0] != r.pinned_cpus[1]), "{r:?}");
 }

@@ -56,14 +56,41 @@ fn significant_differences_are_marked_and_noise_is_not() {
     let a = fsbench().arg("compare").arg(&a).arg(&b).arg("--plot").arg(&plots).assert().success();
     let (stdout, _) = out(&a);
     let row1 = stdout.lines().filter(|l| l.starts_with("1 ")).nth(1).unwrap();
-    assert_eq!(row1.split_whitespace().collect::<Vec<_>>(), ["1", "1.0000", "2.0000*"], "{stdout}");
-    assert!(stdout.contains("#nr_task  V3/BASE-ext4-M-qoff  V3/BASE-ext4-M-qon"));
+    let cols: Vec<&str> = row1.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+    assert_eq!(cols.len(), 3, "{stdout}");
+    assert!(cols[1].starts_with("1.0000 [") && cols[2].starts_with("2.0000* ["), "{stdout}");
+    assert!(stdout.contains("V3/BASE-ext4-M-qoff") && stdout.contains("V3/BASE-ext4-M-qon"), "{stdout}");
+    // Under each ratio table: how many comparisons the correction counted.
+    assert!(stdout.contains("after Holm–Bonferroni correction over the 4 comparisons in this table"), "{stdout}");
     assert!(plots.join("ext4-M-lat_fs_chown.png").exists());
     // The PNG decodes and has the plot's size.
     let img = image::open(plots.join("ext4-M-lat_fs_chown.png")).unwrap();
     assert_eq!((img.width(), img.height()), (900, 600));
     let svg = std::fs::read_to_string(plots.join("ext4-M-lat_fs_chown.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("V3-ext4-M-qon"));
+}
+
+#[test]
+fn many_borderline_differences_are_not_all_significant_after_holm() {
+    // Each of 4 ratios alone has p just below 0.05 (uncorrected: 4 stars); Holm over the
+    // table's 4 comparisons keeps none: chance findings in a big table are not findings.
+    let tmp = tempfile::tempdir().unwrap();
+    let text = latfs_scenario_text("quota-smp", "repetitions = 5\n");
+    let a = five_rep_run(&tmp.path().join("a"), "BASE", &text, |_, _| 1000.0);
+    let b = five_rep_run(&tmp.path().join("b"), "V3", &text, |_, _| 1000.0 * 1.013);
+    let o = fsbench().args(["compare", "--format", "csv"]).arg(&a).arg(&b).assert().success();
+    let (csv, _) = out(&o);
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
+    let (p, holm, sig) = (col("p_value"), col("p_holm"), col("significant"));
+    let rows: Vec<Vec<&str>> =
+        csv.lines().skip(1).map(|l| l.split(',').collect::<Vec<_>>()).filter(|r| !r[p].is_empty()).collect();
+    assert!(!rows.is_empty(), "{csv}");
+    for r in &rows {
+        let (pv, ph): (f64, f64) = (r[p].parse().unwrap(), r[holm].parse().unwrap());
+        assert!(pv < 0.05 && ph >= pv, "{csv}");
+    }
+    assert!(rows.iter().all(|r| r[sig] == "false"), "{csv}");
 }
 
 #[test]
@@ -157,6 +184,7 @@ fn step(label: &str, op: &str, user_ms: u64, sys_ms: u64, elapsed_ms: u64) -> St
         system_us: sys_ms * 1000,
         elapsed_us: elapsed_ms * 1000,
         max_rss_kib: 0,
+        disturbance: None,
     }
 }
 

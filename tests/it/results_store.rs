@@ -33,6 +33,7 @@ fn scenario() -> Scenario {
             warmup: Duration::from_millis(300),
             duration: Duration::from_secs(1),
             repetitions: 2,
+            noise: Default::default(),
         }),
         gate: GateSpec::default(),
         kernels: Vec::new(),

@@ -53,8 +53,16 @@ fn interrupt_run(
     wait_for(&mut child, Duration::from_secs(60)).expect("fsbench exits after the signal")
 }
 
-const QUICK: &[&str] =
-    &["--set", "workload.warmup=10ms", "--set", "workload.duration=50ms", "--set", "workload.repetitions=2"];
+const QUICK: &[&str] = &[
+    "--set",
+    "workload.warmup=10ms",
+    "--set",
+    "workload.duration=50ms",
+    "--set",
+    "workload.repetitions=2",
+    "--set",
+    "workload.disturbance=off",
+];
 
 #[test]
 fn dir_backing_runs_without_provisioning() {
@@ -144,6 +152,8 @@ fn sigint_during_workload_and_second_sigint_still_clean_up() {
         "workload.duration=5s",
         "--set",
         "workload.repetitions=1",
+        "--set",
+        "workload.disturbance=off",
     ];
     // 1.5 s: inside the timed window; the second SIGINT must not abort the cleanup.
     let sigint = nix::sys::signal::Signal::SIGINT;
@@ -174,6 +184,8 @@ fn sigkill_then_next_start_cleans_the_stale_work_directory() {
         "workload.duration=5s",
         "--set",
         "workload.repetitions=1",
+        "--set",
+        "workload.disturbance=off",
     ];
     let mut child = sb.fsbench(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     assert!(wait_for_mount(sb.path(), Duration::from_secs(30)), "provisioning never started");
@@ -196,6 +208,8 @@ fn sigkill_then_next_start_cleans_the_stale_work_directory() {
             "workload.duration=20ms",
             "--set",
             "workload.repetitions=1",
+            "--set",
+            "workload.disturbance=off",
         ])
         .output()
         .unwrap();
@@ -222,6 +236,8 @@ fn interrupted_run_resumes_to_the_same_cell_set() {
         "workload.duration=150ms",
         "--set",
         "workload.repetitions=1",
+        "--set",
+        "workload.disturbance=off",
         "--only",
         "fs=ext4",
     ];
@@ -258,6 +274,8 @@ fn interrupted_run_resumes_to_the_same_cell_set() {
             "workload.warmup=0ms",
             "--set",
             "workload.repetitions=1",
+            "--set",
+            "workload.disturbance=off",
             "--only",
             "fs=ext4",
         ])
@@ -292,6 +310,8 @@ fn sigkill_of_a_worker_fails_its_cell_and_the_run_goes_on() {
         "workload.duration=3s",
         "--set",
         "workload.repetitions=1",
+        "--set",
+        "workload.disturbance=off",
         "--set",
         "workload.warmup=0ms",
     ];
@@ -334,6 +354,8 @@ fn sighup_cleans_up_like_ctrl_c() {
         "workload.duration=5s",
         "--set",
         "workload.repetitions=1",
+        "--set",
+        "workload.disturbance=off",
     ];
     let status = interrupt_run(&sb, &args, Duration::from_millis(500), &[nix::sys::signal::Signal::SIGHUP]);
     assert_eq!(status.code(), Some(130), "a hang-up is an interruption");

@@ -16,6 +16,8 @@ const QUICK: &[&str] = &[
     "workload.duration=20ms",
     "--set",
     "workload.repetitions=2",
+    "--set",
+    "workload.disturbance=off",
     "--only",
     "fs=ext4,tasks=1",
 ];

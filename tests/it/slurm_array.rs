@@ -248,6 +248,7 @@ kind = "lat_fs"
 warmup = "10ms"
 duration = "30ms"
 repetitions = 2
+disturbance = "off"
 "#;
 
 /// What a report's JSON says about layout: tables (fs, layout, test, columns, task rows) and cells without a number.

@@ -18,6 +18,7 @@ fn fixtures() -> PathBuf {
 
 fn seed_loop(iterations: u32) -> StepsSpec {
     StepsSpec {
+        disturbance: None,
         iterations,
         steps: vec![Step::RmRf { path: "linux-2.5.63".into() }, Step::Untar { archive: ARCHIVE.into() }, Step::Sync],
     }
@@ -72,6 +73,7 @@ fn seed_loop_keeps_every_iteration_in_time_format() {
 fn exec_counts_the_childs_cpu() {
     let d = tempfile::tempdir().unwrap();
     let spec = StepsSpec {
+        disturbance: None,
         iterations: 1,
         steps: vec![Step::Exec {
             argv: vec!["sh".into(), "-c".into(), "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done".into()],
@@ -98,6 +100,7 @@ fn exec_counts_the_childs_cpu() {
 fn exec_runs_in_the_target_and_reports_failure() {
     let d = tempfile::tempdir().unwrap();
     let spec = StepsSpec {
+        disturbance: None,
         iterations: 2,
         steps: vec![
             Step::Mkdir { path: "a/b".into() },
@@ -114,7 +117,11 @@ fn exec_runs_in_the_target_and_reports_failure() {
     })
     .unwrap();
     assert_eq!(r.iterations.len(), 2);
-    let spec = StepsSpec { iterations: 1, steps: vec![Step::Sync, Step::Exec { argv: vec!["false".into()] }] };
+    let spec = StepsSpec {
+        disturbance: None,
+        iterations: 1,
+        steps: vec![Step::Sync, Step::Exec { argv: vec!["false".into()] }],
+    };
     match run(&StepsRun {
         spec: &spec,
         target: d.path(),
@@ -172,7 +179,7 @@ fn cancel_stops_early_with_what_was_timed() {
 #[test]
 fn step_paths_cannot_leave_the_target() {
     let d = tempfile::tempdir().unwrap();
-    let spec = StepsSpec { iterations: 1, steps: vec![Step::RmRf { path: "../x".into() }] };
+    let spec = StepsSpec { disturbance: None, iterations: 1, steps: vec![Step::RmRf { path: "../x".into() }] };
     let e = run(&StepsRun {
         spec: &spec,
         target: d.path(),
@@ -187,7 +194,7 @@ fn step_paths_cannot_leave_the_target() {
 #[test]
 fn drop_caches_needs_root() {
     let d = tempfile::tempdir().unwrap();
-    let spec = StepsSpec { iterations: 1, steps: vec![Step::DropCaches] };
+    let spec = StepsSpec { disturbance: None, iterations: 1, steps: vec![Step::DropCaches] };
     let r = run(&StepsRun {
         spec: &spec,
         target: d.path(),
@@ -212,7 +219,7 @@ fn step_paths_do_not_pass_through_symlinks() {
     std::fs::write(outside.path().join("victim"), b"keep me").unwrap();
     std::os::unix::fs::symlink(outside.path(), d.path().join("link")).unwrap();
     for step in [Step::RmRf { path: "link/victim".into() }, Step::Mkdir { path: "link/new".into() }] {
-        let spec = StepsSpec { iterations: 1, steps: vec![step] };
+        let spec = StepsSpec { disturbance: None, iterations: 1, steps: vec![step] };
         let e = run(&StepsRun {
             spec: &spec,
             target: d.path(),
@@ -226,7 +233,7 @@ fn step_paths_do_not_pass_through_symlinks() {
     assert_eq!(std::fs::read(outside.path().join("victim")).unwrap(), b"keep me");
     assert!(!outside.path().join("new").exists());
     // The link itself may be removed: rm_rf does not follow it.
-    let spec = StepsSpec { iterations: 1, steps: vec![Step::RmRf { path: "link".into() }] };
+    let spec = StepsSpec { disturbance: None, iterations: 1, steps: vec![Step::RmRf { path: "link".into() }] };
     run(&StepsRun { spec: &spec, target: d.path(), archive_dir: d.path(), cancel: &|| false, trust: &Trust::Fixture })
         .unwrap();
     assert!(outside.path().join("victim").exists());

@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::sys::signal::Signal;
 
-use crate::model::{LatfsRepetition, LatfsResult, LatfsTest, TaskSample};
-use crate::scenario::LatfsSpec;
+use crate::model::{LatfsRepetition, LatfsResult, LatfsTest, StopReason, TaskSample};
+use crate::scenario::{LatfsSpec, Pin};
 use crate::stats::summarize;
 
 pub use protocol::{WorkerConfig, WorkerMessage, task_ids};
@@ -171,7 +171,13 @@ fn signal_name(signal: i32) -> &'static str {
     Signal::try_from(signal).map(|s| s.as_str()).unwrap_or("unknown signal")
 }
 
-/// Run every repetition of one lat_fs cell and summarise them.
+/// Run the repetitions of one lat_fs cell and summarise the undisturbed ones.
+///
+/// Each repetition is one accounting window ([`crate::host::cpu::Window`]) from
+/// spawning the workers to reaping them. A disturbed repetition is kept (marked)
+/// and replaced by another, at most `noise.max_reruns` times per cell. The cell
+/// stops by [`crate::stats::adaptive_stop`] on the undisturbed samples, or when
+/// the rerun budget is spent; [`LatfsResult::stopped`] says which.
 pub fn run(run: &LatfsRun) -> Result<LatfsResult, LatfsError> {
     if run.task_dirs.is_empty() {
         return Err(LatfsError::NoTasks);
@@ -179,14 +185,52 @@ pub fn run(run: &LatfsRun) -> Result<LatfsResult, LatfsError> {
     if run.spec.repetitions == 0 {
         return Err(LatfsError::NoRepetitions);
     }
+    let noise = &run.spec.noise;
+    let cpus = pin_cpus(noise.pin, run.task_dirs.len());
     let mut repetitions = Vec::with_capacity(run.spec.repetitions as usize);
-    for _ in 0..run.spec.repetitions {
+    let mut reruns = 0u32;
+    let stopped = loop {
         if crate::signals::interrupted() {
             return Err(LatfsError::Stopped);
         }
-        repetitions.push(repetition(run_once(run)?));
+        let window = noise.disturbance.map(|t| (t, crate::host::cpu::Window::start()));
+        let mut rep = repetition(run_once(run, &cpus)?);
+        rep.disturbance = window.and_then(|(t, w)| w.finish(t));
+        let counts = rep.counts();
+        repetitions.push(rep);
+        if !counts {
+            if reruns >= noise.max_reruns {
+                break StopReason::RerunBudget;
+            }
+            reruns += 1;
+            continue;
+        }
+        let good: Vec<f64> = repetitions.iter().filter(|r| r.counts()).map(|r| r.total_loops_per_ms).collect();
+        if let Some(why) =
+            crate::stats::adaptive_stop(&good, noise.min_repetitions, run.spec.repetitions, noise.ci_target)
+        {
+            break why;
+        }
+    };
+    let mut r = result(repetitions);
+    r.stopped = Some(stopped);
+    r.reruns = reruns;
+    r.pinned_cpus = cpus.into_iter().flatten().collect();
+    Ok(r)
+}
+
+/// The CPU of each task for `pin`: task i on the i-th CPU this process may run on.
+fn pin_cpus(pin: Pin, tasks: usize) -> Vec<Option<u32>> {
+    let allowed: Vec<u32> = match (pin, nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))) {
+        (Pin::Spread, Ok(set)) => {
+            (0..nix::sched::CpuSet::count()).filter(|&c| set.is_set(c).unwrap_or(false)).map(|c| c as u32).collect()
+        }
+        _ => Vec::new(),
+    };
+    if allowed.is_empty() {
+        return vec![None; tasks];
     }
-    Ok(result(repetitions))
+    (0..tasks).map(|i| Some(allowed[i % allowed.len()])).collect()
 }
 
 /// One repetition from its task samples: total loops per ms and mean latency.
@@ -201,18 +245,26 @@ pub fn repetition(tasks: Vec<TaskSample>) -> LatfsRepetition {
             .sum::<f64>()
             / tasks.len() as f64
     };
-    LatfsRepetition { tasks, total_loops_per_ms, latency_us }
+    LatfsRepetition { tasks, total_loops_per_ms, latency_us, disturbance: None }
 }
 
-/// A cell's result: every repetition plus statistics over them.
+/// A cell's result: every repetition plus statistics over the undisturbed ones.
 pub fn result(repetitions: Vec<LatfsRepetition>) -> LatfsResult {
-    let totals: Vec<f64> = repetitions.iter().map(|r| r.total_loops_per_ms).collect();
-    let latencies: Vec<f64> = repetitions.iter().map(|r| r.latency_us).collect();
-    LatfsResult { total_loops: summarize(&totals), latency_us: summarize(&latencies), repetitions }
+    let counted = || repetitions.iter().filter(|r| r.counts());
+    let totals: Vec<f64> = counted().map(|r| r.total_loops_per_ms).collect();
+    let latencies: Vec<f64> = counted().map(|r| r.latency_us).collect();
+    LatfsResult {
+        total_loops: summarize(&totals),
+        latency_us: summarize(&latencies),
+        repetitions,
+        stopped: None,
+        reruns: 0,
+        pinned_cpus: Vec::new(),
+    }
 }
 
 /// Start all workers, release them together, collect their samples.
-fn run_once(run: &LatfsRun) -> Result<Vec<TaskSample>, LatfsError> {
+fn run_once(run: &LatfsRun, cpus: &[Option<u32>]) -> Result<Vec<TaskSample>, LatfsError> {
     let spec = run.spec;
     let mut pool = Pool { workers: Vec::with_capacity(run.task_dirs.len()) };
     for (i, dir) in run.task_dirs.iter().enumerate() {
@@ -226,6 +278,7 @@ fn run_once(run: &LatfsRun) -> Result<Vec<TaskSample>, LatfsError> {
             open_for_write: spec.open_for_write,
             warmup: spec.warmup,
             duration: spec.duration,
+            cpu: cpus.get(i).copied().flatten(),
         };
         pool.spawn(run.exe, config)?;
     }

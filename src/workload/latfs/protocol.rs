@@ -34,6 +34,8 @@ pub struct WorkerConfig {
     pub warmup: Duration,
     /// Length of the timed window.
     pub duration: Duration,
+    /// The CPU to pin the worker to (sched_setaffinity), for `pin = "spread"`.
+    pub cpu: Option<u32>,
 }
 
 /// The uid and gid lmbench `-U` gives task `task`: `(task << 3) + 100` for both.
@@ -65,6 +67,9 @@ impl WorkerConfig {
         args.push(format!("--write={}", u8::from(self.open_for_write)).into());
         args.push(format!("--warmup-ns={}", self.warmup.as_nanos()).into());
         args.push(format!("--duration-ns={}", self.duration.as_nanos()).into());
+        if let Some(cpu) = self.cpu {
+            args.push(format!("--cpu={cpu}").into());
+        }
         let mut dir = OsString::from("--dir=");
         dir.push(self.dir.as_os_str());
         args.push(dir);
@@ -77,6 +82,7 @@ impl WorkerConfig {
         let (mut test, mut task, mut dir) = (None, None, None);
         let (mut uid, mut gid) = (None, None);
         let (mut quota_refs, mut write, mut warmup, mut duration) = (0, false, None, None);
+        let mut cpu = None;
         for arg in args {
             let (key, value) = arg
                 .strip_prefix("--")
@@ -94,6 +100,7 @@ impl WorkerConfig {
                 "warmup-ns" => warmup = Some(Duration::from_nanos(num(value)?)),
                 "duration-ns" => duration = Some(Duration::from_nanos(num(value)?)),
                 "dir" => dir = Some(PathBuf::from(value)),
+                "cpu" => cpu = Some(num32(value)?),
                 _ => return Err(bad(arg, "unknown key")),
             }
         }
@@ -112,6 +119,7 @@ impl WorkerConfig {
             open_for_write: write,
             warmup: warmup.ok_or_else(|| missing("--warmup-ns"))?,
             duration: duration.ok_or_else(|| missing("--duration-ns"))?,
+            cpu,
         })
     }
 }
@@ -183,6 +191,7 @@ mod tests {
             open_for_write: true,
             warmup: Duration::from_millis(300),
             duration: Duration::from_secs(1),
+            cpu: Some(1),
         }
     }
 
