@@ -54,6 +54,15 @@ pub fn escape_control(text: &str) -> String {
     out
 }
 
+/// Whether `name` (from a result or bundle file) may become one path component:
+/// 1 to 128 characters of A-Z a-z 0-9 `.` `_` `-`, not starting with `.`.
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && !name.starts_with('.')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,6 +81,8 @@ mod tests {
     #[test]
     fn control_characters_are_shown_escaped() {
         assert_eq!(escape_control("plain ünïcode"), "plain ünïcode");
+        assert!(is_plain_name("ext4-M-lat_fs_chown") && !is_plain_name("../x") && !is_plain_name("a/b"));
+        assert!(!is_plain_name(".hidden") && !is_plain_name(""));
         assert_eq!(escape_control("a\x1b[2Jb\nc\u{202e}d\u{85}"), "a\\u{1b}[2Jb\\nc\\u{202e}d\\u{85}");
     }
 }

@@ -925,6 +925,8 @@ impl LinkPolicy {
 
     /// Judge a symlink `rel -> target` and remember it.
     fn check_symlink(&mut self, raw: &[u8], rel: &[u8], target: &[u8]) -> Result<(), UntarError> {
+        // Remembered even when refused: a dry run then also names the entries written through it.
+        self.links.insert(rel.to_vec(), target.to_vec());
         let shown = String::from_utf8_lossy(target);
         if target.is_empty() {
             return Err(Self::refuse(raw, "symlink with an empty target".into()));
@@ -953,7 +955,6 @@ impl LinkPolicy {
                 _ => depth += 1,
             }
         }
-        self.links.insert(rel.to_vec(), target.to_vec());
         Ok(())
     }
 
