@@ -34,6 +34,35 @@ pub fn first_line_cut(text: &str, max: usize) -> String {
     }
 }
 
+/// `text` safe to print on a terminal: control characters (C0, DEL, C1, and the
+/// bidirectional overrides that can make a line read as something else) are
+/// shown escaped (`\u{1b}`, `\n`), everything else as is. For any text that comes
+/// from a bundle or a result file: labels, host names, notes, errors, argv.
+pub fn escape_control(text: &str) -> String {
+    let bad = |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !text.chars().any(bad) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if bad(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Whether `name` (from a result or bundle file) may become one path component:
+/// 1 to 128 characters of A-Z a-z 0-9 `.` `_` `-`, not starting with `.`.
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && !name.starts_with('.')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -48,10 +77,12 @@ mod tests {
         assert_eq!(human_duration(Duration::from_secs(3720)), "1h02m");
         assert_eq!(first_line_cut("abcdef\nxyz", 4), "abc…");
     }
-}
 
-/// `s` with control characters (newlines, escapes, terminal sequences) shown as `\u{..}`:
-/// for printing text that came from other people's files.
-pub fn escape_control(s: &str) -> String {
-    s.chars().map(|c| if c.is_control() { c.escape_unicode().to_string() } else { c.to_string() }).collect()
+    #[test]
+    fn control_characters_are_shown_escaped() {
+        assert_eq!(escape_control("plain ünïcode"), "plain ünïcode");
+        assert!(is_plain_name("ext4-M-lat_fs_chown") && !is_plain_name("../x") && !is_plain_name("a/b"));
+        assert!(!is_plain_name(".hidden") && !is_plain_name(""));
+        assert_eq!(escape_control("a\x1b[2Jb\nc\u{202e}d\u{85}"), "a\\u{1b}[2Jb\\nc\\u{202e}d\\u{85}");
+    }
 }

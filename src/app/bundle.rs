@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 
 use super::ScenarioOptions;
-use crate::bundle::{BundleError, check_allowed, describe, import_results, manifest::SCENARIO_FILE, open_bundle, pack};
+use crate::bundle::{
+    BundleError, Preflight, check_allowed, describe, import_results, manifest::SCENARIO_FILE, open_bundle, pack,
+    preflight,
+};
 use crate::exit::{self, InputError};
 use crate::runner::{RunRequest, RunTarget};
 
@@ -51,6 +54,9 @@ pub struct BundleRunArgs {
     /// Allow formatting this block device if the bundle asks for it. DESTROYS ITS DATA.
     #[arg(long, value_name = "DEVICE")]
     pub allow_device: Option<PathBuf>,
+    /// Allow the bundle's `[[kernels]]` (kernel images of this machine) to boot in qemu.
+    #[arg(long)]
+    pub allow_kernels: bool,
     #[command(flatten)]
     pub scenario_options: ScenarioOptions,
     /// Results root.
@@ -97,8 +103,18 @@ pub fn verify(args: &BundleVerifyArgs) -> anyhow::Result<i32> {
     let ob = open_bundle(&args.bundle).map_err(BundleError::into_anyhow)?;
     let origin = format!("{}:{SCENARIO_FILE}", args.bundle.display());
     let s = ob.scenario(&origin, &[]).map_err(BundleError::into_anyhow)?;
-    print!("{}", describe(&args.bundle, &ob, &s));
+    let pf = preflight(&ob, &s);
+    print!("{}", describe(&args.bundle, &ob, &s, &pf));
+    refuse_if_any(&args.bundle, &pf)?;
     Ok(exit::SUCCESS)
+}
+
+/// A bundle with anything refused is bad input (exit 2), said on stderr line by line.
+fn refuse_if_any(bundle: &Path, pf: &Preflight) -> anyhow::Result<()> {
+    if pf.refused.is_empty() {
+        return Ok(());
+    }
+    Err(InputError::anyhow(format!("{}: the bundle cannot run here:\n  {}", bundle.display(), pf.refused.join("\n  "))))
 }
 
 /// `fsbench bundle run`: every check first, then the bundle's scenario through the ordinary runner.
@@ -115,14 +131,20 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
     let ob = open_bundle(&args.bundle).map_err(BundleError::into_anyhow)?;
     let origin = format!("{}:{SCENARIO_FILE}", args.bundle.display());
     let scenario = ob.scenario(&origin, &args.scenario_options.set).map_err(BundleError::into_anyhow)?;
-    check_allowed(&scenario, &args.scenario_options.set, args.allow_exec, args.allow_device.as_deref())
-        .map_err(BundleError::into_anyhow)?;
-    if !scenario.kernels.is_empty() {
-        return Err(InputError::anyhow(format!(
-            "{}: the scenario runs under other kernels ([[kernels]]), which `bundle run` does not boot; \
-             review it with `fsbench bundle verify` and run it with `fsbench run --kernel LABEL=IMAGE`",
-            args.bundle.display()
-        )));
+    // Everything verify checks, checked again on the scenario as it will run (with --set).
+    refuse_if_any(&args.bundle, &preflight(&ob, &scenario))?;
+    check_allowed(
+        &scenario,
+        &args.scenario_options.set,
+        args.allow_exec,
+        args.allow_device.as_deref(),
+        args.allow_kernels,
+    )
+    .map_err(BundleError::into_anyhow)?;
+    if !scenario.kernels.is_empty() && args.label.is_some() {
+        return Err(InputError::anyhow(
+            "--label names a host run; under [[kernels]] each run is labelled with its kernel's label",
+        ));
     }
     let plan = crate::plan::plan_for(&scenario, &args.scenario_options.only)?;
     if let Some(dest) = import_results(&ob, &args.out).map_err(BundleError::into_anyhow)? {
@@ -130,6 +152,20 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
     }
     if !args.quiet {
         eprintln!("fsbench: running bundle {} from {}", args.bundle.display(), ob.dir.path().display());
+    }
+    if !scenario.kernels.is_empty() {
+        // Allowed above: the same guests `fsbench run` boots for [[kernels]].
+        let code = super::run_under_kernels(
+            &scenario,
+            &scenario.kernels,
+            &args.scenario_options.only,
+            &args.out,
+            &args.workdir.clone().unwrap_or_else(crate::provision::workroot::default_workdir),
+            args.quiet,
+            args.allow_device.is_some(),
+        )?;
+        drop(ob);
+        return Ok(code);
     }
     // `ob` (the private directory holding the bundle's archive) lives until the run is over.
     let outcome = crate::runner::run(RunRequest {

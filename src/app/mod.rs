@@ -292,3 +292,52 @@ mod tests {
         assert_eq!(main_from(["fsbench", "validate", q, "--only", "taks=1"]), exit::USAGE);
     }
 }
+
+/// Every cell under each kernel in qemu, one ordinary run directory per kernel, each
+/// reported; shared by `run` (--kernel, [[kernels]]) and `bundle run --allow-kernels`.
+pub(crate) fn run_under_kernels(
+    scenario: &crate::scenario::Scenario,
+    kernels: &[crate::scenario::KernelSpec],
+    only: &[String],
+    out: &std::path::Path,
+    work_root: &std::path::Path,
+    quiet: bool,
+    allow_device: bool,
+) -> anyhow::Result<i32> {
+    let qemu_bin = crate::qemu::prepare(scenario, kernels, allow_device)?;
+    // Validate the plan (and --only) on the host, before any boot.
+    let plan = crate::plan::plan_for(scenario, only)?;
+    let req = crate::qemu::KernelsRequest { scenario, kernels, only, cells: plan.cells.len(), out, quiet };
+    let mut worst = exit::SUCCESS;
+    // qemu's scratch is journaled under the same work root as a host run's.
+    crate::provision::workroot::set_scratch_root(work_root);
+    let runs = crate::qemu::run_kernels(&req, &qemu_bin)?;
+    for k in &runs {
+        let code = match &k.end {
+            Ok(crate::qemu::GuestEnd::Interrupted) => exit::INTERRUPTED,
+            Ok(crate::qemu::GuestEnd::Exited(code)) => *code,
+            Err(e) => {
+                eprintln!("fsbench: kernel {}: {e:#}", k.label);
+                exit::FAILURE
+            }
+        };
+        if code != exit::SUCCESS && worst != exit::INTERRUPTED && (worst == exit::SUCCESS || k.end.is_ok()) {
+            worst = code;
+        }
+    }
+    for k in &runs {
+        let Some(dir) = &k.dir else { continue };
+        match crate::results::load_run(dir) {
+            Ok(run) => {
+                println!("== kernel {} ==", k.label);
+                print!("{}", crate::report::render_run(&run, crate::report::Format::Table));
+            }
+            Err(e) => eprintln!("fsbench: cannot read back {}: {e}", dir.display()),
+        }
+        eprintln!("fsbench: kernel {}: results in {}", k.label, dir.display());
+    }
+    if crate::signals::interrupted() {
+        return Ok(exit::INTERRUPTED);
+    }
+    Ok(worst)
+}

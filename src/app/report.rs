@@ -97,6 +97,14 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
     if let Some(dir) = &args.plot {
         for run in &loaded {
             // Several runs would overwrite each other's plots: one subdirectory per run then.
+            // The run id comes from run.json: one plain path component or nothing.
+            if loaded.len() > 1 && !crate::text::is_plain_name(&run.meta.run_id) {
+                return Err(InputError::anyhow(format!(
+                    "{}: run id `{}` in run.json is not a plain name; it cannot name a plot directory",
+                    run.dir.display(),
+                    crate::text::escape_control(&run.meta.run_id)
+                )));
+            }
             let target: PathBuf = if loaded.len() > 1 { dir.join(&run.meta.run_id) } else { dir.clone() };
             let n = write_plot_dir(&target, &[(run.label(), run)])?;
             eprintln!("wrote {n} plots (PNG and SVG) and report.txt to {}", target.display());

@@ -7,7 +7,7 @@ use clap::Args;
 use super::ScenarioOptions;
 use crate::exit::{self, InputError};
 use crate::plan;
-use crate::qemu::{self, GuestEnd, KernelsRequest};
+use crate::qemu;
 use crate::runner::{self, RunRequest, RunTarget};
 use crate::scenario::{KernelSpec, Scenario};
 
@@ -159,47 +159,13 @@ fn run_in_kernels(args: &RunArgs, scenario: &Scenario, kernels: &[KernelSpec]) -
             "--label names a host run; under --kernel/[[kernels]] each run is labelled with its kernel's label",
         ));
     }
-    let qemu_bin = qemu::prepare(scenario, kernels, args.allow_device.is_some())?;
-    // Validate the plan (and --only) on the host, before any boot.
-    let plan = plan::plan_for(scenario, &args.scenario_options.only)?;
-    let req = KernelsRequest {
+    super::run_under_kernels(
         scenario,
         kernels,
-        only: &args.scenario_options.only,
-        cells: plan.cells.len(),
-        out: &args.out,
-        quiet: args.quiet,
-    };
-    let mut worst = exit::SUCCESS;
-    // qemu's scratch is journaled under the same work root as a host run's.
-    crate::provision::workroot::set_scratch_root(&workroot(args));
-    let runs = qemu::run_kernels(&req, &qemu_bin)?;
-    for k in &runs {
-        let code = match &k.end {
-            Ok(GuestEnd::Interrupted) => exit::INTERRUPTED,
-            Ok(GuestEnd::Exited(code)) => *code,
-            Err(e) => {
-                eprintln!("fsbench: kernel {}: {e:#}", k.label);
-                exit::FAILURE
-            }
-        };
-        if code != exit::SUCCESS && worst != exit::INTERRUPTED && (worst == exit::SUCCESS || k.end.is_ok()) {
-            worst = code;
-        }
-    }
-    for k in &runs {
-        let Some(dir) = &k.dir else { continue };
-        match crate::results::load_run(dir) {
-            Ok(run) => {
-                println!("== kernel {} ==", k.label);
-                print!("{}", crate::report::render_run(&run, crate::report::Format::Table));
-            }
-            Err(e) => eprintln!("fsbench: cannot read back {}: {e}", dir.display()),
-        }
-        eprintln!("fsbench: kernel {}: results in {}", k.label, dir.display());
-    }
-    if crate::signals::interrupted() {
-        return Ok(exit::INTERRUPTED);
-    }
-    Ok(worst)
+        &args.scenario_options.only,
+        &args.out,
+        &workroot(args),
+        args.quiet,
+        args.allow_device.is_some(),
+    )
 }

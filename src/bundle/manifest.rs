@@ -108,7 +108,8 @@ fn check(m: &Manifest) -> Result<(), String> {
     }
     let mut seen = BTreeSet::new();
     for f in &m.files {
-        check_path(&f.path).map_err(|why| format!("{MANIFEST_FILE}: file `{}`: {why}", f.path))?;
+        check_path(&f.path)
+            .map_err(|why| format!("{MANIFEST_FILE}: file `{}`: {why}", crate::text::escape_control(&f.path)))?;
         if f.path == MANIFEST_FILE {
             return Err(format!("{MANIFEST_FILE} lists itself"));
         }
@@ -124,6 +125,22 @@ fn check(m: &Manifest) -> Result<(), String> {
     }
     if !seen.contains(m.scenario.as_str()) {
         return Err(format!("{MANIFEST_FILE}: the scenario `{}` is not among its files", m.scenario));
+    }
+    // `results` becomes a directory name too: checked like every path, and it must
+    // be `results/<scenario>/<run-id>` with plain names and its run.json listed.
+    if let Some(r) = &m.results {
+        let shown = crate::text::escape_control(r);
+        check_path(r).map_err(|why| format!("{MANIFEST_FILE}: `results` `{shown}`: {why}"))?;
+        let parts: Vec<&str> = r.split('/').collect();
+        if parts.len() != 3 || parts[0] != RESULTS_DIR || !parts[1..].iter().all(|p| crate::text::is_plain_name(p)) {
+            return Err(format!(
+                "{MANIFEST_FILE}: `results` `{shown}` is not {RESULTS_DIR}/<scenario>/<run-id> with plain names"
+            ));
+        }
+        let run_json = format!("{r}/{}", crate::results::RUN_FILE);
+        if !seen.contains(run_json.as_str()) {
+            return Err(format!("{MANIFEST_FILE}: `results` `{shown}` has no {run_json} among its files"));
+        }
     }
     Ok(())
 }
@@ -195,5 +212,12 @@ mod tests {
         assert_eq!(parse(&serde_json::to_vec(&ok).unwrap()).unwrap(), ok);
         assert!(check(&m(vec![f(SCENARIO_FILE), f(SCENARIO_FILE)])).unwrap_err().contains("twice"));
         assert!(check(&m(vec![f("x")])).unwrap_err().contains("not among"));
+        let mut r = m(vec![f(SCENARIO_FILE), f("results/s/r/run.json")]);
+        r.results = Some("results/s/r".into());
+        check(&r).unwrap();
+        for bad in ["results/../r", "/etc", "results/s", "other/s/r", "results/s/x"] {
+            r.results = Some(bad.into());
+            assert!(check(&r).unwrap_err().contains("`results`"), "{bad}");
+        }
     }
 }

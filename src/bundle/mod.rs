@@ -12,6 +12,7 @@
 
 pub mod manifest;
 pub mod open;
+pub mod options;
 pub mod pack;
 
 use std::fmt::Write as _;
@@ -166,8 +167,104 @@ pub fn exec_steps(s: &Scenario) -> Vec<String> {
     }
 }
 
+/// The packed results, as `bundle verify` shows them.
+#[derive(Debug, Clone)]
+pub struct PackedRun {
+    /// `results/<scenario>/<run-id>` inside the bundle.
+    pub path: String,
+    /// The run's label, host name, kernel release and fsbench version (escaped for printing).
+    pub label: Option<String>,
+    /// Host name.
+    pub host: String,
+    /// Kernel release.
+    pub kernel: String,
+    /// fsbench version that measured it.
+    pub tool_version: String,
+    /// Cells stored.
+    pub cells: usize,
+    /// Cells its run planned.
+    pub planned: usize,
+    /// Cells the full matrix has (more than `planned`: a subset, `--only` or a shard).
+    pub matrix: usize,
+}
+
+/// Everything that can be known before a bundle runs, found the same way by
+/// `bundle verify` and at the start of `bundle run`.
+#[derive(Debug, Clone, Default)]
+pub struct Preflight {
+    /// Why the bundle cannot run here whatever the flags (exit 2), one line each.
+    pub refused: Vec<String>,
+    /// The fixture archive (path inside the bundle) and its dry run, when it has one.
+    pub archive: Option<(String, crate::workload::untar::ScanReport)>,
+    /// The packed results, when there are any and they load.
+    pub results: Option<PackedRun>,
+}
+
+/// Run every check that does not need the run: the mkfs and mount allow-lists,
+/// the fixture archive through the extractor's own checks (a dry run), and the
+/// packed results' names and provenance.
+pub fn preflight(ob: &OpenBundle, s: &Scenario) -> Preflight {
+    let mut pf = Preflight::default();
+    for (fs, spec) in &s.filesystems {
+        if let Err(e) = options::check_mkfs_args(fs, &spec.mkfs) {
+            pf.refused.push(e);
+        }
+        for m in &spec.mount {
+            if let Err(e) = options::check_mount_option(fs, m) {
+                pf.refused.push(e);
+            }
+        }
+    }
+    if let Some(ArchiveSource::Path(p)) = s.archive.as_ref().map(|a| &a.source) {
+        let rel = p.strip_prefix(ob.dir.path()).unwrap_or(p).display().to_string();
+        let limits = crate::workload::untar::UnpackLimits::default();
+        match crate::workload::untar::scan_untrusted(p, &limits) {
+            Ok(report) => {
+                for r in &report.refused {
+                    pf.refused.push(format!("fixture {rel}: {}", crate::text::escape_control(r)));
+                }
+                pf.archive = Some((rel, report));
+            }
+            Err(e) => pf.refused.push(format!("fixture {rel}: {}", crate::text::escape_control(&e.to_string()))),
+        }
+    }
+    if let Some(rel) = &ob.manifest.results {
+        match crate::results::load_run(&ob.dir.path().join(rel)) {
+            Err(e) => {
+                pf.refused.push(format!("bundled results {rel}: {}", crate::text::escape_control(&e.to_string())))
+            }
+            Ok(run) => {
+                if let Err(e) = check_run_names(&run) {
+                    pf.refused.push(e.to_string());
+                }
+                let esc = crate::text::escape_control;
+                pf.results = Some(PackedRun {
+                    path: rel.clone(),
+                    label: run.meta.label.as_deref().map(esc),
+                    host: esc(&run.meta.host.hostname),
+                    kernel: esc(&run.meta.host.kernel_release),
+                    tool_version: esc(&run.meta.tool_version),
+                    cells: run.cells.len(),
+                    planned: run.meta.planned_cells.len(),
+                    matrix: plan::expand(s).cells.len(),
+                });
+            }
+        }
+    }
+    pf
+}
+
+/// `[[kernels]]` as `LABEL=IMAGE` for messages.
+fn kernels_shown(s: &Scenario) -> String {
+    s.kernels
+        .iter()
+        .map(|k| format!("`{}={}`", crate::text::escape_control(&k.label), k.image.display()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// What running the bundle would do, for `bundle verify`.
-pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario) -> String {
+pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario, pf: &Preflight) -> String {
     let m = &ob.manifest;
     let mut o = String::new();
     let _ = writeln!(
@@ -230,43 +327,108 @@ pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario) -> String {
             let _ = writeln!(o, "  fixture:     generated {profile}, scale {scale}, seed {seed}");
         }
         Some(ArchiveSource::Path(p)) => {
-            let _ = writeln!(o, "  fixture:     {}", p.strip_prefix(ob.dir.path()).unwrap_or(p).display());
+            let _ = write!(o, "  fixture:     {}", p.strip_prefix(ob.dir.path()).unwrap_or(p).display());
+            match &pf.archive {
+                Some((_, r)) => {
+                    let st = &r.stats;
+                    let _ = writeln!(
+                        o,
+                        " ({} files, {} directories, {} symlinks, {} hard links, {} bytes; {})",
+                        st.files,
+                        st.dirs,
+                        st.symlinks,
+                        st.hardlinks,
+                        st.bytes,
+                        if r.refused.is_empty() {
+                            "nothing refused".to_string()
+                        } else {
+                            format!("{} refused", crate::text::plural(r.refused.len(), "entry", "entries"))
+                        }
+                    );
+                }
+                None => {
+                    let _ = writeln!(o, " (unreadable)");
+                }
+            }
         }
         None => {}
     }
-    if let Some(r) = &m.results {
-        let cells = m.files.iter().filter(|f| f.path.starts_with(&format!("{r}/cells/"))).count();
-        let _ = writeln!(o, "  results:     {r} ({cells} cells)");
+    if s.kernels.is_empty() {
+        let _ = writeln!(o, "  kernels:     none (this machine's kernel)");
+    } else {
+        let _ = writeln!(o, "  kernels:     {} in qemu (refused unless --allow-kernels)", kernels_shown(s));
+    }
+    if let Some(r) = &pf.results {
+        let subset = if r.planned < r.matrix {
+            format!(", a subset: {} of the matrix's {} cells planned (--only or a shard)", r.planned, r.matrix)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            o,
+            "  results:     {} ({} of {} cells stored{subset})",
+            crate::text::escape_control(&r.path),
+            r.cells,
+            r.planned
+        );
+        let _ = writeln!(
+            o,
+            "    label {}, host {}, kernel {}, fsbench {}",
+            r.label.as_deref().unwrap_or("(none)"),
+            r.host,
+            r.kernel,
+            r.tool_version
+        );
+    }
+    if pf.refused.is_empty() {
+        let _ = writeln!(o, "  refused:     nothing");
+    } else {
+        let _ = writeln!(o, "  refused:     {} (the bundle cannot run here):", pf.refused.len());
+        for r in &pf.refused {
+            let _ = writeln!(o, "    {r}");
+        }
     }
     o
 }
 
-/// The checks `bundle run` makes before running anything.
+/// The packed run's scenario name and run id become directories under `--out`: plain names only.
+fn check_run_names(run: &crate::results::LoadedRun) -> Result<(), BundleError> {
+    for (what, name) in [("scenario name", &run.meta.scenario_name), ("run id", &run.meta.run_id)] {
+        if !crate::text::is_plain_name(name) {
+            return Err(BundleError::Refused(format!(
+                "refusing bundled results: {what} `{}` in run.json is not a plain name (A-Z a-z 0-9 . _ -)",
+                crate::text::escape_control(name)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The flags `bundle run` needs for what the bundle asks (after [`preflight`] found nothing refused).
 pub fn check_allowed(
     effective: &Scenario,
     overrides: &[String],
     allow_exec: bool,
     allow_device: Option<&Path>,
+    allow_kernels: bool,
 ) -> Result<(), BundleError> {
+    if !effective.kernels.is_empty() && !allow_kernels {
+        return Err(BundleError::Refused(format!(
+            "refusing [[kernels]]: the bundle boots {} in qemu ({}); inspect them with `fsbench bundle verify` and pass --allow-kernels to allow",
+            crate::text::plural(
+                effective.kernels.len(),
+                "kernel image of this machine",
+                "kernel images of this machine"
+            ),
+            kernels_shown(effective)
+        )));
+    }
     let exec = exec_steps(effective);
     if !exec.is_empty() && !allow_exec {
         return Err(BundleError::Refused(format!(
             "refusing bundle step `exec`: the scenario runs commands on this machine ({}); inspect it with `fsbench bundle verify` and pass --allow-exec to allow",
             exec.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ")
         )));
-    }
-    // mkfs.btrfs takes extra devices as arguments and mkfs.xfs/mount take log and
-    // realtime devices as options: a bundle could name any block device there.
-    for (fs, spec) in &effective.filesystems {
-        let named =
-            spec.mkfs.iter().map(|a| ("mkfs argument", a)).chain(spec.mount.iter().map(|m| ("mount option", m)));
-        for (what, value) in named {
-            if value.contains('/') {
-                return Err(BundleError::Refused(format!(
-                    "refusing {what} `{value}` of filesystem {fs}: a bundle's mkfs arguments and mount options may not name paths (devices, log devices, files); review the scenario and run it yourself with `fsbench run` if you trust it"
-                )));
-            }
-        }
     }
     if let Backing::Device { path } = &effective.backing
         && allow_device != Some(path.as_path())
@@ -297,18 +459,7 @@ pub fn import_results(ob: &OpenBundle, out: &Path) -> Result<Option<PathBuf>, Bu
     let Some(rel) = &ob.manifest.results else { return Ok(None) };
     let src = ob.dir.path().join(rel);
     let run = crate::results::load_run(&src)?;
-    // Both names come from the bundle's run.json and become directories under `out`.
-    for (what, name) in [("scenario name", &run.meta.scenario_name), ("run id", &run.meta.run_id)] {
-        let plain = !name.is_empty()
-            && name.len() <= 128
-            && !name.starts_with('.')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
-        if !plain {
-            return Err(BundleError::Refused(format!(
-                "refusing bundled results: {what} `{name}` in run.json is not a plain name (A-Z a-z 0-9 . _ -)"
-            )));
-        }
-    }
+    check_run_names(&run)?;
     let dest = out.join(&run.meta.scenario_name).join(&run.meta.run_id);
     if dest.exists() {
         return Ok(Some(dest));

@@ -70,6 +70,7 @@ pub fn unpack(bundle: &Path, dest: &Path) -> Result<Manifest, BundleError> {
         max_bytes: m.total_bytes() + manifest_bytes.len() as u64,
         max_path_len: MAX_PATH_LEN,
         max_depth: MAX_DEPTH,
+        ..UnpackLimits::default()
     };
     let mut expected: BTreeMap<&str, (u64, bool)> =
         m.files.iter().map(|f| (f.path.as_str(), (f.size, false))).collect();

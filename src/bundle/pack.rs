@@ -233,6 +233,11 @@ pub fn pack(scenario: &Path, with_results: Option<&Path>, out: &Path) -> Result<
         let gz = tar.into_inner().map_err(io_err(out, "write"))?;
         gz.finish().map_err(io_err(out, "write"))?.flush().map_err(io_err(out, "write"))?;
     }
+    // A bundle is for sharing: readable by others (a temporary file starts 0600).
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644)).map_err(io_err(out, "chmod"))?;
+    }
     tmp.as_file().sync_all().map_err(io_err(out, "sync"))?;
     tmp.persist(out).map_err(|e| BundleError::Io { path: out.into(), what: "rename onto", source: e.error })?;
     Ok(Packed { manifest, notes })

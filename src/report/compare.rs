@@ -4,15 +4,14 @@
 //! Compatibility rule (what is refused and what only warns):
 //! - different scenario names, or different workloads (lat_fs vs steps): refused;
 //! - the same label twice: refused (columns would be ambiguous);
-//! - different scenario texts (sha256): a warning naming the runs; the texts are
-//!   then compared as TOML and the comparison is refused only when a value that
-//!   changes what is measured differs: anything under `[filesystems]`,
-//!   `backing.kind`, `[archive]`, or `[workload]` other than the sample-size
-//!   and timing knobs (`repetitions`, `iterations`, `warmup`, `duration`,
-//!   `max_reruns`, `disturbance`, which change precision, not the quantity). Matrix axes may differ: only
-//!   the cells both runs have are compared, the rest show `-`.
-//! - per cell present in both runs: the requested mount options and the mkfs
-//!   arguments (device paths removed) must match, else refused.
+//! - different scenario texts or archives: the texts are compared by meaning
+//!   ([`crate::scenario::diff`]): every differing key is shown
+//!   (`filesystems.ext4.mount: + "nodelalloc"`), archives are matched by sha256,
+//!   and the comparison is refused only when the measured quantities differ
+//!   (workload kind, the steps, no lat_fs test in common), saying why. Matrix
+//!   axes may differ: only the cells both runs have are compared.
+//! - per cell present in both runs: differing mount options or mkfs arguments
+//!   (device paths removed) are shown.
 
 use serde::Serialize;
 
@@ -314,29 +313,42 @@ pub fn check_compatible(runs: &[(String, LoadedRun)]) -> Result<Vec<String>, Com
     }
     let mut warnings = Vec::new();
     for (label, run) in &runs[1..] {
-        if run.meta.scenario_sha256 != r0.meta.scenario_sha256 {
+        if run.meta.scenario_sha256 != r0.meta.scenario_sha256 || run.meta.archive_sha256 != r0.meta.archive_sha256 {
             warnings.push(format!(
                 "scenario texts differ: {l0} (sha256 {}, {}) and {label} (sha256 {}, {})",
                 short(&r0.meta.scenario_sha256),
-                r0.meta.scenario_origin,
+                crate::text::escape_control(&r0.meta.scenario_origin),
                 short(&run.meta.scenario_sha256),
-                run.meta.scenario_origin
+                crate::text::escape_control(&run.meta.scenario_origin)
             ));
-            let diffs = measured_differences(&r0.meta.scenario_text, &run.meta.scenario_text);
-            match diffs {
-                Ok(d) if !d.is_empty() => {
-                    return Err(CompareError::Incompatible(format!(
-                        "the scenario of {label} differs from {l0}'s in what is measured: {}",
-                        d.join("; ")
-                    )));
+            let side = |label: &'_ str, r: &LoadedRun| -> (String, String, Option<String>) {
+                (label.to_string(), r.meta.scenario_text.clone(), r.meta.archive_sha256.clone())
+            };
+            let (a, b) = (side(l0, r0), side(label, run));
+            let sides = [&a, &b].map(|(l, t, s)| crate::scenario::diff::Side {
+                label: l,
+                text: t,
+                archive_sha256: s.as_deref(),
+            });
+            match crate::scenario::diff::compare(&sides[0], &sides[1]) {
+                Ok(c) => {
+                    for d in &c.differences {
+                        warnings.push(format!("{l0} → {label}: {}", crate::text::escape_control(d)));
+                    }
+                    if let Some(why) = c.refusal {
+                        return Err(CompareError::Incompatible(format!(
+                            "{l0} and {label} did not measure the same quantities: {}",
+                            crate::text::escape_control(&why)
+                        )));
+                    }
                 }
-                Ok(_) => {}
                 Err(e) => warnings.push(format!(
-                    "could not compare the scenario texts as TOML ({e}); only cell parameters were checked"
+                    "could not compare the scenario texts as TOML ({}); only cell parameters were checked",
+                    crate::text::escape_control(&e)
                 )),
             }
         }
-        check_cells(l0, r0, label, run)?;
+        warnings.extend(cell_differences(l0, r0, label, run));
     }
     Ok(warnings)
 }
@@ -345,63 +357,32 @@ fn short(s: &str) -> &str {
     &s[..s.len().min(12)]
 }
 
-/// Keys whose values differ between two scenario texts and that change what is measured.
-fn measured_differences(a: &str, b: &str) -> Result<Vec<String>, String> {
-    let pa: toml::Table = a.parse().map_err(|e: toml::de::Error| e.message().to_string())?;
-    let pb: toml::Table = b.parse().map_err(|e: toml::de::Error| e.message().to_string())?;
-    // Precision and noise guards, not the quantity: disturbed samples are marked, not changed.
-    const TIMING_ONLY: [&str; 6] = ["repetitions", "iterations", "warmup", "duration", "max_reruns", "disturbance"];
-    let mut diffs = Vec::new();
-    for section in ["filesystems", "archive", "workload"] {
-        let (va, vb) = (pa.get(section), pb.get(section));
-        let strip = |v: Option<&toml::Value>| {
-            v.map(|v| {
-                let mut v = v.clone();
-                if section == "workload"
-                    && let Some(t) = v.as_table_mut()
-                {
-                    for k in TIMING_ONLY {
-                        t.remove(k);
-                    }
-                }
-                v
-            })
-        };
-        if strip(va) != strip(vb) {
-            diffs.push(format!("[{section}] differs"));
-        }
-    }
-    let kind = |t: &toml::Table| t.get("backing").and_then(|b| b.get("kind")).cloned();
-    if kind(&pa) != kind(&pb) {
-        diffs.push("backing.kind differs".into());
-    }
-    Ok(diffs)
-}
-
-/// Per cell both runs hold: same requested mount options and mkfs arguments.
-fn check_cells(l0: &str, r0: &LoadedRun, label: &str, run: &LoadedRun) -> Result<(), CompareError> {
+/// Per cell both runs hold: requested mount options and mkfs arguments that differ
+/// (shown, not refused: they are conditions of the measurement, not the quantity).
+fn cell_differences(l0: &str, r0: &LoadedRun, label: &str, run: &LoadedRun) -> Vec<String> {
     let by_id: std::collections::HashMap<&str, &crate::model::CellResult> =
         r0.cells.iter().map(|c| (c.id.as_str(), c)).collect();
     // Device and image paths differ between runs by nature; they are not parameters.
     let norm = |argv: &[String]| argv.iter().filter(|a| !a.starts_with('/')).cloned().collect::<Vec<_>>();
+    let mut out = Vec::new();
     for c in &run.cells {
         let Some(c0) = by_id.get(c.id.as_str()) else { continue };
         for (f0, f1) in c0.filesystems.iter().zip(&c.filesystems) {
             if f0.mount_options_requested != f1.mount_options_requested {
-                return Err(CompareError::Incompatible(format!(
+                out.push(crate::text::escape_control(&format!(
                     "cell {}: mount options differ: {l0} {:?}, {label} {:?}",
                     c.id, f0.mount_options_requested, f1.mount_options_requested
                 )));
             }
             if norm(&f0.mkfs_argv) != norm(&f1.mkfs_argv) {
-                return Err(CompareError::Incompatible(format!(
+                out.push(crate::text::escape_control(&format!(
                     "cell {}: mkfs arguments differ: {l0} {:?}, {label} {:?}",
                     c.id, f0.mkfs_argv, f1.mkfs_argv
                 )));
             }
         }
     }
-    Ok(())
+    out
 }
 
 #[cfg(test)]
@@ -441,14 +422,5 @@ mod tests {
         assert!(w.p < 1e-6);
         let w = welch(&[10.0, 12.0, 8.0], &[10.5, 11.5, 8.5]).unwrap();
         assert!(w.p > 0.5);
-    }
-
-    #[test]
-    fn timing_knobs_do_not_make_runs_incompatible() {
-        let a = "name='x'\n[workload]\nkind='lat_fs'\nrepetitions=5\nquota_refs=2\n";
-        let b = "name='x'\n[workload]\nkind='lat_fs'\nrepetitions=3\nquota_refs=2\n";
-        let c = "name='x'\n[workload]\nkind='lat_fs'\nrepetitions=5\nquota_refs=0\n";
-        assert!(measured_differences(a, b).unwrap().is_empty());
-        assert_eq!(measured_differences(a, c).unwrap(), ["[workload] differs"]);
     }
 }

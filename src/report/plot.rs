@@ -32,6 +32,11 @@ pub enum PlotError {
         /// plotters' message.
         message: String,
     },
+    /// A plot's file name (made of labels and parameters from result files) is not a plain name.
+    #[error(
+        "refusing plot name `{0}`: not a plain file name (A-Z a-z 0-9 . _ -); check the run labels and cell parameters"
+    )]
+    BadName(String),
     /// A plot file could not be written.
     #[error("{path}: write plot: {source}")]
     Io {
@@ -264,6 +269,10 @@ fn draw_steps<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, g: &StepsGroup) 
 pub fn write_plots(dir: &Path, plots: &[PlotImage]) -> Result<Vec<PathBuf>, PlotError> {
     std::fs::create_dir_all(dir).map_err(|source| PlotError::Io { path: dir.to_path_buf(), source })?;
     let mut written = Vec::new();
+    // Stems are made of labels and parameters read from result files: never a path.
+    if let Some(bad) = plots.iter().find(|p| !crate::text::is_plain_name(&p.stem)) {
+        return Err(PlotError::BadName(crate::text::escape_control(&bad.stem)));
+    }
     for p in plots {
         for (ext, bytes) in [("png", p.png.as_slice()), ("svg", p.svg.as_bytes())] {
             let path = dir.join(format!("{}.{ext}", p.stem));

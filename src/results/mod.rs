@@ -151,6 +151,11 @@ pub struct RunMeta {
     pub scenario_text: String,
     /// sha256 of `scenario_text`, hex.
     pub scenario_sha256: String,
+    /// sha256 of the real archive (`[archive] path`) the run used, hex: what identifies
+    /// it across labs, where paths differ. Absent for generated archives (the recipe in
+    /// the text identifies them) and in runs written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive_sha256: Option<String>,
     /// `lat_fs` or `steps`.
     pub workload: String,
     /// `--label` (e.g. the kernel under test).
@@ -252,6 +257,7 @@ impl RunWriter {
             scenario_origin: scenario.source.origin.clone(),
             scenario_text: scenario.source.text.clone(),
             scenario_sha256: sha256_hex(scenario.source.text.as_bytes()),
+            archive_sha256: archive_sha256(scenario)?,
             workload: scenario.workload.kind().to_string(),
             label: label.map(str::to_string),
             host,
@@ -561,6 +567,26 @@ pub fn rfc3339_from_unix(secs: u64) -> String {
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
+}
+
+/// sha256 of the scenario's real archive, streamed (a kernel tarball is hundreds of MB).
+fn archive_sha256(scenario: &crate::scenario::Scenario) -> Result<Option<String>, ResultsError> {
+    use sha2::Digest;
+    use std::io::Read;
+    let Some(crate::scenario::ArchiveSource::Path(p)) = scenario.archive.as_ref().map(|a| &a.source) else {
+        return Ok(None);
+    };
+    let mut f = fs::File::open(p).map_err(|e| io(p, "read archive", e))?;
+    let mut h = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf).map_err(|e| io(p, "read archive", e))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(Some(h.finalize().iter().map(|b| format!("{b:02x}")).collect()))
 }
 
 /// sha256 of some bytes as lowercase hex.

@@ -8,6 +8,7 @@
 //! Parsing never touches the system.
 
 mod diagnose;
+pub mod diff;
 pub mod error;
 pub mod file;
 // A ScenarioError is built at most once per invocation and read field by field by

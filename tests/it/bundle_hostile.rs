@@ -18,6 +18,8 @@ use crate::support::fsbench;
 const SCENARIO: &str = "schema = 1\nname = \"tiny\"\n[matrix]\nfs = [\"ext4\"]\ntasks = [1]\ntest = [\"open_close\"]\n\
                         [backing]\nkind = \"dir\"\n[workload]\nkind = \"lat_fs\"\nwarmup = \"0ms\"\nduration = \"10ms\"\nrepetitions = 1\n";
 
+const CANARY: &[u8] = b"canary: nothing may write here\n";
+
 fn sha(b: &[u8]) -> String {
     Sha256::digest(b).iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -149,6 +151,8 @@ impl Sandbox {
         for d in ["work", "tmp", "outside"] {
             std::fs::create_dir(dir.path().join(d)).unwrap();
         }
+        // A canary next to the private directories: hostile links aim at it.
+        std::fs::write(dir.path().join("canary"), CANARY).unwrap();
         Sandbox { dir }
     }
     fn p(&self, s: &str) -> PathBuf {
@@ -179,6 +183,7 @@ impl Sandbox {
                 .collect::<Vec<_>>()
         };
         assert!(listing("outside").is_empty(), "{case}: wrote outside: {:?}", listing("outside"));
+        assert_eq!(std::fs::read(self.p("canary")).unwrap(), CANARY, "{case}: the canary changed");
         assert!(listing("tmp").is_empty(), "{case}: private directory left behind: {:?}", listing("tmp"));
         assert_eq!(listing("work"), ["lab.fsb"], "{case}: wrote into the working directory");
         assert!(
@@ -234,7 +239,7 @@ fn empty_name() {
 #[test]
 fn symlink_escaping() {
     let b = bundle(vec![entry("escape", b'2', "../../outside"), unlisted(file("escape/pwned", b"x"))]);
-    refused("symlink", &b, &["`escape`", "symlink target contains `..`"]);
+    refused("symlink", &b, &["`escape`", "symlink target `../../outside` leaves the archive"]);
 }
 
 #[test]
@@ -423,9 +428,12 @@ fn mkfs_arguments_naming_a_device_are_refused() {
                     [backing]\nkind = \"tmpfs-loop\"\n[workload]\nkind = \"lat_fs\"\n";
     let sb = Sandbox::new();
     std::fs::write(sb.p("work/lab.fsb"), bundle_with(vec![], |_| {}, scenario)).unwrap();
+    // verify says in advance what run will refuse, and exits 2 like it.
     let (code, stdout, stderr) = sb.cmd(&["bundle", "verify", "lab.fsb"]);
-    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(code, 2, "{stderr}");
     assert!(stdout.contains("btrfs: mkfs [\"-f\", \"/dev/loop0\"]"), "verify shows the arguments: {stdout}");
+    assert!(stdout.contains("refused:     1 (the bundle cannot run here)"), "{stdout}");
+    assert!(stderr.contains("refusing mkfs argument `/dev/loop0` of filesystem btrfs"), "{stderr}");
     let (code, _, stderr) = sb.cmd(&["bundle", "run", "lab.fsb", "--quiet", "--out", "res"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("refusing mkfs argument `/dev/loop0` of filesystem btrfs"), "{stderr}");
@@ -454,4 +462,143 @@ fn bundled_results_with_a_path_for_a_name_are_refused() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("scenario name `/tmp/fsbench-victim-dir` in run.json is not a plain name"), "{stderr}");
     assert!(!Path::new("/tmp/fsbench-victim-dir").exists());
+}
+
+/// A gzip'd tar of raw entries (for a fixture archive inside a bundle).
+fn tgz(entries: &[E]) -> Vec<u8> {
+    let mut tar = Vec::new();
+    for e in entries {
+        append(&mut tar, e);
+    }
+    tar.extend_from_slice(&[0u8; 1024]);
+    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+    gz.write_all(&tar).unwrap();
+    gz.finish().unwrap()
+}
+
+/// A steps scenario untarring `fixtures/x.tar.gz`, carried by the bundle.
+const UNTAR: &str = "schema = 1\nname = \"ut\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"dir\"\n[archive]\npath = \"fixtures/x.tar.gz\"\n\
+                     [workload]\nkind = \"steps\"\niterations = 1\nsteps = [{ op = \"untar\", archive = \"x.tar.gz\" }]\n";
+
+/// Class: safe extraction. A fixture archive whose `../` link climbs out of the tree is
+/// refused by verify and at the start of run (exit 2, never a late cell failure), naming
+/// the archive and the entry; nothing is written through it.
+#[test]
+fn fixture_archive_with_an_escaping_dotdot_link() {
+    let inner = tgz(&[
+        entry("linux/include/asm", b'2', "../../../../canary"),
+        file("linux/include/asm/pwned", b"x"),
+        file("linux/README", b"ok"),
+    ]);
+    let b = bundle_with(vec![file("fixtures/x.tar.gz", &inner)], |_| {}, UNTAR);
+    refused(
+        "fixture escaping link",
+        &b,
+        &[
+            "fixture fixtures/x.tar.gz: refusing archive entry `linux/include/asm`",
+            "symlink target `../../../../canary` leaves the archive (from `linux/include`)",
+            "`linux/include/asm/pwned`: path goes through the symbolic link `linux/include/asm`",
+        ],
+    );
+}
+
+/// Class: safe extraction. A hard link to an in-tree `../` link, placed higher up, would be
+/// a second link climbing out: judged again where it lands.
+#[test]
+fn fixture_archive_hard_link_rehoming_a_symlink() {
+    let inner = tgz(&[entry("a/b/up", b'2', "../c"), entry("h", b'1', "a/b/up")]);
+    let b = bundle_with(vec![file("fixtures/x.tar.gz", &inner)], |_| {}, UNTAR);
+    refused("hard link to symlink", &b, &["refusing archive entry `h`", "hard link to the symlink `a/b/up`"]);
+}
+
+/// Class: untrusted options. Mount options that name files or devices are refused by name.
+#[test]
+fn mount_options_naming_devices_or_labels() {
+    for (fs, opt) in [
+        ("xfs", "logdev=/dev/sdb"),
+        ("ext4", "journal_path=/dev/sdc"),
+        ("ext4", "LABEL=root"),
+        ("btrfs", "device=disk"),
+    ] {
+        let scenario = SCENARIO
+            .replace("fs = [\"ext4\"]", &format!("fs = [\"{fs}\"]"))
+            .replace("[backing]", &format!("[filesystems.{fs}]\nmount = [\"{opt}\"]\n[backing]"));
+        refused(
+            opt,
+            &bundle_with(vec![], |_| {}, &scenario),
+            &[&format!("refusing mount option `{opt}` of filesystem {fs}")],
+        );
+    }
+}
+
+/// Class: untrusted options. mkfs arguments that read host files (mke2fs -d) are refused by name.
+#[test]
+fn mkfs_root_directory_argument() {
+    let scenario = SCENARIO.replace("[backing]", "[filesystems.ext4]\nmkfs = [\"-d\", \"/root\"]\n[backing]");
+    refused("mkfs -d", &bundle_with(vec![], |_| {}, &scenario), &["refusing mkfs argument `-d` of filesystem ext4"]);
+}
+
+/// Class: untrusted scenario. A matrix too large to plan is refused before any cell is allocated.
+#[test]
+fn matrix_beyond_the_cap() {
+    let fs: Vec<String> = (0..200).map(|i| format!("\"f{i}\"")).collect();
+    let tasks: Vec<String> = (1..=600).map(|i| i.to_string()).collect();
+    let scenario = SCENARIO
+        .replace("fs = [\"ext4\"]", &format!("fs = [{}]", fs.join(", ")))
+        .replace("tasks = [1]", &format!("tasks = [{}]", tasks.join(", ")));
+    refused(
+        "matrix cap",
+        &bundle_with(vec![], |_| {}, &scenario),
+        &["the matrix expands to 200 × 1 × 1 × 600 × 1 cells", "more than the 100000"],
+    );
+}
+
+/// Class: every manifest field is a path. A `results` field that climbs out is refused by name.
+#[test]
+fn manifest_results_field_with_dotdot() {
+    let b = bundle_with(vec![], |m| m["results"] = serde_json::json!("results/../../outside"), SCENARIO);
+    refused("results field", &b, &["`results` `results/../../outside`", "`..`"]);
+}
+
+/// Class: verify tells the truth. `[[kernels]]` are shown by verify and need --allow-kernels to run.
+#[test]
+fn kernels_need_allow_kernels() {
+    let scenario = format!("{SCENARIO}[[kernels]]\nlabel = \"K1\"\nimage = \"/boot/vmlinuz-none\"\n");
+    let sb = Sandbox::new();
+    std::fs::write(sb.p("work/lab.fsb"), bundle_with(vec![], |_| {}, &scenario)).unwrap();
+    let (code, stdout, stderr) = sb.cmd(&["bundle", "verify", "lab.fsb"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("kernels:     `K1=/boot/vmlinuz-none` in qemu (refused unless --allow-kernels)"),
+        "{stdout}"
+    );
+    let (code, _, stderr) = sb.cmd(&["bundle", "run", "lab.fsb", "--quiet", "--out", "res"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("refusing [[kernels]]") && stderr.contains("--allow-kernels"), "{stderr}");
+    sb.assert_nothing_written("kernels");
+}
+
+/// Class: text from result files. A packed run's label and host with terminal escapes are
+/// shown escaped by verify.
+#[test]
+fn control_characters_in_packed_results_are_escaped() {
+    let run = serde_json::json!({
+        "schema": 1, "tool_version": "0.1.0", "run_id": "r1", "scenario_name": "tiny",
+        "scenario_origin": "x.toml", "scenario_text": SCENARIO, "scenario_sha256": "0", "workload": "lat_fs",
+        "label": "EVIL\u{1b}]0;pwned\u{7}", "host": { "hostname": "h\u{1b}[2J", "kernel_release": "r", "kernel_version": "v",
+        "kernel_cmdline": "", "cpu_model": "c", "cpu_count": 1, "memory_bytes": 1 }, "started": "2025-01-01T00:00:00Z",
+        "finished": "2025-01-01T00:00:01Z", "planned_cells": [], "interrupted": false
+    });
+    let entries = vec![file("results/tiny/r1/run.json", &serde_json::to_vec(&run).unwrap())];
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.p("work/lab.fsb"),
+        bundle_with(entries, |m| m["results"] = serde_json::json!("results/tiny/r1"), SCENARIO),
+    )
+    .unwrap();
+    let (code, stdout, stderr) = sb.cmd(&["bundle", "verify", "lab.fsb"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stdout.contains('\u{1b}') && !stdout.contains('\u{7}'), "raw control characters printed: {stdout:?}");
+    assert!(stdout.contains("label EVIL\\u{1b}]0;pwned\\u{7}, host h\\u{1b}[2J"), "{stdout}");
+    sb.assert_nothing_written("escapes");
 }

@@ -62,7 +62,10 @@ fn packed_here_runs_elsewhere_and_compares() {
         "needs root:  no",
         "exec steps:  none",
         "devices:     none",
-        "(2 cells)",
+        "kernels:     none",
+        "(2 of 2 cells stored)",
+        "label A, host ",
+        "refused:     nothing",
     ] {
         assert!(v.contains(want), "verify lacks `{want}`:\n{v}");
     }
@@ -230,15 +233,84 @@ fn a_bundled_archive_cannot_write_through_its_own_symlink() {
     std::fs::write(lab_a.join("untar.toml"), steps).unwrap();
     ok(fsbench_at(&lab_a, &cache).args(["bundle", "pack", "untar.toml", "-o", "evil.fsb"]));
     std::fs::copy(lab_a.join("evil.fsb"), lab_b.join("evil.fsb")).unwrap();
-    let out =
-        fsbench_at(&lab_b, &cache).args(["bundle", "run", "evil.fsb", "--quiet", "--out", "res"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "the cell fails: {}", String::from_utf8_lossy(&out.stderr));
+    // Refused before anything runs, by verify and by run alike: the same checks as the extraction.
+    for args in [&["bundle", "verify", "evil.fsb"][..], &["bundle", "run", "evil.fsb", "--quiet", "--out", "res"]] {
+        let out = fsbench_at(&lab_b, &cache).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(
+                "fixture fixtures/evil.tar.gz: refusing archive entry `src/evil`: symlink with an absolute target"
+            ),
+            "{args:?}: {err}"
+        );
+    }
     assert!(std::fs::read_dir(&outside).unwrap().next().is_none(), "the archive wrote outside its destination");
-    let run = run_dirs(&lab_b.join("res")).pop().unwrap();
+    assert!(!lab_b.join("res").exists(), "nothing ran");
+}
+
+/// Done-when of issue 15: a real tarball with in-tree `../` links packs, verifies with
+/// nothing refused, runs in another directory as lab 2, and `compare` and `gate` work
+/// on the pair although the archive's path differs (it is matched by sha256).
+#[test]
+fn a_real_tree_with_in_tree_links_travels_and_compares() {
+    let t = tempfile::tempdir().unwrap();
+    let (lab_a, lab_b, cache) = (t.path().join("lab-a"), t.path().join("lab-b"), t.path().join("cache"));
+    std::fs::create_dir_all(lab_a.join("data")).unwrap();
+    std::fs::create_dir_all(&lab_b).unwrap();
+    let tarball = crate::steps_untar::in_tree_links_tarball(&lab_a.join("data"));
+    let steps = format!(
+        "schema = 1\nname = \"links\"\n[matrix]\nfs = [\"ext4\"]\n[filesystems.ext4]\nmount = [\"noload\"]\n\
+         [backing]\nkind = \"dir\"\n[archive]\npath = \"{}\"\n[workload]\nkind = \"steps\"\niterations = 2\n\
+         steps = [{{ op = \"rm_rf\", path = \"linux\" }}, {{ op = \"untar\", archive = \"linux-links.tar.gz\" }}, {{ op = \"syncfs\" }}]\n",
+        tarball.display()
+    );
+    std::fs::write(lab_a.join("links.toml"), steps).unwrap();
+    ok(fsbench_at(&lab_a, &cache).args(["run", "links.toml", "--quiet", "--out", "res", "--label", "THEIRS"]));
+    let theirs = run_dirs(&lab_a.join("res")).pop().unwrap();
+    ok(fsbench_at(&lab_a, &cache)
+        .args(["bundle", "pack", "links.toml", "-o", "lab.fsb", "--with-results"])
+        .arg(&theirs));
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(lab_a.join("lab.fsb")).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o644, "bundles are for sharing");
+    std::fs::copy(lab_a.join("lab.fsb"), lab_b.join("lab.fsb")).unwrap();
+    let v = ok(fsbench_at(&lab_b, &cache).args(["bundle", "verify", "lab.fsb"]));
+    for want in [
+        "fixture:     fixtures/linux-links.tar.gz (",
+        "4 symlinks, 1 hard links",
+        "nothing refused",
+        "refused:     nothing",
+        "label THEIRS",
+    ] {
+        assert!(v.contains(want), "verify lacks `{want}`:\n{v}");
+    }
+    ok(fsbench_at(&lab_b, &cache).args(["bundle", "run", "lab.fsb", "--quiet", "--out", "res", "--label", "OURS"]));
+    let runs = run_dirs(&lab_b.join("res"));
+    let imported = runs.iter().find(|r| r.file_name() == theirs.file_name()).unwrap().clone();
+    let ours = runs.iter().find(|r| r.file_name() != theirs.file_name()).unwrap().clone();
     let cell: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(run.join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
-    assert_eq!(cell["status"], "failed", "{cell}");
-    assert!(cell["error"].as_str().unwrap().contains("src/evil"), "{cell}");
+        serde_json::from_slice(&std::fs::read(ours.join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
+    assert_eq!(cell["status"], "ok", "{cell}");
+    let out = fsbench_at(&lab_b, &cache)
+        .arg("compare")
+        .arg(format!("THEIRS={}", imported.display()))
+        .arg(format!("OURS={}", ours.display()))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "compare: {err}");
+    assert!(err.contains("THEIRS → OURS: archive.path: ") && err.contains("(same archive: sha256 "), "{err}");
+    let out = fsbench_at(&lab_b, &cache)
+        .args(["gate", "--threshold", "900%", "--baseline"])
+        .arg(&imported)
+        .arg("--candidate")
+        .arg(&ours)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "gate: {err}\n{}", String::from_utf8_lossy(&out.stdout));
+    assert!(err.contains("same archive"), "{err}");
 }
 
 /// Regression (CLI review): results made with `--set` were packed beside the unmodified

@@ -98,3 +98,58 @@ fn links_modes_and_owners_extract_identically_to_gnu_tar() {
     assert!(cmd.current_dir(&src).status().unwrap().success());
     compare(&archive);
 }
+
+/// A real tarball with in-tree `../` links (as kernel trees and /usr/include have),
+/// made by GNU tar, extracts as untrusted input to the same tree GNU tar makes,
+/// through openat2 and through the fd-walk fallback alike.
+#[test]
+fn untrusted_archive_with_in_tree_dotdot_links_extracts_like_gnu_tar() {
+    use fsbench::workload::untar::{Resolver, UnpackLimits};
+    let d = tempfile::tempdir().unwrap();
+    let archive = in_tree_links_tarball(d.path());
+    for resolver in [Resolver::Openat2, Resolver::FdWalk] {
+        let e = tempfile::tempdir().unwrap();
+        let (gnu, ours) = (e.path().join("gnu"), e.path().join("ours"));
+        std::fs::create_dir(&gnu).unwrap();
+        std::fs::create_dir(&ours).unwrap();
+        gnu_tar_x(&archive, &gnu);
+        let limits = UnpackLimits { resolver, ..Default::default() };
+        let stats = unpack_tar_gz(&archive, &ours, &Trust::Untrusted(limits)).unwrap();
+        assert_eq!(stats.symlinks, 4, "{resolver:?}");
+        let (a, b) = (snapshot(&gnu), snapshot(&ours));
+        assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>(), "{resolver:?}: same entries");
+        for (k, v) in &a {
+            assert_eq!(v, &b[k], "{resolver:?}: entry {}", k.display());
+        }
+        assert_eq!(std::fs::read(ours.join("linux/include/asm/io.h")).unwrap(), b"/* x86 io */\n");
+    }
+}
+
+/// `linux/` with `include/asm -> ../arch/x86/include/asm` and friends, packed by GNU tar.
+pub fn in_tree_links_tarball(dir: &Path) -> PathBuf {
+    let src = dir.join("src");
+    let t = src.join("linux");
+    for sub in ["include/asm-generic", "arch/x86/include/asm", "arch/arm/boot/dts", "scripts/dtc/include-prefixes"] {
+        std::fs::create_dir_all(t.join(sub)).unwrap();
+    }
+    std::fs::write(t.join("README"), b"Linux kernel\n").unwrap();
+    std::fs::write(t.join("include/asm-generic/io.h"), b"/* generic io */\n").unwrap();
+    std::fs::write(t.join("arch/x86/include/asm/io.h"), b"/* x86 io */\n").unwrap();
+    std::fs::write(t.join("arch/arm/boot/dts/board.dts"), b"/dts-v1/;\n").unwrap();
+    std::os::unix::fs::symlink("../arch/x86/include/asm", t.join("include/asm")).unwrap();
+    std::os::unix::fs::symlink("../../../arch/arm/boot/dts", t.join("scripts/dtc/include-prefixes/arm")).unwrap();
+    std::os::unix::fs::symlink("../README", t.join("include/README")).unwrap();
+    std::os::unix::fs::symlink("asm-generic/../asm-generic/io.h", t.join("include/io.h")).unwrap();
+    std::fs::hard_link(t.join("README"), t.join("COPYING")).unwrap();
+    let archive = dir.join("linux-links.tar.gz");
+    let st = Command::new("tar")
+        .arg("czf")
+        .arg(&archive)
+        .arg("--mtime=2003-02-24 19:05:39")
+        .args(["--owner=0", "--group=0", "--numeric-owner", "--mode=go-w", "linux"])
+        .current_dir(&src)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    archive
+}
