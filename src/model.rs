@@ -288,6 +288,10 @@ pub struct StepTiming {
     /// Maximum resident set size in KiB (of the process, or the child for `exec`).
     #[serde(default)]
     pub max_rss_kib: u64,
+    /// Entries the step removed (`rm_rf`) or created (`untar`); absent for other ops and older results.
+    /// Tells a steady iteration (one whose `rm_rf` removed the tree) from the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries: Option<u64>,
 }
 
 impl StepTiming {
@@ -389,6 +393,7 @@ mod tests {
             system_us,
             elapsed_us,
             max_rss_kib: 0,
+            entries: None,
         }
     }
 

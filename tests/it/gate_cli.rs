@@ -182,6 +182,7 @@ fn steps_are_gated_per_step_on_elapsed() {
                         system_us: 0,
                         elapsed_us: 1000 + i,
                         max_rss_kib: 0,
+                        entries: None,
                     },
                     StepTiming {
                         label: "tar zxf a".into(),
@@ -190,6 +191,7 @@ fn steps_are_gated_per_step_on_elapsed() {
                         system_us: 0,
                         elapsed_us: untar_us + i * 100,
                         max_rss_kib: 0,
+                        entries: None,
                     },
                 ]
             })

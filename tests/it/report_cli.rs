@@ -157,6 +157,7 @@ fn step(label: &str, op: &str, user_ms: u64, sys_ms: u64, elapsed_ms: u64) -> St
         system_us: sys_ms * 1000,
         elapsed_us: elapsed_ms * 1000,
         max_rss_kib: 0,
+        entries: None,
     }
 }
 
