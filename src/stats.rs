@@ -54,6 +54,20 @@ pub fn summarize(samples: &[f64]) -> Summary {
     }
 }
 
+/// Welch's 95% interval of `mean(b) - mean(a)`: (half width, Welch–Satterthwaite df);
+/// `None` when a side has fewer than two samples or neither has spread.
+pub fn welch_interval(a: &Summary, b: &Summary) -> Option<(f64, f64)> {
+    if a.n < 2 || b.n < 2 {
+        return None;
+    }
+    let (va, vb) = (a.stddev.powi(2) / a.n as f64, b.stddev.powi(2) / b.n as f64);
+    if va + vb == 0.0 {
+        return None;
+    }
+    let df = (va + vb).powi(2) / (va * va / (a.n as f64 - 1.0) + vb * vb / (b.n as f64 - 1.0));
+    Some((t_quantile_975(df) * (va + vb).sqrt(), df))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,6 +28,7 @@ mod qemu_lifecycle;
 mod qemu_quota;
 mod report_cli;
 mod report_seed000;
+mod report_seed002;
 mod results_store;
 mod run_e2e;
 mod schemas;
