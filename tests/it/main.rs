@@ -38,3 +38,4 @@ mod slurm_array;
 mod steps_run;
 mod steps_untar;
 mod steps_untrusted;
+mod steps_variants;
