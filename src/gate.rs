@@ -25,7 +25,11 @@
 //!
 //! What is compared: lat_fs cells by cell id on `total_loops` (loops/ms, higher
 //! is better, one sample per undisturbed repetition); steps cells per (cell id,
-//! step index) on `elapsed` (lower is better, one sample per undisturbed iteration).
+//! step index) on `elapsed` in seconds (lower is better, one sample per
+//! undisturbed *steady* iteration: every iteration whose `rm_rf` removed
+//! something, from the second on when that is not recorded — iteration 1's
+//! `rm -rf` of nothing measures no filesystem work; see
+//! `report::compare_steps::Iterations`).
 //! Threshold: `--threshold` for everything, else the baseline scenario's
 //! `[gate]` section (per lat_fs test or step op), else 5%.
 
@@ -65,7 +69,7 @@ pub enum GateError {
 pub enum Metric {
     /// lat_fs loops per ms over all tasks (higher is better).
     TotalLoops,
-    /// Wall-clock time of a step in µs (lower is better).
+    /// Wall-clock time of a step in seconds (lower is better).
     Elapsed,
 }
 
@@ -89,6 +93,19 @@ impl Metric {
             Metric::TotalLoops => Direction::HigherIsBetter,
             Metric::Elapsed => Direction::LowerIsBetter,
         }
+    }
+
+    /// Unit of the samples as printed.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Metric::TotalLoops => "loops/ms",
+            Metric::Elapsed => "s",
+        }
+    }
+
+    /// The metric column: name, unit and which way is worse (`elapsed [s], higher is worse`).
+    pub fn described(self) -> String {
+        format!("{} [{}], {}", self.name(), self.unit(), self.direction().worse())
     }
 }
 
@@ -253,6 +270,7 @@ fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
                 return vec![Series { name: cell.id.clone(), key: String::new(), samples: Vec::new(), note: not_ok }];
             };
             let width = st.iterations.iter().map(Vec::len).max().unwrap_or(0);
+            let steady = crate::report::Iterations::Steady.select(&st.iterations);
             (0..width)
                 .map(|j| {
                     let first = st.iterations.iter().find_map(|it| it.get(j));
@@ -260,12 +278,11 @@ fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
                     Series {
                         name: format!("{}#{j} {op}", cell.id),
                         key: op,
-                        samples: st
-                            .iterations
+                        samples: steady
                             .iter()
-                            .filter_map(|it| it.get(j))
+                            .filter_map(|i| st.iterations[*i].get(j))
                             .filter(|t| t.counts())
-                            .map(|t| t.elapsed_us as f64)
+                            .map(|t| t.elapsed_us as f64 / 1e6)
                             .collect(),
                         note: not_ok.clone(),
                     }
@@ -390,8 +407,8 @@ fn pct(x: f64) -> String {
     if x.is_infinite() { if x > 0.0 { "+inf".into() } else { "-inf".into() } } else { format!("{:+.1}%", x * 100.0) }
 }
 
-fn num(s: &Summary) -> String {
-    if s.n == 0 { "-".into() } else { format!("{:.4}", s.median) }
+fn num(s: &Summary, metric: Metric) -> String {
+    if s.n == 0 { "-".into() } else { format!("{:.4} {}", s.median, metric.unit()) }
 }
 
 fn cells_of(r: &GateRow) -> [String; 7] {
@@ -399,7 +416,15 @@ fn cells_of(r: &GateRow) -> [String; 7] {
         Some(c) => (pct(c.mean), format!("[{}, {}]", pct(c.ci_low), pct(c.ci_high))),
         None => ("-".into(), "-".into()),
     };
-    [r.name.clone(), r.metric.name().into(), num(&r.baseline), num(&r.candidate), change, ci, r.verdict.name().into()]
+    [
+        r.name.clone(),
+        r.metric.described(),
+        num(&r.baseline, r.metric),
+        num(&r.candidate, r.metric),
+        change,
+        ci,
+        r.verdict.name().into(),
+    ]
 }
 
 const HEADER: [&str; 7] =
@@ -504,9 +529,8 @@ pub fn render_junit(rep: &GateReport, inconclusive_fails: bool) -> String {
     for r in &rep.rows {
         let c = cells_of(r);
         let detail = format!(
-            "{} ({}): baseline median {}, candidate median {}, change {} (95% CI {}), threshold {}: {}{}",
-            r.metric.name(),
-            r.metric.direction().worse(),
+            "{}: baseline median {}, candidate median {}, change {} (95% CI {}), threshold {}: {}{}",
+            r.metric.described(),
             c[2],
             c[3],
             c[4],

@@ -330,7 +330,7 @@ fn is_zero(n: &u32) -> bool {
 }
 
 /// The timing of one step, as time(1) reports it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StepTiming {
     /// The command the step stands for, as the seed printed it (`tar zxf linux-2.5.63.tar.gz`).
     pub label: String,
@@ -348,6 +348,10 @@ pub struct StepTiming {
     /// Other processes' CPU use during the step; a disturbed step is left out of the statistics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disturbance: Option<Disturbance>,
+    /// Entries the step removed (`rm_rf`) or created (`untar`); absent for other ops and older results.
+    /// Tells a steady iteration (one whose `rm_rf` removed the tree) from the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries: Option<u64>,
 }
 
 impl StepTiming {
@@ -457,6 +461,7 @@ mod tests {
             elapsed_us,
             max_rss_kib: 0,
             disturbance: None,
+            entries: None,
         }
     }
 

@@ -147,12 +147,12 @@ pub fn needs(s: &Scenario, p: &CellParams) -> Vec<String> {
             let images = if p.layout == Layout::M { p.tasks } else { 1 };
             let size = s.backing.image_size(p.layout).unwrap_or(0);
             needs.push(format!("{images}×{} loop", format_size(size)));
-            needs.push(format!("mkfs.{}", p.fs));
+            needs.push(format!("mkfs.{}", s.fs_type(&p.fs)));
         }
         Backing::Device { path } => {
             needs.push("root".to_string());
             needs.push(format!("--allow-device {}", path.display()));
-            needs.push(format!("mkfs.{}", p.fs));
+            needs.push(format!("mkfs.{}", s.fs_type(&p.fs)));
         }
         Backing::Dir { path } if path.as_os_str().is_empty() => needs.push("private dir".into()),
         Backing::Dir { path } => needs.push(format!("dir {}", path.display())),

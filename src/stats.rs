@@ -80,18 +80,15 @@ pub fn relative_change(baseline: &[f64], candidate: &[f64]) -> Option<Change> {
         return None;
     }
     let mean = (c.mean - b.mean) / b.mean;
-    let (vb, vc) = (b.stddev.powi(2) / b.n as f64, c.stddev.powi(2) / c.n as f64);
     if b.n < 2 || c.n < 2 {
         // One sample says nothing about noise, even when the two agree: the interval is unbounded.
         return Some(Change { mean, ci_low: f64::NEG_INFINITY, ci_high: f64::INFINITY });
     }
-    if vb + vc == 0.0 {
+    let Some((half, _df)) = welch_interval(&b, &c) else {
         // No spread on either side: identical values repeated.
         return Some(Change { mean, ci_low: mean, ci_high: mean });
-    }
-    // Welch–Satterthwaite degrees of freedom, as in report::compare::welch.
-    let df = (vb + vc).powi(2) / (vb * vb / (b.n as f64 - 1.0) + vc * vc / (c.n as f64 - 1.0));
-    let half = t_quantile_975(df) * (vb + vc).sqrt() / b.mean.abs();
+    };
+    let half = half / b.mean.abs();
     Some(Change { mean, ci_low: mean - half, ci_high: mean + half })
 }
 
@@ -144,6 +141,20 @@ pub fn adaptive_stop(samples: &[f64], min: u32, max: u32, ci_target: Option<f64>
         return Some(if ci_target.is_some() { StopReason::MaxRepetitions } else { StopReason::Fixed });
     }
     None
+}
+
+/// Welch's 95% interval of `mean(b) - mean(a)`: (half width, Welch–Satterthwaite df);
+/// `None` when a side has fewer than two samples or neither has spread.
+pub fn welch_interval(a: &Summary, b: &Summary) -> Option<(f64, f64)> {
+    if a.n < 2 || b.n < 2 {
+        return None;
+    }
+    let (va, vb) = (a.stddev.powi(2) / a.n as f64, b.stddev.powi(2) / b.n as f64);
+    if va + vb == 0.0 {
+        return None;
+    }
+    let df = (va + vb).powi(2) / (va * va / (a.n as f64 - 1.0) + vb * vb / (b.n as f64 - 1.0));
+    Some((t_quantile_975(df) * (va + vb).sqrt(), df))
 }
 
 #[cfg(test)]

@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 
 use crate::exit::{self, InputError};
-use crate::report::{self, Format, check_compatible, render_compare, render_run, write_plot_dir};
+use crate::report::{
+    self, CompareOptions, Format, Iterations, check_compatible, render_compare_with, render_run,
+    write_compare_plot_dir, write_plot_dir,
+};
 use crate::results::{LoadedRun, load_run};
 
 /// Output format of reports, as the flag spells it.
@@ -57,9 +60,19 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ReportFormat,
-    /// Also write one PNG and one SVG plot per table into this directory.
+    /// Also write one PNG and one SVG plot per table into this directory (steps: one chart
+    /// per step with every label on one y axis, and one per-iteration chart per filesystem).
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    /// Steps runs: which iterations of each cell are compared: `all`, `steady` (every
+    /// iteration whose rm_rf removed something; from the second on when not recorded),
+    /// `last`, or an iteration number from 1.
+    #[arg(long, value_name = "all|steady|last|N", default_value = "steady", value_parser = parse_iterations)]
+    pub iterations: Iterations,
+}
+
+fn parse_iterations(s: &str) -> Result<Iterations, String> {
+    s.parse()
 }
 
 /// `fsbench report`.
@@ -163,12 +176,13 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
             code = exit::USAGE;
         }
     }
-    let text =
-        render_compare(&runs, args.format.into()).map_err(|e| InputError::anyhow(format!("cannot compare: {e}")))?;
+    let opts = CompareOptions { iterations: args.iterations };
+    let text = render_compare_with(&runs, args.format.into(), &opts)
+        .map_err(|e| InputError::anyhow(format!("cannot compare: {e}")))?;
     print!("{text}");
     if let Some(dir) = &args.plot {
         let refs: Vec<(&str, &LoadedRun)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
-        let n = write_plot_dir(dir, &refs)?;
+        let n = write_compare_plot_dir(dir, &refs, &opts)?;
         eprintln!("wrote {n} plots (PNG and SVG) and report.txt to {}", dir.display());
     }
     Ok(code)

@@ -25,7 +25,7 @@ pub fn check(req: &ProvisionRequest) -> Result<(), SkipReason> {
             need_root("tmpfs-loop backing")?;
             loopdev::loop_control_available()
                 .map_err(|e| skip(format!("no loop device support: {e}"), loop_remedy(&e).to_string()))?;
-            check_fs_tools(&cell.fs)?;
+            check_fs_tools(req.fs.fs_type(&cell.fs))?;
             check_quota(req)
         }
         Backing::Device { path } => {
@@ -40,7 +40,7 @@ pub fn check(req: &ProvisionRequest) -> Result<(), SkipReason> {
                 ));
             }
             device_usable(path, req.allow_device).map_err(|r| skip(format!("{}: {r}", path.display()), None))?;
-            check_fs_tools(&cell.fs)?;
+            check_fs_tools(req.fs.fs_type(&cell.fs))?;
             check_quota(req)
         }
     }
@@ -76,12 +76,13 @@ fn check_dir(req: &ProvisionRequest, path: &Path) -> Result<(), SkipReason> {
         ));
     }
     // A result labelled ext4 must have run on ext4.
+    let fs_type = req.fs.fs_type(&cell.fs);
     if let Some(m) = mount::containing_mount(&canon)
-        && m.fstype != cell.fs
+        && m.fstype != fs_type
     {
         return Err(skip(
-            format!("backing dir {} is on {}, the cell asks for {}", canon.display(), m.fstype, cell.fs),
-            format!("point backing.path at a directory on {}, or use backing kind \"tmpfs-loop\"", cell.fs),
+            format!("backing dir {} is on {}, the cell asks for {fs_type}", canon.display(), m.fstype),
+            format!("point backing.path at a directory on {fs_type}, or use backing kind \"tmpfs-loop\""),
         ));
     }
     Ok(())
@@ -232,7 +233,7 @@ fn check_quota(req: &ProvisionRequest) -> Result<(), SkipReason> {
             "apt-get install quota".to_string(),
         ));
     }
-    match quota_probe(&req.cell.fs, req.fs) {
+    match quota_probe(req.fs.fs_type(&req.cell.fs), req.fs) {
         QuotaProbe::Supported => Ok(()),
         QuotaProbe::Unsupported(r) | QuotaProbe::NotApplicable(r) => Err(r),
         QuotaProbe::Interrupted => {
@@ -277,7 +278,7 @@ fn run_quota_probe(fs: &str, spec: &FsSpec, mut quota_options: Vec<String>) -> Q
         }
     };
     let cell = CellParams { fs: fs.to_string(), layout: Layout::S, quota: QuotaMode::On, tasks: 1, test: None };
-    let probe_spec = FsSpec { mkfs: spec.mkfs.clone(), mount: quota_options, quota: spec.quota };
+    let probe_spec = FsSpec { mkfs: spec.mkfs.clone(), mount: quota_options, quota: spec.quota, fs_type: None };
     // Big enough for every common fs's minimum size (xfs: 300 MiB); sparse on tmpfs.
     let backing = Backing::TmpfsLoop { image_size_m: 512 << 20, image_size_s: 512 << 20 };
     let req = ProvisionRequest {
@@ -436,7 +437,7 @@ pub fn capabilities(fs_list: &[String]) -> Vec<Capability> {
                 rows.push(row(label, "unknown", "quotacheck not found", "apt-get install quota"));
                 continue;
             }
-            let spec = FsSpec { mkfs: Vec::new(), mount: Vec::new(), quota: imp };
+            let spec = FsSpec { mkfs: Vec::new(), mount: Vec::new(), quota: imp, fs_type: None };
             rows.push(match quota_probe(fs, &spec) {
                 QuotaProbe::Supported => row(label, "ok", "test mount with quota on succeeded", ""),
                 QuotaProbe::Unsupported(s) => row(label, "unsupported", s.reason, s.remedy.unwrap_or_default()),

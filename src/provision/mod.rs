@@ -417,7 +417,8 @@ fn make_fs(
     dev: &Path,
     mountpoint: &Path,
 ) -> Result<FilesystemInfo, ProvisionError> {
-    let fs = req.cell.fs.as_str();
+    // A variant (`ext4-nodelalloc`) names a cell; mkfs and mount(2) get its type.
+    let fs = req.fs.fs_type(&req.cell.fs);
     let mut args = req.fs.mkfs.clone();
     if req.cell.quota == QuotaMode::On && req.fs.quota == QuotaImpl::Feature {
         args.extend(["-O".to_string(), "quota".to_string()]);
@@ -497,7 +498,7 @@ fn provision_dir(req: &ProvisionRequest, path: &Path, p: &mut Provisioned) -> Re
     set_mode(&scratch, 0o755)?;
     let m = mount::containing_mount(&scratch);
     p.filesystems.push(FilesystemInfo {
-        fs: m.as_ref().map(|m| m.fstype.clone()).unwrap_or_else(|| req.cell.fs.clone()),
+        fs: m.as_ref().map(|m| m.fstype.clone()).unwrap_or_else(|| req.fs.fs_type(&req.cell.fs).to_string()),
         device: None,
         image: None,
         image_size: None,

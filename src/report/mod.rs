@@ -10,6 +10,7 @@
 //! as `report.txt` next to the plots by `--plot DIR`.
 
 pub mod compare;
+pub mod compare_steps;
 pub mod format;
 pub mod latfs_tables;
 mod markup;
@@ -24,6 +25,7 @@ use crate::model::CellStatus;
 use crate::results::LoadedRun;
 
 pub use compare::{CompareError, check_compatible};
+pub use compare_steps::{Iterations, StepsComparison};
 pub use latfs_tables::{LatfsTable, build_tables};
 pub use plot::{PlotError, PlotImage, plot_latfs, plot_steps};
 pub use steps::{StepsGroup, build_groups};
@@ -40,9 +42,64 @@ pub fn render_run(run: &LoadedRun, format: Format) -> String {
 /// Render several labelled runs merged into one report, with ratios to the first
 /// label and significance marks; refuses incompatible runs (see [`compare`]).
 pub fn render_compare(runs: &[(String, LoadedRun)], format: Format) -> Result<String, CompareError> {
+    render_compare_with(runs, format, &CompareOptions::default())
+}
+
+/// How a comparison chooses its samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CompareOptions {
+    /// Steps runs: which iterations of each cell (see [`compare_steps`]).
+    pub iterations: Iterations,
+}
+
+/// [`render_compare`] with options.
+pub fn render_compare_with(
+    runs: &[(String, LoadedRun)],
+    format: Format,
+    opts: &CompareOptions,
+) -> Result<String, CompareError> {
     let warnings = check_compatible(runs)?;
     let refs: Vec<(&str, &LoadedRun)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
+    if is_steps(&refs) {
+        return Ok(render_steps(&refs, &warnings, format, Some(opts.iterations)));
+    }
     Ok(render(&refs, true, &warnings, format))
+}
+
+/// The plots of a comparison: for steps, one chart per step with every label on one
+/// y axis and one per-iteration chart per configuration; for lat_fs, as [`plots`].
+pub fn compare_plots(runs: &[(&str, &LoadedRun)], opts: &CompareOptions) -> Result<Vec<PlotImage>, PlotError> {
+    if !is_steps(runs) {
+        return plots(runs);
+    }
+    let groups = build_groups(runs);
+    let labels: Vec<String> = runs.iter().map(|(l, _)| l.to_string()).collect();
+    let cmp = compare_steps::compare_steps(&groups, &labels, opts.iterations);
+    let mut out: Vec<PlotImage> =
+        cmp.tables.iter().map(|t| plot::plot_step_compare(&cmp, t)).collect::<Result<_, _>>()?;
+    let mut configs: Vec<&str> = Vec::new();
+    for g in &groups {
+        if !configs.contains(&g.config.as_str()) {
+            configs.push(&g.config);
+        }
+    }
+    for c in configs {
+        let gs: Vec<&StepsGroup> = groups.iter().filter(|g| g.config == c).collect();
+        out.push(plot::plot_iterations_by_label(c, &gs)?);
+    }
+    Ok(out)
+}
+
+/// Write a comparison's plots and its seed-layout `report.txt` into `dir`; returns the number of plots.
+pub fn write_compare_plot_dir(dir: &Path, runs: &[(&str, &LoadedRun)], opts: &CompareOptions) -> anyhow::Result<usize> {
+    if !is_steps(runs) {
+        return write_plot_dir(dir, runs);
+    }
+    let images = compare_plots(runs, opts)?;
+    plot::write_plots(dir, &images)?;
+    let text = compare_steps::seed_lines(&build_groups(runs), opts.iterations);
+    crate::results::write_atomic(&dir.join("report.txt"), text.as_bytes())?;
+    Ok(images.len())
 }
 
 /// The plots of one report or comparison, one per table (lat_fs) or group (steps).
@@ -68,7 +125,11 @@ fn is_steps(runs: &[(&str, &LoadedRun)]) -> bool {
 }
 
 fn render(runs: &[(&str, &LoadedRun)], ratios: bool, warnings: &[String], format: Format) -> String {
-    if is_steps(runs) { render_steps(runs, warnings, format) } else { render_latfs(runs, ratios, warnings, format) }
+    if is_steps(runs) {
+        render_steps(runs, warnings, format, None)
+    } else {
+        render_latfs(runs, ratios, warnings, format)
+    }
 }
 
 /// A cell that has no number: skipped, failed, or planned but never stored.
@@ -419,18 +480,43 @@ fn latfs_json(
     serde_json::to_string_pretty(&out).expect("report serializes") + "\n"
 }
 
-fn render_steps(runs: &[(&str, &LoadedRun)], warnings: &[String], format: Format) -> String {
+/// A steps report, or (with `compare`) a steps comparison: the seed's lines of one
+/// iteration per cell, then one side-by-side table per step.
+fn render_steps(
+    runs: &[(&str, &LoadedRun)],
+    warnings: &[String],
+    format: Format,
+    compare: Option<Iterations>,
+) -> String {
     let groups = build_groups(runs);
+    let cmp = compare.map(|choice| {
+        let labels: Vec<String> = runs.iter().map(|(l, _)| l.to_string()).collect();
+        compare_steps::compare_steps(&groups, &labels, choice)
+    });
     // The terminal report keeps seed 002's time(1) lines, as `--plot`'s report.txt does; Markdown shows tables.
     let (mut m, time_lines): (Box<dyn Markup>, bool) = match format {
         Format::Table => (Box::new(Plain::default()), true),
         Format::Markdown => (Box::new(Markdown::default()), false),
-        Format::Csv => return steps_csv(&groups),
-        Format::Json => return steps_json(runs, warnings, &groups),
+        Format::Csv => return cmp.map(|c| compare_steps::csv(&c)).unwrap_or_else(|| steps_csv(&groups)),
+        Format::Json => return steps_json(runs, warnings, &groups, cmp.as_ref()),
     };
     m.heading(1, &format!("Results for {}", scenario_name(runs)));
     run_list(&mut *m, runs, warnings);
-    if time_lines {
+    if let (Some(cmp), Some(choice)) = (&cmp, compare) {
+        m.paragraph(&format!(
+            "Seed 002's layout: each cell's time(1) lines of its last `{choice}` iteration, as the seed reported its 5th run. `!` marks a step whose elapsed time changes across iterations, on the iterations concerned."
+        ));
+        // The blank line ends the seed's block, as the seed's own lines end before its footer.
+        m.preformatted(&(compare_steps::seed_lines(&groups, choice) + "\n"));
+        let flags: Vec<String> = groups
+            .iter()
+            .flat_map(|g| g.flags.iter().map(move |f| format!("! {} {}: {}", g.label, g.config, f.describe())))
+            .collect();
+        if !flags.is_empty() {
+            m.preformatted(&(flags.join("\n") + "\n"));
+        }
+        compare_steps::write_tables(&mut *m, cmp);
+    } else if time_lines {
         // The intro explains the `!` marks, which only the seed's layout has; the last newline is
         // the blank line before the footer.
         m.preformatted(&format!(
@@ -507,8 +593,13 @@ fn steps_csv(groups: &[StepsGroup]) -> String {
     out
 }
 
-/// The steps report as JSON: every group with its iterations and flags.
-fn steps_json(runs: &[(&str, &LoadedRun)], warnings: &[String], groups: &[StepsGroup]) -> String {
+/// The steps report as JSON: every group with its iterations and flags, and the comparison when comparing.
+fn steps_json(
+    runs: &[(&str, &LoadedRun)],
+    warnings: &[String],
+    groups: &[StepsGroup],
+    comparison: Option<&StepsComparison>,
+) -> String {
     #[derive(Serialize)]
     struct Out<'a> {
         workload: &'static str,
@@ -516,6 +607,8 @@ fn steps_json(runs: &[(&str, &LoadedRun)], warnings: &[String], groups: &[StepsG
         runs: Vec<JsonRun<'a>>,
         warnings: &'a [String],
         groups: &'a [StepsGroup],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        comparison: Option<&'a StepsComparison>,
         not_measured: &'a [NotMeasured],
         problems: &'a [String],
     }
@@ -527,6 +620,7 @@ fn steps_json(runs: &[(&str, &LoadedRun)], warnings: &[String], groups: &[StepsG
         runs: json_runs(runs),
         warnings,
         groups,
+        comparison,
         not_measured: &nm,
         problems: &problems,
     };

@@ -12,6 +12,7 @@ use std::sync::Once;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::compare_steps::{StepTable, StepsComparison};
 use super::latfs_tables::LatfsTable;
 use super::steps::StepsGroup;
 
@@ -261,6 +262,156 @@ fn draw_steps<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, g: &StepsGroup) 
         .border_style(BLACK.mix(0.5))
         .draw()
         .map_err(|x| e(&x))?;
+    root.present().map_err(|x| e(&x))?;
+    Ok(())
+}
+
+/// A compared step: configurations along x, a bar per label (mean over the chosen
+/// iterations, whiskers ± one standard deviation), every label on one y axis.
+pub fn plot_step_compare(cmp: &StepsComparison, table: &StepTable) -> Result<PlotImage, PlotError> {
+    let stem = format!("compare-step{}-{}", table.step + 1, table.label.split_whitespace().next().unwrap_or("step"));
+    render_with(stem, |root| draw_step_compare(root, cmp, table), |root| draw_step_compare(root, cmp, table))
+}
+
+/// One configuration across labels: elapsed per iteration, one line per (label, step).
+pub fn plot_iterations_by_label(config: &str, groups: &[&StepsGroup]) -> Result<PlotImage, PlotError> {
+    let stem = format!("compare-{config}-iterations");
+    render_with(stem, |root| draw_iterations(root, config, groups), |root| draw_iterations(root, config, groups))
+}
+
+fn draw_step_compare<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    cmp: &StepsComparison,
+    t: &StepTable,
+) -> Result<(), String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let ncfg = t.rows.len().max(1);
+    let nlab = cmp.labels.len().max(1);
+    let ymax = t.rows.iter().flat_map(|r| r.values.iter().flatten()).map(|v| v.mean_s + v.sd_s).fold(0.0f64, f64::max);
+    let ymax = if ymax > 0.0 { ymax * 1.2 } else { 1.0 };
+    let configs: Vec<String> = t.rows.iter().map(|r| r.config.clone()).collect();
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("step {}: {}", t.step + 1, t.label), ("sans-serif", 24))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(-0.5f64..(ncfg as f64 - 0.5), 0f64..ymax)
+        .map_err(|x| e(&x))?;
+    chart
+        .configure_mesh()
+        .x_labels(ncfg)
+        .x_label_formatter(&|x| category_label(*x, &configs))
+        .disable_x_mesh()
+        .x_desc("filesystem")
+        .y_desc(format!("elapsed seconds (mean over {} iterations, bars: ±sd)", cmp.iterations))
+        .label_style(("sans-serif", 15))
+        .axis_desc_style(("sans-serif", 17))
+        .draw()
+        .map_err(|x| e(&x))?;
+    let width = 0.8 / nlab as f64;
+    for (k, label) in cmp.labels.iter().enumerate() {
+        let color = colors(k);
+        let bars: Vec<(f64, f64, f64)> = t
+            .rows
+            .iter()
+            .enumerate()
+            .filter_map(|(ci, r)| {
+                r.values[k].as_ref().map(|v| (ci as f64 - 0.4 + (k as f64 + 0.5) * width, v.mean_s, v.sd_s))
+            })
+            .collect();
+        chart
+            .draw_series(
+                bars.iter()
+                    .map(|(x, m, _)| Rectangle::new([(x - width * 0.42, 0.0), (x + width * 0.42, *m)], color.filled())),
+            )
+            .map_err(|x| e(&x))?
+            .label(label.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+        chart
+            .draw_series(
+                bars.iter().filter(|(_, _, sd)| *sd > 0.0).map(|(x, m, sd)| {
+                    ErrorBar::new_vertical(*x, (m - sd).max(0.0), *m, m + sd, BLACK.stroke_width(1), 6)
+                }),
+            )
+            .map_err(|x| e(&x))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .label_font(("sans-serif", 15))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.5))
+        .draw()
+        .map_err(|x| e(&x))?;
+    root.present().map_err(|x| e(&x))?;
+    Ok(())
+}
+
+fn draw_iterations<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    config: &str,
+    groups: &[&StepsGroup],
+) -> Result<(), String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let nit = groups.iter().map(|g| g.iterations.len()).max().unwrap_or(0).max(1);
+    let nsteps = groups.iter().flat_map(|g| g.iterations.iter().map(Vec::len)).max().unwrap_or(0).max(1);
+    let its: Vec<String> = (1..=nit).map(|i| i.to_string()).collect();
+    let root = root.titled(&format!("{config}: elapsed per iteration"), ("sans-serif", 24)).map_err(|x| e(&x))?;
+    // One panel per step, each with its own y axis (an rm -rf of 2 s beside an untar of
+    // 40 s would be flat on a shared one) and one line per label.
+    let panels = root.split_evenly((1, nsteps));
+    for (j, panel) in panels.iter().enumerate() {
+        let step = groups.iter().flat_map(|g| g.iterations.iter()).find_map(|it| it.get(j));
+        let name = step.map(|s| s.label.clone()).unwrap_or_default();
+        let ymax = groups
+            .iter()
+            .flat_map(|g| g.iterations.iter().filter_map(|it| it.get(j)))
+            .map(|s| s.elapsed_us as f64 / 1e6)
+            .fold(0.0f64, f64::max);
+        let ymax = if ymax > 0.0 { ymax * 1.2 } else { 1.0 };
+        let mut chart = ChartBuilder::on(panel)
+            .caption(name, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(50)
+            .build_cartesian_2d(-0.3f64..(nit as f64 - 0.7), 0f64..ymax)
+            .map_err(|x| e(&x))?;
+        chart
+            .configure_mesh()
+            .x_labels(nit)
+            .x_label_formatter(&|x| category_label(*x, &its))
+            .x_desc("iteration")
+            .y_desc(if j == 0 { "elapsed seconds" } else { "" })
+            .label_style(("sans-serif", 13))
+            .axis_desc_style(("sans-serif", 15))
+            .draw()
+            .map_err(|x| e(&x))?;
+        for (k, g) in groups.iter().enumerate() {
+            let color = colors(k);
+            let pts: Vec<(f64, f64)> = g
+                .iterations
+                .iter()
+                .enumerate()
+                .filter_map(|(i, it)| it.get(j).map(|s| (i as f64, s.elapsed_us as f64 / 1e6)))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                .map_err(|x| e(&x))?
+                .label(g.label.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+            chart.draw_series(pts.iter().map(|p| Circle::new(*p, 4, color.filled()))).map_err(|x| e(&x))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .label_font(("sans-serif", 13))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.5))
+            .draw()
+            .map_err(|x| e(&x))?;
+    }
     root.present().map_err(|x| e(&x))?;
     Ok(())
 }

@@ -97,10 +97,14 @@ pub struct MatrixFile {
     pub test: Option<Vec<String>>,
 }
 
-/// `[filesystems.<fs>]`: how one filesystem type is made and mounted.
+/// `[filesystems.<fs>]`: how one filesystem type (or a named variant of one) is made and mounted.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FilesystemFile {
+    /// Makes this entry a variant: the filesystem type it builds with its own mkfs and mount
+    /// options (`[filesystems.ext4-nodelalloc] type = "ext4"`); its name is then a value of `matrix.fs`.
+    #[serde(default, rename = "type")]
+    pub fs_type: Option<String>,
     /// Extra arguments to `mkfs.<fs>`, e.g. `["-E", "lazy_itable_init=0,lazy_journal_init=0"]`.
     #[serde(default)]
     pub mkfs: Vec<String>,

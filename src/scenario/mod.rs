@@ -58,6 +58,13 @@ pub struct Scenario {
     pub kernels: Vec<KernelSpec>,
 }
 
+impl Scenario {
+    /// The filesystem type behind an `fs` axis value: the variant's `type`, else the value itself.
+    pub fn fs_type<'a>(&'a self, name: &'a str) -> &'a str {
+        self.filesystems.get(name).map(|f| f.fs_type(name)).unwrap_or(name)
+    }
+}
+
 /// One kernel to run the cells under, in a qemu virtual machine.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelSpec {
@@ -137,6 +144,16 @@ pub struct FsSpec {
     pub mount: Vec<String>,
     /// Quota implementation used when a cell has quota on.
     pub quota: QuotaImpl,
+    /// For a variant (`[filesystems.ext4-nodelalloc] type = "ext4"`): the filesystem type it makes;
+    /// `None` when the entry's name is the type.
+    pub fs_type: Option<String>,
+}
+
+impl FsSpec {
+    /// The filesystem type given to `mkfs.<type>` and mount(2) for the axis value `name`.
+    pub fn fs_type<'a>(&'a self, name: &'a str) -> &'a str {
+        self.fs_type.as_deref().unwrap_or(name)
+    }
 }
 
 /// Where filesystems live.

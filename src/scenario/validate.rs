@@ -204,16 +204,15 @@ fn axis<T: PartialEq + Clone>(
 
 fn validate_matrix(ctx: &Ctx, m: &MatrixFile, workload_kind: &str) -> Result<Matrix, ScenarioError> {
     let fs = axis(ctx, "fs", &m.fs, |v| {
-        let ok = !v.is_empty()
-            && v.len() <= 32
-            && v.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.');
+        // `-` only names variants (`ext4-nodelalloc`); validate_filesystems checks they are declared.
+        let ok = !v.is_empty() && v.len() <= 32 && v.chars().all(|c| is_fs_type_char(c) || c == '-');
         if ok {
             Ok(v.to_string())
         } else {
             Err((
                 format!("invalid filesystem type `{v}`"),
                 Some(
-                    "filesystem types are lowercase names as in /proc/filesystems (ext4, xfs, btrfs, f2fs, ...)".into(),
+                    "filesystem types are lowercase names as in /proc/filesystems (ext4, xfs, btrfs, f2fs, ...), variants are declared as [filesystems.<name>] type = \"<type>\"".into(),
                 ),
             ))
         }
@@ -300,14 +299,50 @@ fn validate_matrix(ctx: &Ctx, m: &MatrixFile, workload_kind: &str) -> Result<Mat
     Ok(Matrix { fs, layout, quota, tasks, test })
 }
 
+/// A character of a kernel filesystem type name (`ext4`, `fuse.sshfs`, `nfs_v4`).
+fn is_fs_type_char(c: char) -> bool {
+    c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.'
+}
+
 fn validate_filesystems(
     ctx: &Ctx,
     fss: &BTreeMap<String, FilesystemFile>,
     matrix: &Matrix,
 ) -> Result<BTreeMap<String, FsSpec>, ScenarioError> {
     let mut out = BTreeMap::new();
+    for (i, name) in matrix.fs.iter().enumerate() {
+        if name.contains('-') && fss.get(name).and_then(|f| f.fs_type.as_ref()).is_none() {
+            let types: Vec<&str> = name.split('-').take(1).collect();
+            return Err(ctx.at(
+                &with(p("matrix.fs"), Seg::Index(i)),
+                false,
+                format!("`{name}` is not a filesystem type (they have no `-`) and no variant of that name is declared"),
+                Some(format!(
+                    "declare the variant: [filesystems.{name}] type = \"{}\" with its own mkfs/mount",
+                    types[0]
+                )),
+            ));
+        }
+    }
     for (name, f) in fss {
         let base = vec![Seg::Key("filesystems".into()), Seg::Key(name.clone())];
+        if let Some(t) = &f.fs_type {
+            let item = with(base.clone(), Seg::Key("type".into()));
+            if t.is_empty() || t.len() > 32 || !t.chars().all(is_fs_type_char) {
+                return Err(ctx.value_help(
+                    &item,
+                    format!("invalid filesystem type `{t}`"),
+                    "a variant's type is a name as in /proc/filesystems (ext4, xfs, btrfs, ...)",
+                ));
+            }
+            if fss.get(t).is_some_and(|o| o.fs_type.is_some()) {
+                return Err(ctx.value_help(
+                    &item,
+                    format!("`{t}` is itself a variant"),
+                    "a variant's type is a filesystem type; copy the other variant's options instead",
+                ));
+            }
+        }
         if !matrix.fs.contains(name) {
             let fs_names: Vec<&str> = matrix.fs.iter().map(String::as_str).filter(|n| !fss.contains_key(*n)).collect();
             if let Some(help) = did_you_mean(name, &fs_names) {
@@ -369,7 +404,7 @@ fn validate_filesystems(
                 ));
             }
         }
-        out.insert(name.clone(), FsSpec { mkfs: f.mkfs.clone(), mount, quota });
+        out.insert(name.clone(), FsSpec { mkfs: f.mkfs.clone(), mount, quota, fs_type: f.fs_type.clone() });
     }
     for fs in &matrix.fs {
         out.entry(fs.clone()).or_default();

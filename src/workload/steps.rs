@@ -143,7 +143,7 @@ fn time_step(run: &StepsRun, step: &Step) -> Result<StepTiming, StepError> {
     let window = run.spec.disturbance.map(|t| (t, crate::host::cpu::Window::start()));
     let (u0, s0, _) = rusage(libc::RUSAGE_SELF);
     let t0 = Instant::now();
-    let child = exec_or_op(run, step)?;
+    let (child, entries) = exec_or_op(run, step)?;
     let elapsed = t0.elapsed();
     let disturbance = window.and_then(|(t, w)| w.finish(t));
     let (u1, s1, self_rss) = rusage(libc::RUSAGE_SELF);
@@ -162,23 +162,29 @@ fn time_step(run: &StepsRun, step: &Step) -> Result<StepTiming, StepError> {
         elapsed_us: elapsed.as_micros() as u64,
         max_rss_kib,
         disturbance,
+        entries,
     })
 }
 
-/// Perform the step; for `exec`, return the child's (user µs, system µs, max RSS KiB).
-fn exec_or_op(run: &StepsRun, step: &Step) -> Result<Option<(u64, u64, u64)>, StepError> {
+/// What a step reports besides its timing: for `exec` the child's (user µs, system µs, max RSS KiB);
+/// for `rm_rf` and `untar` the entries removed or created.
+type Performed = (Option<(u64, u64, u64)>, Option<u64>);
+
+/// Perform the step.
+fn exec_or_op(run: &StepsRun, step: &Step) -> Result<Performed, StepError> {
     match step {
         Step::RmRf { path } => {
             let p = inside(run.target, path)?;
-            rm_rf(&p, run.cancel).map_err(|e| match e {
+            let st = rm_rf(&p, run.cancel).map_err(|e| match e {
                 RmError::Interrupted => StepError::Interrupted,
                 RmError::Io { path, source } => StepError::Remove { path, source },
             })?;
+            return Ok((None, Some(st.files + st.dirs)));
         }
         Step::Untar { archive } => {
             let a = run.archive_dir.join(archive);
             match untar::unpack_tar_gz_cancellable(&a, run.target, run.trust, run.cancel) {
-                Ok(_) => {}
+                Ok(st) => return Ok((None, Some(st.entries))),
                 Err(UntarError::Interrupted) => return Err(StepError::Interrupted),
                 Err(e) => return Err(e.into()),
             }
@@ -208,9 +214,9 @@ fn exec_or_op(run: &StepsRun, step: &Step) -> Result<Option<(u64, u64, u64)>, St
             let p = inside(run.target, path)?;
             std::fs::create_dir_all(&p).map_err(|source| StepError::Mkdir { path: p, source })?;
         }
-        Step::Exec { argv } => return exec(run.target, argv, run.cancel).map(Some),
+        Step::Exec { argv } => return exec(run.target, argv, run.cancel).map(|c| (Some(c), None)),
     }
-    Ok(None)
+    Ok((None, None))
 }
 
 /// Run a command in `dir` and reap it with wait4 to get its rusage (which

@@ -213,6 +213,7 @@ fn steps_are_gated_per_step_on_elapsed() {
                         elapsed_us: 1000 + i,
                         max_rss_kib: 0,
                         disturbance: None,
+                        entries: None,
                     },
                     StepTiming {
                         label: "tar zxf a".into(),
@@ -222,6 +223,7 @@ fn steps_are_gated_per_step_on_elapsed() {
                         elapsed_us: untar_us + i * 100,
                         max_rss_kib: 0,
                         disturbance: None,
+                        entries: None,
                     },
                 ]
             })
@@ -269,4 +271,37 @@ fn a_candidate_without_readable_results_is_bad_input_not_a_pass() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--markdown"));
+}
+
+/// Issue 14: iteration 1's `rm -rf` of nothing is no sample, and values are printed in seconds
+/// with the direction of "worse" stated.
+#[test]
+fn steps_gate_uses_steady_iterations_and_prints_seconds() {
+    let d = tempfile::tempdir().unwrap();
+    let mk = |label: &str, rm_s: [f64; 5]| {
+        let iterations = rm_s
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let mut t = parse_time_line("rm -rf linux-2.5.63 0.02user 1.71system 0:02.16elapsed 80%CPU");
+                t.elapsed_us = (s * 1e6) as u64;
+                t.entries = Some(if i == 0 { 0 } else { 17_000 });
+                vec![t]
+            })
+            .collect();
+        let cell = steps_cell("ext4", iterations);
+        let m =
+            meta(Some(label), "kernel-untar", &steps_scenario_text("kernel-untar"), "steps", vec![cell.params.clone()]);
+        write_run(&d.path().join(label), &m, &[cell])
+    };
+    // The fresh first iterations differ 100x; the steady ones are the same.
+    let b = mk("BASE", [0.0005, 2.00, 2.02, 1.98, 2.01]);
+    let c = mk("CAND", [0.05, 2.01, 1.99, 2.00, 2.02]);
+    let g = gate(&b, &c, &[]);
+    assert_eq!(g.code, 0, "{}", g.stdout);
+    let line = line_of(&g.stdout, "#0 rm_rf");
+    assert!(line.contains("unchanged"), "{}", g.stdout);
+    assert_eq!(line.matches("2.0050 s").count(), 2, "median of the steady iterations in seconds: {line}");
+    assert!(g.stdout.contains("higher is worse"), "{}", g.stdout);
+    assert!(g.junit.contains("elapsed [s], higher is worse"), "{}", g.junit);
 }

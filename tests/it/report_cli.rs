@@ -191,6 +191,7 @@ fn step(label: &str, op: &str, user_ms: u64, sys_ms: u64, elapsed_ms: u64) -> St
         elapsed_us: elapsed_ms * 1000,
         max_rss_kib: 0,
         disturbance: None,
+        entries: None,
     }
 }
 

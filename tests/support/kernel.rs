@@ -87,10 +87,11 @@ pub fn spec(fs: &str) -> FsSpec {
             mkfs: v(&["-q", "-E", "lazy_itable_init=0,lazy_journal_init=0"]),
             mount: v(&["barrier=0", "noload"]),
             quota: QuotaImpl::Files,
+            fs_type: None,
         },
-        "ext2" | "ext3" => FsSpec { mkfs: v(&["-q"]), mount: v(&["noatime"]), quota: QuotaImpl::Files },
-        "xfs" => FsSpec { mkfs: v(&["-q"]), mount: v(&["noatime"]), quota: QuotaImpl::Files },
-        _ => FsSpec { mkfs: Vec::new(), mount: Vec::new(), quota: QuotaImpl::Files },
+        "ext2" | "ext3" => FsSpec { mkfs: v(&["-q"]), mount: v(&["noatime"]), quota: QuotaImpl::Files, fs_type: None },
+        "xfs" => FsSpec { mkfs: v(&["-q"]), mount: v(&["noatime"]), quota: QuotaImpl::Files, fs_type: None },
+        _ => FsSpec { mkfs: Vec::new(), mount: Vec::new(), quota: QuotaImpl::Files, fs_type: None },
     }
 }
 

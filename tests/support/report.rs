@@ -170,3 +170,131 @@ pub fn write_seed_run(dir: &Path, label: &str) -> PathBuf {
     let m = meta(Some(label), "quota-smp", &latfs_scenario_text("quota-smp", "repetitions = 1\n"), "lat_fs", planned);
     write_run(dir, &m, &cells)
 }
+
+/// Seed 002 as published.
+pub const SEED002: &str = include_str!("../data/seed002/002_32937eb8789570ca.txt");
+
+/// The run label of a seed 002 kernel heading: labels cannot hold the seed's ` elevator=as`.
+pub fn seed002_label(kernel: &str) -> &str {
+    kernel.split_whitespace().next().unwrap_or(kernel)
+}
+
+/// One time(1) line of seed 002 (`tar zxf x 4.83user 5.86system 0:14.09elapsed 75%CPU`) as a step timing.
+pub fn parse_time_line(line: &str) -> StepTiming {
+    let f: Vec<&str> = line.split(' ').collect();
+    let n = f.len();
+    let secs = |s: &str, suffix: &str| -> u64 {
+        let v = s.strip_suffix(suffix).unwrap();
+        let (a, b) = v.split_once('.').unwrap();
+        a.parse::<u64>().unwrap() * 1_000_000 + b.parse::<u64>().unwrap() * 10_000
+    };
+    let (m, s) = f[n - 2].strip_suffix("elapsed").unwrap().split_once(':').unwrap();
+    let label = f[..n - 4].join(" ");
+    let op = match f[0] {
+        "rm" => "rm_rf",
+        "tar" => "untar",
+        other => other,
+    };
+    let mut t = StepTiming {
+        label,
+        op: op.into(),
+        user_us: secs(f[n - 4], "user"),
+        system_us: secs(f[n - 3], "system"),
+        elapsed_us: m.parse::<u64>().unwrap() * 60_000_000 + secs(&format!("{s}x"), "x"),
+        max_rss_kib: 0,
+        ..Default::default()
+    };
+    // time(1) prints centiseconds but computes %CPU from milliseconds: pick the first
+    // milliseconds inside the printed centiseconds that give the printed percentage.
+    let (u, sy, e) = (t.user_us, t.system_us, t.elapsed_us);
+    let cpu = f[n - 1].strip_suffix("%CPU").unwrap().parse::<u64>().ok();
+    'search: for de in 0..10 {
+        for du in 0..10 {
+            for ds in 0..10 {
+                let c = StepTiming {
+                    user_us: u + du * 1000,
+                    system_us: sy + ds * 1000,
+                    elapsed_us: e + de * 1000,
+                    ..t.clone()
+                };
+                if c.cpu_percent() == cpu {
+                    t = c;
+                    break 'search;
+                }
+            }
+        }
+    }
+    t
+}
+
+/// Seed 002's data: per kernel heading, per filesystem, its three time(1) lines.
+pub fn parse_seed002() -> Vec<(String, Vec<(String, Vec<String>)>)> {
+    let body = &SEED002[SEED002.find("-----\n2.5.60:").unwrap()..];
+    let mut out: Vec<(String, Vec<(String, Vec<String>)>)> = Vec::new();
+    for l in body.lines() {
+        if l.starts_with("---") {
+            continue;
+        }
+        if l == "-" {
+            break;
+        }
+        if let Some(head) = l.strip_suffix(':') {
+            if head.starts_with("2.5.") {
+                out.push((head.to_string(), Vec::new()));
+            } else {
+                out.last_mut().unwrap().1.push((head.to_string(), Vec::new()));
+            }
+        } else {
+            out.last_mut().unwrap().1.last_mut().unwrap().1.push(l.to_string());
+        }
+    }
+    out
+}
+
+/// The scenario a seed 002 run would have had.
+pub fn steps_scenario_text(name: &str) -> String {
+    format!(
+        "schema = 1\nname = \"{name}\"\n[matrix]\nfs = [\"reiserfs\", \"reiser4\", \"ext3\", \"xfs\"]\nlayout = [\"S\"]\n\
+         [backing]\nkind = \"tmpfs-loop\"\n[archive]\ngenerate = \"linux-2.5.63\"\n[workload]\nkind = \"steps\"\niterations = 5\n\
+         steps = [{{ op = \"rm_rf\", path = \"linux-2.5.63\" }}, {{ op = \"untar\" }}, {{ op = \"sync\" }}]\n"
+    )
+}
+
+/// An ok steps cell with these iterations.
+pub fn steps_cell(fs: &str, iterations: Vec<Vec<StepTiming>>) -> CellResult {
+    let params = CellParams { fs: fs.into(), layout: Layout::S, quota: QuotaMode::Off, tasks: 1, test: None };
+    CellResult {
+        schema: RESULT_SCHEMA_VERSION,
+        id: params.id(),
+        params,
+        status: CellStatus::Ok,
+        skip: None,
+        error: None,
+        notes: Vec::new(),
+        filesystems: vec![FilesystemInfo {
+            fs: fs.into(),
+            mountpoint: "/mnt/test".into(),
+            mkfs_argv: vec![format!("mkfs.{fs}"), "/dev/hda3".into()],
+            ..Default::default()
+        }],
+        latfs: None,
+        steps: Some(StepsResult { iterations }),
+        started: "2003-02-28T12:00:00Z".into(),
+        finished: "2003-02-28T12:05:00Z".into(),
+    }
+}
+
+/// Write seed 002's run of one kernel heading (one iteration per cell: the seed's 5th run) into `dir`.
+pub fn write_seed002_run(dir: &Path, kernel: &str) -> PathBuf {
+    let data = parse_seed002();
+    let (_, fss) = data.iter().find(|(k, _)| k == kernel).unwrap();
+    let cells: Vec<CellResult> = fss
+        .iter()
+        .map(|(fs, lines)| steps_cell(fs, vec![lines.iter().map(|l| parse_time_line(l)).collect()]))
+        .collect();
+    let planned = cells.iter().map(|c| c.params.clone()).collect();
+    let label = seed002_label(kernel);
+    let mut m = meta(Some(label), "kernel-untar", &steps_scenario_text("kernel-untar"), "steps", planned);
+    m.host.kernel_release = label.into();
+    write_run(dir, &m, &cells)
+}

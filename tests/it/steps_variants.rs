@@ -1,0 +1,78 @@
+//! Issue 14: variants as axis values, run for real and compared side by side.
+
+use crate::support::kernel::assert_no_leaks;
+use crate::support::sandbox::Sandbox;
+use crate::support::{crate_root, fsbench};
+
+const SCENARIO: &str = r#"schema = 1
+name = "variants"
+[matrix]
+fs = ["ext4", "ext4-nodelalloc"]
+[filesystems.ext4]
+mkfs = ["-E", "lazy_itable_init=0,lazy_journal_init=0"]
+[filesystems.ext4-nodelalloc]
+type = "ext4"
+mkfs = ["-E", "lazy_itable_init=0,lazy_journal_init=0"]
+mount = ["nodelalloc"]
+[backing]
+kind = "tmpfs-loop"
+image_size = "64MiB"
+[archive]
+path = "ARCHIVE"
+[workload]
+kind = "steps"
+iterations = 3
+steps = [
+  { op = "rm_rf", path = "linux-2.5.63" },
+  { op = "untar", archive = "linux-2.5.63-small.tar.gz" },
+  { op = "sync" },
+]
+"#;
+
+#[test]
+fn a_variant_axis_runs_with_its_own_mount_options_and_compares() {
+    skip_unless_root!();
+    let sb = Sandbox::new("fsbench-variants-");
+    let archive = crate_root().join("fixtures/linux-2.5.63-small.tar.gz");
+    let scenario = sb.path().join("variants.toml");
+    std::fs::write(&scenario, SCENARIO.replace("ARCHIVE", archive.to_str().unwrap())).unwrap();
+    let plan = fsbench().arg("plan").arg(&scenario).output().unwrap();
+    let plan_out = String::from_utf8_lossy(&plan.stdout);
+    assert!(plan.status.success(), "{plan_out}{}", String::from_utf8_lossy(&plan.stderr));
+    assert!(plan_out.contains("ext4-nodelalloc") && plan_out.contains("mkfs.ext4"), "{plan_out}");
+    for label in ["A", "B"] {
+        let out = sb.fsbench(&["run", scenario.to_str().unwrap(), "--label", label]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let runs = sb.runs();
+    assert_eq!(runs.len(), 2);
+    let cell: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(runs[0].join("cells/ext4-nodelalloc-S-qoff-t1.json")).unwrap())
+            .unwrap();
+    assert_eq!(cell["status"], "ok", "{cell:#}");
+    let fs = &cell["filesystems"][0];
+    assert_eq!(fs["fs"], "ext4", "the variant made an ext4: {fs:#}");
+    assert!(fs["mkfs_argv"][0].as_str().unwrap().ends_with("mkfs.ext4"), "{fs:#}");
+    assert!(fs["super_options"].as_str().unwrap().contains("nodelalloc"), "{fs:#}");
+    let plain: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(runs[0].join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
+    assert!(!plain["filesystems"][0]["super_options"].as_str().unwrap().contains("nodelalloc"));
+
+    let args: Vec<String> = ["A", "B"].iter().zip(&runs).map(|(l, r)| format!("{l}={}", r.display())).collect();
+    let cmp = fsbench().arg("compare").args(&args).output().unwrap();
+    let text = String::from_utf8_lossy(&cmp.stdout);
+    assert!(cmp.status.success(), "{text}{}", String::from_utf8_lossy(&cmp.stderr));
+    let untar = &text[text.find("step 2: tar zxf").unwrap()..];
+    assert!(untar.lines().any(|l| l.starts_with("ext4-nodelalloc ") && l.contains('±')), "{text}");
+    // Steady iterations: 2 and 3 (iteration 1's rm_rf removed nothing).
+    assert!(text.contains("iterations 2,3"), "{text}");
+    let gate = fsbench().args(["gate", "--baseline"]).arg(&runs[0]).arg("--candidate").arg(&runs[1]).output().unwrap();
+    let g = String::from_utf8_lossy(&gate.stdout);
+    assert!(g.contains("ext4-nodelalloc-S-qoff-t1#1 untar") && g.contains(" s "), "{g}");
+    assert_no_leaks(sb.path());
+}
