@@ -29,6 +29,7 @@ fn cell(params: CellParams, seed: u64) -> CellResult {
                     .collect(),
                 total_loops_per_ms: v,
                 latency_us: 1000.0 / v,
+                ..LatfsRepetition::default()
             }
         })
         .collect();
@@ -50,6 +51,7 @@ fn cell(params: CellParams, seed: u64) -> CellResult {
             total_loops: summarize(&samples),
             latency_us: summarize(&samples),
             repetitions: reps,
+            latency_dist: None,
         }),
         steps: None,
         started: "2025-01-01T00:00:00Z".into(),

@@ -206,6 +206,7 @@ mod tests {
                     system_us: 0,
                     elapsed_us: e * 1000,
                     max_rss_kib: 0,
+                    ..StepTiming::default()
                 }]
             })
             .collect()

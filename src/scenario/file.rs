@@ -196,6 +196,14 @@ pub struct WorkloadFile {
     /// lat_fs: repetitions of warm-up + window per cell. Default 5.
     #[serde(default)]
     pub repetitions: Option<i64>,
+    /// lat_fs: `"mean"` (iterations counted, the default) or `"histogram"` (every
+    /// iteration timed into a latency histogram: p50/p90/p99/p99.9/max).
+    #[serde(default)]
+    pub latency: Option<String>,
+    /// Read the kernel's block-device, vmstat and dirty-memory counters around every
+    /// repetition and step (and sample them every 100 ms during steps). Default true.
+    #[serde(default)]
+    pub monitors: Option<bool>,
     /// steps: how many times the step list runs. Default 1.
     #[serde(default)]
     pub iterations: Option<i64>,

@@ -55,6 +55,8 @@ pub struct Scenario {
     pub gate: GateSpec,
     /// Kernels to boot in qemu and run every cell under; empty: the host kernel.
     pub kernels: Vec<KernelSpec>,
+    /// Read kernel counters around repetitions and steps (`workload.monitors`, default true).
+    pub monitors: bool,
 }
 
 /// One kernel to run the cells under, in a qemu virtual machine.
@@ -235,6 +237,18 @@ pub struct LatfsSpec {
     pub duration: Duration,
     /// Repetitions of warm-up + window per cell.
     pub repetitions: u32,
+    /// How iterations are timed: counted over the window, or each one into a histogram.
+    pub latency: LatencyMode,
+}
+
+/// How a lat_fs worker times its loop (`workload.latency`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LatencyMode {
+    /// Count iterations over the window; one clock read per batch (the reference's way).
+    #[default]
+    Mean,
+    /// Read the clock after every iteration and record its latency in a histogram.
+    Histogram,
 }
 
 /// Options of the steps workload.

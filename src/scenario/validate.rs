@@ -98,6 +98,7 @@ pub(super) fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Sc
         workload,
         gate,
         kernels,
+        monitors: f.workload.monitors.unwrap_or(true),
     })
 }
 
@@ -583,6 +584,17 @@ fn validate_latfs(ctx: &Ctx, w: &WorkloadFile) -> Result<LatfsSpec, ScenarioErro
         warmup: duration_in(ctx, "workload.warmup", &w.warmup, "300ms", true)?,
         duration: duration_in(ctx, "workload.duration", &w.duration, "1s", false)?,
         repetitions: int_in(ctx, "workload.repetitions", w.repetitions, 5, 1, 1000)?,
+        latency: match w.latency.as_deref() {
+            None | Some("mean") => LatencyMode::Mean,
+            Some("histogram") => LatencyMode::Histogram,
+            Some(other) => {
+                return Err(ctx.value_help(
+                    &p("workload.latency"),
+                    format!("unknown latency mode `{other}`"),
+                    did_you_mean(other, &["mean", "histogram"]).unwrap_or_else(|| "use `mean` or `histogram`".into()),
+                ));
+            }
+        },
     })
 }
 
@@ -599,6 +611,7 @@ fn validate_steps(ctx: &Ctx, w: &WorkloadFile, archive: Option<&ArchiveSpec>) ->
             ("warmup", w.warmup.is_some()),
             ("duration", w.duration.is_some()),
             ("repetitions", w.repetitions.is_some()),
+            ("latency", w.latency.is_some()),
         ],
     )?;
     let iterations = int_in(ctx, "workload.iterations", w.iterations, 1, 1, 10_000)?;

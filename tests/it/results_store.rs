@@ -33,9 +33,11 @@ fn scenario() -> Scenario {
             warmup: Duration::from_millis(300),
             duration: Duration::from_secs(1),
             repetitions: 2,
+            latency: fsbench::scenario::LatencyMode::Mean,
         }),
         gate: GateSpec::default(),
         kernels: Vec::new(),
+        monitors: true,
     }
 }
 

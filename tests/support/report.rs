@@ -94,6 +94,7 @@ pub fn latfs_cell(params: CellParams, samples: &[f64]) -> CellResult {
                 .collect(),
             total_loops_per_ms: *v,
             latency_us: 1000.0 / v,
+            ..LatfsRepetition::default()
         })
         .collect();
     let fs = FilesystemInfo {
@@ -117,6 +118,7 @@ pub fn latfs_cell(params: CellParams, samples: &[f64]) -> CellResult {
             total_loops: summarize(samples),
             latency_us: summarize(&reps.iter().map(|r| r.latency_us).collect::<Vec<_>>()),
             repetitions: reps,
+            latency_dist: None,
         }),
         steps: None,
         started: "2010-11-11T12:00:00Z".into(),

@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::sys::signal::Signal;
 
-use crate::model::{LatfsRepetition, LatfsResult, LatfsTest, TaskSample};
+use crate::model::{Counters, LatencyDist, LatfsRepetition, LatfsResult, LatfsTest, TaskSample};
+use crate::monitor::Watch;
 use crate::scenario::LatfsSpec;
 use crate::stats::summarize;
 
@@ -167,6 +168,12 @@ fn signal_name(signal: i32) -> &'static str {
 
 /// Run every repetition of one lat_fs cell and summarise them.
 pub fn run(run: &LatfsRun) -> Result<LatfsResult, LatfsError> {
+    run_monitored(run, None)
+}
+
+/// [`run`], reading `watch`'s kernel counters around each repetition's timed part
+/// (from the start barrier to the last result) into [`LatfsRepetition::counters`].
+pub fn run_monitored(run: &LatfsRun, watch: Option<&Watch>) -> Result<LatfsResult, LatfsError> {
     if run.task_dirs.is_empty() {
         return Err(LatfsError::NoTasks);
     }
@@ -175,7 +182,12 @@ pub fn run(run: &LatfsRun) -> Result<LatfsResult, LatfsError> {
     }
     let mut repetitions = Vec::with_capacity(run.spec.repetitions as usize);
     for _ in 0..run.spec.repetitions {
-        repetitions.push(repetition(run_once(run)?));
+        let (tasks, latency, counters) = run_once(run, watch)?;
+        let mut r = repetition(tasks);
+        r.counters = counters;
+        // Tasks are merged: the cell's latency is every operation of every task.
+        r.latency_dist = latency.map(|l| crate::monitor::latency::merge(&l));
+        repetitions.push(r);
     }
     Ok(result(repetitions))
 }
@@ -192,18 +204,24 @@ pub fn repetition(tasks: Vec<TaskSample>) -> LatfsRepetition {
             .sum::<f64>()
             / tasks.len() as f64
     };
-    LatfsRepetition { tasks, total_loops_per_ms, latency_us }
+    LatfsRepetition { tasks, total_loops_per_ms, latency_us, ..LatfsRepetition::default() }
 }
 
 /// A cell's result: every repetition plus statistics over them.
 pub fn result(repetitions: Vec<LatfsRepetition>) -> LatfsResult {
     let totals: Vec<f64> = repetitions.iter().map(|r| r.total_loops_per_ms).collect();
     let latencies: Vec<f64> = repetitions.iter().map(|r| r.latency_us).collect();
-    LatfsResult { total_loops: summarize(&totals), latency_us: summarize(&latencies), repetitions }
+    let dists: Vec<&LatencyDist> = repetitions.iter().filter_map(|r| r.latency_dist.as_ref()).collect();
+    let latency_dist = (!dists.is_empty()).then(|| crate::monitor::latency::merge(dists));
+    LatfsResult { total_loops: summarize(&totals), latency_us: summarize(&latencies), latency_dist, repetitions }
 }
 
+/// What one repetition brings back: per-task samples, per-task latency
+/// distributions (when histogrammed) and the kernel counters of its window.
+type Once = (Vec<TaskSample>, Option<Vec<LatencyDist>>, Option<Counters>);
+
 /// Start all workers, release them together, collect their samples.
-fn run_once(run: &LatfsRun) -> Result<Vec<TaskSample>, LatfsError> {
+fn run_once(run: &LatfsRun, watch: Option<&Watch>) -> Result<Once, LatfsError> {
     let spec = run.spec;
     let mut pool = Pool { workers: Vec::with_capacity(run.task_dirs.len()) };
     for (i, dir) in run.task_dirs.iter().enumerate() {
@@ -217,14 +235,28 @@ fn run_once(run: &LatfsRun) -> Result<Vec<TaskSample>, LatfsError> {
             open_for_write: spec.open_for_write,
             warmup: spec.warmup,
             duration: spec.duration,
+            histogram: spec.latency == crate::scenario::LatencyMode::Histogram,
         };
         pool.spawn(run.exe, config)?;
     }
     pool.collect("ready", Instant::now() + SETUP_TIMEOUT)?;
+    let before = watch.map(Watch::snapshot);
     pool.release()?;
     let deadline = Instant::now() + spec.warmup + spec.duration + RESULT_SLACK;
     let results = pool.collect("result", deadline)?;
-    pool.reap_all(results)
+    let counters = watch.zip(before).map(|(w, b)| b.delta(&w.snapshot()));
+    let latency: Option<Vec<LatencyDist>> = results
+        .iter()
+        .map(|m| match m {
+            WorkerMessage::Result { latency: Some(b), .. } => {
+                let mut h = crate::monitor::latency::histogram();
+                crate::monitor::latency::add_buckets(&mut h, b);
+                Some(crate::monitor::latency::dist(&h))
+            }
+            _ => None,
+        })
+        .collect();
+    Ok((pool.reap_all(results)?, latency, counters))
 }
 
 /// A started worker and our ends of its pipes.
@@ -355,7 +387,7 @@ impl Pool {
             if !(libc::WIFEXITED(reaped.status) && libc::WEXITSTATUS(reaped.status) == 0) {
                 return Err(self.explain(i, &reaped, "after its result"));
             }
-            let WorkerMessage::Result { iterations, window_ns } = msg else { unreachable!("collected results") };
+            let WorkerMessage::Result { iterations, window_ns, .. } = msg else { unreachable!("collected results") };
             samples.push(TaskSample { task, iterations, window_ns, user_us: reaped.user_us, sys_us: reaped.sys_us });
         }
         Ok(samples)
