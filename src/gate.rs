@@ -53,14 +53,59 @@ pub enum GateError {
     Workload(String),
 }
 
-/// The metric a gate compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// The metric a gate compares; serialized as its `--metric` name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Metric {
     /// lat_fs loops per ms over all tasks (higher is better).
     TotalLoops,
     /// Wall-clock time of a step in µs (lower is better).
     Elapsed,
+    /// A percentile of lat_fs operation latency in ns, from `latency = "histogram"` runs
+    /// (lower is better): `--metric p99`.
+    Latency(Percentile),
+}
+
+impl Serialize for Metric {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// A stored percentile of a latency distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Percentile {
+    /// Median.
+    P50,
+    /// 90th percentile.
+    P90,
+    /// 99th percentile.
+    P99,
+    /// 99.9th percentile.
+    P999,
+    /// Longest operation.
+    Max,
+}
+
+impl Percentile {
+    /// Every percentile, in order.
+    pub const ALL: [Percentile; 5] =
+        [Percentile::P50, Percentile::P90, Percentile::P99, Percentile::P999, Percentile::Max];
+
+    /// Name as given to `--metric` (`p99.9`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Percentile::P50 => "p50",
+            Percentile::P90 => "p90",
+            Percentile::P99 => "p99",
+            Percentile::P999 => "p99.9",
+            Percentile::Max => "max",
+        }
+    }
+
+    /// Its value in a distribution, nanoseconds.
+    pub fn of(self, d: &crate::model::LatencyDist) -> u64 {
+        crate::monitor::latency::percentile_of(d, self.name()).unwrap_or(0)
+    }
 }
 
 impl Metric {
@@ -69,6 +114,7 @@ impl Metric {
         match self {
             Metric::TotalLoops => "total_loops",
             Metric::Elapsed => "elapsed",
+            Metric::Latency(p) => p.name(),
         }
     }
 
@@ -242,6 +288,19 @@ fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
             let key = cell.params.test.map(|t| t.name().to_string()).unwrap_or_default();
             vec![Series { name: cell.id.clone(), key, samples, note: not_ok }]
         }
+        Metric::Latency(p) => {
+            let samples: Vec<f64> = cell
+                .latfs
+                .as_ref()
+                .map(|l| l.repetitions.iter().filter_map(|r| r.latency_dist.as_ref()).map(|d| p.of(d) as f64).collect())
+                .unwrap_or_default();
+            let key = cell.params.test.map(|t| t.name().to_string()).unwrap_or_default();
+            let note = not_ok.or_else(|| {
+                (samples.is_empty() && cell.latfs.is_some())
+                    .then(|| "no latency histogram: run with `latency = \"histogram\"`".to_string())
+            });
+            vec![Series { name: cell.id.clone(), key, samples, note }]
+        }
         Metric::Elapsed => {
             let Some(st) = &cell.steps else {
                 return vec![Series { name: cell.id.clone(), key: String::new(), samples: Vec::new(), note: not_ok }];
@@ -269,10 +328,14 @@ fn metric_for(workload: &str, requested: Option<&str>) -> Result<Metric, GateErr
         "steps" => Metric::Elapsed,
         other => return Err(GateError::Workload(other.into())),
     };
+    if own == Metric::TotalLoops
+        && let Some(p) = Percentile::ALL.into_iter().find(|p| Some(p.name()) == requested)
+    {
+        return Ok(Metric::Latency(p));
+    }
+    let expected = if own == Metric::TotalLoops { "total_loops, or p50, p90, p99, p99.9, max" } else { own.name() };
     match requested {
-        Some(m) if m != own.name() => {
-            Err(GateError::Metric { metric: m.into(), workload: workload.into(), expected: own.name() })
-        }
+        Some(m) if m != own.name() => Err(GateError::Metric { metric: m.into(), workload: workload.into(), expected }),
         _ => Ok(own),
     }
 }
