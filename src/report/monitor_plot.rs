@@ -166,35 +166,45 @@ fn draw_cdf<DB: DrawingBackend>(
     let lo = cells.iter().map(|c| c.dist.min_ns.max(1)).min().unwrap_or(1) as f64 / 1e3;
     let hi = cells.iter().map(|c| c.dist.max_ns.max(2)).max().unwrap_or(2) as f64 / 1e3;
     let (lo, hi) = (lo * 0.8, (hi * 1.25).max(lo * 2.0));
+    // HdrHistogram's percentile plot: y = -log10(1 - F), so 90%, 99%, 99.9% are evenly
+    // spaced and the tail, which a linear CDF squashes into its top pixel, is readable.
+    let curves: Vec<Vec<(f64, f64)>> = cells
+        .iter()
+        .map(|c| {
+            let total = c.dist.count.max(1) as f64;
+            let floor = 0.5 / total;
+            let mut acc = 0u64;
+            c.dist
+                .buckets
+                .iter()
+                .map(|[v, n]| {
+                    acc += n;
+                    ((*v).max(1) as f64 / 1e3, -(1.0 - acc as f64 / total).max(floor).log10())
+                })
+                .collect()
+        })
+        .collect();
+    let ytop = curves.iter().flatten().map(|p| p.1).fold(3.0f64, f64::max).ceil();
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 22))
         .margin(15)
         .x_label_area_size(45)
         .y_label_area_size(70)
-        .build_cartesian_2d((lo..hi).log_scale(), 0f64..1.0)
+        .build_cartesian_2d((lo..hi).log_scale(), 0f64..ytop)
         .map_err(|x| e(&x))?;
     chart
         .configure_mesh()
         .x_desc("latency of one operation, µs (log scale)")
-        .y_desc("fraction of operations at or below")
+        .y_desc("percentile (operations at or below)")
         .x_label_formatter(&|x| if *x >= 10.0 { format!("{x:.0}") } else { format!("{x:.2}") })
+        .y_labels(ytop as usize + 1)
+        .y_label_formatter(&|y| percentile_label(*y))
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 15))
         .draw()
         .map_err(|x| e(&x))?;
-    for (ci, c) in cells.iter().enumerate() {
+    for (ci, (c, pts)) in cells.iter().zip(curves).enumerate() {
         let color = colors(ci);
-        let total = c.dist.count.max(1) as f64;
-        let mut acc = 0u64;
-        let pts: Vec<(f64, f64)> = c
-            .dist
-            .buckets
-            .iter()
-            .map(|[v, n]| {
-                acc += n;
-                ((*v).max(1) as f64 / 1e3, acc as f64 / total)
-            })
-            .collect();
         chart
             .draw_series(LineSeries::new(pts, color.stroke_width(2)))
             .map_err(|x| e(&x))?
@@ -203,7 +213,7 @@ fn draw_cdf<DB: DrawingBackend>(
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
+        .position(SeriesLabelPosition::UpperLeft)
         .label_font(("sans-serif", 13))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.5))
@@ -211,4 +221,31 @@ fn draw_cdf<DB: DrawingBackend>(
         .map_err(|x| e(&x))?;
     root.present().map_err(|x| e(&x))?;
     Ok(())
+}
+
+/// `0%`, `90%`, `99%`, `99.9%`... at whole numbers of nines; nothing between.
+fn percentile_label(y: f64) -> String {
+    let n = y.round();
+    if (y - n).abs() > 1e-6 || n < 0.0 {
+        return String::new();
+    }
+    match n as u32 {
+        0 => "0%".into(),
+        1 => "90%".into(),
+        2 => "99%".into(),
+        k => format!("99.{}%", "9".repeat(k as usize - 2)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_axis_counts_nines() {
+        assert_eq!(percentile_label(0.0), "0%");
+        assert_eq!(percentile_label(2.0), "99%");
+        assert_eq!(percentile_label(4.0), "99.99%");
+        assert_eq!(percentile_label(2.5), "");
+    }
 }
