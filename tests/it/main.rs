@@ -21,6 +21,7 @@ mod fixture_cli;
 mod fixture_shape;
 mod gate_cli;
 mod latfs_run;
+mod monitors;
 mod provision_faults;
 mod provision_layouts;
 mod provision_stale;
