@@ -374,10 +374,13 @@ fn latfs_csv(runs: &[(&str, &LoadedRun)], tables: &[LatfsTable], reference: &str
     if with_ratios {
         head.extend(["ratio", "p_value", "significant"].map(String::from));
     }
-    head.extend(
-        ["write_ios_median", "mb_written_median", "util_percent", "p50_us", "p90_us", "p99_us", "p99.9_us", "max_us"]
-            .map(String::from),
-    );
+    // Monitor columns only when some cell has them: files from before the monitors keep their shape.
+    if !counters.is_empty() {
+        head.extend(["write_ios_median", "mb_written_median", "util_percent"].map(String::from));
+    }
+    if !latencies.is_empty() {
+        head.extend(["p50_us", "p90_us", "p99_us", "p99.9_us", "max_us"].map(String::from));
+    }
     let mut out = csv_record(&head);
     for t in tables {
         for (ri, tasks) in t.tasks.iter().enumerate() {
@@ -425,6 +428,7 @@ fn latfs_csv(runs: &[(&str, &LoadedRun)], tables: &[LatfsTable], reference: &str
                 }
                 .id();
                 match counters.iter().find(|c| c.label == col.label && c.id == id) {
+                    _ if counters.is_empty() => {}
                     Some(c) => {
                         let ios: Vec<f64> = c.write_ios.iter().map(|v| *v as f64).collect();
                         rec.push(fmt4(crate::stats::summarize(&ios).median));
@@ -434,6 +438,7 @@ fn latfs_csv(runs: &[(&str, &LoadedRun)], tables: &[LatfsTable], reference: &str
                     None => rec.extend([String::new(), String::new(), String::new()]),
                 }
                 match latencies.iter().find(|c| c.label == col.label && c.id == id) {
+                    _ if latencies.is_empty() => {}
                     Some(l) => {
                         let d = &l.dist;
                         for ns in [d.p50_ns, d.p90_ns, d.p99_ns, d.p999_ns, d.max_ns] {
