@@ -11,7 +11,8 @@
 #    ROUNDS times, 1 task, every test: ratio of median total_loops. Target >= 0.97.
 #
 # Usage: sudo benches/monitors.sh [ROUNDS]   (default 4). Needs root, mkfs.ext4.
-# Knobs: ITERATIONS=3 DURATION=1s REPS=3
+# Knobs: ITERATIONS=3 DURATION=1s REPS=3; FSBENCH=path (a built binary: no build);
+#        MICRO=0 skips the per-call bench.
 set -euo pipefail
 
 ROUNDS=${1:-4}
@@ -21,8 +22,10 @@ REPS=${REPS:-3}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 [ "$(id -u)" = 0 ] || { echo "benches/monitors.sh: needs root (loop devices and mount)" >&2; exit 2; }
 cd "$HERE"
-cargo build --release --quiet --bin fsbench
-FSBENCH=$HERE/target/release/fsbench
+if [ -z "${FSBENCH:-}" ]; then
+    cargo build --release --quiet --bin fsbench
+    FSBENCH=$HERE/target/release/fsbench
+fi
 WORK=$(mktemp -d /tmp/fsbench-monitors-bench.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 export XDG_CACHE_HOME=$HERE/target/fixture-cache-home
@@ -33,8 +36,10 @@ run() { # OUT_SUBDIR ARGS...
         || { cat "$WORK/err" >&2; exit 1; }
 }
 
-echo "== per call (cargo bench --bench monitors)"
-cargo bench --quiet --bench monitors 2>/dev/null
+if [ "${MICRO:-1}" != 0 ]; then
+    echo "== per call (cargo bench --bench monitors)"
+    cargo bench --quiet --bench monitors 2>/dev/null
+fi
 
 for r in $(seq 1 "$ROUNDS"); do
     if [ $((r % 2)) = 1 ]; then order="on off"; else order="off on"; fi
@@ -79,7 +84,7 @@ for m in ("on", "off"):
             for rep in c["latfs"]["repetitions"]:
                 tl.setdefault((m, c["params"]["test"]), []).append(rep["total_loops_per_ms"])
 for t in ("open_close", "create_unlink", "chown", "write_truncate"):
-    if (t, ) and ("on", t) in tl and ("off", t) in tl:
+    if ("on", t) in tl and ("off", t) in tl:
         h, p = st.median(tl[("on", t)]), st.median(tl[("off", t)])
         cv = st.pstdev(tl[("off", t)]) / st.mean(tl[("off", t)])
         print(f"{t}: histogram {h:.1f} mean {p:.1f} ratio {h/p:.3f} (plain CV {cv*100:.1f}%)")

@@ -62,49 +62,12 @@ pub enum Metric {
     Elapsed,
     /// A percentile of lat_fs operation latency in ns, from `latency = "histogram"` runs
     /// (lower is better): `--metric p99`.
-    Latency(Percentile),
+    Latency(crate::monitor::latency::Percentile),
 }
 
 impl Serialize for Metric {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.name())
-    }
-}
-
-/// A stored percentile of a latency distribution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Percentile {
-    /// Median.
-    P50,
-    /// 90th percentile.
-    P90,
-    /// 99th percentile.
-    P99,
-    /// 99.9th percentile.
-    P999,
-    /// Longest operation.
-    Max,
-}
-
-impl Percentile {
-    /// Every percentile, in order.
-    pub const ALL: [Percentile; 5] =
-        [Percentile::P50, Percentile::P90, Percentile::P99, Percentile::P999, Percentile::Max];
-
-    /// Name as given to `--metric` (`p99.9`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Percentile::P50 => "p50",
-            Percentile::P90 => "p90",
-            Percentile::P99 => "p99",
-            Percentile::P999 => "p99.9",
-            Percentile::Max => "max",
-        }
-    }
-
-    /// Its value in a distribution, nanoseconds.
-    pub fn of(self, d: &crate::model::LatencyDist) -> u64 {
-        crate::monitor::latency::percentile_of(d, self.name()).unwrap_or(0)
     }
 }
 
@@ -329,7 +292,7 @@ fn metric_for(workload: &str, requested: Option<&str>) -> Result<Metric, GateErr
         other => return Err(GateError::Workload(other.into())),
     };
     if own == Metric::TotalLoops
-        && let Some(p) = Percentile::ALL.into_iter().find(|p| Some(p.name()) == requested)
+        && let Some(p) = requested.and_then(crate::monitor::latency::Percentile::parse)
     {
         return Ok(Metric::Latency(p));
     }

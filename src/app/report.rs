@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 
 use crate::exit::{self, InputError};
-use crate::report::{self, Format, check_compatible, render_compare, render_run, write_plot_dir};
+use crate::report::{self, Format, check_compatible, render_compare_by, render_run, write_plot_dir};
 use crate::results::{LoadedRun, load_run};
 
 /// Output format of reports, as the flag spells it.
@@ -60,6 +60,10 @@ pub struct CompareArgs {
     /// Also write one PNG and one SVG plot per table into this directory.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    /// Compare a lat_fs latency percentile instead of total loops: p50, p90, p99, p99.9 or max
+    /// (needs runs made with `latency = "histogram"`).
+    #[arg(long, value_name = "METRIC")]
+    pub metric: Option<String>,
 }
 
 /// `fsbench report`.
@@ -123,6 +127,12 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
     if let Some(dir) = &args.plot {
         super::check_output_dir("--plot", dir)?;
     }
+    let metric = match args.metric.as_deref() {
+        None | Some("total_loops") => None,
+        Some(m) => Some(crate::monitor::latency::Percentile::parse(m).ok_or_else(|| {
+            InputError::anyhow(format!("--metric {m}: use total_loops, or a percentile: p50, p90, p99, p99.9, max"))
+        })?),
+    };
     let mut runs = Vec::new();
     for arg in &args.runs {
         let (label, dir) = parse_run_arg(arg);
@@ -144,6 +154,9 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
         });
         runs.push((label, run));
     }
+    if metric.is_some() && runs.iter().any(|(_, r)| r.meta.workload != "lat_fs") {
+        return Err(InputError::anyhow("--metric with a percentile needs lat_fs runs (steps compare elapsed times)"));
+    }
     let warnings = check_compatible(&runs).map_err(|e| InputError::anyhow(format!("cannot compare: {e}")))?;
     for w in &warnings {
         eprintln!("warning: {w}");
@@ -155,8 +168,8 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
             code = exit::USAGE;
         }
     }
-    let text =
-        render_compare(&runs, args.format.into()).map_err(|e| InputError::anyhow(format!("cannot compare: {e}")))?;
+    let text = render_compare_by(&runs, args.format.into(), metric)
+        .map_err(|e| InputError::anyhow(format!("cannot compare: {e}")))?;
     print!("{text}");
     if let Some(dir) = &args.plot {
         let refs: Vec<(&str, &LoadedRun)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();

@@ -91,16 +91,53 @@ pub fn decode(text: &str) -> Option<Vec<[u64; 2]>> {
     Some(out)
 }
 
-/// The quantile of a stored percentile name (`p50`, `p90`, `p99`, `p99.9`, `max`).
-pub fn percentile_of(d: &LatencyDist, name: &str) -> Option<u64> {
-    Some(match name {
-        "p50" => d.p50_ns,
-        "p90" => d.p90_ns,
-        "p99" => d.p99_ns,
-        "p99.9" | "p999" => d.p999_ns,
-        "max" => d.max_ns,
-        _ => return None,
-    })
+/// A stored percentile of a latency distribution, as `--metric` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Percentile {
+    /// Median.
+    P50,
+    /// 90th percentile.
+    P90,
+    /// 99th percentile.
+    P99,
+    /// 99.9th percentile.
+    P999,
+    /// Longest operation.
+    Max,
+}
+
+impl Percentile {
+    /// Every percentile, in order.
+    pub const ALL: [Percentile; 5] =
+        [Percentile::P50, Percentile::P90, Percentile::P99, Percentile::P999, Percentile::Max];
+
+    /// Name as given to `--metric` (`p99.9`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Percentile::P50 => "p50",
+            Percentile::P90 => "p90",
+            Percentile::P99 => "p99",
+            Percentile::P999 => "p99.9",
+            Percentile::Max => "max",
+        }
+    }
+
+    /// The percentile named `name` (`p999` is accepted for `p99.9`).
+    pub fn parse(name: &str) -> Option<Percentile> {
+        let name = if name == "p999" { "p99.9" } else { name };
+        Percentile::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// Its value in a distribution, nanoseconds.
+    pub fn of(self, d: &LatencyDist) -> u64 {
+        match self {
+            Percentile::P50 => d.p50_ns,
+            Percentile::P90 => d.p90_ns,
+            Percentile::P99 => d.p99_ns,
+            Percentile::P999 => d.p999_ns,
+            Percentile::Max => d.max_ns,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -135,8 +172,9 @@ mod tests {
         assert!(m.max_ns >= 2_000_000 && m.max_ns < 2_020_000);
         assert_eq!(decode("12:x"), None);
         assert_eq!(decode(""), Some(vec![]));
-        assert_eq!(percentile_of(&m, "p99.9"), Some(m.p999_ns));
-        assert_eq!(percentile_of(&m, "p42"), None);
+        assert_eq!(Percentile::parse("p99.9").map(|p| p.of(&m)), Some(m.p999_ns));
+        assert_eq!(Percentile::parse("p999"), Some(Percentile::P999));
+        assert_eq!(Percentile::parse("p42"), None);
     }
 
     #[test]

@@ -42,9 +42,21 @@ pub fn render_run(run: &LoadedRun, format: Format) -> String {
 /// Render several labelled runs merged into one report, with ratios to the first
 /// label and significance marks; refuses incompatible runs (see [`compare`]).
 pub fn render_compare(runs: &[(String, LoadedRun)], format: Format) -> Result<String, CompareError> {
+    render_compare_by(runs, format, None)
+}
+
+/// [`render_compare`] of a lat_fs latency percentile (`--metric p99`) instead of total loops.
+pub fn render_compare_by(
+    runs: &[(String, LoadedRun)],
+    format: Format,
+    metric: Option<crate::monitor::latency::Percentile>,
+) -> Result<String, CompareError> {
     let warnings = check_compatible(runs)?;
     let refs: Vec<(&str, &LoadedRun)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
-    Ok(render(&refs, true, &warnings, format))
+    if is_steps(&refs) {
+        return Ok(render(&refs, true, &warnings, format));
+    }
+    Ok(render_latfs(&refs, true, &warnings, format, metric))
 }
 
 /// The plots of one report or comparison, one per table (lat_fs) or group (steps),
@@ -102,7 +114,11 @@ fn is_steps(runs: &[(&str, &LoadedRun)]) -> bool {
 }
 
 fn render(runs: &[(&str, &LoadedRun)], ratios: bool, warnings: &[String], format: Format) -> String {
-    if is_steps(runs) { render_steps(runs, warnings, format) } else { render_latfs(runs, ratios, warnings, format) }
+    if is_steps(runs) {
+        render_steps(runs, warnings, format)
+    } else {
+        render_latfs(runs, ratios, warnings, format, None)
+    }
 }
 
 /// A cell that has no number: skipped, failed, or planned but never stored.
@@ -285,8 +301,20 @@ fn run_list(m: &mut dyn Markup, runs: &[(&str, &LoadedRun)], warnings: &[String]
     }
 }
 
-fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[String], format: Format) -> String {
-    let tables = build_tables(runs);
+fn render_latfs(
+    runs: &[(&str, &LoadedRun)],
+    with_ratios: bool,
+    warnings: &[String],
+    format: Format,
+    metric: Option<crate::monitor::latency::Percentile>,
+) -> String {
+    let tables = latfs_tables::build_tables_by(runs, metric);
+    let by_metric = metric.map(|p| {
+        format!(
+            "Numbers: {} latency of one operation in µs (runs with latency = \"histogram\"), median over repetitions; lower is better.",
+            p.name()
+        )
+    });
     let reference = runs.first().map(|(l, _)| *l).unwrap_or("run");
     // The terminal report names lmbench's counter for those who know the seed; Markdown keeps the line short.
     let (mut m, numbers): (Box<dyn Markup>, &str) = match format {
@@ -303,7 +331,7 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
     };
     m.heading(1, &format!("Results for {}", scenario_name(runs)));
     run_list(&mut *m, runs, warnings);
-    m.paragraph(numbers);
+    m.paragraph(by_metric.as_deref().unwrap_or(numbers));
     let mut last_section = String::new();
     for t in &tables {
         if t.section() != last_section {

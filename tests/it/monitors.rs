@@ -219,6 +219,15 @@ fn histogram_mode_gives_percentiles_for_all_four_tests_and_gates_on_p99() {
     let out = String::from_utf8_lossy(&gate.stdout);
     assert_eq!(gate.status.code(), Some(0), "{out}{}", String::from_utf8_lossy(&gate.stderr));
     assert!(out.contains("p99"), "{out}");
+    let cmp = fsbench()
+        .args(["compare", "--metric", "p99"])
+        .arg(format!("A={}", run.display()))
+        .arg(format!("B={}", run.display()))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&cmp.stdout);
+    assert!(cmp.status.success(), "{}", String::from_utf8_lossy(&cmp.stderr));
+    assert!(text.contains("p99 latency of one operation in µs") && text.contains("A-ext4-S-qoff"), "{text}");
     let bad = fsbench()
         .args(["gate", "--metric", "p42", "--baseline"])
         .arg(&run)
