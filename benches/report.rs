@@ -29,7 +29,7 @@ fn cell(params: CellParams, seed: u64) -> CellResult {
                     .collect(),
                 total_loops_per_ms: v,
                 latency_us: 1000.0 / v,
-                disturbance: None,
+                ..LatfsRepetition::default()
             }
         })
         .collect();
@@ -54,6 +54,7 @@ fn cell(params: CellParams, seed: u64) -> CellResult {
             stopped: None,
             reruns: 0,
             pinned_cpus: Vec::new(),
+            latency_dist: None,
         }),
         steps: None,
         started: "2025-01-01T00:00:00Z".into(),
@@ -109,6 +110,7 @@ fn main() {
         planned_cells: planned.clone(),
         interrupted: false,
         shard: None,
+        ..RunMeta::default()
     };
     std::fs::write(dir.join("run.json"), serde_json::to_vec(&meta).unwrap()).unwrap();
 

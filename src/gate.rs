@@ -63,14 +63,22 @@ pub enum GateError {
     Workload(String),
 }
 
-/// The metric a gate compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// The metric a gate compares; serialized as its `--metric` name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Metric {
     /// lat_fs loops per ms over all tasks (higher is better).
     TotalLoops,
     /// Wall-clock time of a step in seconds (lower is better).
     Elapsed,
+    /// A percentile of lat_fs operation latency in µs, from `latency = "histogram"` runs
+    /// (lower is better): `--metric p99`.
+    Latency(crate::monitor::latency::Percentile),
+}
+
+impl Serialize for Metric {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
 }
 
 impl Metric {
@@ -79,6 +87,7 @@ impl Metric {
         match self {
             Metric::TotalLoops => "total_loops",
             Metric::Elapsed => "elapsed",
+            Metric::Latency(p) => p.name(),
         }
     }
 
@@ -91,7 +100,7 @@ impl Metric {
     pub fn direction(self) -> Direction {
         match self {
             Metric::TotalLoops => Direction::HigherIsBetter,
-            Metric::Elapsed => Direction::LowerIsBetter,
+            Metric::Elapsed | Metric::Latency(_) => Direction::LowerIsBetter,
         }
     }
 
@@ -100,6 +109,7 @@ impl Metric {
         match self {
             Metric::TotalLoops => "loops/ms",
             Metric::Elapsed => "s",
+            Metric::Latency(_) => "µs",
         }
     }
 
@@ -265,6 +275,22 @@ fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
             let key = cell.params.test.map(|t| t.name().to_string()).unwrap_or_default();
             vec![Series { name: cell.id.clone(), key, samples, note: not_ok }]
         }
+        Metric::Latency(p) => {
+            let samples: Vec<f64> = cell
+                .latfs
+                .as_ref()
+                .map(|l| {
+                    let dists = l.repetitions.iter().filter(|r| r.counts()).filter_map(|r| r.latency_dist.as_ref());
+                    dists.map(|d| p.of(d) as f64 / 1e3).collect()
+                })
+                .unwrap_or_default();
+            let key = cell.params.test.map(|t| t.name().to_string()).unwrap_or_default();
+            let note = not_ok.or_else(|| {
+                (samples.is_empty() && cell.latfs.is_some())
+                    .then(|| "no latency histogram: run with `latency = \"histogram\"`".to_string())
+            });
+            vec![Series { name: cell.id.clone(), key, samples, note }]
+        }
         Metric::Elapsed => {
             let Some(st) = &cell.steps else {
                 return vec![Series { name: cell.id.clone(), key: String::new(), samples: Vec::new(), note: not_ok }];
@@ -298,10 +324,14 @@ fn metric_for(workload: &str, requested: Option<&str>) -> Result<Metric, GateErr
         "steps" => Metric::Elapsed,
         other => return Err(GateError::Workload(other.into())),
     };
+    if own == Metric::TotalLoops
+        && let Some(p) = requested.and_then(crate::monitor::latency::Percentile::parse)
+    {
+        return Ok(Metric::Latency(p));
+    }
+    let expected = if own == Metric::TotalLoops { "total_loops, or p50, p90, p99, p99.9, max" } else { own.name() };
     match requested {
-        Some(m) if m != own.name() => {
-            Err(GateError::Metric { metric: m.into(), workload: workload.into(), expected: own.name() })
-        }
+        Some(m) if m != own.name() => Err(GateError::Metric { metric: m.into(), workload: workload.into(), expected }),
         _ => Ok(own),
     }
 }

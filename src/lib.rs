@@ -16,6 +16,7 @@ pub mod fixture;
 pub mod gate;
 pub mod host;
 pub mod model;
+pub mod monitor;
 pub mod plan;
 pub mod provision;
 pub mod qemu;

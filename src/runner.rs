@@ -343,14 +343,18 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult) -> any
     let provisioned = provision::provision(&req).context("provisioning failed")?;
     let measuring = crate::signals::enter(crate::signals::Activity::Measuring);
     r.filesystems = provisioned.filesystems().to_vec();
+    // The cell's own block devices, read around every repetition and step (cheap: benches/monitors.rs).
+    let watch = s.monitors.then(|| crate::monitor::Watch::for_filesystems(provisioned.filesystems()));
 
     let outcome = match (&s.workload, latfs_spec) {
         (Workload::Latfs(_), Some(spec)) => {
             let test = p.test.expect("lat_fs cells have a test");
             let run = latfs::LatfsRun { test, spec: &spec, task_dirs: provisioned.task_dirs(), exe: &ctx.exe };
-            latfs::run(&run).map(|res| note_noise(r, res)).map_err(anyhow::Error::new)
+            latfs::run_monitored(&run, watch.as_ref()).map(|res| note_noise(r, res)).map_err(anyhow::Error::new)
         }
-        (Workload::Steps(spec), _) => run_steps(ctx, spec, provisioned.root()).map(|res| r.steps = Some(res)),
+        (Workload::Steps(spec), _) => {
+            run_steps(ctx, spec, provisioned.root(), watch.as_ref()).map(|res| r.steps = Some(res))
+        }
         _ => unreachable!("lat_fs spec exists for lat_fs workloads"),
     };
     drop(measuring);
@@ -386,6 +390,7 @@ fn run_steps(
     ctx: &mut RunContext,
     spec: &crate::scenario::StepsSpec,
     target: &Path,
+    watch: Option<&crate::monitor::Watch>,
 ) -> anyhow::Result<crate::model::StepsResult> {
     let archive_dir = match &ctx.scenario.archive {
         Some(a) => Some(stage_archive(ctx, a, target)?),
@@ -404,7 +409,7 @@ fn run_steps(
         cancel: &cancel,
         trust: &trust,
     };
-    steps::run(&run).map_err(anyhow::Error::new)
+    steps::run_monitored(&run, watch).map_err(anyhow::Error::new)
 }
 
 /// Resolve the scenario's archive (generating it once per run into the cache) and

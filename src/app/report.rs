@@ -69,6 +69,10 @@ pub struct CompareArgs {
     /// `last`, or an iteration number from 1.
     #[arg(long, value_name = "all|steady|last|N", default_value = "steady", value_parser = parse_iterations)]
     pub iterations: Iterations,
+    /// Compare a lat_fs latency percentile instead of total loops: p50, p90, p99, p99.9 or max
+    /// (needs runs made with `latency = "histogram"`).
+    #[arg(long, value_name = "METRIC")]
+    pub metric: Option<String>,
 }
 
 fn parse_iterations(s: &str) -> Result<Iterations, String> {
@@ -144,6 +148,12 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
     if let Some(dir) = &args.plot {
         super::check_output_dir("--plot", dir)?;
     }
+    let metric = match args.metric.as_deref() {
+        None | Some("total_loops") => None,
+        Some(m) => Some(crate::monitor::latency::Percentile::parse(m).ok_or_else(|| {
+            InputError::anyhow(format!("--metric {m}: use total_loops, or a percentile: p50, p90, p99, p99.9, max"))
+        })?),
+    };
     let mut runs = Vec::new();
     for arg in &args.runs {
         let (label, dir) = parse_run_arg(arg);
@@ -165,6 +175,9 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
         });
         runs.push((label, run));
     }
+    if metric.is_some() && runs.iter().any(|(_, r)| r.meta.workload != "lat_fs") {
+        return Err(InputError::anyhow("--metric with a percentile needs lat_fs runs (steps compare elapsed times)"));
+    }
     let warnings = check_compatible(&runs).map_err(|e| InputError::anyhow(format!("cannot compare: {e}")))?;
     for w in &warnings {
         eprintln!("warning: {w}");
@@ -176,7 +189,7 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
             code = exit::USAGE;
         }
     }
-    let opts = CompareOptions { iterations: args.iterations };
+    let opts = CompareOptions { iterations: args.iterations, metric };
     let text = render_compare_with(&runs, args.format.into(), &opts)
         .map_err(|e| InputError::anyhow(format!("cannot compare: {e}")))?;
     print!("{text}");

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use crate::model::{CellResult, CellStatus, LatfsTest, Layout, QuotaMode, Summary};
+use crate::monitor::latency::Percentile;
 use crate::results::LoadedRun;
 use crate::stats::summarize;
 
@@ -125,12 +126,24 @@ pub const NOISY_CV: f64 = 0.05;
 
 /// The measured point of a cell, if it ran and measured anything.
 pub fn point_of(cell: &CellResult) -> Option<Point> {
+    point_by(cell, None)
+}
+
+/// The point of a cell for a metric: total loops/ms, or a latency percentile in µs per repetition.
+pub fn point_by(cell: &CellResult, metric: Option<Percentile>) -> Option<Point> {
     if cell.status != CellStatus::Ok {
         return None;
     }
     let latfs = cell.latfs.as_ref()?;
-    let samples: Vec<f64> = latfs.repetitions.iter().filter(|r| r.counts()).map(|r| r.total_loops_per_ms).collect();
-    let disturbed = latfs.repetitions.len() - samples.len();
+    let counted = || latfs.repetitions.iter().filter(|r| r.counts());
+    let disturbed = latfs.repetitions.len() - counted().count();
+    if let Some(p) = metric {
+        let samples: Vec<f64> =
+            counted().filter_map(|r| r.latency_dist.as_ref()).map(|d| p.of(d) as f64 / 1e3).collect();
+        let summary = summarize(&samples);
+        return (summary.n > 0).then_some(Point { summary, samples, disturbed });
+    }
+    let samples: Vec<f64> = counted().map(|r| r.total_loops_per_ms).collect();
     let summary = if samples.is_empty() && disturbed == 0 { latfs.total_loops.clone() } else { summarize(&samples) };
     if summary.n == 0 {
         return None;
@@ -142,6 +155,11 @@ pub fn point_of(cell: &CellResult) -> Option<Point> {
 /// order the first run planned them, tests in the seed's order, columns
 /// label-major (in the order given) then quota off before on.
 pub fn build_tables(runs: &[(&str, &LoadedRun)]) -> Vec<LatfsTable> {
+    build_tables_by(runs, None)
+}
+
+/// [`build_tables`] with a latency percentile (µs) in place of total loops/ms.
+pub fn build_tables_by(runs: &[(&str, &LoadedRun)], metric: Option<Percentile>) -> Vec<LatfsTable> {
     // Index every cell once: (label index, fs, layout, test, quota, tasks) -> cell.
     type Key<'a> = (usize, &'a str, Layout, LatfsTest, QuotaMode, u32);
     let mut index: std::collections::HashMap<Key<'_>, &CellResult> = std::collections::HashMap::new();
@@ -197,7 +215,9 @@ pub fn build_tables(runs: &[(&str, &LoadedRun)]) -> Vec<LatfsTable> {
                     .iter()
                     .map(|t| {
                         keys.iter()
-                            .map(|(li, q)| index.get(&(*li, *fs, *layout, *test, *q, *t)).and_then(|c| point_of(c)))
+                            .map(|(li, q)| {
+                                index.get(&(*li, *fs, *layout, *test, *q, *t)).and_then(|c| point_by(c, metric))
+                            })
                             .collect()
                     })
                     .collect();

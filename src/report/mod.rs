@@ -14,6 +14,8 @@ pub mod compare_steps;
 pub mod format;
 pub mod latfs_tables;
 mod markup;
+pub mod monitor_plot;
+pub mod monitors;
 pub mod plot;
 pub mod steps;
 
@@ -50,6 +52,8 @@ pub fn render_compare(runs: &[(String, LoadedRun)], format: Format) -> Result<St
 pub struct CompareOptions {
     /// Steps runs: which iterations of each cell (see [`compare_steps`]).
     pub iterations: Iterations,
+    /// lat_fs runs: a latency percentile (`--metric p99`) instead of total loops.
+    pub metric: Option<crate::monitor::latency::Percentile>,
 }
 
 /// [`render_compare`] with options.
@@ -63,7 +67,7 @@ pub fn render_compare_with(
     if is_steps(&refs) {
         return Ok(render_steps(&refs, &warnings, format, Some(opts.iterations)));
     }
-    Ok(render(&refs, true, &warnings, format))
+    Ok(render_latfs(&refs, true, &warnings, format, opts.metric))
 }
 
 /// The plots of a comparison: for steps, one chart per step with every label on one
@@ -87,6 +91,7 @@ pub fn compare_plots(runs: &[(&str, &LoadedRun)], opts: &CompareOptions) -> Resu
         let gs: Vec<&StepsGroup> = groups.iter().filter(|g| g.config == c).collect();
         out.push(plot::plot_iterations_by_label(c, &gs)?);
     }
+    out.extend(timeline_plots(&groups, true)?);
     Ok(out)
 }
 
@@ -102,12 +107,52 @@ pub fn write_compare_plot_dir(dir: &Path, runs: &[(&str, &LoadedRun)], opts: &Co
     Ok(images.len())
 }
 
-/// The plots of one report or comparison, one per table (lat_fs) or group (steps).
+/// What the monitors saw during steps: a timeline per monitored group, and with
+/// `overlay` (runs compared) one per configuration with every run on it.
+fn timeline_plots(groups: &[StepsGroup], overlay: bool) -> Result<Vec<PlotImage>, PlotError> {
+    let timed: Vec<&StepsGroup> = groups.iter().filter(|g| g.timeline.is_some()).collect();
+    let mut out = Vec::new();
+    for g in &timed {
+        out.push(monitor_plot::plot_timeline(format!("{}-{}-timeline", g.label, g.config), &[g])?);
+    }
+    if overlay {
+        let mut configs: Vec<&str> = Vec::new();
+        for g in &timed {
+            if !configs.contains(&g.config.as_str()) {
+                configs.push(&g.config);
+            }
+        }
+        for config in configs {
+            let same: Vec<&StepsGroup> = timed.iter().copied().filter(|g| g.config == config).collect();
+            if same.len() > 1 {
+                out.push(monitor_plot::plot_timeline(format!("{config}-timeline-compare"), &same)?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The plots of one report or comparison, one per table (lat_fs) or group (steps),
+/// plus what the monitors saw: a timeline per monitored steps group (and one overlay
+/// per configuration when runs are compared), a latency CDF per lat_fs test histogrammed.
 pub fn plots(runs: &[(&str, &LoadedRun)]) -> Result<Vec<PlotImage>, PlotError> {
     if is_steps(runs) {
-        build_groups(runs).iter().map(plot_steps).collect()
+        let groups = build_groups(runs);
+        let mut out: Vec<PlotImage> = groups.iter().map(plot_steps).collect::<Result<_, _>>()?;
+        out.extend(timeline_plots(&groups, runs.len() > 1)?);
+        Ok(out)
     } else {
-        build_tables(runs).iter().map(plot_latfs).collect()
+        let mut out: Vec<PlotImage> = build_tables(runs).iter().map(plot_latfs).collect::<Result<_, _>>()?;
+        let lat = monitors::latfs_latencies(runs);
+        for test in crate::model::LatfsTest::ALL {
+            let suffix = format!("-{}", test.name());
+            let cells: Vec<&monitors::CellLatency> = lat.iter().filter(|c| c.id.ends_with(&suffix)).collect();
+            if !cells.is_empty() {
+                let title = format!("lat_fs_{test}: latency distribution");
+                out.push(monitor_plot::plot_latency_cdf(format!("lat_fs_{test}-latency-cdf"), &title, &cells)?);
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -128,7 +173,7 @@ fn render(runs: &[(&str, &LoadedRun)], ratios: bool, warnings: &[String], format
     if is_steps(runs) {
         render_steps(runs, warnings, format, None)
     } else {
-        render_latfs(runs, ratios, warnings, format)
+        render_latfs(runs, ratios, warnings, format, None)
     }
 }
 
@@ -310,8 +355,20 @@ fn run_list(m: &mut dyn Markup, runs: &[(&str, &LoadedRun)], warnings: &[String]
     }
 }
 
-fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[String], format: Format) -> String {
-    let tables = build_tables(runs);
+fn render_latfs(
+    runs: &[(&str, &LoadedRun)],
+    with_ratios: bool,
+    warnings: &[String],
+    format: Format,
+    metric: Option<crate::monitor::latency::Percentile>,
+) -> String {
+    let tables = latfs_tables::build_tables_by(runs, metric);
+    let by_metric = metric.map(|p| {
+        format!(
+            "Numbers: {} latency of one operation in µs (runs with latency = \"histogram\"), median over repetitions; lower is better.",
+            p.name()
+        )
+    });
     let reference = runs.first().map(|(l, _)| *l).unwrap_or("run");
     // The terminal report names lmbench's counter for those who know the seed; Markdown keeps the line short.
     let (mut m, numbers): (Box<dyn Markup>, &str) = match format {
@@ -323,12 +380,12 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
             Box::new(Markdown::default()),
             "Numbers: total loops/ms over all tasks, median over repetitions; higher is better.",
         ),
-        Format::Csv => return latfs_csv(&tables, reference, with_ratios),
+        Format::Csv => return latfs_csv(runs, &tables, reference, with_ratios),
         Format::Json => return latfs_json(runs, warnings, &tables, with_ratios, reference),
     };
     m.heading(1, &format!("Results for {}", scenario_name(runs)));
     run_list(&mut *m, runs, warnings);
-    m.paragraph(numbers);
+    m.paragraph(by_metric.as_deref().unwrap_or(numbers));
     let mut last_section = String::new();
     for t in &tables {
         if t.section() != last_section {
@@ -364,12 +421,26 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
         ));
         m.paragraph(&legend);
     }
+    let counters = monitors::latfs_counters(runs);
+    if !counters.is_empty() {
+        m.heading(2, "Kernel counters per repetition (the cell's block devices; context switches system-wide)");
+        let (header, rows) = monitors::counters_table(&counters);
+        m.table(&header, &rows);
+    }
+    let latencies = monitors::latfs_latencies(runs);
+    if !latencies.is_empty() {
+        m.heading(2, "Latency of every operation (merged over tasks and repetitions)");
+        let (header, rows) = monitors::latency_table(&latencies);
+        m.table(&header, &rows);
+    }
     m.preformatted(&text_footer(&not_measured(runs), &all_problems(runs)));
     m.finish()
 }
 
-/// Long-format CSV of lat_fs tables: one record per measured cell.
-fn latfs_csv(tables: &[LatfsTable], reference: &str, with_ratios: bool) -> String {
+/// Long-format CSV of lat_fs tables: one record per measured cell, with its counters and percentiles.
+fn latfs_csv(runs: &[(&str, &LoadedRun)], tables: &[LatfsTable], reference: &str, with_ratios: bool) -> String {
+    let counters = monitors::latfs_counters(runs);
+    let latencies = monitors::latfs_latencies(runs);
     let mut head: Vec<String> = [
         "label",
         "fs",
@@ -395,6 +466,13 @@ fn latfs_csv(tables: &[LatfsTable], reference: &str, with_ratios: bool) -> Strin
         head.extend(
             ["ratio", "p_value", "p_holm", "ratio_ci95_low", "ratio_ci95_high", "significant"].map(String::from),
         );
+    }
+    // Monitor columns only when some cell has them: files from before the monitors keep their shape.
+    if !counters.is_empty() {
+        head.extend(["write_ios_median", "mb_written_median", "util_percent"].map(String::from));
+    }
+    if !latencies.is_empty() {
+        head.extend(["p50_us", "p90_us", "p99_us", "p99.9_us", "max_us"].map(String::from));
     }
     let mut out = csv_record(&head);
     for t in tables {
@@ -430,6 +508,34 @@ fn latfs_csv(tables: &[LatfsTable], reference: &str, with_ratios: bool) -> Strin
                     rec.push(csv_num(r.map(|r| r.ci_high).filter(|x| x.is_finite())));
                     rec.push(r.filter(|r| r.welch.is_some()).map(|r| r.significant.to_string()).unwrap_or_default());
                 }
+                let id = crate::model::CellParams {
+                    fs: t.fs.clone(),
+                    layout: t.layout,
+                    quota: col.quota,
+                    tasks: *tasks,
+                    test: Some(t.test),
+                }
+                .id();
+                match counters.iter().find(|c| c.label == col.label && c.id == id) {
+                    _ if counters.is_empty() => {}
+                    Some(c) => {
+                        let ios: Vec<f64> = c.write_ios.iter().map(|v| *v as f64).collect();
+                        rec.push(fmt4(crate::stats::summarize(&ios).median));
+                        rec.push(fmt4(crate::stats::summarize(&c.mb_written).median));
+                        rec.push(csv_num(c.util_percent));
+                    }
+                    None => rec.extend([String::new(), String::new(), String::new()]),
+                }
+                match latencies.iter().find(|c| c.label == col.label && c.id == id) {
+                    _ if latencies.is_empty() => {}
+                    Some(l) => {
+                        let d = &l.dist;
+                        for ns in [d.p50_ns, d.p90_ns, d.p99_ns, d.p999_ns, d.max_ns] {
+                            rec.push(format!("{:.3}", ns as f64 / 1e3));
+                        }
+                    }
+                    None => rec.extend((0..5).map(|_| String::new())),
+                }
                 out.push_str(&csv_record(&rec));
             }
         }
@@ -452,6 +558,10 @@ fn latfs_json(
         runs: Vec<JsonRun<'a>>,
         warnings: &'a [String],
         tables: Vec<JsonTable<'a>>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        counters: Vec<monitors::CellCounters>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        latency: Vec<monitors::CellLatency>,
         not_measured: &'a [NotMeasured],
         problems: &'a [String],
     }
@@ -474,6 +584,8 @@ fn latfs_json(
         runs: json_runs(runs),
         warnings,
         tables: jt,
+        counters: monitors::latfs_counters(runs),
+        latency: monitors::latfs_latencies(runs),
         not_measured: &nm,
         problems: &problems,
     };
@@ -523,8 +635,33 @@ fn render_steps(
             "Each step timed as time(1) prints it; every iteration kept. `!` marks a step whose elapsed time changes across iterations.\n{}\n",
             steps::seed_text(&groups)
         ));
+        for g in groups.iter().filter(|g| g.iterations.iter().flatten().any(|s| s.counters.is_some())) {
+            m.heading(2, &format!("{} {}: devices and dirty memory per step", g.label, g.config));
+            let header: Vec<String> =
+                ["iteration", "step", "elapsed"].into_iter().chain(monitors::STEP_HEADERS).map(String::from).collect();
+            let rows: Vec<Vec<String>> = g
+                .iterations
+                .iter()
+                .enumerate()
+                .flat_map(|(i, it)| {
+                    it.iter().map(move |s| {
+                        let elapsed = format!("{:.2}s", s.elapsed_us as f64 / 1e6);
+                        [(i + 1).to_string(), s.label.clone(), elapsed]
+                            .into_iter()
+                            .chain(monitors::step_columns(s))
+                            .collect()
+                    })
+                })
+                .collect();
+            m.table(&header, &rows);
+        }
     } else {
-        let header = ["iteration", "step", "user", "system", "elapsed", "CPU"].map(String::from);
+        let monitored = groups.iter().flat_map(|g| g.iterations.iter().flatten()).any(|s| s.counters.is_some());
+        let header: Vec<String> = ["iteration", "step", "user", "system", "elapsed", "CPU"]
+            .into_iter()
+            .chain(monitors::STEP_HEADERS.into_iter().filter(|_| monitored))
+            .map(String::from)
+            .collect();
         for g in &groups {
             m.heading(2, &format!("{} {}", g.label, g.config));
             let rows: Vec<Vec<String>> = g
@@ -535,7 +672,18 @@ fn render_steps(
                     it.iter().map(move |s| {
                         let tf = s.time_format();
                         let f: Vec<&str> = tf.split(' ').collect();
-                        vec![(i + 1).to_string(), s.label.clone(), f[0].into(), f[1].into(), f[2].into(), f[3].into()]
+                        let mut row = vec![
+                            (i + 1).to_string(),
+                            s.label.clone(),
+                            f[0].into(),
+                            f[1].into(),
+                            f[2].into(),
+                            f[3].into(),
+                        ];
+                        if monitored {
+                            row.extend(monitors::step_columns(s));
+                        }
+                        row
                     })
                 })
                 .collect();
@@ -566,13 +714,17 @@ fn steps_csv(groups: &[StepsGroup]) -> String {
         "cpu_percent",
         "max_rss_kib",
         "flagged",
+        "mb_written",
+        "write_ios",
+        "peak_dirty_mb",
+        "util_percent",
     ]
     .map(String::from);
     let mut out = csv_record(&head);
     for g in groups {
         for (i, it) in g.iterations.iter().enumerate() {
             for (j, s) in it.iter().enumerate() {
-                out.push_str(&csv_record(&[
+                let mut rec = vec![
                     g.label.clone(),
                     g.config.clone(),
                     g.fs.clone(),
@@ -586,7 +738,9 @@ fn steps_csv(groups: &[StepsGroup]) -> String {
                     s.cpu_percent().map(|p| p.to_string()).unwrap_or_default(),
                     s.max_rss_kib.to_string(),
                     g.flags.iter().any(|f| f.step == j).to_string(),
-                ]));
+                ];
+                rec.extend(monitors::step_csv(s));
+                out.push_str(&csv_record(&rec));
             }
         }
     }

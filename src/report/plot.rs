@@ -69,7 +69,7 @@ fn register_font() {
     });
 }
 
-fn colors(k: usize) -> RGBColor {
+pub(super) fn colors(k: usize) -> RGBColor {
     const C: [RGBColor; 8] = [
         RGBColor(31, 119, 180),
         RGBColor(255, 127, 14),
@@ -95,7 +95,7 @@ pub fn plot_steps(group: &StepsGroup) -> Result<PlotImage, PlotError> {
     render_with(stem, |root| draw_steps(root, group), |root| draw_steps(root, group))
 }
 
-fn render_with<A, B>(stem: String, bitmap: A, svg_draw: B) -> Result<PlotImage, PlotError>
+pub(super) fn render_with<A, B>(stem: String, bitmap: A, svg_draw: B) -> Result<PlotImage, PlotError>
 where
     A: Fn(DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), String>,
     B: Fn(DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), String>,
@@ -435,7 +435,7 @@ pub fn write_plots(dir: &Path, plots: &[PlotImage]) -> Result<Vec<PathBuf>, Plot
 }
 
 /// The label of a categorical x position: `labels[i]` at whole numbers `i`, nothing between.
-fn category_label<T: ToString>(x: f64, labels: &[T]) -> String {
+pub(super) fn category_label<T: ToString>(x: f64, labels: &[T]) -> String {
     let i = x.round();
     if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
         labels[i as usize].to_string()

@@ -32,7 +32,7 @@
 
 use serde::Serialize;
 
-use crate::model::{CellStatus, StepTiming};
+use crate::model::{CellStatus, StepTiming, Timeline};
 use crate::results::LoadedRun;
 
 /// Smallest max−min spread (µs) that can be flagged.
@@ -59,6 +59,9 @@ pub struct StepsGroup {
     pub iterations: Vec<Vec<StepTiming>>,
     /// Steps whose elapsed time changes across iterations.
     pub flags: Vec<StepFlag>,
+    /// Dirty memory and device activity across the iterations, when monitored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Timeline>,
 }
 
 /// A step whose elapsed time depends on the iteration.
@@ -252,7 +255,8 @@ pub fn build_groups(runs: &[(&str, &LoadedRun)]) -> Vec<StepsGroup> {
             }
             let iterations = c.steps.as_ref().map(|s| s.iterations.clone()).unwrap_or_default();
             let flags = flag_steps(&iterations);
-            groups.push(StepsGroup { label: label.to_string(), config, fs: p.fs.clone(), iterations, flags });
+            let timeline = c.steps.as_ref().and_then(|s| s.timeline.clone());
+            groups.push(StepsGroup { label: label.to_string(), config, fs: p.fs.clone(), iterations, flags, timeline });
         }
     }
     groups
@@ -304,8 +308,7 @@ mod tests {
                     system_us: 0,
                     elapsed_us: e * 1000,
                     max_rss_kib: 0,
-                    disturbance: None,
-                    entries: None,
+                    ..StepTiming::default()
                 }]
             })
             .collect()

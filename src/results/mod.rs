@@ -135,7 +135,7 @@ impl HostInfo {
 }
 
 /// Contents of `run.json`: what ran, where, when, and what was planned.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunMeta {
     /// Result format version ([`RESULT_SCHEMA_VERSION`]).
     pub schema: u32,

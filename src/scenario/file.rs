@@ -231,6 +231,14 @@ pub struct WorkloadFile {
     /// lat_fs: `spread` pins task i to the i-th allowed CPU; `none` (default) leaves placement to the scheduler.
     #[serde(default)]
     pub pin: Option<String>,
+    /// lat_fs: `"mean"` (iterations counted, the default) or `"histogram"` (every
+    /// iteration timed into a latency histogram: p50/p90/p99/p99.9/max).
+    #[serde(default)]
+    pub latency: Option<String>,
+    /// Read the kernel's block-device, vmstat and dirty-memory counters around every
+    /// repetition and step (and sample them every 100 ms during steps). Default true.
+    #[serde(default)]
+    pub monitors: Option<bool>,
     /// steps: how many times the step list runs. Default 1.
     #[serde(default)]
     pub iterations: Option<i64>,

@@ -56,6 +56,8 @@ pub struct Scenario {
     pub gate: GateSpec,
     /// Kernels to boot in qemu and run every cell under; empty: the host kernel.
     pub kernels: Vec<KernelSpec>,
+    /// Read kernel counters around repetitions and steps (`workload.monitors`, default true).
+    pub monitors: bool,
 }
 
 impl Scenario {
@@ -255,6 +257,8 @@ pub struct LatfsSpec {
     pub repetitions: u32,
     /// Adaptive repetitions, disturbance detection and CPU placement.
     pub noise: NoiseSpec,
+    /// How iterations are timed: counted over the window, or each one into a histogram.
+    pub latency: LatencyMode,
 }
 
 /// How a lat_fs cell guards its numbers against a noisy machine.
@@ -284,6 +288,16 @@ pub enum Pin {
     None,
     /// Task i on the i-th allowed CPU (modulo their number), with sched_setaffinity(2).
     Spread,
+}
+
+/// How a lat_fs worker times its loop (`workload.latency`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LatencyMode {
+    /// Count iterations over the window; one clock read per batch (the reference's way).
+    #[default]
+    Mean,
+    /// Read the clock after every iteration and record its latency in a histogram.
+    Histogram,
 }
 
 /// Options of the steps workload.

@@ -102,6 +102,7 @@ pub(super) fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Sc
         workload,
         gate,
         kernels,
+        monitors: f.workload.monitors.unwrap_or(true),
     })
 }
 
@@ -653,6 +654,17 @@ fn validate_latfs(ctx: &Ctx, w: &WorkloadFile) -> Result<LatfsSpec, ScenarioErro
             max_reruns: int_in(ctx, "workload.max_reruns", w.max_reruns, 3, 0, 1000)?,
             pin,
         },
+        latency: match w.latency.as_deref() {
+            None | Some("mean") => LatencyMode::Mean,
+            Some("histogram") => LatencyMode::Histogram,
+            Some(other) => {
+                return Err(ctx.value_help(
+                    &p("workload.latency"),
+                    format!("unknown latency mode `{other}`"),
+                    did_you_mean(other, &["mean", "histogram"]).unwrap_or_else(|| "use `mean` or `histogram`".into()),
+                ));
+            }
+        },
     })
 }
 
@@ -759,6 +771,7 @@ fn validate_steps(ctx: &Ctx, w: &WorkloadFile, archive: Option<&ArchiveSpec>) ->
             ("repetitions", w.repetitions.is_some()),
             ("max_reruns", w.max_reruns.is_some()),
             ("pin", w.pin.is_some()),
+            ("latency", w.latency.is_some()),
         ],
     )?;
     let iterations = int_in(ctx, "workload.iterations", w.iterations, 1, 1, 10_000)?;

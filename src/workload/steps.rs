@@ -16,6 +16,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use crate::model::{StepTiming, StepsResult};
+use crate::monitor::{Sampler, Watch};
 use crate::scenario::{Step, StepsSpec};
 use crate::workload::rusage::timeval_us;
 use crate::workload::untar::{self, Trust, UntarError};
@@ -105,7 +106,52 @@ pub enum StepError {
 
 /// Run every iteration of the step list and time each step.
 pub fn run(run: &StepsRun) -> Result<StepsResult, StepsError> {
-    let mut result = StepsResult { iterations: Vec::with_capacity(run.spec.iterations as usize) };
+    run_monitored(run, None)
+}
+
+/// [`run`], with `watch`'s kernel counters read around every step (outside its timed
+/// part) and a sampler thread recording the timeline across all iterations. The
+/// timeline is kept on errors too, with the steps that completed.
+pub fn run_monitored(run: &StepsRun, watch: Option<&Watch>) -> Result<StepsResult, StepsError> {
+    let sampler = watch.map(Watch::sampler);
+    let monitor = watch.zip(sampler.as_ref());
+    let outcome = run_all(run, monitor);
+    let timeline = sampler.map(Sampler::stop);
+    match outcome {
+        Ok(mut r) => {
+            r.timeline = timeline;
+            Ok(r)
+        }
+        Err(mut e) => {
+            match &mut e {
+                StepsError::Step { completed, .. } | StepsError::Interrupted { completed, .. } => {
+                    completed.timeline = timeline
+                }
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Time one step, with its counters when monitored.
+fn monitored_step(run: &StepsRun, step: &Step, monitor: Option<(&Watch, &Sampler)>) -> Result<StepTiming, StepError> {
+    let Some((watch, sampler)) = monitor else { return time_step(run, step) };
+    // The boundary sample's time is at or after start_ms, so the step's peaks include it.
+    let start_ms = sampler.now_ms();
+    sampler.mark();
+    let before = watch.snapshot();
+    let mut t = time_step(run, step)?;
+    let mut c = before.delta(&watch.snapshot());
+    sampler.mark();
+    let (dirty, writeback, in_flight) = sampler.peaks_since(start_ms);
+    (c.peak_dirty_kib, c.peak_writeback_kib, c.peak_in_flight) = (Some(dirty), Some(writeback), Some(in_flight));
+    t.start_ms = Some(start_ms);
+    t.counters = Some(c);
+    Ok(t)
+}
+
+fn run_all(run: &StepsRun, monitor: Option<(&Watch, &Sampler)>) -> Result<StepsResult, StepsError> {
+    let mut result = StepsResult { iterations: Vec::with_capacity(run.spec.iterations as usize), timeline: None };
     for i in 1..=run.spec.iterations {
         let mut timings = Vec::with_capacity(run.spec.steps.len());
         for step in &run.spec.steps {
@@ -113,7 +159,7 @@ pub fn run(run: &StepsRun) -> Result<StepsResult, StepsError> {
                 result.iterations.push(timings);
                 return Err(StepsError::Interrupted { iteration: i, completed: result });
             }
-            match time_step(run, step) {
+            match monitored_step(run, step, monitor) {
                 Ok(t) => timings.push(t),
                 Err(StepError::Interrupted) => {
                     result.iterations.push(timings);
@@ -163,6 +209,7 @@ fn time_step(run: &StepsRun, step: &Step) -> Result<StepTiming, StepError> {
         max_rss_kib,
         disturbance,
         entries,
+        ..StepTiming::default()
     })
 }
 

@@ -212,8 +212,7 @@ fn steps_are_gated_per_step_on_elapsed() {
                         system_us: 0,
                         elapsed_us: 1000 + i,
                         max_rss_kib: 0,
-                        disturbance: None,
-                        entries: None,
+                        ..StepTiming::default()
                     },
                     StepTiming {
                         label: "tar zxf a".into(),
@@ -222,15 +221,14 @@ fn steps_are_gated_per_step_on_elapsed() {
                         system_us: 0,
                         elapsed_us: untar_us + i * 100,
                         max_rss_kib: 0,
-                        disturbance: None,
-                        entries: None,
+                        ..StepTiming::default()
                     },
                 ]
             })
             .collect();
         let mut cell = latfs_cell(p.clone(), &[1.0]);
         cell.latfs = None;
-        cell.steps = Some(StepsResult { iterations });
+        cell.steps = Some(StepsResult { iterations, ..StepsResult::default() });
         let m = meta(Some(label), "untar", text, "steps", vec![p.clone()]);
         write_run(&d.path().join(label), &m, &[cell])
     };

@@ -23,6 +23,7 @@ mod gate_cli;
 mod hostile_results;
 mod latfs_run;
 mod lifecycle;
+mod monitors;
 mod provision_faults;
 mod provision_layouts;
 mod provision_stale;

@@ -190,8 +190,7 @@ fn step(label: &str, op: &str, user_ms: u64, sys_ms: u64, elapsed_ms: u64) -> St
         system_us: sys_ms * 1000,
         elapsed_us: elapsed_ms * 1000,
         max_rss_kib: 0,
-        disturbance: None,
-        entries: None,
+        ..StepTiming::default()
     }
 }
 
@@ -213,7 +212,7 @@ fn steps_report_prints_time_lines_per_iteration_and_flags_changes() {
             .collect();
         let mut c = latfs_cell(p.clone(), &[1.0]);
         c.latfs = None;
-        c.steps = Some(StepsResult { iterations });
+        c.steps = Some(StepsResult { iterations, ..StepsResult::default() });
         cells.push(c);
     }
     let planned = cells.iter().map(|c| c.params.clone()).collect();

@@ -34,9 +34,11 @@ fn scenario() -> Scenario {
             duration: Duration::from_secs(1),
             repetitions: 2,
             noise: Default::default(),
+            latency: fsbench::scenario::LatencyMode::Mean,
         }),
         gate: GateSpec::default(),
         kernels: Vec::new(),
+        monitors: true,
     }
 }
 

@@ -16,6 +16,7 @@ pub fn spec(per_task_uid: bool, duration: Duration) -> LatfsSpec {
         duration,
         repetitions: 2,
         noise: Default::default(),
+        latency: fsbench::scenario::LatencyMode::Mean,
     }
 }
 

@@ -95,7 +95,7 @@ pub fn latfs_cell(params: CellParams, samples: &[f64]) -> CellResult {
                 .collect(),
             total_loops_per_ms: *v,
             latency_us: 1000.0 / v,
-            disturbance: None,
+            ..LatfsRepetition::default()
         })
         .collect();
     let fs = FilesystemInfo {
@@ -122,6 +122,7 @@ pub fn latfs_cell(params: CellParams, samples: &[f64]) -> CellResult {
             stopped: None,
             reruns: 0,
             pinned_cpus: Vec::new(),
+            latency_dist: None,
         }),
         steps: None,
         started: "2010-11-11T12:00:00Z".into(),
@@ -278,7 +279,7 @@ pub fn steps_cell(fs: &str, iterations: Vec<Vec<StepTiming>>) -> CellResult {
             ..Default::default()
         }],
         latfs: None,
-        steps: Some(StepsResult { iterations }),
+        steps: Some(StepsResult { iterations, ..Default::default() }),
         started: "2003-02-28T12:00:00Z".into(),
         finished: "2003-02-28T12:05:00Z".into(),
     }

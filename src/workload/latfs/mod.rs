@@ -28,7 +28,8 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::sys::signal::Signal;
 
-use crate::model::{LatfsRepetition, LatfsResult, LatfsTest, StopReason, TaskSample};
+use crate::model::{Counters, LatencyDist, LatfsRepetition, LatfsResult, LatfsTest, StopReason, TaskSample};
+use crate::monitor::Watch;
 use crate::scenario::{LatfsSpec, Pin};
 use crate::stats::summarize;
 
@@ -179,6 +180,12 @@ fn signal_name(signal: i32) -> &'static str {
 /// stops by [`crate::stats::adaptive_stop`] on the undisturbed samples, or when
 /// the rerun budget is spent; [`LatfsResult::stopped`] says which.
 pub fn run(run: &LatfsRun) -> Result<LatfsResult, LatfsError> {
+    run_monitored(run, None)
+}
+
+/// [`run`], reading `watch`'s kernel counters around each repetition's timed part
+/// (from the start barrier to the last result) into [`LatfsRepetition::counters`].
+pub fn run_monitored(run: &LatfsRun, watch: Option<&Watch>) -> Result<LatfsResult, LatfsError> {
     if run.task_dirs.is_empty() {
         return Err(LatfsError::NoTasks);
     }
@@ -194,8 +201,12 @@ pub fn run(run: &LatfsRun) -> Result<LatfsResult, LatfsError> {
             return Err(LatfsError::Stopped);
         }
         let window = noise.disturbance.map(|t| (t, crate::host::cpu::Window::start()));
-        let mut rep = repetition(run_once(run, &cpus)?);
+        let (tasks, latency, counters) = run_once(run, &cpus, watch)?;
+        let mut rep = repetition(tasks);
         rep.disturbance = window.and_then(|(t, w)| w.finish(t));
+        rep.counters = counters;
+        // Tasks are merged: the cell's latency is every operation of every task.
+        rep.latency_dist = latency.map(|l| crate::monitor::latency::merge(&l));
         let counts = rep.counts();
         repetitions.push(rep);
         if !counts {
@@ -245,7 +256,7 @@ pub fn repetition(tasks: Vec<TaskSample>) -> LatfsRepetition {
             .sum::<f64>()
             / tasks.len() as f64
     };
-    LatfsRepetition { tasks, total_loops_per_ms, latency_us, disturbance: None }
+    LatfsRepetition { tasks, total_loops_per_ms, latency_us, ..LatfsRepetition::default() }
 }
 
 /// A cell's result: every repetition plus statistics over the undisturbed ones.
@@ -253,9 +264,12 @@ pub fn result(repetitions: Vec<LatfsRepetition>) -> LatfsResult {
     let counted = || repetitions.iter().filter(|r| r.counts());
     let totals: Vec<f64> = counted().map(|r| r.total_loops_per_ms).collect();
     let latencies: Vec<f64> = counted().map(|r| r.latency_us).collect();
+    let dists: Vec<&LatencyDist> = counted().filter_map(|r| r.latency_dist.as_ref()).collect();
+    let latency_dist = (!dists.is_empty()).then(|| crate::monitor::latency::merge(dists));
     LatfsResult {
         total_loops: summarize(&totals),
         latency_us: summarize(&latencies),
+        latency_dist,
         repetitions,
         stopped: None,
         reruns: 0,
@@ -263,8 +277,12 @@ pub fn result(repetitions: Vec<LatfsRepetition>) -> LatfsResult {
     }
 }
 
+/// What one repetition brings back: per-task samples, per-task latency
+/// distributions (when histogrammed) and the kernel counters of its window.
+type Once = (Vec<TaskSample>, Option<Vec<LatencyDist>>, Option<Counters>);
+
 /// Start all workers, release them together, collect their samples.
-fn run_once(run: &LatfsRun, cpus: &[Option<u32>]) -> Result<Vec<TaskSample>, LatfsError> {
+fn run_once(run: &LatfsRun, cpus: &[Option<u32>], watch: Option<&Watch>) -> Result<Once, LatfsError> {
     let spec = run.spec;
     let mut pool = Pool { workers: Vec::with_capacity(run.task_dirs.len()) };
     for (i, dir) in run.task_dirs.iter().enumerate() {
@@ -279,14 +297,28 @@ fn run_once(run: &LatfsRun, cpus: &[Option<u32>]) -> Result<Vec<TaskSample>, Lat
             warmup: spec.warmup,
             duration: spec.duration,
             cpu: cpus.get(i).copied().flatten(),
+            histogram: spec.latency == crate::scenario::LatencyMode::Histogram,
         };
         pool.spawn(run.exe, config)?;
     }
     pool.collect("ready", Instant::now() + SETUP_TIMEOUT)?;
+    let before = watch.map(Watch::snapshot);
     pool.release()?;
     let deadline = Instant::now() + spec.warmup + spec.duration + RESULT_SLACK;
     let results = pool.collect("result", deadline)?;
-    pool.reap_all(results)
+    let counters = watch.zip(before).map(|(w, b)| b.delta(&w.snapshot()));
+    let latency: Option<Vec<LatencyDist>> = results
+        .iter()
+        .map(|m| match m {
+            WorkerMessage::Result { latency: Some(b), .. } => {
+                let mut h = crate::monitor::latency::histogram();
+                crate::monitor::latency::add_buckets(&mut h, b);
+                Some(crate::monitor::latency::dist(&h))
+            }
+            _ => None,
+        })
+        .collect();
+    Ok((pool.reap_all(results)?, latency, counters))
 }
 
 /// A started worker and our ends of its pipes.
@@ -423,7 +455,7 @@ impl Pool {
             if !(libc::WIFEXITED(reaped.status) && libc::WEXITSTATUS(reaped.status) == 0) {
                 return Err(self.explain(i, &reaped, "after its result"));
             }
-            let WorkerMessage::Result { iterations, window_ns } = msg else { unreachable!("collected results") };
+            let WorkerMessage::Result { iterations, window_ns, .. } = msg else { unreachable!("collected results") };
             samples.push(TaskSample { task, iterations, window_ns, user_us: reaped.user_us, sys_us: reaped.sys_us });
         }
         Ok(samples)

@@ -3,10 +3,12 @@
 //! The parent passes a [`WorkerConfig`] as `--key=value` arguments of the hidden
 //! `__latfs-worker` subcommand. The worker answers on its stdout with one line
 //! per phase ([`WorkerMessage`]): `ready` after its untimed setup, then
-//! `result <iterations> <window_ns>` or, at any point, `error <errno> <what>`.
+//! `result <iterations> <window_ns> [<value_ns>:<count> ...]` (the histogram's
+//! non-empty buckets when latency is histogrammed) or, at any point, `error <errno> <what>`.
 //! The start barrier is one byte the parent writes on each worker's stdin.
-//! Each line is written with a single write(2) well below PIPE_BUF, so the
-//! parent never sees half a line.
+//! Each line is written with a single write(2); all but a result line with a
+//! histogram stay well below PIPE_BUF, and the worker is its pipe's only writer,
+//! so the parent never sees half a line or two lines mixed.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -36,6 +38,8 @@ pub struct WorkerConfig {
     pub duration: Duration,
     /// The CPU to pin the worker to (sched_setaffinity), for `pin = "spread"`.
     pub cpu: Option<u32>,
+    /// Time every iteration into a histogram (`latency = "histogram"`).
+    pub histogram: bool,
 }
 
 /// The uid and gid lmbench `-U` gives task `task`: `(task << 3) + 100` for both.
@@ -70,6 +74,9 @@ impl WorkerConfig {
         if let Some(cpu) = self.cpu {
             args.push(format!("--cpu={cpu}").into());
         }
+        if self.histogram {
+            args.push("--histogram=1".into());
+        }
         let mut dir = OsString::from("--dir=");
         dir.push(self.dir.as_os_str());
         args.push(dir);
@@ -83,6 +90,7 @@ impl WorkerConfig {
         let (mut uid, mut gid) = (None, None);
         let (mut quota_refs, mut write, mut warmup, mut duration) = (0, false, None, None);
         let mut cpu = None;
+        let mut histogram = false;
         for arg in args {
             let (key, value) = arg
                 .strip_prefix("--")
@@ -101,6 +109,7 @@ impl WorkerConfig {
                 "duration-ns" => duration = Some(Duration::from_nanos(num(value)?)),
                 "dir" => dir = Some(PathBuf::from(value)),
                 "cpu" => cpu = Some(num32(value)?),
+                "histogram" => histogram = num(value)? != 0,
                 _ => return Err(bad(arg, "unknown key")),
             }
         }
@@ -120,6 +129,7 @@ impl WorkerConfig {
             warmup: warmup.ok_or_else(|| missing("--warmup-ns"))?,
             duration: duration.ok_or_else(|| missing("--duration-ns"))?,
             cpu,
+            histogram,
         })
     }
 }
@@ -135,6 +145,8 @@ pub enum WorkerMessage {
         iterations: u64,
         /// Window length in nanoseconds.
         window_ns: u64,
+        /// `[value_ns, count]` buckets of the iteration latencies, when histogrammed.
+        latency: Option<Vec<[u64; 2]>>,
     },
     /// The worker failed; `errno` is 0 when no system call is to blame.
     Error {
@@ -149,7 +161,16 @@ impl fmt::Display for WorkerMessage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             WorkerMessage::Ready => writeln!(f, "ready"),
-            WorkerMessage::Result { iterations, window_ns } => writeln!(f, "result {iterations} {window_ns}"),
+            WorkerMessage::Result { iterations, window_ns, latency: None } => {
+                writeln!(f, "result {iterations} {window_ns}")
+            }
+            WorkerMessage::Result { iterations, window_ns, latency: Some(b) } => {
+                write!(f, "result {iterations} {window_ns} h")?;
+                for [v, c] in b {
+                    write!(f, " {v}:{c}")?;
+                }
+                writeln!(f)
+            }
             // A newline inside the message would split it into two lines.
             WorkerMessage::Error { errno, what } => writeln!(f, "error {errno} {}", what.replace('\n', " ")),
         }
@@ -165,8 +186,17 @@ impl WorkerMessage {
             "ready" if words.next().is_none() => Some(WorkerMessage::Ready),
             "result" => {
                 let iterations = words.next()?.parse().ok()?;
-                let window_ns = words.next()?.parse().ok()?;
-                Some(WorkerMessage::Result { iterations, window_ns })
+                let rest = words.next()?;
+                let (window, hist) = match rest.split_once(' ') {
+                    Some((w, h)) => (w, Some(h.strip_prefix('h')?)),
+                    None => (rest, None),
+                };
+                let window_ns = window.parse().ok()?;
+                let latency = match hist {
+                    Some(h) => Some(crate::monitor::latency::decode(h)?),
+                    None => None,
+                };
+                Some(WorkerMessage::Result { iterations, window_ns, latency })
             }
             "error" => {
                 let errno = words.next()?.parse().ok()?;
@@ -192,6 +222,7 @@ mod tests {
             warmup: Duration::from_millis(300),
             duration: Duration::from_secs(1),
             cpu: Some(1),
+            histogram: false,
         }
     }
 
@@ -203,7 +234,7 @@ mod tests {
     fn config_round_trips_through_args() {
         let c = sample();
         assert_eq!(WorkerConfig::from_args(&strings(c.to_args())).unwrap(), c);
-        let c = WorkerConfig { ids: None, open_for_write: false, quota_refs: 0, ..sample() };
+        let c = WorkerConfig { ids: None, open_for_write: false, quota_refs: 0, histogram: true, ..sample() };
         assert_eq!(WorkerConfig::from_args(&strings(c.to_args())).unwrap(), c);
     }
 
@@ -230,7 +261,9 @@ mod tests {
     fn messages_round_trip() {
         for m in [
             WorkerMessage::Ready,
-            WorkerMessage::Result { iterations: 617_000, window_ns: 1_000_042_123 },
+            WorkerMessage::Result { iterations: 617_000, window_ns: 1_000_042_123, latency: None },
+            WorkerMessage::Result { iterations: 3, window_ns: 9, latency: Some(vec![[1503, 2], [2_001_000, 1]]) },
+            WorkerMessage::Result { iterations: 0, window_ns: 9, latency: Some(vec![]) },
             WorkerMessage::Error { errno: 13, what: "open test: EACCES: Permission denied".into() },
         ] {
             assert_eq!(WorkerMessage::parse(&m.to_string()), Some(m));
@@ -239,5 +272,6 @@ mod tests {
         assert_eq!(multi.to_string(), "error 0 a b\n");
         assert_eq!(WorkerMessage::parse("thread 'main' panicked"), None);
         assert_eq!(WorkerMessage::parse("result 12"), None);
+        assert_eq!(WorkerMessage::parse("result 12 34 h 5:x"), None);
     }
 }

@@ -11,6 +11,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::time::{Duration, Instant};
 
+use hdrhistogram::Histogram;
 use nix::errno::Errno;
 
 use super::protocol::{WorkerConfig, WorkerMessage};
@@ -68,8 +69,9 @@ pub fn worker_main(args: &[String]) -> WorkerEnd {
         }
     };
     match run_worker(&config) {
-        Ok((iterations, window)) => {
-            send(&WorkerMessage::Result { iterations, window_ns: window.as_nanos() as u64 });
+        Ok((iterations, window, hist)) => {
+            let latency = hist.map(|h| crate::monitor::latency::buckets(&h));
+            send(&WorkerMessage::Result { iterations, window_ns: window.as_nanos() as u64, latency });
             WorkerEnd::Measured
         }
         Err(f) => {
@@ -87,7 +89,10 @@ fn send(msg: &WorkerMessage) {
     let _ = out.flush();
 }
 
-fn run_worker(c: &WorkerConfig) -> Result<(u64, Duration), Failure> {
+/// Iterations, the window, and the latency histogram when asked for one.
+type Measured = (u64, Duration, Option<Histogram<u64>>);
+
+fn run_worker(c: &WorkerConfig) -> Result<Measured, Failure> {
     if let Some(cpu) = c.cpu {
         // Before any setup, so the loop's caches and its first page faults are on its CPU.
         let mut set = nix::sched::CpuSet::new();
@@ -119,12 +124,14 @@ fn run_worker(c: &WorkerConfig) -> Result<(u64, Duration), Failure> {
         refs.extend(take_quota_refs(c.quota_refs, uid + 1, gid + 1, NEEDS_CAP_CHOWN)?);
     }
     let mut body = LoopBody::setup(c.test, c.open_for_write, uid, gid)?;
+    // Allocated before the barrier: recording into it never allocates.
+    let mut hist = c.histogram.then(crate::monitor::latency::histogram);
     send(&WorkerMessage::Ready);
     wait_for_start()?;
-    let measured = body.measure(c.warmup, c.duration)?;
+    let (iterations, window) = body.measure(c.warmup, c.duration, hist.as_mut())?;
     drop(body);
     drop(refs);
-    Ok(measured)
+    Ok((iterations, window, hist))
 }
 
 /// Block until the parent's start byte arrives on stdin; EOF means the run was called off.
@@ -201,13 +208,19 @@ impl LoopBody {
         })
     }
 
-    /// Warm up, then time the loop; returns iterations and the exact window.
-    fn measure(&mut self, warmup: Duration, duration: Duration) -> Result<(u64, Duration), Failure> {
+    /// Warm up, then time the loop; returns iterations and the exact window. With a
+    /// histogram, every iteration's latency is recorded in it as well.
+    fn measure(
+        &mut self,
+        warmup: Duration,
+        duration: Duration,
+        hist: Option<&mut Histogram<u64>>,
+    ) -> Result<(u64, Duration), Failure> {
         // One monomorphised loop per test: the match is outside the hot path.
         let r = match self {
             LoopBody::OpenClose { path, flags } => {
                 let (p, fl) = (path.as_ptr(), *flags);
-                time_loop(warmup, duration, || unsafe {
+                run_loop(warmup, duration, hist, || unsafe {
                     let fd = libc::open(p, fl);
                     if fd < 0 {
                         return Err("open");
@@ -220,7 +233,7 @@ impl LoopBody {
             }
             LoopBody::CreateUnlink { path, flags } => {
                 let (p, fl) = (path.as_ptr(), *flags);
-                time_loop(warmup, duration, || unsafe {
+                run_loop(warmup, duration, hist, || unsafe {
                     let fd = libc::open(p, fl, 0o666 as libc::c_uint);
                     if fd < 0 {
                         return Err("open(O_CREAT)");
@@ -236,7 +249,7 @@ impl LoopBody {
             }
             LoopBody::Chown { fd, uid, gid } => {
                 let (fd, u, g) = (fd.as_raw_fd(), *uid, *gid);
-                time_loop(warmup, duration, || unsafe {
+                run_loop(warmup, duration, hist, || unsafe {
                     if libc::fchown(fd, u, g) != 0 {
                         return Err("fchown to uid");
                     }
@@ -248,7 +261,7 @@ impl LoopBody {
             }
             LoopBody::WriteTruncate { fd, buf } => {
                 let (fd, b) = (fd.as_raw_fd(), buf.as_ptr().cast::<libc::c_void>());
-                time_loop(warmup, duration, || unsafe {
+                run_loop(warmup, duration, hist, || unsafe {
                     let n = libc::pwrite(fd, b, 4096, 40960);
                     if n != 4096 {
                         if n >= 0 {
@@ -312,6 +325,63 @@ where
     }
 }
 
+/// Pick the loop once, outside the hot path: the counted loop (the default, untouched
+/// by histogram mode) or the loop that times every iteration.
+#[inline(always)]
+fn run_loop<F>(
+    warmup: Duration,
+    duration: Duration,
+    hist: Option<&mut Histogram<u64>>,
+    op: F,
+) -> Result<(u64, Duration), (&'static str, Errno)>
+where
+    F: FnMut() -> Result<(), &'static str>,
+{
+    match hist {
+        None => time_loop(warmup, duration, op),
+        Some(h) => time_loop_histogram(warmup, duration, h, op),
+    }
+}
+
+/// Like [`time_loop`], but reads the clock (vDSO `clock_gettime(CLOCK_MONOTONIC)`,
+/// no system call) after every iteration and records the time since the previous
+/// read: each iteration's latency, back to back, so one clock read per iteration.
+#[inline(always)]
+fn time_loop_histogram<F>(
+    warmup: Duration,
+    duration: Duration,
+    hist: &mut Histogram<u64>,
+    mut op: F,
+) -> Result<(u64, Duration), (&'static str, Errno)>
+where
+    F: FnMut() -> Result<(), &'static str>,
+{
+    let mut step = || op().map_err(|call| (call, Errno::last()));
+    let start = Instant::now();
+    let mut now;
+    loop {
+        step()?;
+        now = Instant::now();
+        if now.duration_since(start) >= warmup {
+            break;
+        }
+    }
+    let t0 = now;
+    let mut prev = t0;
+    let mut iterations: u64 = 0;
+    loop {
+        step()?;
+        let t = Instant::now();
+        hist.saturating_record(t.duration_since(prev).as_nanos() as u64);
+        prev = t;
+        iterations += 1;
+        let elapsed = t.duration_since(t0);
+        if elapsed >= duration {
+            return Ok((iterations, elapsed));
+        }
+    }
+}
+
 /// Iterations per clock read: as many as fit in [`BATCH_TARGET`] at the warm-up rate, at least 1.
 fn batch_size(warm_iterations: u64, warm_elapsed: Duration) -> u64 {
     let ns = warm_elapsed.as_nanos().max(1);
@@ -363,6 +433,21 @@ mod tests {
         .unwrap();
         assert!(window >= Duration::from_millis(20));
         assert!(n > 0 && n < calls, "window iterations {n} exclude warm-up ({calls} calls)");
+    }
+
+    #[test]
+    fn histogram_loop_records_every_iteration() {
+        let mut h = crate::monitor::latency::histogram();
+        let (n, window) = time_loop_histogram(Duration::from_millis(2), Duration::from_millis(20), &mut h, || {
+            std::hint::black_box(0u64);
+            Ok(())
+        })
+        .unwrap();
+        assert!(window >= Duration::from_millis(20));
+        assert_eq!(h.len(), n, "one latency per counted iteration");
+        // Latencies add up to the window (each is the time since the previous clock read).
+        let sum: f64 = h.mean() * h.len() as f64;
+        assert!((sum / window.as_nanos() as f64 - 1.0).abs() < 0.05, "sum {sum} window {window:?}");
     }
 
     #[test]

@@ -1,0 +1,182 @@
+//! At-a-glance columns from the kernel counters and latency distributions, for every renderer.
+//!
+//! MB are 10^6 bytes (sectors × 512), as iostat's MB; "util" is the busiest device's
+//! share of the window with I/O in flight (iostat's %util); peak dirty is the highest
+//! `Dirty` of /proc/meminfo sampled during the step. A `-` means "not monitored".
+
+use serde::Serialize;
+
+use crate::model::{CellStatus, Counters, LatencyDist, StepTiming};
+use crate::results::LoadedRun;
+use crate::stats::summarize;
+
+/// Headers of the step columns, in the order of [`step_columns`].
+pub const STEP_HEADERS: [&str; 4] = ["MB written", "write IOs", "peak dirty MB", "util %"];
+
+/// The step's MB written, write IOs, peak dirty MB and device utilisation, as text.
+pub fn step_columns(s: &StepTiming) -> [String; 4] {
+    let Some(c) = &s.counters else { return ["-".into(), "-".into(), "-".into(), "-".into()] };
+    [
+        mb(c.bytes_written()),
+        c.write_ios().to_string(),
+        c.peak_dirty_kib.map(|k| mb(k * 1024)).unwrap_or_else(|| "-".into()),
+        util(c),
+    ]
+}
+
+/// The same as numbers for CSV: empty where not monitored.
+pub fn step_csv(s: &StepTiming) -> [String; 4] {
+    let Some(c) = &s.counters else { return Default::default() };
+    [
+        format!("{:.3}", c.bytes_written() as f64 / 1e6),
+        c.write_ios().to_string(),
+        c.peak_dirty_kib.map(|k| format!("{:.3}", k as f64 * 1024.0 / 1e6)).unwrap_or_default(),
+        c.utilisation_percent().map(|u| format!("{u:.1}")).unwrap_or_default(),
+    ]
+}
+
+fn mb(bytes: u64) -> String {
+    format!("{:.1}", bytes as f64 / 1e6)
+}
+
+fn util(c: &Counters) -> String {
+    c.utilisation_percent().map(|u| format!("{u:.0}")).unwrap_or_else(|| "-".into())
+}
+
+/// The kernel counters of one lat_fs cell over its repetitions.
+#[derive(Debug, Clone, Serialize)]
+pub struct CellCounters {
+    /// Run label.
+    pub label: String,
+    /// Cell id.
+    pub id: String,
+    /// Write requests completed on the cell's devices, per repetition.
+    pub write_ios: Vec<u64>,
+    /// MB written per repetition.
+    pub mb_written: Vec<f64>,
+    /// Median utilisation of the busiest device, percent (`None` without devices).
+    pub util_percent: Option<f64>,
+    /// Median context switches per second, system-wide.
+    pub context_switches_per_s: Option<f64>,
+}
+
+/// The latency distribution of one lat_fs cell, merged over tasks and repetitions.
+#[derive(Debug, Clone, Serialize)]
+pub struct CellLatency {
+    /// Run label.
+    pub label: String,
+    /// Cell id.
+    pub id: String,
+    /// The distribution.
+    pub dist: LatencyDist,
+}
+
+/// Every lat_fs cell with counters, in run then cell order.
+pub fn latfs_counters(runs: &[(&str, &LoadedRun)]) -> Vec<CellCounters> {
+    let mut out = Vec::new();
+    for (label, run) in runs {
+        for c in run.cells.iter().filter(|c| c.status == CellStatus::Ok) {
+            let Some(l) = &c.latfs else { continue };
+            let counters: Vec<&Counters> = l.repetitions.iter().filter_map(|r| r.counters.as_ref()).collect();
+            if counters.is_empty() {
+                continue;
+            }
+            let median = |v: Vec<f64>| (!v.is_empty()).then(|| summarize(&v).median);
+            out.push(CellCounters {
+                label: label.to_string(),
+                id: c.id.clone(),
+                write_ios: counters.iter().map(|c| c.write_ios()).collect(),
+                mb_written: counters.iter().map(|c| c.bytes_written() as f64 / 1e6).collect(),
+                util_percent: median(counters.iter().filter_map(|c| c.utilisation_percent()).collect()),
+                context_switches_per_s: median(
+                    counters
+                        .iter()
+                        .filter(|c| c.window_us > 0)
+                        .filter_map(|c| c.context_switches.map(|n| n as f64 * 1e6 / c.window_us as f64))
+                        .collect(),
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// Every lat_fs cell with a latency distribution.
+pub fn latfs_latencies(runs: &[(&str, &LoadedRun)]) -> Vec<CellLatency> {
+    let mut out = Vec::new();
+    for (label, run) in runs {
+        for c in run.cells.iter().filter(|c| c.status == CellStatus::Ok) {
+            if let Some(d) = c.latfs.as_ref().and_then(|l| l.latency_dist.as_ref()) {
+                out.push(CellLatency { label: label.to_string(), id: c.id.clone(), dist: d.clone() });
+            }
+        }
+    }
+    out
+}
+
+/// Header and rows of the per-repetition counter table.
+pub fn counters_table(rows: &[CellCounters]) -> (Vec<String>, Vec<Vec<String>>) {
+    let header = ["cell", "write IOs per repetition", "MB written (median)", "util % (median)", "ctx switches/s"]
+        .map(String::from)
+        .to_vec();
+    let body = rows
+        .iter()
+        .map(|r| {
+            vec![
+                format!("{} {}", r.label, r.id),
+                r.write_ios.iter().map(u64::to_string).collect::<Vec<_>>().join(" "),
+                format!("{:.2}", summarize(&r.mb_written).median),
+                r.util_percent.map(|u| format!("{u:.0}")).unwrap_or_else(|| "-".into()),
+                r.context_switches_per_s.map(|c| format!("{c:.0}")).unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    (header, body)
+}
+
+/// Header and rows of the latency percentile table (microseconds).
+pub fn latency_table(rows: &[CellLatency]) -> (Vec<String>, Vec<Vec<String>>) {
+    let header = ["cell", "ops", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "max µs"].map(String::from).to_vec();
+    let us = |ns: u64| format!("{:.2}", ns as f64 / 1e3);
+    let body = rows
+        .iter()
+        .map(|r| {
+            let d = &r.dist;
+            vec![
+                format!("{} {}", r.label, r.id),
+                d.count.to_string(),
+                us(d.p50_ns),
+                us(d.p90_ns),
+                us(d.p99_ns),
+                us(d.p999_ns),
+                us(d.max_ns),
+            ]
+        })
+        .collect();
+    (header, body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::DeviceCounters;
+
+    #[test]
+    fn step_columns_read_at_a_glance() {
+        let mut s = StepTiming::default();
+        assert_eq!(step_columns(&s), ["-", "-", "-", "-"]);
+        s.counters = Some(Counters {
+            window_us: 1_000_000,
+            devices: vec![DeviceCounters {
+                write_sectors: 2_000_000,
+                write_ios: 300,
+                io_ticks_ms: 250,
+                ..Default::default()
+            }],
+            peak_dirty_kib: Some(512_000),
+            ..Default::default()
+        });
+        assert_eq!(step_columns(&s), ["1024.0", "300", "524.3", "25"]);
+        assert_eq!(step_csv(&s), ["1024.000", "300", "524.288", "25.0"]);
+    }
+}
