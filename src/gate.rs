@@ -403,6 +403,14 @@ fn summary_line(rep: &GateReport) -> String {
     )
 }
 
+/// The verdict table as plain cells (header, one row per comparison) and the summary line,
+/// for renderers of other formats (the HTML report).
+pub fn table_cells(rep: &GateReport) -> (Vec<String>, Vec<Vec<String>>, String) {
+    let header = HEADER.iter().map(|h| h.to_string()).collect();
+    let rows = rep.rows.iter().map(|r| cells_of(r).to_vec()).collect();
+    (header, rows, summary_line(rep))
+}
+
 /// The terminal table plus a summary line.
 pub fn render_table(rep: &GateReport) -> String {
     let mut t = Table::new();

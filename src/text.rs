@@ -34,9 +34,37 @@ pub fn first_line_cut(text: &str, max: usize) -> String {
     }
 }
 
+/// `text` with control characters (C0 but newline and tab, DEL, C1) and bidirectional
+/// overrides shown as `\x1b` / `\u{202e}`, so text from other people's files cannot move
+/// a terminal's cursor or reorder what a reader sees.
+pub fn escape_control(text: &str) -> std::borrow::Cow<'_, str> {
+    fn bad(c: char) -> bool {
+        (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    }
+    if !text.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            c if bad(c) && (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if bad(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_shown_not_obeyed() {
+        assert_eq!(escape_control("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(escape_control("a\x1b[2Jb\u{7f}"), "a\\x1b[2Jb\\x7f");
+        assert_eq!(escape_control("x\u{202e}y\u{9b}"), "x\\u{202e}y\\u{9b}");
+    }
 
     #[test]
     fn counts_and_durations_read_naturally() {

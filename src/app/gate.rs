@@ -29,6 +29,9 @@ pub struct GateArgs {
     /// Also write JUnit XML here (one test case per cell).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Also write an HTML page here: the verdicts, then the comparison's tables, plots and provenance.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// `fsbench gate`: exit 1 when a cell regressed, 0 when none did, 2 on bad input.
@@ -40,7 +43,7 @@ pub fn gate(args: &GateArgs) -> anyhow::Result<i32> {
         .transpose()
         .map_err(|e| InputError::anyhow(format!("--threshold: {e}")))?;
     // Output files are checked before the work, so exit 1 can only mean "regressed".
-    for (opt, path) in [("--markdown", &args.markdown), ("--junit", &args.junit)] {
+    for (opt, path) in [("--markdown", &args.markdown), ("--junit", &args.junit), ("--html", &args.html)] {
         if let Some(p) = path {
             super::check_output_file(opt, p)?;
         }
@@ -75,6 +78,20 @@ pub fn gate(args: &GateArgs) -> anyhow::Result<i32> {
     }
     if let Some(p) = &args.junit {
         write_atomic(p, render_junit(&rep).as_bytes())?;
+    }
+    if let Some(p) = &args.html {
+        let (header, rows, summary) = crate::gate::table_cells(&rep);
+        let regressed = rep.count(Verdict::Regressed) > 0;
+        let verdicts =
+            crate::report::html::Verdicts { summary, regressed, header, rows, warnings: rep.warnings.clone() };
+        // Column labels must differ: two unlabelled runs are told apart by their side.
+        let (bl, cl) = match (baseline.label(), candidate.label()) {
+            (b, c) if b != c => (b.to_string(), c.to_string()),
+            _ => ("baseline".to_string(), "candidate".to_string()),
+        };
+        let runs = vec![(bl, baseline), (cl, candidate)];
+        let page = crate::report::render_compare_html(&runs, Some(&verdicts))?;
+        write_atomic(p, page.as_bytes())?;
     }
     Ok(if rep.count(Verdict::Regressed) > 0 { exit::FAILURE } else { exit::SUCCESS })
 }

@@ -6,7 +6,7 @@ use clap::{Args, ValueEnum};
 
 use crate::exit::{self, InputError};
 use crate::report::{self, Format, check_compatible, render_compare, render_run, write_plot_dir};
-use crate::results::{LoadedRun, load_run};
+use crate::results::{LoadedRun, load_run, write_atomic};
 
 /// Output format of reports, as the flag spells it.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
@@ -45,6 +45,9 @@ pub struct ReportArgs {
     /// Also write one PNG and one SVG plot per table into this directory.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    /// Also write the report as one self-contained HTML page (tables, plots, provenance).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// `fsbench compare`.
@@ -60,12 +63,23 @@ pub struct CompareArgs {
     /// Also write one PNG and one SVG plot per table into this directory.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    /// Also write the comparison as one self-contained HTML page (tables, plots, provenance).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// `fsbench report`.
 pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
     if let Some(dir) = &args.plot {
         super::check_output_dir("--plot", dir)?;
+    }
+    if let Some(file) = &args.html {
+        super::check_output_file("--html", file)?;
+        if args.runs.len() > 1 {
+            return Err(InputError::anyhow(
+                "--html writes one run's page: give one run (or use `fsbench compare --html`)",
+            ));
+        }
     }
     let format = Format::from(args.format);
     let mut code = exit::SUCCESS;
@@ -102,6 +116,10 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
             eprintln!("wrote {n} plots (PNG and SVG) and report.txt to {}", target.display());
         }
     }
+    if let (Some(file), Some(run)) = (&args.html, loaded.first()) {
+        write_atomic(file, report::render_run_html(run)?.as_bytes())?;
+        eprintln!("wrote {}", file.display());
+    }
     Ok(code)
 }
 
@@ -122,6 +140,9 @@ fn parse_run_arg(arg: &str) -> (Option<String>, PathBuf) {
 pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
     if let Some(dir) = &args.plot {
         super::check_output_dir("--plot", dir)?;
+    }
+    if let Some(file) = &args.html {
+        super::check_output_file("--html", file)?;
     }
     let mut runs = Vec::new();
     for arg in &args.runs {
@@ -162,6 +183,14 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
         let refs: Vec<(&str, &LoadedRun)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
         let n = write_plot_dir(dir, &refs)?;
         eprintln!("wrote {n} plots (PNG and SVG) and report.txt to {}", dir.display());
+    }
+    if let Some(file) = &args.html {
+        let page = report::render_compare_html(&runs, None).map_err(|e| match e {
+            report::HtmlError::Compare(e) => InputError::anyhow(format!("cannot compare: {e}")),
+            e => anyhow::Error::new(e),
+        })?;
+        write_atomic(file, page.as_bytes())?;
+        eprintln!("wrote {}", file.display());
     }
     Ok(code)
 }

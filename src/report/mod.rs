@@ -11,6 +11,7 @@
 
 pub mod compare;
 pub mod format;
+pub mod html;
 pub mod latfs_tables;
 mod markup;
 pub mod plot;
@@ -43,6 +44,32 @@ pub fn render_compare(runs: &[(String, LoadedRun)], format: Format) -> Result<St
     let warnings = check_compatible(runs)?;
     let refs: Vec<(&str, &LoadedRun)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
     Ok(render(&refs, true, &warnings, format))
+}
+
+/// One run as a self-contained HTML page (tables, inline SVG plots, provenance).
+pub fn render_run_html(run: &LoadedRun) -> Result<String, PlotError> {
+    html::render(&[(run.label(), run)], false, &[], None)
+}
+
+/// Why an HTML comparison could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum HtmlError {
+    /// The runs cannot be compared.
+    #[error(transparent)]
+    Compare(#[from] CompareError),
+    /// A plot could not be drawn.
+    #[error(transparent)]
+    Plot(#[from] PlotError),
+}
+
+/// Several labelled runs compared on one HTML page, with the gate's verdicts when there are some.
+pub fn render_compare_html(
+    runs: &[(String, LoadedRun)],
+    verdicts: Option<&html::Verdicts>,
+) -> Result<String, HtmlError> {
+    let warnings = check_compatible(runs)?;
+    let refs: Vec<(&str, &LoadedRun)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
+    Ok(html::render(&refs, true, &warnings, verdicts)?)
 }
 
 /// The plots of one report or comparison, one per table (lat_fs) or group (steps).
@@ -132,8 +159,10 @@ fn run_line(label: &str, run: &LoadedRun) -> String {
         (Some(f), true) => format!("{f} (interrupted)"),
         (None, _) => "unfinished".into(),
     };
+    // An unlabelled run is called `run` in columns; "run: run 2026..." would say it twice.
+    let who = if m.label.is_none() && label == run.label() { String::new() } else { format!("{label}: ") };
     format!(
-        "{label}: run {} on {}, Linux {}, {}x {}, {} .. {end}",
+        "{who}run {} on {}, Linux {}, {}x {}, {} .. {end}",
         m.run_id, m.host.hostname, m.host.kernel_release, m.host.cpu_count, m.host.cpu_model, m.started
     )
 }
@@ -260,18 +289,30 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
             Box::new(Plain::default()),
             "Numbers: total loops per millisecond over all tasks (lmbench total_loops), median over repetitions; higher is better.",
         ),
-        Format::Markdown => (
-            Box::new(Markdown::default()),
-            "Numbers: total loops/ms over all tasks, median over repetitions; higher is better.",
-        ),
+        Format::Markdown => (Box::new(Markdown::default()), LATFS_NUMBERS_SHORT),
         Format::Csv => return latfs_csv(&tables, reference, with_ratios),
         Format::Json => return latfs_json(runs, warnings, &tables, with_ratios, reference),
     };
     m.heading(1, &format!("Results for {}", scenario_name(runs)));
     run_list(&mut *m, runs, warnings);
     m.paragraph(numbers);
+    m.paragraph(LAYOUT_LEGEND);
+    latfs_body(&mut *m, &tables, with_ratios, reference, &[]);
+    m.preformatted(&text_footer(&not_measured(runs), &all_problems(runs)));
+    m.finish()
+}
+
+/// What the seed's short names in titles and columns mean, said once per report.
+const LAYOUT_LEGEND: &str = "mounttype:M (and -M- in columns): one filesystem per task; mounttype:S: one filesystem shared by all tasks; qoff/qon: quota off/on.";
+
+/// What a lat_fs number is, in one short line.
+const LATFS_NUMBERS_SHORT: &str = "Numbers: total loops/ms over all tasks, median over repetitions; higher is better.";
+
+/// The lat_fs tables (one walk for every markup), each followed by its ratio table when
+/// comparing and by `figures[i]` (an SVG plot of table i) when there is one.
+fn latfs_body(m: &mut dyn Markup, tables: &[LatfsTable], with_ratios: bool, reference: &str, figures: &[String]) {
     let mut last_section = String::new();
-    for t in &tables {
+    for (i, t) in tables.iter().enumerate() {
         if t.section() != last_section {
             last_section = t.section();
             m.heading(2, &last_section);
@@ -288,6 +329,9 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
                 m.table(&header, &rows);
             }
         }
+        if let Some(svg) = figures.get(i) {
+            m.figure(svg, &format!("{}: median against tasks, bars from min to max of the repetitions", t.title()));
+        }
     }
     if with_ratios {
         let legend = m.literal(&format!(
@@ -296,8 +340,6 @@ fn render_latfs(runs: &[(&str, &LoadedRun)], with_ratios: bool, warnings: &[Stri
         ));
         m.paragraph(&legend);
     }
-    m.preformatted(&text_footer(&not_measured(runs), &all_problems(runs)));
-    m.finish()
 }
 
 /// Long-format CSV of lat_fs tables: one record per measured cell.
@@ -417,15 +459,15 @@ fn latfs_json(
 fn render_steps(runs: &[(&str, &LoadedRun)], warnings: &[String], format: Format) -> String {
     let groups = build_groups(runs);
     // The terminal report keeps seed 002's time(1) lines, as `--plot`'s report.txt does; Markdown shows tables.
-    let (mut m, time_lines): (Box<dyn Markup>, bool) = match format {
-        Format::Table => (Box::new(Plain::default()), true),
-        Format::Markdown => (Box::new(Markdown::default()), false),
+    let mut m: Box<dyn Markup> = match format {
+        Format::Table => Box::new(Plain::default()),
+        Format::Markdown => Box::new(Markdown::default()),
         Format::Csv => return steps_csv(&groups),
         Format::Json => return steps_json(runs, warnings, &groups),
     };
     m.heading(1, &format!("Results for {}", scenario_name(runs)));
     run_list(&mut *m, runs, warnings);
-    if time_lines {
+    if format == Format::Table {
         // The intro explains the `!` marks, which only the seed's layout has; the last newline is
         // the blank line before the footer.
         m.preformatted(&format!(
@@ -433,30 +475,40 @@ fn render_steps(runs: &[(&str, &LoadedRun)], warnings: &[String], format: Format
             steps::seed_text(&groups)
         ));
     } else {
-        let header = ["iteration", "step", "user", "system", "elapsed", "CPU"].map(String::from);
-        for g in &groups {
-            m.heading(2, &format!("{} {}", g.label, g.config));
-            let rows: Vec<Vec<String>> = g
-                .iterations
-                .iter()
-                .enumerate()
-                .flat_map(|(i, it)| {
-                    it.iter().map(move |s| {
-                        let tf = s.time_format();
-                        let f: Vec<&str> = tf.split(' ').collect();
-                        vec![(i + 1).to_string(), s.label.clone(), f[0].into(), f[1].into(), f[2].into(), f[3].into()]
-                    })
-                })
-                .collect();
-            m.table(&header, &rows);
-            for f in &g.flags {
-                let flag = m.strong(&f.describe());
-                m.note(&flag);
-            }
-        }
+        steps_body(&mut *m, &groups, &[]);
     }
     m.preformatted(&text_footer(&not_measured(runs), &all_problems(runs)));
     m.finish()
+}
+
+/// One table per steps group (every iteration, every step) with its flags, then
+/// `figures[i]` (an SVG plot of group i) when there is one.
+fn steps_body(m: &mut dyn Markup, groups: &[StepsGroup], figures: &[String]) {
+    let header = ["iteration", "step", "user", "system", "elapsed", "CPU"].map(String::from);
+    for (gi, g) in groups.iter().enumerate() {
+        let title = format!("{} {}", g.label, g.config);
+        m.heading(2, &title);
+        let rows: Vec<Vec<String>> = g
+            .iterations
+            .iter()
+            .enumerate()
+            .flat_map(|(i, it)| {
+                it.iter().map(move |s| {
+                    let tf = s.time_format();
+                    let f: Vec<&str> = tf.split(' ').collect();
+                    vec![(i + 1).to_string(), s.label.clone(), f[0].into(), f[1].into(), f[2].into(), f[3].into()]
+                })
+            })
+            .collect();
+        m.table(&header, &rows);
+        for f in &g.flags {
+            let flag = m.strong(&f.describe());
+            m.note(&flag);
+        }
+        if let Some(svg) = figures.get(gi) {
+            m.figure(svg, &format!("{title}: elapsed seconds per step, one bar per iteration"));
+        }
+    }
 }
 
 /// Long-format CSV of steps: one record per step of every iteration.

@@ -27,6 +27,7 @@ mod provision_stale;
 mod qemu_lifecycle;
 mod qemu_quota;
 mod report_cli;
+mod report_html;
 mod report_seed000;
 mod results_store;
 mod run_e2e;
