@@ -7,9 +7,11 @@
 //! two of them share lives here ([`ScenarioOptions`], output-path checks).
 
 pub mod bundle;
+pub mod completions;
 pub mod doctor;
 pub mod fixture;
 pub mod gate;
+pub mod man;
 pub mod plan;
 pub mod report;
 pub mod run;
@@ -23,6 +25,10 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::exit::{self, InputError};
 
+/// `0.1.0 (1933cbd0a1b2 2026-12-02)`: the version, the commit built and the build date.
+pub const VERSION: &str =
+    concat!(env!("CARGO_PKG_VERSION"), " (", env!("FSBENCH_COMMIT"), " ", env!("FSBENCH_BUILD_DATE"), ")");
+
 /// Filesystem benchmarks described in TOML scenario files.
 ///
 /// A scenario names filesystems with their mkfs and mount options, how they are
@@ -34,7 +40,7 @@ use crate::exit::{self, InputError};
 /// Start with `fsbench run` (the embedded quickstart scenario), `fsbench list`
 /// (bundled scenarios) and `fsbench plan FILE` (what a scenario would do).
 #[derive(Debug, Parser)]
-#[command(name = "fsbench", version, max_term_width = 100)]
+#[command(name = "fsbench", version = VERSION, max_term_width = 100)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -78,6 +84,10 @@ pub enum Command {
     /// Generate (and optionally submit) jobs that run a scenario's shards on a job engine.
     #[command(subcommand)]
     Submit(shard::SubmitCommand),
+    /// Print a shell completion script (bash, zsh or fish).
+    Completions(completions::CompletionsArgs),
+    /// Print the manual page, or write one per command into a directory.
+    Man(man::ManArgs),
     /// Internal: a lat_fs worker process (started by `fsbench run`, not by users).
     #[command(name = "__latfs-worker", hide = true)]
     LatfsWorker(WorkerArgs),
@@ -181,6 +191,8 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Merge(args) => shard::merge(&args),
         Command::Submit(shard::SubmitCommand::Slurm(args)) => shard::submit_slurm(&args),
         Command::Submit(shard::SubmitCommand::K8s(args)) => shard::submit_k8s(&args),
+        Command::Completions(args) => completions::completions(&args),
+        Command::Man(args) => man::man(&args),
         Command::LatfsWorker(args) => Ok(match crate::workload::latfs::worker_main(&args.args) {
             crate::workload::latfs::WorkerEnd::Measured => exit::SUCCESS,
             crate::workload::latfs::WorkerEnd::Failed => exit::FAILURE,
