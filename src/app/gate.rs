@@ -11,11 +11,11 @@ use crate::results::{load_run, write_atomic};
 /// `fsbench gate`.
 #[derive(Debug, Clone, Args)]
 pub struct GateArgs {
-    /// The reference run directory.
-    #[arg(long, value_name = "RUN_DIR")]
+    /// The reference run: a directory or a name (`@LABEL`, `latest`, `SCENARIO@LABEL`).
+    #[arg(long, value_name = "RUN")]
     pub baseline: PathBuf,
-    /// The run directory under test.
-    #[arg(long, value_name = "RUN_DIR")]
+    /// The run under test: a directory or a name (`latest` is the newest run).
+    #[arg(long, value_name = "RUN")]
     pub candidate: PathBuf,
     /// Slowdown that counts as a regression when significant (`5%`); overrides the scenario's `[gate]`.
     #[arg(long, value_name = "PERCENT")]
@@ -32,6 +32,8 @@ pub struct GateArgs {
     /// Also write an HTML page here: the verdicts, then the comparison's tables, plots and provenance.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub lookup: super::RunLookup,
 }
 
 /// `fsbench gate`: exit 1 when a cell regressed, 0 when none did, 2 on bad input.
@@ -49,8 +51,10 @@ pub fn gate(args: &GateArgs) -> anyhow::Result<i32> {
         }
     }
     let load = |side: &str, p: &Path| load_run(p).map_err(|e| InputError::anyhow(format!("--{side}: {e}")));
-    let baseline = load("baseline", &args.baseline)?;
-    let candidate = load("candidate", &args.candidate)?;
+    let (b, c) = (args.baseline.to_string_lossy(), args.candidate.to_string_lossy());
+    let dirs = super::resolve_runs(&[&b, &c], &args.lookup)?;
+    let baseline = load("baseline", &dirs[0])?;
+    let candidate = load("candidate", &dirs[1])?;
     // A gate must not pass on data it could not read.
     for (side, run) in [("baseline", &baseline), ("candidate", &candidate)] {
         if !run.problems.is_empty() {

@@ -15,6 +15,7 @@ pub mod html;
 pub mod latfs_tables;
 mod markup;
 pub mod plot;
+pub mod runs;
 pub mod steps;
 
 use std::path::Path;

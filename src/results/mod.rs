@@ -11,6 +11,8 @@
 //! cell (a bad cell file becomes a `problem`, the rest still loads) and strict
 //! per run (no readable `run.json`, no run).
 
+pub mod find;
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::io::Write;
@@ -248,6 +250,28 @@ impl RunWriter {
         let writer = RunWriter { dir, meta };
         writer.write_meta()?;
         Ok(writer)
+    }
+
+    /// Write a whole run gathered elsewhere (a merge of shards) as a new run directory
+    /// `<out_root>/<scenario>/<name>/`, which loads like any other; returns it. Names
+    /// from the files are made safe for a path first: they are other people's text.
+    pub fn write_whole(
+        out_root: &Path,
+        name: &str,
+        meta: &RunMeta,
+        cells: &[CellResult],
+    ) -> Result<PathBuf, ResultsError> {
+        let parent = out_root.join(sanitize(&meta.scenario_name));
+        fs::create_dir_all(&parent).map_err(|e| io(&parent, "create results directory", e))?;
+        let (dir, run_id) = create_unique_dir(&parent, &sanitize(name))?;
+        let cells_dir = dir.join(CELLS_DIR);
+        fs::create_dir(&cells_dir).map_err(|e| io(&cells_dir, "create cells directory", e))?;
+        let mut writer = RunWriter { dir, meta: RunMeta { run_id, ..meta.clone() } };
+        for c in cells {
+            writer.write_cell(c)?;
+        }
+        writer.write_meta()?;
+        Ok(writer.dir)
     }
 
     /// Reopen an interrupted run: its metadata and the ids of the cells already stored.

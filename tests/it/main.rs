@@ -32,6 +32,7 @@ mod report_html;
 mod report_seed000;
 mod results_store;
 mod run_e2e;
+mod run_lookup;
 mod schemas;
 mod shard_cli;
 mod shard_k8s;

@@ -178,3 +178,27 @@ fn kernel_untar_page_renders_in_chromium_with_every_iteration() {
         assert!(dom.contains(t), "{t} missing from the rendered DOM");
     }
 }
+
+#[test]
+fn gate_page_shows_the_verdicts_above_the_comparison() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = write_seed_run(&tmp.path().join("base"), "BASE");
+    let b = write_seed_run(&tmp.path().join("v3"), "V3");
+    let page = artifact_dir().join("quota-smp-gate.html");
+    // One repetition per cell: nothing can be significant, so no regression.
+    fsbench()
+        .arg("gate")
+        .arg("--baseline")
+        .arg(&a)
+        .arg("--candidate")
+        .arg(&b)
+        .arg("--html")
+        .arg(&page)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    let gate = html.find("Gate: no regression").expect("verdict heading");
+    assert!(gate < html.find("<figure>").unwrap(), "verdicts come before the tables");
+    assert!(html.contains("<th scope=\"col\">verdict</th>") && html.contains("regressed, "));
+    assert_eq!(html.matches("<svg").count(), parse_seed000().len());
+}
