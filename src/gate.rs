@@ -54,7 +54,7 @@ pub enum GateError {
 }
 
 /// The metric a gate compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
     /// lat_fs loops per ms over all tasks (higher is better).
@@ -79,7 +79,7 @@ impl Metric {
 }
 
 /// The verdict on one comparison.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// Significantly worse by more than the threshold.
@@ -105,13 +105,15 @@ impl Verdict {
 }
 
 /// Relative change of the means with its 95% confidence interval, as fractions.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Change {
     /// `(mean_c - mean_b) / mean_b`.
     pub mean: f64,
-    /// Lower end of the 95% interval (may be `-inf` with fewer than two samples).
+    /// Lower end of the 95% interval (may be `-inf` with fewer than two samples: `null` in JSON).
+    #[schemars(with = "Option<f64>")]
     pub ci_low: f64,
-    /// Upper end of the 95% interval.
+    /// Upper end of the 95% interval (`null` in JSON when unbounded).
+    #[schemars(with = "Option<f64>")]
     pub ci_high: f64,
 }
 
@@ -165,7 +167,7 @@ pub fn verdict(change: Option<Change>, threshold: f64, higher_is_better: bool) -
 }
 
 /// One compared quantity: a lat_fs cell, or one step of a steps cell.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct GateRow {
     /// `ext4-M-qoff-t1-chown` or `ext4-M-qoff-t1#2 untar` for steps.
     pub name: String,
@@ -188,7 +190,7 @@ pub struct GateRow {
 }
 
 /// The gate's findings.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct GateReport {
     /// Baseline run directory name.
     pub baseline: String,

@@ -15,6 +15,7 @@ pub mod exit;
 pub mod fixture;
 pub mod gate;
 pub mod model;
+pub mod output;
 pub mod plan;
 pub mod provision;
 pub mod qemu;

@@ -205,11 +205,14 @@ pub fn plan_for(s: &Scenario, only: &[String]) -> anyhow::Result<Plan> {
 /// How a cell would fare on this host.
 pub type HostCheck<'a> = dyn Fn(&Scenario, &CellParams) -> Option<SkipReason> + 'a;
 
-/// Render a plan as a table: one row per cell, its needs and whether it can run here.
-pub fn render_plan_table(s: &Scenario, plan: &Plan, check: &HostCheck) -> String {
+/// Render a plan as a table `width` columns wide: one row per cell, its needs and whether it can run here.
+pub fn render_plan_table(s: &Scenario, plan: &Plan, check: &HostCheck, width: u16) -> String {
     use comfy_table::{ContentArrangement, Table, presets};
     let mut table = Table::new();
-    table.load_style(presets::UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+    table
+        .load_style(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(width);
     let has_test = plan.cells.iter().any(|c| c.params.test.is_some());
     let mut header = vec!["#", "cell", "fs", "layout", "quota", "tasks"];
     if has_test {

@@ -32,6 +32,9 @@ pub struct GateArgs {
     /// Also write an HTML page here: the verdicts, then the comparison's tables, plots and provenance.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Print JSON (`schemas/gate.schema.json`) instead of the table; the exit code is the same.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub lookup: super::RunLookup,
 }
@@ -76,7 +79,11 @@ pub fn gate(args: &GateArgs) -> anyhow::Result<i32> {
     for w in &rep.warnings {
         eprintln!("warning: {w}");
     }
-    print!("{}", render_table(&rep));
+    if args.json {
+        print!("{}", crate::output::to_json(&crate::output::GateJson::of(rep.clone())));
+    } else {
+        print!("{}", render_table(&rep));
+    }
     if let Some(p) = &args.markdown {
         write_atomic(p, render_markdown(&rep).as_bytes())?;
     }

@@ -62,7 +62,7 @@ pub enum Command {
     /// Print the JSON Schema of the scenario format (editors use it to complete and validate).
     Schema(scenario::SchemaArgs),
     /// List the scenarios bundled in `scenarios/` and embedded in the binary.
-    List,
+    List(scenario::ListArgs),
     /// Check what this host can do: root, loop devices, mkfs tools, filesystems, quota.
     Doctor(doctor::DoctorArgs),
     /// Generate deterministic fixtures (a synthetic linux-2.5.63 tree as .tar.gz).
@@ -109,6 +109,15 @@ pub struct ScenarioOptions {
     /// options combine with AND.
     #[arg(long, value_name = "AXIS=VALUE[,..]")]
     pub only: Vec<String>,
+}
+
+/// The width tables are laid out for: the terminal's, or 100 columns when output is piped
+/// (a log, a mail, a PR comment), so nothing depends on how wide the writer's terminal was.
+pub fn output_width() -> u16 {
+    use std::io::IsTerminal as _;
+    let tty = std::io::stdout().is_terminal();
+    let cols = if tty { comfy_table::Table::new().width() } else { None };
+    cols.unwrap_or(100).clamp(40, 1000)
 }
 
 /// Where run names (`@LABEL`, `latest`, `SCENARIO@LABEL`) are looked up (report, compare, gate).
@@ -203,7 +212,7 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Validate(args) => plan::validate(&args),
         Command::Plan(args) => plan::plan(&args),
         Command::Schema(args) => scenario::schema(&args),
-        Command::List => scenario::list(),
+        Command::List(args) => scenario::list(&args),
         Command::Doctor(args) => doctor::doctor(&args),
         Command::Fixture(fixture::FixtureCommand::KernelTree(args)) => fixture::kernel_tree(&args),
         Command::Report(args) => report::report(&args),
