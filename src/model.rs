@@ -200,6 +200,10 @@ pub struct FilesystemInfo {
     /// Quota state read back with quotactl(2): e.g. `user=on group=on`.
     #[serde(default)]
     pub quota_state: Option<String>,
+    /// Backing `dir`: the cell ran in an existing directory, so `fs` is that directory's
+    /// own filesystem (read back, not the scenario's) and no mkfs or mount option was applied.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub existing_dir: bool,
 }
 
 /// Per-task sample of one lat_fs repetition.

@@ -296,6 +296,17 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult) -> any
     };
     let provisioned = provision::provision(&req).context("provisioning failed")?;
     r.filesystems = provisioned.filesystems().to_vec();
+    for f in r.filesystems.iter().filter(|f| f.existing_dir) {
+        // The cell keeps its matrix name (ids, resume, compare); the note says what it measured,
+        // naming the backing directory (the same for every cell) rather than the cell's scratch.
+        let dir = Path::new(&f.mountpoint).parent().unwrap_or(Path::new(&f.mountpoint));
+        r.notes.push(format!(
+            "backing dir: measured the existing {} filesystem of {}, not a new {}; mkfs and mount options were not applied",
+            f.fs,
+            dir.display(),
+            p.fs
+        ));
+    }
 
     let outcome = match (&s.workload, latfs_spec) {
         (Workload::Latfs(_), Some(spec)) => {

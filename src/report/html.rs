@@ -365,7 +365,13 @@ fn filesystems(run: &LoadedRun) -> Vec<Vec<String>> {
             let row = vec![
                 f.fs.clone(),
                 if f.device.is_some() { "loop device".into() } else { where_ },
-                if mkfs.is_empty() { "-".into() } else { mkfs.join(" ") },
+                if f.existing_dir {
+                    "none: an existing directory, its own filesystem measured".into()
+                } else if mkfs.is_empty() {
+                    "-".into()
+                } else {
+                    mkfs.join(" ")
+                },
                 if f.mount_options_requested.is_empty() { "-".into() } else { f.mount_options_requested.join(",") },
                 if effect.is_empty() { "-".into() } else { effect },
             ];

@@ -274,6 +274,18 @@ fn scenario_name<'a>(runs: &[(&str, &'a LoadedRun)]) -> &'a str {
 fn run_list(m: &mut dyn Markup, runs: &[(&str, &LoadedRun)], warnings: &[String]) {
     for (l, r) in runs {
         m.item(&run_line(l, r));
+        // What a reader must know to read the numbers (a dir backing measured the host's own
+        // filesystem): once per run, however many cells say it.
+        let mut notes: Vec<&str> = Vec::new();
+        for n in r.cells.iter().flat_map(|c| &c.notes) {
+            if !notes.contains(&n.as_str()) {
+                notes.push(n);
+            }
+        }
+        for n in notes {
+            let note = m.strong("note:");
+            m.item(&format!("{l} {note} {}", crate::text::escape_control(n)));
+        }
     }
     for w in warnings {
         let label = m.strong("warning:");
