@@ -378,6 +378,12 @@ pub fn is_valid_label(label: &str) -> bool {
     !label.is_empty() && label.len() <= 64 && label.chars().all(|c| c.is_ascii_alphanumeric() || "._-+".contains(c))
 }
 
+/// Filesystem types people benchmark, for telling a typo from a name (`etx4` is not one).
+pub const KNOWN_FS_TYPES: &[&str] = &[
+    "ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "nilfs2", "jfs", "reiserfs", "vfat", "exfat", "ntfs3", "bcachefs",
+    "tmpfs",
+];
+
 /// What [`is_valid_label`] allows, for error messages.
 pub const LABEL_RULE: &str = "1 to 64 characters from A-Z a-z 0-9 . _ - +";
 

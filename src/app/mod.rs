@@ -104,10 +104,11 @@ pub struct ScenarioOptions {
     pub set: Vec<String>,
     /// Keep only cells whose axis values match: `--only fs=ext4,tasks=1`.
     ///
-    /// Keys are axis names (fs, layout, quota, tasks, test); a key may repeat
-    /// to allow several values (`--only tasks=1,tasks=2`). Repeated `--only`
-    /// options combine with AND.
-    #[arg(long, value_name = "AXIS=VALUE[,..]")]
+    /// Keys are axis names (fs, layout, quota, tasks, test). A value without a key
+    /// is one more value of the key before it: `--only fs=xfs,btrfs,tasks=1` keeps
+    /// xfs and btrfs cells with 1 task (`fs=xfs,fs=btrfs` says the same). Repeated
+    /// `--only` options combine with AND.
+    #[arg(long, value_name = "AXIS=VALUE[,VALUE..][,AXIS=..]")]
     pub only: Vec<String>,
 }
 
