@@ -206,7 +206,7 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
             break;
         }
         progress.start(cell);
-        let result = run_cell(&mut ctx, cell);
+        let result = run_cell(&mut ctx, cell, &|what| progress.phase(cell, what));
         // A cell that saw Ctrl-C did not finish: keep no partial measurement of it.
         if interrupted() && result.status != CellStatus::Ok {
             break;
@@ -246,7 +246,10 @@ fn new_result(p: &CellParams, status: CellStatus, started: &str) -> CellResult {
 }
 
 /// Run one cell to a result; never returns an error: failures are results too.
-fn run_cell(ctx: &mut RunContext, cell: &Cell) -> CellResult {
+/// What a cell is doing now (`repetition 2/5`), for the progress display.
+type Phase<'a> = dyn Fn(&str) + 'a;
+
+fn run_cell(ctx: &mut RunContext, cell: &Cell, phase: &Phase) -> CellResult {
     let started = results::now_rfc3339();
     let p = &cell.params;
     let s = ctx.scenario;
@@ -257,7 +260,7 @@ fn run_cell(ctx: &mut RunContext, cell: &Cell) -> CellResult {
         return r;
     }
     let mut r = new_result(p, CellStatus::Ok, &started);
-    match run_provisioned(ctx, cell, &mut r) {
+    match run_provisioned(ctx, cell, &mut r, phase) {
         Ok(()) => {}
         Err(e) => {
             r.status = CellStatus::Failed;
@@ -268,7 +271,7 @@ fn run_cell(ctx: &mut RunContext, cell: &Cell) -> CellResult {
     r
 }
 
-fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult) -> anyhow::Result<()> {
+fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase: &Phase) -> anyhow::Result<()> {
     let s = ctx.scenario;
     let p = &cell.params;
     let root = provision::is_root();
@@ -312,9 +315,11 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult) -> any
         (Workload::Latfs(_), Some(spec)) => {
             let test = p.test.expect("lat_fs cells have a test");
             let run = latfs::LatfsRun { test, spec: &spec, task_dirs: provisioned.task_dirs(), exe: &ctx.exe };
-            latfs::run(&run).map(|res| r.latfs = Some(res)).map_err(anyhow::Error::new)
+            latfs::run_observed(&run, &|i, n| phase(&format!("repetition {i}/{n}")))
+                .map(|res| r.latfs = Some(res))
+                .map_err(anyhow::Error::new)
         }
-        (Workload::Steps(spec), _) => run_steps(ctx, spec, provisioned.root()).map(|res| r.steps = Some(res)),
+        (Workload::Steps(spec), _) => run_steps(ctx, spec, provisioned.root(), phase).map(|res| r.steps = Some(res)),
         _ => unreachable!("lat_fs spec exists for lat_fs workloads"),
     };
     // Tear down before reporting the workload's error, so nothing stays mounted either way.
@@ -328,6 +333,7 @@ fn run_steps(
     ctx: &mut RunContext,
     spec: &crate::scenario::StepsSpec,
     target: &Path,
+    phase: &Phase,
 ) -> anyhow::Result<crate::model::StepsResult> {
     let archive_dir = match &ctx.scenario.archive {
         Some(a) => Some(stage_archive(ctx, a, target)?),
@@ -346,7 +352,7 @@ fn run_steps(
         cancel: &cancel,
         trust: &trust,
     };
-    steps::run(&run).map_err(anyhow::Error::new)
+    steps::run_observed(&run, &|i, n, label| phase(&format!("iteration {i}/{n}: {label}"))).map_err(anyhow::Error::new)
 }
 
 /// Resolve the scenario's archive (generating it once per run into the cache) and
@@ -406,7 +412,14 @@ impl Progress {
 
     fn start(&self, cell: &Cell) {
         if let Some(bar) = &self.bar {
-            bar.set_message(cell.id());
+            bar.set_message(format!("{}: provisioning", cell.id()));
+        }
+    }
+
+    /// What the cell is doing now, shown after its id on the bar (a log would only fill up).
+    fn phase(&self, cell: &Cell, what: &str) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!("{}: {what}", cell.id()));
         }
     }
 
@@ -423,14 +436,14 @@ impl Progress {
             }
             (CellStatus::Failed, _, _) => format!("FAILED: {}", r.error.as_deref().unwrap_or("")),
         };
+        let line = format!("[{}/{}] {}: {what}", self.done.get(), self.total, cell.id());
         match &self.bar {
+            // Every cell's result stays on the terminal above the bar, not only failures.
             Some(bar) => {
-                if r.status == CellStatus::Failed {
-                    bar.println(format!("{}: {what}", cell.id()));
-                }
+                bar.println(line);
                 bar.inc(1);
             }
-            None if self.lines => eprintln!("[{}/{}] {}: {what}", self.done.get(), self.total, cell.id()),
+            None if self.lines => eprintln!("{line}"),
             None => {}
         }
     }
@@ -439,7 +452,8 @@ impl Progress {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
-        if self.lines && self.done.get() > 0 {
+        // The total stays too: on a terminal the bar that carried it is gone.
+        if (self.lines || self.bar.is_some()) && self.done.get() > 0 {
             eprintln!(
                 "fsbench: {} in {}",
                 crate::text::cells(self.done.get()),

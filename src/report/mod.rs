@@ -282,9 +282,10 @@ fn run_list(m: &mut dyn Markup, runs: &[(&str, &LoadedRun)], warnings: &[String]
                 notes.push(n);
             }
         }
+        let who = if r.meta.label.is_none() && *l == r.label() { String::new() } else { format!("{l} ") };
         for n in notes {
             let note = m.strong("note:");
-            m.item(&format!("{l} {note} {}", crate::text::escape_control(n)));
+            m.item(&format!("{who}{note} {}", crate::text::escape_control(n)));
         }
     }
     for w in warnings {

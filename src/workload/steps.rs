@@ -105,6 +105,11 @@ pub enum StepError {
 
 /// Run every iteration of the step list and time each step.
 pub fn run(run: &StepsRun) -> Result<StepsResult, StepsError> {
+    run_observed(run, &|_, _, _| {})
+}
+
+/// [`run`], calling `starting(iteration, iterations, step label)` before each step, for progress displays.
+pub fn run_observed(run: &StepsRun, starting: &dyn Fn(u32, u32, &str)) -> Result<StepsResult, StepsError> {
     let mut result = StepsResult { iterations: Vec::with_capacity(run.spec.iterations as usize) };
     for i in 1..=run.spec.iterations {
         let mut timings = Vec::with_capacity(run.spec.steps.len());
@@ -113,6 +118,7 @@ pub fn run(run: &StepsRun) -> Result<StepsResult, StepsError> {
                 result.iterations.push(timings);
                 return Err(StepsError::Interrupted { iteration: i, completed: result });
             }
+            starting(i, run.spec.iterations, &step.label());
             match time_step(run, step) {
                 Ok(t) => timings.push(t),
                 Err(StepError::Interrupted) => {

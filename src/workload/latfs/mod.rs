@@ -167,6 +167,11 @@ fn signal_name(signal: i32) -> &'static str {
 
 /// Run every repetition of one lat_fs cell and summarise them.
 pub fn run(run: &LatfsRun) -> Result<LatfsResult, LatfsError> {
+    run_observed(run, &|_, _| {})
+}
+
+/// [`run`], calling `starting(i, n)` before repetition `i` of `n` (from 1), for progress displays.
+pub fn run_observed(run: &LatfsRun, starting: &dyn Fn(u32, u32)) -> Result<LatfsResult, LatfsError> {
     if run.task_dirs.is_empty() {
         return Err(LatfsError::NoTasks);
     }
@@ -174,7 +179,8 @@ pub fn run(run: &LatfsRun) -> Result<LatfsResult, LatfsError> {
         return Err(LatfsError::NoRepetitions);
     }
     let mut repetitions = Vec::with_capacity(run.spec.repetitions as usize);
-    for _ in 0..run.spec.repetitions {
+    for i in 1..=run.spec.repetitions {
+        starting(i, run.spec.repetitions);
         repetitions.push(repetition(run_once(run)?));
     }
     Ok(result(repetitions))
