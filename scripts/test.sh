@@ -1,22 +1,40 @@
 #!/usr/bin/env bash
 # Run the whole fsbench test suite. As root it first installs what the real-kernel
 # tests need when it is missing (mkfs tools, quota tools, strace, GNU tar/time, qemu,
-# and a Debian kernel with quota support for the qemu tests), and makes root-only
-# tests fail instead of skip.
+# Slurm, headless Chromium for the HTML report, and a Debian kernel with quota support
+# for the qemu tests), and makes root-only tests fail instead of skip.
+#
+#   scripts/test.sh [CARGO TEST ARGS]   install what is missing (as root), then test
+#   scripts/test.sh --check             only say what is missing; install and test nothing
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The Slurm integration test (tests/it/slurm_array.rs) starts its own munged, slurmctld and slurmd.
-packages=(e2fsprogs xfsprogs btrfs-progs quota strace tar gzip time qemu-system-x86 munge slurmctld slurmd slurm-client)
-commands=(mkfs.ext4 mkfs.xfs mkfs.btrfs quotacheck strace tar gzip /usr/bin/time qemu-system-x86_64 /usr/sbin/munged /usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/sbatch)
+# The HTML report test (tests/it/report_html.rs) renders pages in headless Chromium.
+packages=(e2fsprogs xfsprogs btrfs-progs quota strace tar gzip time qemu-system-x86 munge slurmctld slurmd slurm-client chromium)
+commands=(mkfs.ext4 mkfs.xfs mkfs.btrfs quotacheck strace tar gzip /usr/bin/time qemu-system-x86_64 /usr/sbin/munged /usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/sbatch chromium)
+
+missing=()
+for i in "${!commands[@]}"; do
+    command -v "${commands[$i]}" >/dev/null 2>&1 || missing+=("${packages[$i]}")
+done
+have_kernel=no
+ls target/kernels/*/boot/vmlinuz-* >/dev/null 2>&1 && have_kernel=yes
+
+if [ "${1:-}" = "--check" ]; then
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "test.sh: missing Debian packages: ${missing[*]}"
+    else
+        echo "test.sh: every package the tests need is installed"
+    fi
+    [ "$have_kernel" = yes ] || echo "test.sh: missing: a Debian kernel under target/kernels/ for the qemu tests (downloaded with apt-get download, unpacked there)"
+    [ "$(id -u)" = 0 ] || echo "test.sh: not root: tests that need tmpfs, loop devices, mkfs and mount would skip"
+    exit 0
+fi
 
 if [ "$(id -u)" = 0 ]; then
-    missing=()
-    for i in "${!commands[@]}"; do
-        command -v "${commands[$i]}" >/dev/null 2>&1 || missing+=("${packages[$i]}")
-    done
     if [ ${#missing[@]} -gt 0 ]; then
-        echo "test.sh: installing ${missing[*]}" >&2
+        echo "test.sh: will install with apt-get: ${missing[*]} (run \`scripts/test.sh --check\` to only list them)" >&2
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq
         apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
@@ -24,7 +42,7 @@ if [ "$(id -u)" = 0 ]; then
     # A Debian kernel with quota format v2 for the qemu tests (this host's kernel
     # lacks it), unpacked once into target/kernels/ (no depmod needed: fsbench
     # reads module dependencies from the .ko files when modules.dep is missing).
-    if ! ls target/kernels/*/boot/vmlinuz-* >/dev/null 2>&1; then
+    if [ "$have_kernel" = no ]; then
         pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*-amd64\)$/\1/p' | head -1)
         if [ -z "$pkg" ]; then
             apt-get update -qq

@@ -140,7 +140,7 @@ impl Direction {
 }
 
 /// The verdict on one comparison.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// Significantly worse by more than the threshold.
@@ -195,11 +195,12 @@ impl Verdict {
 }
 
 /// One compared quantity: a lat_fs cell, or one step of a steps cell.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct GateRow {
     /// `ext4-M-qoff-t1-chown` or `ext4-M-qoff-t1#2 untar` for steps.
     pub name: String,
-    /// The metric compared.
+    /// The metric compared, by its `--metric` name (`total_loops`, `elapsed`, `p99`).
+    #[schemars(with = "String")]
     pub metric: Metric,
     /// The `[gate]` key the threshold came from (lat_fs test or step op).
     pub key: String,
@@ -218,7 +219,7 @@ pub struct GateRow {
 }
 
 /// The gate's findings.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct GateReport {
     /// Baseline run directory name.
     pub baseline: String,
@@ -474,6 +475,14 @@ fn summary_line(rep: &GateReport) -> String {
 /// What the verdicts mean, one sentence per line, shared by the Markdown and terminal texts.
 const RULE: &str = "regressed/improved: the whole 95% CI of the change of means lies beyond the threshold; \
 unchanged: the whole CI lies inside ±threshold; inconclusive: the CI straddles the threshold (the data cannot tell)";
+
+/// The verdict table as plain cells (header, one row per comparison) and the summary line,
+/// for renderers of other formats (the HTML report).
+pub fn table_cells(rep: &GateReport) -> (Vec<String>, Vec<Vec<String>>, String) {
+    let header = HEADER.iter().map(|h| h.to_string()).collect();
+    let rows = rep.rows.iter().map(|r| cells_of(r).to_vec()).collect();
+    (header, rows, summary_line(rep))
+}
 
 /// The terminal table plus a summary line.
 pub fn render_table(rep: &GateReport) -> String {

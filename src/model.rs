@@ -208,6 +208,10 @@ pub struct FilesystemInfo {
     /// Quota state read back with quotactl(2): e.g. `user=on group=on`.
     #[serde(default)]
     pub quota_state: Option<String>,
+    /// Backing `dir`: the cell ran in an existing directory, so `fs` is that directory's
+    /// own filesystem (read back, not the scenario's) and no mkfs or mount option was applied.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub existing_dir: bool,
 }
 
 /// Per-task sample of one lat_fs repetition.
@@ -617,6 +621,12 @@ pub struct CellResult {
 pub fn is_valid_label(label: &str) -> bool {
     !label.is_empty() && label.len() <= 64 && label.chars().all(|c| c.is_ascii_alphanumeric() || "._-+".contains(c))
 }
+
+/// Filesystem types people benchmark, for telling a typo from a name (`etx4` is not one).
+pub const KNOWN_FS_TYPES: &[&str] = &[
+    "ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "nilfs2", "jfs", "reiserfs", "vfat", "exfat", "ntfs3", "bcachefs",
+    "tmpfs",
+];
 
 /// What [`is_valid_label`] allows, for error messages.
 pub const LABEL_RULE: &str = "1 to 64 characters from A-Z a-z 0-9 . _ - +";

@@ -96,13 +96,19 @@ impl CellFilter {
         let mut groups = Vec::new();
         for opt in options {
             let mut group: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            // `fs=xfs,btrfs,tasks=1`: a part without `=` is one more value of the axis before it.
+            let mut last_axis: Option<&str> = None;
             for part in opt.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-                let Some((axis, value)) = part.split_once('=') else {
-                    return Err(InputError(format!(
-                        "--only {opt}: expected AXIS=VALUE, found `{part}` (e.g. --only fs=ext4,tasks=1)"
-                    )));
+                let (axis, value) = match (part.split_once('='), last_axis) {
+                    (Some((a, v)), _) => (a.trim(), v),
+                    (None, Some(a)) => (a, part),
+                    (None, None) => {
+                        return Err(InputError(format!(
+                            "--only {opt}: expected AXIS=VALUE first, found `{part}` (e.g. --only fs=ext2,ext4,tasks=1)"
+                        )));
+                    }
                 };
-                let axis = axis.trim();
+                last_axis = Some(axis);
                 if !AXES.contains(&axis) {
                     let hint = crate::scenario::suggest(axis, AXES.iter().copied())
                         .map(|s| format!(", did you mean `{s}`?"))
@@ -205,11 +211,14 @@ pub fn plan_for(s: &Scenario, only: &[String]) -> anyhow::Result<Plan> {
 /// How a cell would fare on this host.
 pub type HostCheck<'a> = dyn Fn(&Scenario, &CellParams) -> Option<SkipReason> + 'a;
 
-/// Render a plan as a table: one row per cell, its needs and whether it can run here.
-pub fn render_plan_table(s: &Scenario, plan: &Plan, check: &HostCheck) -> String {
+/// Render a plan as a table `width` columns wide: one row per cell, its needs and whether it can run here.
+pub fn render_plan_table(s: &Scenario, plan: &Plan, check: &HostCheck, width: u16) -> String {
     use comfy_table::{ContentArrangement, Table, presets};
     let mut table = Table::new();
-    table.load_style(presets::UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+    table
+        .load_style(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(width);
     let has_test = plan.cells.iter().any(|c| c.params.test.is_some());
     let mut header = vec!["#", "cell", "fs", "layout", "quota", "tasks"];
     if has_test {
@@ -299,6 +308,21 @@ mod tests {
         assert!(kept.cells.iter().all(|c| c.params.fs == "ext4" && c.params.tasks != 2));
         let f = CellFilter::parse(&["quota=qoff".into(), "test=lat_fs_chown".into()], &plan).unwrap();
         assert_eq!(f.apply(plan.clone()).cells.len(), 6);
+    }
+
+    #[test]
+    fn a_bare_value_in_only_continues_the_key_before_it() {
+        let s = scenario("fs = [\"ext4\", \"ext2\"]\ntasks = [1, 2, 4]");
+        let plan = expand(&s);
+        let short = CellFilter::parse(&["fs=ext2,ext4,tasks=1,4".into()], &plan).unwrap();
+        let long = CellFilter::parse(&["fs=ext2,fs=ext4,tasks=1,tasks=4".into()], &plan).unwrap();
+        assert_eq!(short, long);
+        assert_eq!(short.apply(plan.clone()).cells.len(), 16);
+        let e = CellFilter::parse(&["ext4,tasks=1".into()], &plan).unwrap_err();
+        assert!(e.0.contains("expected AXIS=VALUE first, found `ext4`"), "{}", e.0);
+        // A continued value is checked like any other.
+        let e = CellFilter::parse(&["fs=ext4,xfs".into()], &plan).unwrap_err();
+        assert!(e.0.contains("no cell has fs=xfs"), "{}", e.0);
     }
 
     #[test]

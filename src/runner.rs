@@ -246,7 +246,7 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
             break;
         }
         progress.start(cell);
-        let result = run_cell(&mut ctx, cell);
+        let result = run_cell(&mut ctx, cell, &|what| progress.phase(cell, what));
         // A cell that saw the signal did not finish as planned, whatever its status says
         // (a workload that noticed late may still look `ok`): store nothing for it, so
         // `--resume` runs it again.
@@ -292,7 +292,10 @@ fn new_result(p: &CellParams, status: CellStatus, started: &str) -> CellResult {
 }
 
 /// Run one cell to a result; never returns an error: failures are results too.
-fn run_cell(ctx: &mut RunContext, cell: &Cell) -> CellResult {
+/// What a cell is doing now (`repetition 2/5`), for the progress display.
+type Phase<'a> = dyn Fn(&str) + 'a;
+
+fn run_cell(ctx: &mut RunContext, cell: &Cell, phase: &Phase) -> CellResult {
     let started = results::now_rfc3339();
     let p = &cell.params;
     let s = ctx.scenario;
@@ -303,7 +306,7 @@ fn run_cell(ctx: &mut RunContext, cell: &Cell) -> CellResult {
         return r;
     }
     let mut r = new_result(p, CellStatus::Ok, &started);
-    match run_provisioned(ctx, cell, &mut r) {
+    match run_provisioned(ctx, cell, &mut r, phase) {
         Ok(()) => {}
         Err(e) => {
             r.status = CellStatus::Failed;
@@ -314,7 +317,7 @@ fn run_cell(ctx: &mut RunContext, cell: &Cell) -> CellResult {
     r
 }
 
-fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult) -> anyhow::Result<()> {
+fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase: &Phase) -> anyhow::Result<()> {
     let s = ctx.scenario;
     let p = &cell.params;
     let root = provision::is_root();
@@ -345,15 +348,28 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult) -> any
     r.filesystems = provisioned.filesystems().to_vec();
     // The cell's own block devices, read around every repetition and step (cheap: benches/monitors.rs).
     let watch = s.monitors.then(|| crate::monitor::Watch::for_filesystems(provisioned.filesystems()));
+    for f in r.filesystems.iter().filter(|f| f.existing_dir) {
+        // The cell keeps its matrix name (ids, resume, compare); the note says what it measured,
+        // naming the backing directory (the same for every cell) rather than the cell's scratch.
+        let dir = Path::new(&f.mountpoint).parent().unwrap_or(Path::new(&f.mountpoint));
+        r.notes.push(format!(
+            "backing dir: measured the existing {} filesystem of {}, not a new {}; mkfs and mount options were not applied",
+            f.fs,
+            dir.display(),
+            p.fs
+        ));
+    }
 
     let outcome = match (&s.workload, latfs_spec) {
         (Workload::Latfs(_), Some(spec)) => {
             let test = p.test.expect("lat_fs cells have a test");
             let run = latfs::LatfsRun { test, spec: &spec, task_dirs: provisioned.task_dirs(), exe: &ctx.exe };
-            latfs::run_monitored(&run, watch.as_ref()).map(|res| note_noise(r, res)).map_err(anyhow::Error::new)
+            latfs::run_monitored(&run, watch.as_ref(), &|i, n| phase(&format!("repetition {i}/{n}")))
+                .map(|res| note_noise(r, res))
+                .map_err(anyhow::Error::new)
         }
         (Workload::Steps(spec), _) => {
-            run_steps(ctx, spec, provisioned.root(), watch.as_ref()).map(|res| r.steps = Some(res))
+            run_steps(ctx, spec, provisioned.root(), watch.as_ref(), phase).map(|res| r.steps = Some(res))
         }
         _ => unreachable!("lat_fs spec exists for lat_fs workloads"),
     };
@@ -391,6 +407,7 @@ fn run_steps(
     spec: &crate::scenario::StepsSpec,
     target: &Path,
     watch: Option<&crate::monitor::Watch>,
+    phase: &Phase,
 ) -> anyhow::Result<crate::model::StepsResult> {
     let archive_dir = match &ctx.scenario.archive {
         Some(a) => Some(stage_archive(ctx, a, target)?),
@@ -409,7 +426,8 @@ fn run_steps(
         cancel: &cancel,
         trust: &trust,
     };
-    steps::run_monitored(&run, watch).map_err(anyhow::Error::new)
+    steps::run_monitored(&run, watch, &|i, n, label| phase(&format!("iteration {i}/{n}: {label}")))
+        .map_err(anyhow::Error::new)
 }
 
 /// Resolve the scenario's archive (generating it once per run into the cache) and
@@ -479,7 +497,14 @@ impl Progress {
 
     fn start(&self, cell: &Cell) {
         if let Some(bar) = &self.bar {
-            bar.set_message(cell.id());
+            bar.set_message(format!("{}: provisioning", cell.id()));
+        }
+    }
+
+    /// What the cell is doing now, shown after its id on the bar (a log would only fill up).
+    fn phase(&self, cell: &Cell, what: &str) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!("{}: {what}", cell.id()));
         }
     }
 
@@ -497,14 +522,14 @@ impl Progress {
             (CellStatus::Failed, _, _) => format!("FAILED: {}", r.error.as_deref().unwrap_or("")),
             (CellStatus::Disturbed, _, _) => format!("DISTURBED: {}", r.notes.last().map(String::as_str).unwrap_or("")),
         };
+        let line = format!("[{}/{}] {}: {what}", self.done.get(), self.total, cell.id());
         match &self.bar {
+            // Every cell's result stays on the terminal above the bar, not only failures.
             Some(bar) => {
-                if r.status == CellStatus::Failed {
-                    bar.println(format!("{}: {what}", cell.id()));
-                }
+                bar.println(line);
                 bar.inc(1);
             }
-            None if self.lines => eprintln!("[{}/{}] {}: {what}", self.done.get(), self.total, cell.id()),
+            None if self.lines => eprintln!("{line}"),
             None => {}
         }
     }
@@ -513,7 +538,8 @@ impl Progress {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
-        if self.lines && self.done.get() > 0 {
+        // The total stays too: on a terminal the bar that carried it is gone.
+        if (self.lines || self.bar.is_some()) && self.done.get() > 0 {
             eprintln!(
                 "fsbench: {} in {}",
                 crate::text::cells(self.done.get()),

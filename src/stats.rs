@@ -59,13 +59,15 @@ pub fn summarize(samples: &[f64]) -> Summary {
 }
 
 /// Relative change of the means with its 95% confidence interval, as fractions.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Change {
     /// `(mean_c - mean_b) / mean_b`.
     pub mean: f64,
-    /// Lower end of the 95% interval (`-inf` with fewer than two samples on a side).
+    /// Lower end of the 95% interval (`-inf` with fewer than two samples on a side: `null` in JSON).
+    #[schemars(with = "Option<f64>")]
     pub ci_low: f64,
-    /// Upper end of the 95% interval.
+    /// Upper end of the 95% interval (`null` in JSON when unbounded).
+    #[schemars(with = "Option<f64>")]
     pub ci_high: f64,
 }
 

@@ -1,5 +1,6 @@
 //! Human-readable counts and durations, shared by every stage that talks to people.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 /// `1 cell`, `2 cells`.
@@ -39,9 +40,21 @@ pub fn first_line_cut(text: &str, max: usize) -> String {
 /// shown escaped (`\u{1b}`, `\n`), everything else as is. For any text that comes
 /// from a bundle or a result file: labels, host names, notes, errors, argv.
 pub fn escape_control(text: &str) -> String {
-    let bad = |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    escape_where(text, |_| true).into_owned()
+}
+
+/// [`escape_control`] for text of several lines (a scenario, an SVG, a note): newlines
+/// and tabs stay as they are, every other control character is shown escaped.
+pub fn escape_control_multiline(text: &str) -> Cow<'_, str> {
+    escape_where(text, |c| c != '\n' && c != '\t')
+}
+
+/// `text` with the control characters `escaped(c)` selects shown as `\u{..}` escapes.
+fn escape_where(text: &str, escaped: impl Fn(char) -> bool) -> Cow<'_, str> {
+    let bad =
+        |c: char| (c.is_control() && escaped(c)) || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
     if !text.chars().any(bad) {
-        return text.to_string();
+        return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
@@ -51,7 +64,7 @@ pub fn escape_control(text: &str) -> String {
             out.push(c);
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 /// Whether `name` (from a result or bundle file) may become one path component:
@@ -66,6 +79,14 @@ pub fn is_plain_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_shown_not_obeyed() {
+        assert_eq!(escape_control_multiline("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(escape_control("a\x1b[2Jb\u{7f}"), "a\\u{1b}[2Jb\\u{7f}");
+        assert_eq!(escape_control_multiline("a\nb\tc\x1b"), "a\nb\tc\\u{1b}");
+        assert_eq!(escape_control("x\u{202e}y\u{9b}"), "x\\u{202e}y\\u{9b}");
+    }
 
     #[test]
     fn counts_and_durations_read_naturally() {

@@ -12,6 +12,9 @@ pub struct DoctorArgs {
     /// Also check these filesystem types (default: ext2, ext3, ext4, xfs, btrfs, f2fs, ...).
     #[arg(long, value_delimiter = ',')]
     pub fs: Vec<String>,
+    /// Print JSON (`schemas/doctor.schema.json`) instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `fsbench doctor`: a table of capabilities with state and remedy.
@@ -21,11 +24,19 @@ pub fn doctor(args: &DoctorArgs) -> anyhow::Result<i32> {
     let fs_list: Vec<String> =
         if args.fs.is_empty() { DOCTOR_DEFAULT_FS.iter().map(|s| s.to_string()).collect() } else { args.fs.clone() };
     let rows = capabilities(&fs_list);
+    if args.json {
+        let interrupted = crate::signals::interrupted();
+        let doc =
+            crate::output::DoctorJson { schema: crate::output::OUTPUT_SCHEMA_VERSION, capabilities: rows, interrupted };
+        print!("{}", crate::output::to_json(&doc));
+        return Ok(if interrupted { exit::INTERRUPTED } else { exit::SUCCESS });
+    }
     let mut table = Table::new();
-    // Wrap to the terminal like `plan` does; the kernel's messages are long.
+    // Wrap to the terminal (100 columns when piped); the kernel's messages are long.
     table
         .load_style(UTF8_FULL_CONDENSED)
         .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
+        .set_width(super::output_width())
         .set_header(vec!["capability", "state", "detail", "remedy"]);
     for r in &rows {
         table.add_row(vec![r.name.clone(), r.state.clone(), r.detail.clone(), r.remedy.clone()]);

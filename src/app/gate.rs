@@ -21,11 +21,11 @@ pub enum InconclusivePolicy {
 /// `fsbench gate`.
 #[derive(Debug, Clone, Args)]
 pub struct GateArgs {
-    /// The reference run directory.
-    #[arg(long, value_name = "RUN_DIR")]
+    /// The reference run: a directory or a name (`@LABEL`, `latest`, `SCENARIO@LABEL`).
+    #[arg(long, value_name = "RUN")]
     pub baseline: PathBuf,
-    /// The run directory under test.
-    #[arg(long, value_name = "RUN_DIR")]
+    /// The run under test: a directory or a name (`latest` is the newest run).
+    #[arg(long, value_name = "RUN")]
     pub candidate: PathBuf,
     /// Slowdown that counts as a regression when significant (`5%`); overrides the scenario's `[gate]`.
     #[arg(long, value_name = "PERCENT")]
@@ -49,6 +49,14 @@ pub struct GateArgs {
     /// missing (skip this revision), 128 the gate could not run (stop bisecting).
     #[arg(long, conflicts_with = "inconclusive")]
     pub bisect: bool,
+    /// Also write an HTML page here: the verdicts, then the comparison's tables, plots and provenance.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Print JSON (`schemas/gate.schema.json`) instead of the table; the exit code is the same.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub lookup: super::RunLookup,
 }
 
 /// `fsbench gate`: exit 1 when a cell regressed, 0 when none did, 2 on bad input (see `--bisect`).
@@ -71,14 +79,16 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
         .transpose()
         .map_err(|e| InputError::anyhow(format!("--threshold: {e}")))?;
     // Output files are checked before the work, so exit 1 can only mean "regressed".
-    for (opt, path) in [("--markdown", &args.markdown), ("--junit", &args.junit)] {
+    for (opt, path) in [("--markdown", &args.markdown), ("--junit", &args.junit), ("--html", &args.html)] {
         if let Some(p) = path {
             super::check_output_file(opt, p)?;
         }
     }
     let load = |side: &str, p: &Path| load_run(p).map_err(|e| InputError::anyhow(format!("--{side}: {e}")));
-    let baseline = load("baseline", &args.baseline)?;
-    let candidate = load("candidate", &args.candidate)?;
+    let (b, c) = (args.baseline.to_string_lossy(), args.candidate.to_string_lossy());
+    let dirs = super::resolve_runs(&[&b, &c], &args.lookup)?;
+    let baseline = load("baseline", &dirs[0])?;
+    let candidate = load("candidate", &dirs[1])?;
     // A gate must not pass on data it could not read.
     for (side, run) in [("baseline", &baseline), ("candidate", &candidate)] {
         if !run.problems.is_empty() {
@@ -104,13 +114,31 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
     for w in &rep.warnings {
         eprintln!("warning: {w}");
     }
-    print!("{}", render_table(&rep));
+    if args.json {
+        print!("{}", crate::output::to_json(&crate::output::GateJson::of(rep.clone())));
+    } else {
+        print!("{}", render_table(&rep));
+    }
     let inconclusive_fails = args.inconclusive == InconclusivePolicy::Fail;
     if let Some(p) = &args.markdown {
         write_atomic(p, render_markdown(&rep).as_bytes())?;
     }
     if let Some(p) = &args.junit {
         write_atomic(p, render_junit(&rep, inconclusive_fails && !args.bisect).as_bytes())?;
+    }
+    if let Some(p) = &args.html {
+        let (header, rows, summary) = crate::gate::table_cells(&rep);
+        let regressed = rep.count(Verdict::Regressed) > 0;
+        let verdicts =
+            crate::report::html::Verdicts { summary, regressed, header, rows, warnings: rep.warnings.clone() };
+        // Column labels must differ: two unlabelled runs are told apart by their side.
+        let (bl, cl) = match (baseline.label(), candidate.label()) {
+            (b, c) if b != c => (b.to_string(), c.to_string()),
+            _ => ("baseline".to_string(), "candidate".to_string()),
+        };
+        let runs = vec![(bl, baseline), (cl, candidate)];
+        let page = crate::report::render_compare_html(&runs, Some(&verdicts))?;
+        write_atomic(p, page.as_bytes())?;
     }
     let inconclusive = rep.count(Verdict::Inconclusive);
     if inconclusive > 0 && !args.bisect {

@@ -7,9 +7,11 @@
 //! two of them share lives here ([`ScenarioOptions`], output-path checks).
 
 pub mod bundle;
+pub mod completions;
 pub mod doctor;
 pub mod fixture;
 pub mod gate;
+pub mod man;
 pub mod plan;
 pub mod report;
 pub mod run;
@@ -23,6 +25,10 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::exit::{self, InputError};
 
+/// `0.1.0 (1933cbd0a1b2 2026-12-02)`: the version, the commit built and the build date.
+pub const VERSION: &str =
+    concat!(env!("CARGO_PKG_VERSION"), " (", env!("FSBENCH_COMMIT"), " ", env!("FSBENCH_BUILD_DATE"), ")");
+
 /// Filesystem benchmarks described in TOML scenario files.
 ///
 /// A scenario names filesystems with their mkfs and mount options, how they are
@@ -34,7 +40,7 @@ use crate::exit::{self, InputError};
 /// Start with `fsbench run` (the embedded quickstart scenario), `fsbench list`
 /// (bundled scenarios) and `fsbench plan FILE` (what a scenario would do).
 #[derive(Debug, Parser)]
-#[command(name = "fsbench", version, max_term_width = 100)]
+#[command(name = "fsbench", version = VERSION, max_term_width = 100)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -56,7 +62,7 @@ pub enum Command {
     /// Print the JSON Schema of the scenario format (editors use it to complete and validate).
     Schema(scenario::SchemaArgs),
     /// List the scenarios bundled in `scenarios/` and embedded in the binary.
-    List,
+    List(scenario::ListArgs),
     /// Check what this host can do: root, loop devices, mkfs tools, filesystems, quota.
     Doctor(doctor::DoctorArgs),
     /// Generate deterministic fixtures (a synthetic linux-2.5.63 tree as .tar.gz).
@@ -78,6 +84,10 @@ pub enum Command {
     /// Generate (and optionally submit) jobs that run a scenario's shards on a job engine.
     #[command(subcommand)]
     Submit(shard::SubmitCommand),
+    /// Print a shell completion script (bash, zsh or fish).
+    Completions(completions::CompletionsArgs),
+    /// Print the manual page, or write one per command into a directory.
+    Man(man::ManArgs),
     /// Internal: a lat_fs worker process (started by `fsbench run`, not by users).
     #[command(name = "__latfs-worker", hide = true)]
     LatfsWorker(WorkerArgs),
@@ -94,11 +104,45 @@ pub struct ScenarioOptions {
     pub set: Vec<String>,
     /// Keep only cells whose axis values match: `--only fs=ext4,tasks=1`.
     ///
-    /// Keys are axis names (fs, layout, quota, tasks, test); a key may repeat
-    /// to allow several values (`--only tasks=1,tasks=2`). Repeated `--only`
-    /// options combine with AND.
-    #[arg(long, value_name = "AXIS=VALUE[,..]")]
+    /// Keys are axis names (fs, layout, quota, tasks, test). A value without a key
+    /// is one more value of the key before it: `--only fs=xfs,btrfs,tasks=1` keeps
+    /// xfs and btrfs cells with 1 task (`fs=xfs,fs=btrfs` says the same). Repeated
+    /// `--only` options combine with AND.
+    #[arg(long, value_name = "AXIS=VALUE[,VALUE..][,AXIS=..]")]
     pub only: Vec<String>,
+}
+
+/// The width tables are laid out for: the terminal's, or 100 columns when output is piped
+/// (a log, a mail, a PR comment), so nothing depends on how wide the writer's terminal was.
+pub fn output_width() -> u16 {
+    use std::io::IsTerminal as _;
+    let tty = std::io::stdout().is_terminal();
+    let cols = if tty { comfy_table::Table::new().width() } else { None };
+    cols.unwrap_or(100).clamp(40, 1000)
+}
+
+/// Where run names (`@LABEL`, `latest`, `SCENARIO@LABEL`) are looked up (report, compare, gate).
+#[derive(Debug, Clone, Args)]
+pub struct RunLookup {
+    /// The results root that `SCENARIO@LABEL` and `latest` look in (`run --out`'s default).
+    #[arg(long, value_name = "DIR", default_value = "results")]
+    pub results: std::path::PathBuf,
+}
+
+/// Resolve run names given together to run directories, saying which run a name chose.
+/// A name that matches nothing is bad input (exit 2).
+pub fn resolve_runs(specs: &[&str], lookup: &RunLookup) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    let resolved = crate::results::find::resolve_runs(specs, &lookup.results)
+        .map_err(|e| InputError::anyhow(crate::text::escape_control(&e.to_string())))?;
+    Ok(resolved
+        .into_iter()
+        .map(|r| {
+            if let Some(n) = &r.note {
+                eprintln!("fsbench: {}", crate::text::escape_control(n));
+            }
+            r.dir
+        })
+        .collect())
 }
 
 /// Internal arguments of a lat_fs worker process.
@@ -169,7 +213,7 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Validate(args) => plan::validate(&args),
         Command::Plan(args) => plan::plan(&args),
         Command::Schema(args) => scenario::schema(&args),
-        Command::List => scenario::list(),
+        Command::List(args) => scenario::list(&args),
         Command::Doctor(args) => doctor::doctor(&args),
         Command::Fixture(fixture::FixtureCommand::KernelTree(args)) => fixture::kernel_tree(&args),
         Command::Report(args) => report::report(&args),
@@ -181,6 +225,8 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Merge(args) => shard::merge(&args),
         Command::Submit(shard::SubmitCommand::Slurm(args)) => shard::submit_slurm(&args),
         Command::Submit(shard::SubmitCommand::K8s(args)) => shard::submit_k8s(&args),
+        Command::Completions(args) => completions::completions(&args),
+        Command::Man(args) => man::man(&args),
         Command::LatfsWorker(args) => Ok(match crate::workload::latfs::worker_main(&args.args) {
             crate::workload::latfs::WorkerEnd::Measured => exit::SUCCESS,
             crate::workload::latfs::WorkerEnd::Failed => exit::FAILURE,

@@ -39,6 +39,9 @@ pub struct PlanArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: PlanFormat,
+    /// Print JSON (`schemas/plan.schema.json`): the same as `--format json`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `fsbench validate`: every file is checked, `--set` and `--only` included; exit 2 if any is bad.
@@ -86,9 +89,10 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
     let check = |s: &Scenario, p: &CellParams| {
         if in_guests { None } else { crate::provision::capability::host_check(s, p, None) }
     };
-    match args.format {
+    let format = if args.json { PlanFormat::Json } else { args.format };
+    match format {
         PlanFormat::Table => {
-            print!("{}", render_plan_table(&s, &plan, &check));
+            print!("{}", render_plan_table(&s, &plan, &check, super::output_width()));
             if in_guests {
                 let labels: Vec<&str> = s.kernels.iter().map(|k| k.label.as_str()).collect();
                 println!(
@@ -98,20 +102,23 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
             }
         }
         PlanFormat::Json => {
-            let cells: Vec<serde_json::Value> = plan
+            let cells = plan
                 .cells
                 .iter()
-                .map(|c| {
-                    serde_json::json!({
-                        "index": c.index,
-                        "id": c.id(),
-                        "params": c.params,
-                        "needs": needs(&s, &c.params),
-                        "skip": check(&s, &c.params),
-                    })
+                .map(|c| crate::output::PlannedCell {
+                    index: c.index,
+                    id: c.id(),
+                    params: c.params.clone(),
+                    needs: needs(&s, &c.params),
+                    skip: check(&s, &c.params),
                 })
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "scenario": s.name, "cells": cells }))?);
+            let doc = crate::output::PlanJson {
+                schema: crate::output::OUTPUT_SCHEMA_VERSION,
+                scenario: s.name.clone(),
+                cells,
+            };
+            print!("{}", crate::output::to_json(&doc));
         }
     }
     // A probe cut short by the signal answered nothing: the plan above is incomplete.

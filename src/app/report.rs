@@ -9,7 +9,8 @@ use crate::report::{
     self, CompareOptions, Format, Iterations, check_compatible, render_compare_with, render_run,
     write_compare_plot_dir, write_plot_dir,
 };
-use crate::results::{LoadedRun, load_run};
+use crate::results::find::{is_scenario_dir, list_runs};
+use crate::results::{LoadedRun, load_run, write_atomic};
 
 /// Output format of reports, as the flag spells it.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
@@ -39,7 +40,8 @@ impl From<ReportFormat> for Format {
 /// `fsbench report`.
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
-    /// Run directories (`results/<scenario>/<run-id>`).
+    /// Runs: directories (`results/<scenario>/<run-id>`) or names (`@LABEL`, `latest`,
+    /// `SCENARIO@LABEL`). A scenario directory (`results/quota-smp`) lists its runs instead.
     #[arg(required = true)]
     pub runs: Vec<PathBuf>,
     /// Output format.
@@ -48,12 +50,18 @@ pub struct ReportArgs {
     /// Also write one PNG and one SVG plot per table into this directory.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    /// Also write the report as one self-contained HTML page (tables, plots, provenance).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub lookup: super::RunLookup,
 }
 
 /// `fsbench compare`.
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
-    /// Runs to compare, each as `LABEL=RUN_DIR` (or a bare RUN_DIR, labelled by its `--label`).
+    /// Runs to compare, each as `LABEL=RUN` (or a bare RUN, labelled by its `--label`), RUN a
+    /// directory or a name: `@LABEL`, `latest`, `SCENARIO@LABEL` (`compare BASE=@BASE V3=latest`).
     /// The first is the reference for ratios.
     #[arg(required = true, num_args = 2..)]
     pub runs: Vec<String>,
@@ -73,6 +81,11 @@ pub struct CompareArgs {
     /// (needs runs made with `latency = "histogram"`).
     #[arg(long, value_name = "METRIC")]
     pub metric: Option<String>,
+    /// Also write the comparison as one self-contained HTML page (tables, plots, provenance).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub lookup: super::RunLookup,
 }
 
 fn parse_iterations(s: &str) -> Result<Iterations, String> {
@@ -84,10 +97,28 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
     if let Some(dir) = &args.plot {
         super::check_output_dir("--plot", dir)?;
     }
+    if let Some(file) = &args.html {
+        super::check_output_file("--html", file)?;
+        if args.runs.len() > 1 {
+            return Err(InputError::anyhow(
+                "--html writes one run's page: give one run (or use `fsbench compare --html`)",
+            ));
+        }
+    }
     let format = Format::from(args.format);
+    // A scenario directory: the runs in it, to choose from.
+    if let [dir] = args.runs.as_slice()
+        && is_scenario_dir(dir)
+    {
+        let runs = list_runs(dir).map_err(|e| InputError::anyhow(e.to_string()))?;
+        print!("{}", report::runs::render_run_list(dir, &runs, format));
+        return Ok(exit::SUCCESS);
+    }
+    let specs: Vec<String> = args.runs.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    let dirs = super::resolve_runs(&specs.iter().map(String::as_str).collect::<Vec<_>>(), &args.lookup)?;
     let mut code = exit::SUCCESS;
     let mut loaded = Vec::new();
-    for dir in &args.runs {
+    for dir in &dirs {
         match load_run(dir) {
             Ok(run) => loaded.push(run),
             Err(e) => {
@@ -127,19 +158,21 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
             eprintln!("wrote {n} plots (PNG and SVG) and report.txt to {}", target.display());
         }
     }
+    if let (Some(file), Some(run)) = (&args.html, loaded.first()) {
+        write_atomic(file, report::render_run_html(run)?.as_bytes())?;
+        eprintln!("wrote {}", file.display());
+    }
     Ok(code)
 }
 
-/// Split `LABEL=RUN_DIR`; a bare directory (or one whose path exists as given) has no label.
-fn parse_run_arg(arg: &str) -> (Option<String>, PathBuf) {
+/// Split `LABEL=RUN`; a bare run (or a path that exists as given) has no label.
+fn parse_run_arg(arg: &str) -> (Option<String>, String) {
     if Path::new(arg).exists() {
-        return (None, PathBuf::from(arg));
+        return (None, arg.to_string());
     }
     match arg.split_once('=') {
-        Some((label, dir)) if !label.is_empty() && !label.contains('/') => {
-            (Some(label.to_string()), PathBuf::from(dir))
-        }
-        _ => (None, PathBuf::from(arg)),
+        Some((label, run)) if !label.is_empty() && !label.contains('/') => (Some(label.to_string()), run.to_string()),
+        _ => (None, arg.to_string()),
     }
 }
 
@@ -148,20 +181,30 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
     if let Some(dir) = &args.plot {
         super::check_output_dir("--plot", dir)?;
     }
+    if let Some(file) = &args.html {
+        super::check_output_file("--html", file)?;
+    }
     let metric = match args.metric.as_deref() {
         None | Some("total_loops") => None,
         Some(m) => Some(crate::monitor::latency::Percentile::parse(m).ok_or_else(|| {
             InputError::anyhow(format!("--metric {m}: use total_loops, or a percentile: p50, p90, p99, p99.9, max"))
         })?),
     };
-    let mut runs = Vec::new();
+    let mut labels = Vec::new();
+    let mut specs = Vec::new();
     for arg in &args.runs {
-        let (label, dir) = parse_run_arg(arg);
+        let (label, spec) = parse_run_arg(arg);
         if let Some(l) = &label
             && !crate::model::is_valid_label(l)
         {
             return Err(InputError::anyhow(format!("label `{l}` in `{arg}`: use {}", crate::model::LABEL_RULE)));
         }
+        labels.push(label);
+        specs.push(spec);
+    }
+    let dirs = super::resolve_runs(&specs.iter().map(String::as_str).collect::<Vec<_>>(), &args.lookup)?;
+    let mut runs = Vec::new();
+    for ((label, dir), arg) in labels.into_iter().zip(dirs).zip(&args.runs) {
         let run = match load_run(&dir) {
             Ok(r) => r,
             Err(e) => {
@@ -197,6 +240,14 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
         let refs: Vec<(&str, &LoadedRun)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
         let n = write_compare_plot_dir(dir, &refs, &opts)?;
         eprintln!("wrote {n} plots (PNG and SVG) and report.txt to {}", dir.display());
+    }
+    if let Some(file) = &args.html {
+        let page = report::render_compare_html(&runs, None).map_err(|e| match e {
+            report::HtmlError::Compare(e) => InputError::anyhow(format!("cannot compare: {e}")),
+            e => anyhow::Error::new(e),
+        })?;
+        write_atomic(file, page.as_bytes())?;
+        eprintln!("wrote {}", file.display());
     }
     Ok(code)
 }

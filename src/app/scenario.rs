@@ -3,6 +3,7 @@
 use clap::{Args, ValueEnum};
 
 use crate::exit;
+use crate::output::{ListJson, ListedScenario};
 use crate::scenario::file::EMBEDDED;
 
 /// `fsbench schema`.
@@ -32,11 +33,16 @@ pub fn schema(args: &SchemaArgs) -> anyhow::Result<i32> {
     Ok(exit::SUCCESS)
 }
 
-/// `fsbench list`: the scenarios in `./scenarios/`, then the embedded ones not shadowed by a file.
-pub fn list() -> anyhow::Result<i32> {
-    let mut table = comfy_table::Table::new();
-    table.load_style(comfy_table::presets::NOTHING);
-    table.set_header(["scenario", "source", "cells", "description"]);
+/// `fsbench list`.
+#[derive(Debug, Clone, Args)]
+pub struct ListArgs {
+    /// Print JSON (`schemas/list.schema.json`) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The scenarios in `./scenarios/`, then the embedded ones not shadowed by a file.
+fn scenarios() -> Vec<ListedScenario> {
     let mut seen = std::collections::BTreeSet::new();
     let mut rows = Vec::new();
     if let Ok(entries) = std::fs::read_dir("scenarios") {
@@ -44,19 +50,27 @@ pub fn list() -> anyhow::Result<i32> {
             entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
         paths.sort();
         for path in paths {
-            match crate::scenario::load(&path) {
+            let file = Some(path.display().to_string());
+            rows.push(match crate::scenario::load(&path) {
                 Ok(s) => {
                     seen.insert(s.name.clone());
-                    let cells = crate::plan::expand(&s).cells.len();
-                    rows.push([s.name.clone(), path.display().to_string(), cells.to_string(), s.description.clone()]);
+                    let cells = Some(crate::plan::expand(&s).cells.len());
+                    ListedScenario {
+                        name: Some(s.name.clone()),
+                        file,
+                        cells,
+                        description: s.description.clone(),
+                        error: None,
+                    }
                 }
-                Err(e) => rows.push([
-                    "?".into(),
-                    path.display().to_string(),
-                    "-".into(),
-                    format!("invalid: {}", e.to_string().lines().next().unwrap_or("")),
-                ]),
-            }
+                Err(e) => ListedScenario {
+                    name: None,
+                    file,
+                    cells: None,
+                    description: String::new(),
+                    error: Some(e.to_string().lines().next().unwrap_or("").to_string()),
+                },
+            });
         }
     }
     for e in EMBEDDED {
@@ -65,11 +79,44 @@ pub fn list() -> anyhow::Result<i32> {
         }
         let s = crate::scenario::parse_str(e.text, &format!("<embedded:{}>", e.name))
             .expect("embedded scenarios are valid");
-        let cells = crate::plan::expand(&s).cells.len();
-        rows.push([s.name.clone(), "(embedded)".into(), cells.to_string(), s.description.clone()]);
+        let cells = Some(crate::plan::expand(&s).cells.len());
+        rows.push(ListedScenario {
+            name: Some(s.name.clone()),
+            file: None,
+            cells,
+            description: s.description.clone(),
+            error: None,
+        });
     }
-    for row in rows {
-        table.add_row(row);
+    rows
+}
+
+/// `fsbench list`: a table, or JSON with `--json`.
+pub fn list(args: &ListArgs) -> anyhow::Result<i32> {
+    let rows = scenarios();
+    if args.json {
+        print!(
+            "{}",
+            crate::output::to_json(&ListJson { schema: crate::output::OUTPUT_SCHEMA_VERSION, scenarios: rows })
+        );
+        return Ok(exit::SUCCESS);
+    }
+    let mut table = comfy_table::Table::new();
+    table.load_style(comfy_table::presets::NOTHING);
+    // Descriptions wrap to the terminal (or to 100 columns when piped) instead of running on.
+    table.set_content_arrangement(comfy_table::ContentArrangement::Dynamic).set_width(super::output_width());
+    table.set_header(["scenario", "source", "cells", "description"]);
+    for r in rows {
+        let (description, cells) = match &r.error {
+            Some(e) => (format!("invalid: {e}"), "-".to_string()),
+            None => (r.description.clone(), r.cells.map(|c| c.to_string()).unwrap_or_default()),
+        };
+        table.add_row([
+            r.name.unwrap_or_else(|| "?".into()),
+            r.file.unwrap_or_else(|| "(embedded)".into()),
+            cells,
+            description,
+        ]);
     }
     println!("{table}");
     println!("\nRun one with `fsbench run scenarios/<name>.toml` (or `fsbench run <name>` for an embedded one).");

@@ -22,6 +22,10 @@ pub struct MergeArgs {
     /// Output format of the merged report.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ReportFormat,
+    /// Also write each merged run (one per host) as a run directory under this results root
+    /// (`<DIR>/<scenario>/<run>-merged/`), for report, compare and gate like any other run.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
 }
 
 /// `fsbench submit ...`.
@@ -150,6 +154,9 @@ pub fn submit_k8s(args: &SubmitK8sArgs) -> anyhow::Result<i32> {
 /// `fsbench merge`: exit 1 when shards are missing or unfinished, 2 on bad input.
 pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
     let input = |e: MergeError| InputError::anyhow(e.to_string());
+    if let Some(out) = &args.out {
+        super::check_output_dir("--out", out)?;
+    }
     let format = Format::from(args.format);
     let dirs = find_run_dirs(&args.dirs).map_err(input)?;
     let mut runs = Vec::new();
@@ -182,6 +189,17 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
             code = exit::FAILURE;
         }
         let hosts = merge_by_host(g).map_err(input)?;
+        if let Some(out) = &args.out {
+            for (label, run) in &hosts {
+                let base = g
+                    .key
+                    .clone()
+                    .unwrap_or_else(|| g.runs.first().map(|r| r.meta.run_id.clone()).unwrap_or_else(|| "run".into()));
+                let name = if hosts.len() > 1 { format!("{base}-merged-{label}") } else { format!("{base}-merged") };
+                let dir = crate::results::RunWriter::write_whole(out, &name, &run.meta, &run.cells)?;
+                eprintln!("fsbench: wrote merged run {}", dir.display());
+            }
+        }
         if hosts.iter().any(|(_, r)| !r.problems.is_empty()) {
             code = exit::FAILURE;
         }

@@ -349,7 +349,7 @@ fn loop_remedy(error: &str) -> &'static str {
 pub const DOCTOR_DEFAULT_FS: [&str; 7] = ["ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "nilfs2"];
 
 /// One row of the doctor table.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Capability {
     /// What is checked.
     pub name: String,

@@ -451,6 +451,7 @@ fn make_fs(
         super_options: m.super_options,
         features: mkfs::features(dev),
         quota_state: Some(quota::state(dev)),
+        existing_dir: false,
     })
 }
 
@@ -497,8 +498,15 @@ fn provision_dir(req: &ProvisionRequest, path: &Path, p: &mut Provisioned) -> Re
     p.guards.push(Guard::Scratch(scratch.clone()));
     set_mode(&scratch, 0o755)?;
     let m = mount::containing_mount(&scratch);
+    // The directory's own filesystem, read back: never the scenario's name for the cell,
+    // which was not built (mountinfo names ext4 exactly; statfs only knows "ext2/ext3/ext4").
+    let fs = m
+        .as_ref()
+        .map(|m| m.fstype.clone())
+        .or_else(|| mount::statfs_type(&scratch).map(String::from))
+        .unwrap_or_else(|| "unknown".into());
     p.filesystems.push(FilesystemInfo {
-        fs: m.as_ref().map(|m| m.fstype.clone()).unwrap_or_else(|| req.fs.fs_type(&req.cell.fs).to_string()),
+        fs,
         device: None,
         image: None,
         image_size: None,
@@ -509,6 +517,7 @@ fn provision_dir(req: &ProvisionRequest, path: &Path, p: &mut Provisioned) -> Re
         super_options: m.as_ref().map(|m| m.super_options.clone()).unwrap_or_default(),
         features: Vec::new(),
         quota_state: None,
+        existing_dir: true,
     });
     // Every task gets its own directory, whatever the layout: there is one filesystem.
     for i in 0..req.cell.tasks.max(1) {

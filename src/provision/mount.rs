@@ -210,6 +210,33 @@ pub fn is_mountpoint(target: &Path) -> bool {
     find_mount(target).is_some()
 }
 
+/// The type of the filesystem `path` is on, from statfs(2)'s magic number; `None` when
+/// statfs fails or the magic is not one fsbench knows. ext2, ext3 and ext4 share one magic.
+pub fn statfs_type(path: &Path) -> Option<&'static str> {
+    let magic = nix::sys::statfs::statfs(path).ok()?.filesystem_type().0 as u64;
+    Some(match magic {
+        0xEF53 => "ext2/ext3/ext4",
+        0x5846_5342 => "xfs",
+        0x9123_683E => "btrfs",
+        0x0102_1994 => "tmpfs",
+        0x8584_58F6 => "ramfs",
+        0xF2F5_2010 => "f2fs",
+        0x794C_7630 => "overlay",
+        0x6969 => "nfs",
+        0xFF53_4D42 => "cifs",
+        0x2FC1_2FC1 => "zfs",
+        0xCA45_1A4E => "bcachefs",
+        0x6573_5546 => "fuse",
+        0x3153_464A => "jfs",
+        0x5265_4973 => "reiserfs",
+        0x4D44 => "vfat",
+        0x5346_544E => "ntfs",
+        0x7366_746E => "ntfs3",
+        0x0102_1997 => "9p",
+        _ => return None,
+    })
+}
+
 /// The mount that contains `path` (longest mount point prefix).
 pub fn containing_mount(path: &Path) -> Option<MountInfo> {
     mountinfo().into_iter().filter(|m| path.starts_with(&m.mount_point)).max_by_key(|m| m.mount_point.as_os_str().len())

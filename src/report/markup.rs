@@ -16,6 +16,8 @@ pub trait Markup {
     fn note(&mut self, text: &str);
     /// Lines whose breaks and indentation must be kept; nothing at all when `text` is empty.
     fn preformatted(&mut self, text: &str);
+    /// A plot (an SVG document) with its caption; formats that cannot hold one leave it out.
+    fn figure(&mut self, _svg: &str, _caption: &str) {}
     /// `text` set off as important, to be put inside another block.
     fn strong(&self, text: &str) -> String;
     /// `text` with its `*` (the significance mark) shown as a character, not read as emphasis.

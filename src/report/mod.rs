@@ -12,11 +12,13 @@
 pub mod compare;
 pub mod compare_steps;
 pub mod format;
+pub mod html;
 pub mod latfs_tables;
 mod markup;
 pub mod monitor_plot;
 pub mod monitors;
 pub mod plot;
+pub mod runs;
 pub mod steps;
 
 use std::path::Path;
@@ -132,6 +134,32 @@ fn timeline_plots(groups: &[StepsGroup], overlay: bool) -> Result<Vec<PlotImage>
     Ok(out)
 }
 
+/// One run as a self-contained HTML page (tables, inline SVG plots, provenance).
+pub fn render_run_html(run: &LoadedRun) -> Result<String, PlotError> {
+    html::render(&[(run.label(), run)], false, &[], None)
+}
+
+/// Why an HTML comparison could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum HtmlError {
+    /// The runs cannot be compared.
+    #[error(transparent)]
+    Compare(#[from] CompareError),
+    /// A plot could not be drawn.
+    #[error(transparent)]
+    Plot(#[from] PlotError),
+}
+
+/// Several labelled runs compared on one HTML page, with the gate's verdicts when there are some.
+pub fn render_compare_html(
+    runs: &[(String, LoadedRun)],
+    verdicts: Option<&html::Verdicts>,
+) -> Result<String, HtmlError> {
+    let warnings = check_compatible(runs)?;
+    let refs: Vec<(&str, &LoadedRun)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
+    Ok(html::render(&refs, true, &warnings, verdicts)?)
+}
+
 /// The plots of one report or comparison, one per table (lat_fs) or group (steps),
 /// plus what the monitors saw: a timeline per monitored steps group (and one overlay
 /// per configuration when runs are compared), a latency CDF per lat_fs test histogrammed.
@@ -241,8 +269,10 @@ fn run_line(label: &str, run: &LoadedRun) -> String {
         (Some(f), true) => format!("{f} (interrupted)"),
         (None, _) => "unfinished".into(),
     };
+    // An unlabelled run is called `run` in columns; "run: run 2026..." would say it twice.
+    let who = if m.label.is_none() && label == run.label() { String::new() } else { format!("{label}: ") };
     format!(
-        "{label}: run {} on {}, Linux {}, {}x {}, {} .. {end}",
+        "{who}run {} on {}, Linux {}, {}x {}, {} .. {end}",
         m.run_id, m.host.hostname, m.host.kernel_release, m.host.cpu_count, m.host.cpu_model, m.started
     )
 }
@@ -348,6 +378,19 @@ fn scenario_name<'a>(runs: &[(&str, &'a LoadedRun)]) -> &'a str {
 fn run_list(m: &mut dyn Markup, runs: &[(&str, &LoadedRun)], warnings: &[String]) {
     for (l, r) in runs {
         m.item(&run_line(l, r));
+        // What a reader must know to read the numbers (a dir backing measured the host's own
+        // filesystem): once per run, however many cells say it.
+        let mut notes: Vec<&str> = Vec::new();
+        for n in r.cells.iter().flat_map(|c| &c.notes) {
+            if !notes.contains(&n.as_str()) {
+                notes.push(n);
+            }
+        }
+        let who = if r.meta.label.is_none() && *l == r.label() { String::new() } else { format!("{l} ") };
+        for n in notes {
+            let note = m.strong("note:");
+            m.item(&format!("{who}{note} {}", crate::text::escape_control(n)));
+        }
     }
     for w in warnings {
         let label = m.strong("warning:");
@@ -376,18 +419,38 @@ fn render_latfs(
             Box::new(Plain::default()),
             "Numbers: total loops per millisecond over all tasks (lmbench total_loops), median over repetitions; higher is better.",
         ),
-        Format::Markdown => (
-            Box::new(Markdown::default()),
-            "Numbers: total loops/ms over all tasks, median over repetitions; higher is better.",
-        ),
+        Format::Markdown => (Box::new(Markdown::default()), LATFS_NUMBERS_SHORT),
         Format::Csv => return latfs_csv(runs, &tables, reference, with_ratios),
         Format::Json => return latfs_json(runs, warnings, &tables, with_ratios, reference),
     };
     m.heading(1, &format!("Results for {}", scenario_name(runs)));
     run_list(&mut *m, runs, warnings);
     m.paragraph(by_metric.as_deref().unwrap_or(numbers));
+    m.paragraph(LAYOUT_LEGEND);
+    latfs_body(&mut *m, runs, &tables, with_ratios, reference, &[]);
+    m.preformatted(&text_footer(&not_measured(runs), &all_problems(runs)));
+    m.finish()
+}
+
+/// What the seed's short names in titles and columns mean, said once per report.
+const LAYOUT_LEGEND: &str = "mounttype:M (and -M- in columns): one filesystem per task; mounttype:S: one filesystem shared by all tasks; qoff/qon: quota off/on.";
+
+/// What a lat_fs number is, in one short line.
+const LATFS_NUMBERS_SHORT: &str = "Numbers: total loops/ms over all tasks, median over repetitions; higher is better.";
+
+/// The lat_fs tables (one walk for every markup), each followed by its ratio table when
+/// comparing and by `figures[i]` (an SVG plot of table i) when there is one, then the
+/// runs' kernel counters and latency distributions when they were recorded.
+fn latfs_body(
+    m: &mut dyn Markup,
+    runs: &[(&str, &LoadedRun)],
+    tables: &[LatfsTable],
+    with_ratios: bool,
+    reference: &str,
+    figures: &[String],
+) {
     let mut last_section = String::new();
-    for t in &tables {
+    for (i, t) in tables.iter().enumerate() {
         if t.section() != last_section {
             last_section = t.section();
             m.heading(2, &last_section);
@@ -413,6 +476,9 @@ fn render_latfs(
                 m.note(&rt.correction_note());
             }
         }
+        if let Some(svg) = figures.get(i) {
+            m.figure(svg, &format!("{}: median against tasks, bars from min to max of the repetitions", t.title()));
+        }
     }
     if with_ratios {
         let legend = m.literal(&format!(
@@ -433,8 +499,6 @@ fn render_latfs(
         let (header, rows) = monitors::latency_table(&latencies);
         m.table(&header, &rows);
     }
-    m.preformatted(&text_footer(&not_measured(runs), &all_problems(runs)));
-    m.finish()
 }
 
 /// Long-format CSV of lat_fs tables: one record per measured cell, with its counters and percentiles.
@@ -656,46 +720,51 @@ fn render_steps(
             m.table(&header, &rows);
         }
     } else {
-        let monitored = groups.iter().flat_map(|g| g.iterations.iter().flatten()).any(|s| s.counters.is_some());
-        let header: Vec<String> = ["iteration", "step", "user", "system", "elapsed", "CPU"]
-            .into_iter()
-            .chain(monitors::STEP_HEADERS.into_iter().filter(|_| monitored))
-            .map(String::from)
-            .collect();
-        for g in &groups {
-            m.heading(2, &format!("{} {}", g.label, g.config));
-            let rows: Vec<Vec<String>> = g
-                .iterations
-                .iter()
-                .enumerate()
-                .flat_map(|(i, it)| {
-                    it.iter().map(move |s| {
-                        let tf = s.time_format();
-                        let f: Vec<&str> = tf.split(' ').collect();
-                        let mut row = vec![
-                            (i + 1).to_string(),
-                            s.label.clone(),
-                            f[0].into(),
-                            f[1].into(),
-                            f[2].into(),
-                            f[3].into(),
-                        ];
-                        if monitored {
-                            row.extend(monitors::step_columns(s));
-                        }
-                        row
-                    })
-                })
-                .collect();
-            m.table(&header, &rows);
-            for f in &g.flags {
-                let flag = m.strong(&f.describe());
-                m.note(&flag);
-            }
-        }
+        steps_body(&mut *m, &groups, &[]);
     }
     m.preformatted(&text_footer(&not_measured(runs), &all_problems(runs)));
     m.finish()
+}
+
+/// One table per steps group (every iteration, every step) with its flags, then
+/// `figures[i]` (an SVG plot of group i) when there is one.
+fn steps_body(m: &mut dyn Markup, groups: &[StepsGroup], figures: &[String]) {
+    // The monitors' columns only when some step has counters, so unmonitored runs keep their shape.
+    let monitored = groups.iter().flat_map(|g| g.iterations.iter().flatten()).any(|s| s.counters.is_some());
+    let header: Vec<String> = ["iteration", "step", "user", "system", "elapsed", "CPU"]
+        .into_iter()
+        .chain(monitors::STEP_HEADERS.into_iter().filter(|_| monitored))
+        .map(String::from)
+        .collect();
+    for (gi, g) in groups.iter().enumerate() {
+        let title = format!("{} {}", g.label, g.config);
+        m.heading(2, &title);
+        let rows: Vec<Vec<String>> = g
+            .iterations
+            .iter()
+            .enumerate()
+            .flat_map(|(i, it)| {
+                it.iter().map(move |s| {
+                    let tf = s.time_format();
+                    let f: Vec<&str> = tf.split(' ').collect();
+                    let mut row =
+                        vec![(i + 1).to_string(), s.label.clone(), f[0].into(), f[1].into(), f[2].into(), f[3].into()];
+                    if monitored {
+                        row.extend(monitors::step_columns(s));
+                    }
+                    row
+                })
+            })
+            .collect();
+        m.table(&header, &rows);
+        for f in &g.flags {
+            let flag = m.strong(&f.describe());
+            m.note(&flag);
+        }
+        if let Some(svg) = figures.get(gi) {
+            m.figure(svg, &format!("{title}: elapsed seconds per step, one bar per iteration"));
+        }
+    }
 }
 
 /// Long-format CSV of steps: one record per step of every iteration.

@@ -95,6 +95,29 @@ pub fn plot_steps(group: &StepsGroup) -> Result<PlotImage, PlotError> {
     render_with(stem, |root| draw_steps(root, group), |root| draw_steps(root, group))
 }
 
+/// Only the SVG of one lat_fs table (for pages that inline their plots; no PNG encoded).
+pub fn svg_latfs(table: &LatfsTable) -> Result<String, PlotError> {
+    svg_only(table.file_stem(), |root| draw_latfs(root, table))
+}
+
+/// Only the SVG of one steps group.
+pub fn svg_steps(group: &StepsGroup) -> Result<String, PlotError> {
+    svg_only(format!("{}-{}-steps", group.label, group.config), |root| draw_steps(root, group))
+}
+
+fn svg_only<B>(stem: String, draw: B) -> Result<String, PlotError>
+where
+    B: Fn(DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), String>,
+{
+    register_font();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        draw(root).map_err(|message| PlotError::Draw { what: stem, message })?;
+    }
+    Ok(svg)
+}
+
 pub(super) fn render_with<A, B>(stem: String, bitmap: A, svg_draw: B) -> Result<PlotImage, PlotError>
 where
     A: Fn(DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), String>,

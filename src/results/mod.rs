@@ -12,6 +12,7 @@
 //! per run (no readable `run.json`, no run).
 
 pub mod bounds;
+pub mod find;
 pub mod safe;
 
 use std::collections::BTreeSet;
@@ -229,26 +230,13 @@ impl RunWriter {
     ) -> Result<RunWriter, ResultsError> {
         let host = HostInfo::detect();
         let started = now_rfc3339();
-        let parent = out_root.join(&scenario.name);
-        // `--out` is the user's choice; below it, nothing is followed or trusted unchecked.
-        fs::create_dir_all(out_root).map_err(|e| io(out_root, "create results directory", e))?;
-        let root_fd = safe::open_dir(out_root).map_err(|e| io(out_root, "open results directory", e))?;
-        let parent_fd = safe::ensure_subdir(&root_fd, &scenario.name, &parent)
-            .map_err(|e| io(&parent, "open results directory", e))?;
         let short_host = host.hostname.split('.').next().unwrap_or("").to_string();
         let mut base = format!("{}-{}", compact_timestamp(&started), sanitize(&short_host));
         if let Some(sh) = &shard {
             base.push_str(&format!("-shard{}of{}", sh.index, sh.count));
         }
-        let (dir_fd, dir, run_id) = create_unique_dir(&parent_fd, &parent, &base)?;
-        let cells = dir.join(CELLS_DIR);
-        let cells_fd = match safe::create_subdir(&dir_fd, CELLS_DIR) {
-            Ok(fd) => fd,
-            Err(e) => {
-                remove_half_made(&parent_fd, &run_id);
-                return Err(io(&cells, "create cells directory", e));
-            }
-        };
+        let made = RunDir::make(out_root, &scenario.name, &base)?;
+        let run_id = made.run_id.clone();
         let meta = RunMeta {
             schema: RESULT_SCHEMA_VERSION,
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -267,13 +255,34 @@ impl RunWriter {
             interrupted: false,
             shard,
         };
-        let writer = RunWriter { dir, meta, dir_fd, cells_fd };
+        let (writer, parent_fd) = made.into_writer(meta);
         if let Err(e) = writer.write_meta() {
             // A run that never started must not show up in merge, report or --resume.
             remove_half_made(&parent_fd, &writer.meta.run_id);
             return Err(e);
         }
         Ok(writer)
+    }
+
+    /// Write a whole run gathered elsewhere (a merge of shards) as a new run directory
+    /// `<out_root>/<scenario>/<name>/`, which loads like any other; returns it. Names
+    /// from the files are made safe for a path first: they are other people's text.
+    pub fn write_whole(
+        out_root: &Path,
+        name: &str,
+        meta: &RunMeta,
+        cells: &[CellResult],
+    ) -> Result<PathBuf, ResultsError> {
+        let made = RunDir::make(out_root, &sanitize(&meta.scenario_name), &sanitize(name))?;
+        let run_id = made.run_id.clone();
+        let (mut writer, parent_fd) = made.into_writer(RunMeta { run_id: run_id.clone(), ..meta.clone() });
+        let written = cells.iter().try_for_each(|c| writer.write_cell(c).map(drop)).and_then(|()| writer.write_meta());
+        if let Err(e) = written {
+            // Removes the directory when no cell was written yet; cell files already written stay.
+            remove_half_made(&parent_fd, &run_id);
+            return Err(e);
+        }
+        Ok(writer.dir)
     }
 
     /// Remove a run directory that never stored a cell (a start that failed after it was
@@ -615,6 +624,41 @@ fn sanitize(s: &str) -> String {
     let s: String =
         s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
     if s.is_empty() { "host".into() } else { s }
+}
+
+/// A new, empty run directory `<out_root>/<scenario>/<run_id>/` with its `cells/`,
+/// made through directory fds: `--out` is the user's choice, and below it nothing
+/// is followed or trusted unchecked (see [`safe`]).
+struct RunDir {
+    parent_fd: std::os::fd::OwnedFd,
+    dir_fd: std::os::fd::OwnedFd,
+    cells_fd: std::os::fd::OwnedFd,
+    dir: PathBuf,
+    run_id: String,
+}
+
+impl RunDir {
+    fn make(out_root: &Path, scenario: &str, base: &str) -> Result<RunDir, ResultsError> {
+        let parent = out_root.join(scenario);
+        fs::create_dir_all(out_root).map_err(|e| io(out_root, "create results directory", e))?;
+        let root_fd = safe::open_dir(out_root).map_err(|e| io(out_root, "open results directory", e))?;
+        let parent_fd =
+            safe::ensure_subdir(&root_fd, scenario, &parent).map_err(|e| io(&parent, "open results directory", e))?;
+        let (dir_fd, dir, run_id) = create_unique_dir(&parent_fd, &parent, base)?;
+        let cells_fd = match safe::create_subdir(&dir_fd, CELLS_DIR) {
+            Ok(fd) => fd,
+            Err(e) => {
+                remove_half_made(&parent_fd, &run_id);
+                return Err(io(&dir.join(CELLS_DIR), "create cells directory", e));
+            }
+        };
+        Ok(RunDir { parent_fd, dir_fd, cells_fd, dir, run_id })
+    }
+
+    /// The writer of this directory, and the fd of its parent (to remove it again).
+    fn into_writer(self, meta: RunMeta) -> (RunWriter, std::os::fd::OwnedFd) {
+        (RunWriter { dir: self.dir, meta, dir_fd: self.dir_fd, cells_fd: self.cells_fd }, self.parent_fd)
+    }
 }
 
 /// Create `<parent>/<base>` or the first free `<base>-N`; mkdirat fails on an

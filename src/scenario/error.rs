@@ -73,6 +73,8 @@ pub(super) fn snippet(text: &str, span: Range<usize>) -> String {
 pub fn suggest<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
     candidates
         .into_iter()
+        // The name itself is never its own fix.
+        .filter(|c| *c != name)
         .map(|c| (strsim::damerau_levenshtein(&name.to_ascii_lowercase(), &c.to_ascii_lowercase()), c))
         .filter(|(d, c)| *d <= 2.max(c.len() / 3) && *d < c.len().max(name.len()))
         .min_by_key(|(d, _)| *d)
@@ -93,5 +95,6 @@ mod tests {
         assert_eq!(suggest("taks", ["fs", "tasks", "test"]), Some("tasks"));
         assert_eq!(suggest("zzzz", ["fs", "tasks", "test"]), None);
         assert_eq!(suggest("ext44", ["ext4", "ext2"]), Some("ext4"));
+        assert_eq!(suggest("etx4", ["etx4"]), None, "never the misspelt name itself");
     }
 }

@@ -346,6 +346,22 @@ fn validate_filesystems(
         }
         if !matrix.fs.contains(name) {
             let fs_names: Vec<&str> = matrix.fs.iter().map(String::as_str).filter(|n| !fss.contains_key(*n)).collect();
+            // `fs = ["etx4"]` with `[filesystems.ext4]`: the typo is in the matrix, and the fix is
+            // the table's name, never the misspelt one.
+            let known = |n: &str| crate::model::KNOWN_FS_TYPES.contains(&n);
+            if let Some(typo) = crate::scenario::suggest(name, fs_names.iter().copied())
+                && known(name)
+                && !known(typo)
+                && let Some(i) = matrix.fs.iter().position(|f| f == typo)
+            {
+                let at = vec![Seg::Key("matrix".into()), Seg::Key("fs".into()), Seg::Index(i)];
+                return Err(ctx.at(
+                    &at,
+                    false,
+                    format!("`{typo}` in `matrix.fs` is not a filesystem type; `[filesystems.{name}]` is configured but not in the matrix"),
+                    Some(format!("did you mean `{name}`?")),
+                ));
+            }
             if let Some(help) = did_you_mean(name, &fs_names) {
                 return Err(ctx.at(
                     &base,

@@ -106,16 +106,21 @@ pub enum StepError {
 
 /// Run every iteration of the step list and time each step.
 pub fn run(run: &StepsRun) -> Result<StepsResult, StepsError> {
-    run_monitored(run, None)
+    run_monitored(run, None, &|_, _, _| {})
 }
 
 /// [`run`], with `watch`'s kernel counters read around every step (outside its timed
 /// part) and a sampler thread recording the timeline across all iterations. The
-/// timeline is kept on errors too, with the steps that completed.
-pub fn run_monitored(run: &StepsRun, watch: Option<&Watch>) -> Result<StepsResult, StepsError> {
+/// timeline is kept on errors too, with the steps that completed. `starting(iteration,
+/// iterations, step label)` is called before each step, for progress displays.
+pub fn run_monitored(
+    run: &StepsRun,
+    watch: Option<&Watch>,
+    starting: &dyn Fn(u32, u32, &str),
+) -> Result<StepsResult, StepsError> {
     let sampler = watch.map(Watch::sampler);
     let monitor = watch.zip(sampler.as_ref());
-    let outcome = run_all(run, monitor);
+    let outcome = run_all(run, monitor, starting);
     let timeline = sampler.map(Sampler::stop);
     match outcome {
         Ok(mut r) => {
@@ -150,7 +155,11 @@ fn monitored_step(run: &StepsRun, step: &Step, monitor: Option<(&Watch, &Sampler
     Ok(t)
 }
 
-fn run_all(run: &StepsRun, monitor: Option<(&Watch, &Sampler)>) -> Result<StepsResult, StepsError> {
+fn run_all(
+    run: &StepsRun,
+    monitor: Option<(&Watch, &Sampler)>,
+    starting: &dyn Fn(u32, u32, &str),
+) -> Result<StepsResult, StepsError> {
     let mut result = StepsResult { iterations: Vec::with_capacity(run.spec.iterations as usize), timeline: None };
     for i in 1..=run.spec.iterations {
         let mut timings = Vec::with_capacity(run.spec.steps.len());
@@ -159,6 +168,7 @@ fn run_all(run: &StepsRun, monitor: Option<(&Watch, &Sampler)>) -> Result<StepsR
                 result.iterations.push(timings);
                 return Err(StepsError::Interrupted { iteration: i, completed: result });
             }
+            starting(i, run.spec.iterations, &step.label());
             match monitored_step(run, step, monitor) {
                 Ok(t) => timings.push(t),
                 Err(StepError::Interrupted) => {

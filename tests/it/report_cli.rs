@@ -182,42 +182,10 @@ fn unusable_input_exits_2() {
     assert!(err.contains("nope: not a run directory"), "{err}");
 }
 
-fn step(label: &str, op: &str, user_ms: u64, sys_ms: u64, elapsed_ms: u64) -> StepTiming {
-    StepTiming {
-        label: label.into(),
-        op: op.into(),
-        user_us: user_ms * 1000,
-        system_us: sys_ms * 1000,
-        elapsed_us: elapsed_ms * 1000,
-        max_rss_kib: 0,
-        ..StepTiming::default()
-    }
-}
-
 #[test]
 fn steps_report_prints_time_lines_per_iteration_and_flags_changes() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut cells = Vec::new();
-    for (fs, untar) in [("ext4", [850u64, 7100, 6800]), ("ext2", [900, 950, 920])] {
-        let p = CellParams { fs: fs.into(), layout: Layout::M, quota: QuotaMode::Off, tasks: 1, test: None };
-        let iterations = untar
-            .iter()
-            .map(|u| {
-                vec![
-                    step("rm -rf linux-2.5.63", "rm_rf", 20, 1710, 2160),
-                    step("tar zxf linux-2.5.63.tar.gz", "untar", 4830, 5860, *u * 10 + 5000),
-                    step("sync", "sync", 0, 30, 960),
-                ]
-            })
-            .collect();
-        let mut c = latfs_cell(p.clone(), &[1.0]);
-        c.latfs = None;
-        c.steps = Some(StepsResult { iterations, ..StepsResult::default() });
-        cells.push(c);
-    }
-    let planned = cells.iter().map(|c| c.params.clone()).collect();
-    let dir =
-        write_run(tmp.path(), &meta(Some("2.5.63"), "kernel-untar", "name='kernel-untar'", "steps", planned), &cells);
+    let dir = write_untar_run(tmp.path(), "2.5.63", &[("ext4", [850, 7100, 6800]), ("ext2", [900, 950, 920])]);
     // FSBENCH_PLOT_DEMO keeps the plots for looking at them by hand.
     let plots =
         std::env::var_os("FSBENCH_PLOT_DEMO").map(std::path::PathBuf::from).unwrap_or_else(|| tmp.path().join("plots"));

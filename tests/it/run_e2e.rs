@@ -76,6 +76,25 @@ fn dir_backing_runs_without_provisioning() {
     assert_eq!(runs.len(), 1);
     assert_eq!(cell_ids(&runs[0]).len(), 4, "four lat_fs tests");
     assert!(stdout.contains("#nr_task"), "seed-style table printed:\n{stdout}");
+    // Honest labels: the cell records the directory's own filesystem, not the scenario's ext4.
+    let cell: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(runs[0].join("cells/ext4-S-qoff-t1-chown.json")).unwrap())
+            .unwrap();
+    let fs = &cell["filesystems"][0];
+    assert_eq!(fs["existing_dir"], true, "{fs:#}");
+    assert!(fs["mkfs_argv"].as_array().unwrap().is_empty(), "{fs:#}");
+    let dir = Path::new(fs["mountpoint"].as_str().unwrap()).parent().unwrap().to_path_buf();
+    // The private backing directory is gone after the run; the sandbox it was in is on the same filesystem.
+    assert!(dir.starts_with(sb.path()), "{dir:?}");
+    let real = Command::new("findmnt").args(["-n", "-o", "FSTYPE", "--target"]).arg(sb.path()).output().unwrap();
+    assert_eq!(fs["fs"].as_str().unwrap(), String::from_utf8_lossy(&real.stdout).trim(), "{fs:#}");
+    let note = format!(
+        "note: backing dir: measured the existing {} filesystem of {}",
+        fs["fs"].as_str().unwrap(),
+        dir.display()
+    );
+    assert!(stdout.contains(&note) && stdout.contains("mkfs and mount options were not applied"), "{stdout}");
+    assert_eq!(stdout.matches("note: backing dir").count(), 1, "said once per run: {stdout}");
     assert_no_leaks(sb.path());
 }
 

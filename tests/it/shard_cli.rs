@@ -229,3 +229,36 @@ fn an_unfinished_run_does_not_merge_cleanly() {
     std::fs::write(run.join("run.json"), serde_json::to_vec_pretty(&m).unwrap()).unwrap();
     assert_eq!(merge(&[&run], "table").status.code(), Some(1));
 }
+
+#[test]
+fn merge_out_writes_a_run_that_report_compare_and_gate_accept() {
+    let sb = sandbox();
+    for k in 1..=2 {
+        ok(&run(&sb, &["--shard", &format!("{k}/2")], &[]));
+    }
+    let merged_root = sb.out().with_file_name("merged");
+    let o = fsbench()
+        .arg("merge")
+        .arg(sb.out())
+        .arg("--out")
+        .arg(&merged_root)
+        .env_remove("FSBENCH_RUN_KEY")
+        .output()
+        .unwrap();
+    ok(&o);
+    let scenario = merged_root.join("quickstart");
+    let dirs: Vec<_> = std::fs::read_dir(&scenario).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let merged = &dirs[0];
+    assert!(merged.file_name().unwrap().to_string_lossy().ends_with("-merged"), "{merged:?}");
+    assert_eq!(cell_ids(merged).len(), 4, "every cell of both shards");
+    let m = meta(merged);
+    assert!(m["shard"].is_null() && m["planned_cells"].as_array().unwrap().len() == 4, "{m}");
+    let text = ok(&fsbench().arg("report").arg(merged).output().unwrap());
+    assert!(text.contains("#nr_task"), "{text}");
+    // The merged run is found like any other: listed, and named by `latest`.
+    let list = ok(&fsbench().arg("report").arg(&scenario).output().unwrap());
+    assert!(list.starts_with("1 run in ") && list.contains("4/4"), "{list}");
+    ok(&fsbench().args(["gate", "--candidate", "latest", "--baseline"]).arg(merged).output().unwrap());
+    ok(&fsbench().arg("compare").arg(format!("A={}", merged.display())).arg("B=latest").output().unwrap());
+}

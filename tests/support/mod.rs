@@ -28,6 +28,7 @@ macro_rules! skip_unless_root {
     };
 }
 
+pub mod jsonschema;
 pub mod kernel;
 pub mod latfs;
 pub mod report;

@@ -299,3 +299,41 @@ pub fn write_seed002_run(dir: &Path, kernel: &str) -> PathBuf {
     m.host.kernel_release = label.into();
     write_run(dir, &m, &cells)
 }
+
+/// One step's times in milliseconds.
+pub fn step(label: &str, op: &str, user_ms: u64, sys_ms: u64, elapsed_ms: u64) -> StepTiming {
+    StepTiming {
+        label: label.into(),
+        op: op.into(),
+        user_us: user_ms * 1000,
+        system_us: sys_ms * 1000,
+        elapsed_us: elapsed_ms * 1000,
+        max_rss_kib: 0,
+        ..StepTiming::default()
+    }
+}
+
+/// Write a kernel-untar steps run into `dir`: for each `(fs, untar)` one cell whose iteration i
+/// times rm -rf, tar zxf (`untar[i] * 10 + 5000` ms elapsed) and sync.
+pub fn write_untar_run(dir: &Path, label: &str, per_fs: &[(&str, [u64; 3])]) -> PathBuf {
+    let mut cells = Vec::new();
+    for (fs, untar) in per_fs {
+        let p = CellParams { fs: fs.to_string(), layout: Layout::M, quota: QuotaMode::Off, tasks: 1, test: None };
+        let iterations = untar
+            .iter()
+            .map(|u| {
+                vec![
+                    step("rm -rf linux-2.5.63", "rm_rf", 20, 1710, 2160),
+                    step("tar zxf linux-2.5.63.tar.gz", "untar", 4830, 5860, *u * 10 + 5000),
+                    step("sync", "sync", 0, 30, 960),
+                ]
+            })
+            .collect();
+        let mut c = latfs_cell(p.clone(), &[1.0]);
+        c.latfs = None;
+        c.steps = Some(StepsResult { iterations, ..StepsResult::default() });
+        cells.push(c);
+    }
+    let planned = cells.iter().map(|c| c.params.clone()).collect();
+    write_run(dir, &meta(Some(label), "kernel-untar", "name='kernel-untar'", "steps", planned), &cells)
+}

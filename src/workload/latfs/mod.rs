@@ -180,12 +180,18 @@ fn signal_name(signal: i32) -> &'static str {
 /// stops by [`crate::stats::adaptive_stop`] on the undisturbed samples, or when
 /// the rerun budget is spent; [`LatfsResult::stopped`] says which.
 pub fn run(run: &LatfsRun) -> Result<LatfsResult, LatfsError> {
-    run_monitored(run, None)
+    run_monitored(run, None, &|_, _| {})
 }
 
 /// [`run`], reading `watch`'s kernel counters around each repetition's timed part
-/// (from the start barrier to the last result) into [`LatfsRepetition::counters`].
-pub fn run_monitored(run: &LatfsRun, watch: Option<&Watch>) -> Result<LatfsResult, LatfsError> {
+/// (from the start barrier to the last result) into [`LatfsRepetition::counters`],
+/// and calling `starting(i, n)` before repetition `i` (from 1) of at most `n`, for
+/// progress displays.
+pub fn run_monitored(
+    run: &LatfsRun,
+    watch: Option<&Watch>,
+    starting: &dyn Fn(u32, u32),
+) -> Result<LatfsResult, LatfsError> {
     if run.task_dirs.is_empty() {
         return Err(LatfsError::NoTasks);
     }
@@ -200,6 +206,7 @@ pub fn run_monitored(run: &LatfsRun, watch: Option<&Watch>) -> Result<LatfsResul
         if crate::signals::interrupted() {
             return Err(LatfsError::Stopped);
         }
+        starting(repetitions.len() as u32 + 1, run.spec.repetitions + noise.max_reruns);
         let window = noise.disturbance.map(|t| (t, crate::host::cpu::Window::start()));
         let (tasks, latency, counters) = run_once(run, &cpus, watch)?;
         let mut rep = repetition(tasks);

@@ -1,0 +1,298 @@
+//! Finding runs: the runs of a scenario directory, and run names resolved to run
+//! directories in one place, for every command that takes a run.
+//!
+//! A run is named by its directory, or by what people remember of it:
+//! - `@LABEL`: the newest run with that `--label`; `latest` (or `@latest`): the newest run;
+//! - `SCENARIO@LABEL`, `SCENARIO@latest`: the same in `SCENARIO`, a scenario name under the
+//!   results root (`quota-smp@BASE` is `results/quota-smp/...`) or a scenario directory
+//!   (`results/quota-smp@BASE`).
+//!
+//! A name without a scenario looks in the scenario directory of the other runs named on the
+//! same command line by their directory (`compare BASE=@BASE V3=results/quota-smp/<id>`), else
+//! in the only scenario under the results root; with several there, it asks for the scenario.
+//! "Newest" is by start time, then run id.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::{LoadedRun, RUN_FILE, ResultsError, RunMeta, load_run};
+use crate::model::CellStatus;
+
+/// Why a run name could not be resolved or a scenario directory listed.
+#[derive(Debug, thiserror::Error)]
+pub enum FindError {
+    /// A directory could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The directory.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A scenario directory holds no run.
+    #[error("{0}: no runs here (a run directory holds a run.json)")]
+    NoRuns(PathBuf),
+    /// No run has the label asked for.
+    #[error("`{spec}`: no run labelled `{label}` in {dir} ({known})")]
+    NoLabel {
+        /// The name as given.
+        spec: String,
+        /// The label looked for.
+        label: String,
+        /// Where.
+        dir: PathBuf,
+        /// The labels there are, or that there are none.
+        known: String,
+    },
+    /// A name without a scenario, and no way to tell which scenario.
+    #[error("`{spec}`: which scenario? {why}; write it as `SCENARIO@{which}` (e.g. `{example}@{which}`)")]
+    NoScenario {
+        /// The name as given.
+        spec: String,
+        /// `BASE` or `latest`.
+        which: String,
+        /// What was found under the results root.
+        why: String,
+        /// A scenario to show in the example.
+        example: String,
+    },
+    /// A run directory could not be loaded.
+    #[error(transparent)]
+    Load(#[from] ResultsError),
+}
+
+/// One run of a scenario directory, as the listing shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// Its run.json.
+    #[serde(skip)]
+    pub meta: RunMeta,
+    /// Cells planned.
+    pub planned: usize,
+    /// Cells measured.
+    pub ok: usize,
+    /// Cells skipped.
+    pub skipped: usize,
+    /// Cells failed.
+    pub failed: usize,
+    /// Cell files that could not be read.
+    pub unreadable: usize,
+}
+
+impl RunSummary {
+    fn of(run: &LoadedRun) -> RunSummary {
+        let count = |s: CellStatus| run.cells.iter().filter(|c| c.status == s).count();
+        RunSummary {
+            dir: run.dir.clone(),
+            meta: run.meta.clone(),
+            planned: run.meta.planned_cells.len(),
+            ok: count(CellStatus::Ok),
+            skipped: count(CellStatus::Skipped),
+            failed: count(CellStatus::Failed),
+            unreadable: run.problems.len(),
+        }
+    }
+
+    /// `finished`, `interrupted` or `unfinished`.
+    pub fn state(&self) -> &'static str {
+        match (&self.meta.finished, self.meta.interrupted) {
+            (Some(_), false) => "finished",
+            (_, true) => "interrupted",
+            (None, false) => "unfinished",
+        }
+    }
+}
+
+/// Whether `dir` is a run directory.
+pub fn is_run_dir(dir: &Path) -> bool {
+    dir.join(RUN_FILE).is_file()
+}
+
+/// Whether `dir` is a directory of runs (a scenario directory): not a run itself, holding one.
+pub fn is_scenario_dir(dir: &Path) -> bool {
+    !is_run_dir(dir) && run_dirs(dir).is_ok_and(|d| !d.is_empty())
+}
+
+/// The run directories directly inside `dir`, by name.
+fn run_dirs(dir: &Path) -> Result<Vec<PathBuf>, FindError> {
+    let rd = std::fs::read_dir(dir).map_err(|source| FindError::Io { path: dir.to_path_buf(), source })?;
+    let mut out: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok())
+        // Symlinks are not followed: a results tree is someone else's, and a link may lead anywhere.
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .filter(|p| is_run_dir(p))
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+/// The runs of a scenario directory, oldest first. A run that cannot be loaded is an error:
+/// the listing is for choosing runs, and a broken one should be seen.
+pub fn list_runs(scenario_dir: &Path) -> Result<Vec<RunSummary>, FindError> {
+    let dirs = run_dirs(scenario_dir)?;
+    if dirs.is_empty() {
+        return Err(FindError::NoRuns(scenario_dir.to_path_buf()));
+    }
+    let mut out = Vec::new();
+    for d in dirs {
+        out.push(RunSummary::of(&load_run(&d)?));
+    }
+    out.sort_by(|a, b| (&a.meta.started, &a.meta.run_id).cmp(&(&b.meta.started, &b.meta.run_id)));
+    Ok(out)
+}
+
+/// A resolved run name: the directory, and a remark when the choice is worth telling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// E.g. "`@BASE`: 3 runs labelled BASE in results/quota-smp; the newest".
+    pub note: Option<String>,
+}
+
+/// What a name asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Spec {
+    Dir(PathBuf),
+    Named { scenario: Option<String>, label: Option<String> },
+}
+
+fn parse(spec: &str) -> Spec {
+    // A path that exists is a path, whatever characters it has.
+    if Path::new(spec).exists() {
+        return Spec::Dir(PathBuf::from(spec));
+    }
+    let named = |scenario: Option<&str>, which: &str| Spec::Named {
+        scenario: scenario.map(str::to_string),
+        label: (which != "latest").then(|| which.to_string()),
+    };
+    match spec.rsplit_once('@') {
+        _ if spec == "latest" => named(None, "latest"),
+        Some((scenario, which)) if !which.is_empty() && !which.contains('/') => {
+            named(Some(scenario).filter(|s| !s.is_empty()), which)
+        }
+        _ => Spec::Dir(PathBuf::from(spec)),
+    }
+}
+
+/// Resolve run names given together (`compare A B C`, `gate --baseline A --candidate B`)
+/// against `results_root`, in order. See the module documentation for the forms.
+pub fn resolve_runs(specs: &[&str], results_root: &Path) -> Result<Vec<Resolved>, FindError> {
+    let parsed: Vec<Spec> = specs.iter().map(|s| parse(s)).collect();
+    // The scenario of the runs named by directory, for the names that give none.
+    let sibling_scenario = parsed.iter().find_map(|s| match s {
+        Spec::Dir(d) if is_run_dir(d) => d.parent().map(Path::to_path_buf),
+        _ => None,
+    });
+    let mut out = Vec::new();
+    for (spec, p) in specs.iter().zip(parsed) {
+        match p {
+            Spec::Dir(dir) => out.push(Resolved { dir, note: None }),
+            Spec::Named { scenario, label } => {
+                let dir = match scenario {
+                    Some(s) if Path::new(&s).is_dir() => PathBuf::from(s),
+                    Some(s) => results_root.join(s),
+                    None => match &sibling_scenario {
+                        Some(d) => d.clone(),
+                        None => only_scenario(spec, label.as_deref(), results_root)?,
+                    },
+                };
+                out.push(pick(spec, &dir, label.as_deref())?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn only_scenario(spec: &str, label: Option<&str>, root: &Path) -> Result<PathBuf, FindError> {
+    let which = label.unwrap_or("latest").to_string();
+    let scenarios: Vec<PathBuf> = match std::fs::read_dir(root) {
+        Ok(rd) => {
+            let mut v: Vec<PathBuf> = rd
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path())
+                .filter(|p| is_scenario_dir(p))
+                .collect();
+            v.sort();
+            v
+        }
+        Err(_) => Vec::new(),
+    };
+    let name = |p: &PathBuf| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    match scenarios.len() {
+        1 => Ok(scenarios[0].clone()),
+        0 => Err(FindError::NoScenario {
+            spec: spec.into(),
+            which,
+            why: format!("no scenario directory with runs under {}", root.display()),
+            example: "quota-smp".into(),
+        }),
+        _ => Err(FindError::NoScenario {
+            spec: spec.into(),
+            which,
+            why: format!(
+                "{} holds {}",
+                root.display(),
+                scenarios.iter().map(|p| name(p)).collect::<Vec<_>>().join(", ")
+            ),
+            example: name(&scenarios[0]),
+        }),
+    }
+}
+
+/// The newest run in `dir` with `label` (any label when `None`).
+fn pick(spec: &str, dir: &Path, label: Option<&str>) -> Result<Resolved, FindError> {
+    let runs = list_runs(dir)?;
+    let matching: Vec<&RunSummary> =
+        runs.iter().filter(|r| label.is_none() || r.meta.label.as_deref() == label).collect();
+    let Some(newest) = matching.last() else {
+        let mut labels: Vec<&str> = runs.iter().filter_map(|r| r.meta.label.as_deref()).collect();
+        labels.sort();
+        labels.dedup();
+        let known = if labels.is_empty() {
+            "no run there has a label".into()
+        } else {
+            format!("labels: {}", labels.join(", "))
+        };
+        return Err(FindError::NoLabel {
+            spec: spec.into(),
+            label: label.unwrap_or_default().into(),
+            dir: dir.to_path_buf(),
+            known,
+        });
+    };
+    let note = (matching.len() > 1 || label.is_none()).then(|| {
+        let what = match label {
+            Some(l) => format!("{} runs labelled {l}", matching.len()),
+            None => crate::text::plural(matching.len(), "run", "runs"),
+        };
+        format!("`{spec}` is {} ({what} in {}; the newest)", newest.dir.display(), dir.display())
+    });
+    Ok(Resolved { dir: newest.dir.clone(), note })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_into_what_they_ask_for() {
+        let named = |s: Option<&str>, l: Option<&str>| Spec::Named {
+            scenario: s.map(String::from),
+            label: l.map(String::from),
+        };
+        assert_eq!(parse("latest"), named(None, None));
+        assert_eq!(parse("@latest"), named(None, None));
+        assert_eq!(parse("@BASE"), named(None, Some("BASE")));
+        assert_eq!(parse("quota-smp@V3"), named(Some("quota-smp"), Some("V3")));
+        assert_eq!(parse("/no/such/results/quota-smp@latest"), named(Some("/no/such/results/quota-smp"), None));
+        assert_eq!(parse("/no/such/run"), Spec::Dir("/no/such/run".into()));
+        assert_eq!(parse("x@a/b"), Spec::Dir("x@a/b".into()));
+    }
+}
