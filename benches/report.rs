@@ -109,6 +109,8 @@ fn main() {
         planned_cells: planned.clone(),
         interrupted: false,
         shard: None,
+        environment: None,
+        order: None,
     };
     std::fs::write(dir.join("run.json"), serde_json::to_vec(&meta).unwrap()).unwrap();
 

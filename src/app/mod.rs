@@ -217,6 +217,24 @@ pub fn check_label(what: &str, label: &str) -> anyhow::Result<()> {
     Err(InputError::anyhow(format!("{what} `{label}`: use {}", crate::model::LABEL_RULE)))
 }
 
+/// How long `run` watches the other processes before it starts.
+const PREFLIGHT_SAMPLE: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// The environment preflight of `run` and `bundle run`: sample it, and warn before
+/// starting when the machine is visibly busy.
+pub fn preflight() -> crate::host::environment::Environment {
+    let env = crate::host::environment::Environment::sample(PREFLIGHT_SAMPLE);
+    let busy = env.busy_reasons();
+    if !busy.is_empty() {
+        eprintln!(
+            "fsbench: warning: this machine is busy ({}); disturbed repetitions will be rerun or left out, \
+             and numbers may not compare with a quiet run (see `fsbench doctor`)",
+            busy.join("; ")
+        );
+    }
+    env
+}
+
 /// Print a finished run (its tables and where it is) and decide the exit code.
 /// `run` and `bundle run` both end here.
 pub fn finish_run(o: &crate::runner::RunOutcome) -> i32 {
