@@ -15,6 +15,8 @@
 # the machine and go into the README's Performance table.
 #
 # Knobs (environment): PAIRS=5 THRESHOLD=5% SCALE=0.8 HOG_ON_S=2 HOG_OFF_S=2 HOG_CPU=1
+#                      DISTURBANCE= (workload.disturbance: unset = the scenario default 25%,
+#                      "off" to see what the gate does without disturbance detection)
 #                      FSBENCH=target/release/fsbench KEEP=0 (keep the results directory)
 set -euo pipefail
 
@@ -25,6 +27,7 @@ HOG_ON_S=${HOG_ON_S:-2}
 HOG_OFF_S=${HOG_OFF_S:-2}
 HOG_CPU=${HOG_CPU:-1}
 KEEP=${KEEP:-0}
+DISTURBANCE=${DISTURBANCE:-}
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "noise.sh: needs root (loop device, mount, per-task uids)" >&2
@@ -65,15 +68,17 @@ kind = "lat_fs"
 warmup = "50ms"
 duration = "200ms"
 repetitions = { min = 3, max = 10, ci = "2%" }
-max_reruns = 6
+max_reruns = 4
 EOF
 
 # The hog: its own process group (setsid) so cleanup can stop it and nothing else.
 setsid bash -c "while :; do timeout $HOG_ON_S taskset -c $HOG_CPU sh -c 'while :; do :; done'; sleep $HOG_OFF_S; done" &
 hog=$!
 
+set_args=()
+[ -n "$DISTURBANCE" ] && set_args=(--set "workload.disturbance=$DISTURBANCE")
 run() { # label out-dir
-    "$FSBENCH" run "$work/noise.toml" --quiet --label "$1" --out "$2" >/dev/null 2>>"$work/run.log"
+    "$FSBENCH" run "$work/noise.toml" --quiet --label "$1" --out "$2" "${set_args[@]}" >/dev/null 2>>"$work/run.log"
     echo "$2"/noise/*
 }
 

@@ -458,7 +458,19 @@ impl Progress {
         self.done.set(self.done.get() + 1);
         let what = match (r.status, &r.latfs, &r.steps) {
             (CellStatus::Ok, Some(l), _) => {
-                format!("ok, {:.1} loops/ms (cv {:.1}%)", l.total_loops.median, l.total_loops.cv * 100.0)
+                let why = match l.stopped {
+                    Some(crate::model::StopReason::CiTarget) => ", CI target reached",
+                    Some(crate::model::StopReason::MaxRepetitions) => ", CI target not reached by max",
+                    Some(crate::model::StopReason::RerunBudget) => ", rerun budget spent",
+                    _ => "",
+                };
+                let reruns = if l.reruns > 0 { format!(", {} disturbed rerun", l.reruns) } else { String::new() };
+                format!(
+                    "ok, {:.1} loops/ms (cv {:.1}%, {} repetitions{why}{reruns})",
+                    l.total_loops.median,
+                    l.total_loops.cv * 100.0,
+                    l.total_loops.n
+                )
             }
             (CellStatus::Ok, _, Some(st)) => format!("ok, {} iterations", st.iterations.len()),
             (CellStatus::Ok, _, _) => "ok".into(),
