@@ -124,4 +124,7 @@ echo
 echo "A/A pairs: $tot_aa_regr regressed over $PAIRS pairs (target 0)"
 echo "scaled x$SCALE: $tot_sc_regr of $tot_sc_cells compared cells regressed (target all)"
 echo "disturbed repetitions: $tot_dist of $tot_reps, reruns: $tot_rerun"
+shares=$(cat "$work"/p*-[ab]/noise/*/cells/*.json | jq -s '[ .[] | .latfs // empty | .repetitions[] | .disturbance.share // empty ] | sort |
+    if length == 0 then "not measured" else "median \(.[length/2|floor]*100|round)%, max \(.[-1]*100|round)% of a CPU" end' -r)
+echo "foreign + steal CPU during repetitions: $shares"
 echo "wall time: $(( $(date +%s) - start )) s; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
