@@ -98,7 +98,7 @@ pub enum CellOrder {
 }
 
 /// The cells in the order they should run, with what to record about it.
-pub fn order_cells<'c>(cells: Vec<&'c Cell>, order: CellOrder) -> (Vec<&'c Cell>, Option<results::RunOrder>) {
+pub fn order_cells(cells: Vec<&Cell>, order: CellOrder) -> (Vec<&Cell>, Option<results::RunOrder>) {
     match order {
         CellOrder::Plan => (cells, None),
         CellOrder::Random { seed } => {
