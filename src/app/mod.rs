@@ -68,7 +68,8 @@ pub enum Command {
     Compare(report::CompareArgs),
     /// Compare a candidate run against a baseline and fail on significant regressions (for CI).
     ///
-    /// Exit 0 when no cell regressed, 1 when one did, 2 on bad input.
+    /// Exit 0 when no cell regressed, 1 when one did, 2 on bad input; `--inconclusive fail`
+    /// also fails on comparisons the data cannot decide, `--bisect` gives `git bisect run` codes.
     Gate(gate::GateArgs),
     /// Pack, verify and run scenario bundles shared between labs.
     #[command(subcommand)]
