@@ -56,6 +56,7 @@ fn main() {
         warmup: Duration::from_millis(a.warmup_ms),
         duration: Duration::from_millis(a.duration_ms),
         repetitions: a.reps,
+        noise: Default::default(),
     };
     let run = LatfsRun { test: a.test, spec: &spec, task_dirs: &a.dirs, exe: &a.exe };
     match latfs::run(&run) {

@@ -78,6 +78,36 @@ pub struct RunRequest<'a> {
     pub quiet: bool,
     /// Real archives came with an untrusted scenario (a bundle): unpack them as untrusted input.
     pub untrusted_archives: bool,
+    /// The environment preflight taken before the run, recorded in `run.json`.
+    pub environment: Option<crate::host::environment::Environment>,
+    /// The order to run the cells in.
+    pub order: CellOrder,
+}
+
+/// The order cells run in (`run --order`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CellOrder {
+    /// The plan's order (fs outermost ... test innermost).
+    #[default]
+    Plan,
+    /// A random permutation from this seed, so drift over a long run does not line up with one axis.
+    Random {
+        /// The seed; the same seed and plan give the same order.
+        seed: u64,
+    },
+}
+
+/// The cells in the order they should run, with what to record about it.
+pub fn order_cells(cells: Vec<&Cell>, order: CellOrder) -> (Vec<&Cell>, Option<results::RunOrder>) {
+    match order {
+        CellOrder::Plan => (cells, None),
+        CellOrder::Random { seed } => {
+            let mut cells = cells;
+            crate::fixture::rng::SplitMix64::new(seed).shuffle(&mut cells);
+            let ids = cells.iter().map(|c| c.id()).collect();
+            (cells, Some(results::RunOrder { kind: "random".into(), seed: Some(seed), cells: ids }))
+        }
+    }
 }
 
 /// What a run did, for the caller to report and turn into an exit code.
@@ -228,7 +258,10 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
         archive: None,
         untrusted_archives: req.untrusted_archives,
     };
-    let todo: Vec<&Cell> = cells.iter().filter(|c| !done.contains(&c.id())).collect();
+    let (todo, order) = order_cells(cells.iter().filter(|c| !done.contains(&c.id())).collect(), req.order);
+    if req.environment.is_some() || order.is_some() {
+        writer.record(req.environment, order).context("cannot record the environment in run.json")?;
+    }
     if !done.is_empty() {
         eprintln!(
             "fsbench: resuming {}: {} of {} cells done, {} to run",
@@ -512,7 +545,19 @@ impl Progress {
         self.done.set(self.done.get() + 1);
         let what = match (r.status, &r.latfs, &r.steps) {
             (CellStatus::Ok, Some(l), _) => {
-                format!("ok, {:.1} loops/ms (cv {:.1}%)", l.total_loops.median, l.total_loops.cv * 100.0)
+                let why = match l.stopped {
+                    Some(crate::model::StopReason::CiTarget) => ", CI target reached",
+                    Some(crate::model::StopReason::MaxRepetitions) => ", CI target not reached by max",
+                    Some(crate::model::StopReason::RerunBudget) => ", rerun budget spent",
+                    _ => "",
+                };
+                let reruns = if l.reruns > 0 { format!(", {} disturbed rerun", l.reruns) } else { String::new() };
+                format!(
+                    "ok, {:.1} loops/ms (cv {:.1}%, {} repetitions{why}{reruns})",
+                    l.total_loops.median,
+                    l.total_loops.cv * 100.0,
+                    l.total_loops.n
+                )
             }
             (CellStatus::Ok, _, Some(st)) => format!("ok, {} iterations", st.iterations.len()),
             (CellStatus::Ok, _, _) => "ok".into(),

@@ -177,6 +177,8 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
         quiet: args.quiet,
         // The bundle's own archive is as untrusted as the bundle.
         untrusted_archives: true,
+        environment: Some(super::preflight()),
+        order: crate::runner::CellOrder::Plan,
     })?;
     drop(ob);
     Ok(super::finish_run(&outcome))

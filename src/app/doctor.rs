@@ -42,6 +42,19 @@ pub fn doctor(args: &DoctorArgs) -> anyhow::Result<i32> {
         table.add_row(vec![r.name.clone(), r.state.clone(), r.detail.clone(), r.remedy.clone()]);
     }
     println!("{table}");
+    // The environment preflight `run` records: what moves benchmark numbers, with remedies.
+    let env = crate::host::environment::Environment::sample(std::time::Duration::from_millis(500));
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
+        .set_header(vec!["environment", "state", "remedy"]);
+    for (name, state, remedy) in env.rows() {
+        t.add_row(vec![name, state, remedy]);
+    }
+    println!("{t}");
+    for why in env.busy_reasons() {
+        println!("busy: {why}");
+    }
     if crate::signals::interrupted() {
         eprintln!("fsbench: doctor interrupted; rows marked unknown were not checked");
         return Ok(exit::INTERRUPTED);

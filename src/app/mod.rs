@@ -74,7 +74,8 @@ pub enum Command {
     Compare(report::CompareArgs),
     /// Compare a candidate run against a baseline and fail on significant regressions (for CI).
     ///
-    /// Exit 0 when no cell regressed, 1 when one did, 2 on bad input.
+    /// Exit 0 when no cell regressed, 1 when one did, 2 on bad input; `--inconclusive fail`
+    /// also fails on comparisons the data cannot decide, `--bisect` gives `git bisect run` codes.
     Gate(gate::GateArgs),
     /// Pack, verify and run scenario bundles shared between labs.
     #[command(subcommand)]
@@ -261,6 +262,24 @@ pub fn check_label(what: &str, label: &str) -> anyhow::Result<()> {
         return Ok(());
     }
     Err(InputError::anyhow(format!("{what} `{label}`: use {}", crate::model::LABEL_RULE)))
+}
+
+/// How long `run` watches the other processes before it starts.
+const PREFLIGHT_SAMPLE: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// The environment preflight of `run` and `bundle run`: sample it, and warn before
+/// starting when the machine is visibly busy.
+pub fn preflight() -> crate::host::environment::Environment {
+    let env = crate::host::environment::Environment::sample(PREFLIGHT_SAMPLE);
+    let busy = env.busy_reasons();
+    if !busy.is_empty() {
+        eprintln!(
+            "fsbench: warning: this machine is busy ({}); disturbed repetitions will be rerun or left out, \
+             and numbers may not compare with a quiet run (see `fsbench doctor`)",
+            busy.join("; ")
+        );
+    }
+    env
 }
 
 /// Print a finished run (its tables and where it is) and decide the exit code.

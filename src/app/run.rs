@@ -54,6 +54,38 @@ pub struct RunArgs {
     /// For CI: exit 1 when any cell was skipped (a missing mkfs tool, a kernel without the fs).
     #[arg(long)]
     pub strict: bool,
+    /// Cell order: `plan` (as expanded) or `random` (seeded; recorded in run.json), so drift
+    /// over a long run does not line up with one axis.
+    #[arg(long, value_enum, default_value_t = OrderArg::Plan)]
+    pub order: OrderArg,
+    /// Seed of `--order random` (default: from the clock, recorded in run.json).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+}
+
+/// `--order`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OrderArg {
+    /// The plan's order.
+    Plan,
+    /// A seeded random permutation.
+    Random,
+}
+
+fn cell_order(args: &RunArgs) -> anyhow::Result<runner::CellOrder> {
+    match (args.order, args.seed) {
+        (OrderArg::Plan, Some(_)) => Err(InputError::anyhow("--seed only applies to --order random")),
+        (OrderArg::Plan, None) => Ok(runner::CellOrder::Plan),
+        (OrderArg::Random, seed) => {
+            let seed = seed.unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos() as u64)
+                    .unwrap_or(1)
+            });
+            Ok(runner::CellOrder::Random { seed })
+        }
+    }
 }
 
 /// `fsbench run`.
@@ -86,6 +118,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     if !kernels.is_empty() {
         return run_in_kernels(args, &scenario, &kernels);
     }
+    let order = cell_order(args)?;
     let plan = plan::plan_for(&scenario, &args.scenario_options.only)?;
     let shard = crate::shard::resolve_shard(args.shard.as_deref(), args.shard_count, &|k| std::env::var(k).ok())
         .map_err(|e| InputError::anyhow(e.to_string()))?;
@@ -105,6 +138,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         allow_device: args.allow_device.clone(),
         quiet: args.quiet,
         untrusted_archives: false,
+        environment: Some(super::preflight()),
+        order,
     })?;
     Ok(super::strict_policy(super::finish_run(&outcome), &outcome, args.strict))
 }
@@ -139,6 +174,9 @@ fn resume(args: &RunArgs, dir: &std::path::Path) -> anyhow::Result<i32> {
         allow_device: args.allow_device.clone(),
         quiet: args.quiet,
         untrusted_archives: false,
+        // The run keeps the environment it started in; the rest runs in plan order.
+        environment: None,
+        order: runner::CellOrder::Plan,
     })?;
     Ok(super::strict_policy(super::finish_run(&outcome), &outcome, args.strict))
 }

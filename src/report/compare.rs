@@ -349,6 +349,12 @@ pub fn check_compatible(runs: &[(String, LoadedRun)]) -> Result<Vec<String>, Com
             }
         }
         warnings.extend(cell_differences(l0, r0, label, run));
+        if let (Some(e0), Some(e1)) = (&r0.meta.environment, &run.meta.environment) {
+            let d = crate::host::environment::Environment::differences(e0, e1);
+            if !d.is_empty() {
+                warnings.push(format!("environments differ between {l0} and {label}: {}", d.join("; ")));
+            }
+        }
     }
     Ok(warnings)
 }

@@ -177,6 +177,25 @@ pub struct RunMeta {
     /// Which part of a sharded run this is (`fsbench run --shard K/N`); absent when unsharded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<RunShard>,
+    /// The environment preflight at the start (governor, THP, load, busy neighbours, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<crate::host::environment::Environment>,
+    /// The order the cells ran in, when not the plan's (`run --order random --seed N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<RunOrder>,
+}
+
+/// How the cells of a run were ordered, as recorded in `run.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RunOrder {
+    /// `plan` or `random`.
+    pub kind: String,
+    /// Seed of the random order (the same seed and plan give the same order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Cell ids in the order they ran.
+    #[serde(default)]
+    pub cells: Vec<String>,
 }
 
 /// One shard of a sharded run, as recorded in `run.json`.
@@ -254,6 +273,8 @@ impl RunWriter {
             planned_cells: planned.to_vec(),
             interrupted: false,
             shard,
+            environment: None,
+            order: None,
         };
         let (writer, parent_fd) = made.into_writer(meta);
         if let Err(e) = writer.write_meta() {
@@ -355,6 +376,21 @@ impl RunWriter {
     /// The run directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Record the environment preflight and the cell order in `run.json` (written now).
+    pub fn record(
+        &mut self,
+        environment: Option<crate::host::environment::Environment>,
+        order: Option<RunOrder>,
+    ) -> Result<(), ResultsError> {
+        if environment.is_some() {
+            self.meta.environment = environment;
+        }
+        if order.is_some() {
+            self.meta.order = order;
+        }
+        self.write_meta()
     }
 
     fn write_meta(&self) -> Result<(), ResultsError> {

@@ -386,6 +386,8 @@ mod tests {
             planned_cells: cells.iter().map(|&i| params(i as u32 + 1)).collect(),
             interrupted: false,
             shard: Some(RunShard { index, count, key: key.into(), total_cells: 4, cell_indices: cells.to_vec() }),
+            environment: None,
+            order: None,
         };
         LoadedRun {
             dir: PathBuf::from(format!("/r/s/{host}-{index}-{key}")),

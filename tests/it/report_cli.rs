@@ -223,3 +223,47 @@ fn noisy_cells_are_named_under_their_table() {
     assert!(line.contains("2 tasks BASE-ext4-M-qoff (CV "), "{line}");
     assert!(!line.contains("1 tasks"), "{line}");
 }
+
+fn disturbance(disturbed: bool) -> Option<Disturbance> {
+    Some(Disturbance {
+        wall_us: 300_000,
+        own_cpu_us: 290_000,
+        foreign_cpu_us: if disturbed { 250_000 } else { 1_000 },
+        steal_us: 0,
+        share: if disturbed { 0.83 } else { 0.003 },
+        disturbed,
+    })
+}
+
+#[test]
+fn disturbed_repetitions_and_cells_are_left_out_and_said_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = latfs_scenario_text("quota-smp", "repetitions = 5\n");
+    // t1: one disturbed repetition (a slow outlier) among five; t2: every repetition disturbed.
+    let mut part = latfs_cell(params(QuotaMode::Off, 1), &[1000.0, 1001.0, 400.0, 999.0, 1000.5]);
+    for (i, r) in part.latfs.as_mut().unwrap().repetitions.iter_mut().enumerate() {
+        r.disturbance = disturbance(i == 2);
+    }
+    let mut all = latfs_cell(params(QuotaMode::Off, 2), &[500.0, 510.0]);
+    for r in &mut all.latfs.as_mut().unwrap().repetitions {
+        r.disturbance = disturbance(true);
+    }
+    all.status = CellStatus::Disturbed;
+    all.notes.push("every repetition was disturbed and the rerun budget (3) ran out: no statistics".into());
+    let planned = vec![part.params.clone(), all.params.clone()];
+    let run =
+        write_run(&tmp.path().join("r"), &meta(Some("BASE"), "quota-smp", &text, "lat_fs", planned), &[part, all]);
+    let o = fsbench().arg("report").arg(&run).assert().success();
+    let (stdout, _) = out(&o);
+    // The outlier is out of the median and the spread: 4 samples around 1000, not noisy.
+    let row = stdout.lines().find(|l| l.starts_with("1 ")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(row.contains("1000.2500"), "{stdout}");
+    assert!(!stdout.contains("noisy repetitions"), "{stdout}");
+    assert!(stdout.contains("disturbed repetitions") && stdout.contains("(1 of 5)"), "{stdout}");
+    assert!(stdout.contains("disturbed") && stdout.contains("rerun budget"), "{stdout}");
+    // The gate leaves the disturbed cell out as missing, never as unchanged.
+    let g = fsbench().args(["gate", "--baseline"]).arg(&run).arg("--candidate").arg(&run).output().unwrap();
+    let gout = String::from_utf8_lossy(&g.stdout);
+    let line = gout.lines().find(|l| l.contains("t2-chown")).unwrap_or_else(|| panic!("{gout}"));
+    assert!(line.contains("missing"), "{gout}");
+}

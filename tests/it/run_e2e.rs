@@ -99,6 +99,51 @@ fn dir_backing_runs_without_provisioning() {
 }
 
 #[test]
+fn random_order_and_the_environment_are_recorded_in_run_json() {
+    let sb = sandbox();
+    let mut args = vec![
+        "run",
+        "scenarios/quickstart.toml",
+        "--set",
+        "backing.kind=dir",
+        "--only",
+        "fs=ext4,tasks=1",
+        "--order",
+        "random",
+        "--seed",
+        "7",
+    ];
+    args.extend_from_slice(QUICK);
+    let out = sb.fsbench(&args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.runs()[0].join("run.json")).unwrap()).unwrap();
+    assert_eq!((run["order"]["kind"].as_str(), run["order"]["seed"].as_u64()), (Some("random"), Some(7)), "{run:#}");
+    let ran: Vec<&str> = run["order"]["cells"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    let planned: Vec<String> = run["planned_cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| format!("ext4-S-qoff-t1-{}", p["test"].as_str().unwrap()))
+        .collect();
+    let mut sorted = ran.clone();
+    sorted.sort();
+    let mut want: Vec<&str> = planned.iter().map(String::as_str).collect();
+    want.sort();
+    assert_eq!(sorted, want, "every planned cell ran once");
+    // Seed 7 over these four cells is not the plan's order (the permutation is fixed by SplitMix64).
+    assert_ne!(ran, planned.iter().map(String::as_str).collect::<Vec<_>>());
+    let env = &run["environment"];
+    assert!(
+        env["cpus_online"].is_string() && env["loadavg"].is_array() && env["sample_ms"].as_u64() >= Some(300),
+        "{env:#}"
+    );
+    // --seed without --order random is a usage error.
+    let out = sb.fsbench(&["run", "scenarios/quickstart.toml", "--seed", "1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
 fn tmpfs_loop_ext4_cells_run_and_leave_nothing() {
     skip_unless_root!();
     let sb = sandbox();

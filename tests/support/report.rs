@@ -82,6 +82,8 @@ pub fn meta(label: Option<&str>, scenario: &str, text: &str, workload: &str, pla
         planned_cells: planned,
         interrupted: false,
         shard: None,
+        environment: None,
+        order: None,
     }
 }
 
