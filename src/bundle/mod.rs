@@ -396,7 +396,7 @@ fn check_run_names(run: &crate::results::LoadedRun) -> Result<(), BundleError> {
     for (what, name) in [("scenario name", &run.meta.scenario_name), ("run id", &run.meta.run_id)] {
         if !crate::text::is_plain_name(name) {
             return Err(BundleError::Refused(format!(
-                "refusing bundled results: {what} `{}` in run.json is not a plain name (A-Z a-z 0-9 . _ -)",
+                "refusing bundled results: {what} `{}` in run.json is not a plain name (A-Z a-z 0-9 . _ - +)",
                 crate::text::escape_control(name)
             )));
         }
