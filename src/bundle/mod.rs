@@ -154,8 +154,13 @@ pub fn open_bundle(bundle: &Path) -> Result<OpenBundle, BundleError> {
     })?;
     let manifest = open::unpack(bundle, dir.path())?;
     let sp = dir.path().join(&manifest.scenario);
-    let scenario_text =
-        std::fs::read_to_string(&sp).map_err(|source| BundleError::Io { path: sp, what: "read", source })?;
+    let bytes = std::fs::read(&sp).map_err(|source| BundleError::Io { path: sp, what: "read", source })?;
+    // A scenario that is not text is a bad bundle (exit 2), not a failure to read one.
+    let scenario_text = String::from_utf8(bytes).map_err(|e| BundleError::Entry {
+        bundle: bundle.into(),
+        entry: manifest.scenario.clone(),
+        reason: format!("the scenario is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+    })?;
     Ok(OpenBundle { dir, manifest, scenario_text })
 }
 
