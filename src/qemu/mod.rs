@@ -266,8 +266,13 @@ fn run_kernel(
     accel: &mut Option<Accel>,
 ) -> anyhow::Result<(GuestEnd, Option<PathBuf>)> {
     let s = req.scenario;
-    let tmp =
-        tempfile::Builder::new().prefix("fsbench-qemu-").tempdir().context("cannot create a temporary directory")?;
+    // The initramfs holds the scenario and its archive (a bundle's, under bundle run): owner only.
+    let private = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o700);
+    let tmp = tempfile::Builder::new()
+        .prefix("fsbench-qemu-")
+        .permissions(private)
+        .tempdir()
+        .context("cannot create a temporary directory")?;
     let started = std::time::Instant::now();
     let initrd = tmp.path().join("initramfs.cpio.gz");
     let size = build_initramfs(s, k, req.only, &initrd)?;
