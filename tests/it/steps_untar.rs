@@ -47,10 +47,6 @@ fn snapshot(root: &Path) -> BTreeMap<PathBuf, Node> {
     out
 }
 
-fn gnu_tar_x(archive: &Path, dest: &Path) {
-    gnu_tar_x_with(archive, dest, &[]);
-}
-
 fn gnu_tar_x_with(archive: &Path, dest: &Path, extra: &[&str]) {
     let st = Command::new("tar")
         .arg("zxf")
