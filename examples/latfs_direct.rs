@@ -57,6 +57,7 @@ fn main() {
         duration: Duration::from_millis(a.duration_ms),
         repetitions: a.reps,
         noise: Default::default(),
+        latency: Default::default(),
     };
     let run = LatfsRun { test: a.test, spec: &spec, task_dirs: &a.dirs, exe: &a.exe };
     match latfs::run(&run) {

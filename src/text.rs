@@ -68,12 +68,12 @@ fn escape_where(text: &str, escaped: impl Fn(char) -> bool) -> Cow<'_, str> {
 }
 
 /// Whether `name` (from a result or bundle file) may become one path component:
-/// 1 to 128 characters of A-Z a-z 0-9 `.` `_` `-`, not starting with `.`.
+/// 1 to 128 characters of A-Z a-z 0-9 `.` `_` `-` `+` (labels may hold `+`), not starting with `.`.
 pub fn is_plain_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 128
         && !name.starts_with('.')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "._-+".contains(c))
 }
 
 #[cfg(test)]

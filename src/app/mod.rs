@@ -319,45 +319,6 @@ pub fn strict_policy(code: i32, o: &crate::runner::RunOutcome, strict: bool) -> 
     code
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::CommandFactory;
-
-    #[test]
-    fn cli_definition_is_consistent() {
-        Cli::command().debug_assert();
-    }
-
-    /// Runs a command line in this thread; returns its exit code and how many scenarios it parsed.
-    fn parses(args: &[&str]) -> (i32, usize) {
-        let before = crate::scenario::parses_on_this_thread();
-        let code = main_from(args);
-        (code, crate::scenario::parses_on_this_thread() - before)
-    }
-
-    #[test]
-    fn each_command_parses_its_scenario_once() {
-        let q = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/quickstart.toml");
-        let untar = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/kernel-untar.toml");
-        assert_eq!(parses(&["fsbench", "validate", q, "--only", "tasks=1"]), (exit::SUCCESS, 1));
-        assert_eq!(parses(&["fsbench", "plan", untar, "--format", "json"]), (exit::SUCCESS, 1));
-        // `run` used to parse twice: once only to look for [[kernels]]. Stopped by --only after loading.
-        assert_eq!(parses(&["fsbench", "run", q, "--only", "fs=nosuchfs"]), (exit::USAGE, 1));
-        let dir = tempfile::tempdir().unwrap();
-        let job = dir.path().join("job.yaml");
-        let job = job.to_str().unwrap();
-        assert_eq!(parses(&["fsbench", "submit", "k8s", q, "--shards", "2", "-o", job]), (exit::SUCCESS, 1));
-    }
-
-    #[test]
-    fn validate_checks_only_instead_of_ignoring_it() {
-        let q = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/quickstart.toml");
-        assert_eq!(main_from(["fsbench", "validate", q, "--only", "fs=nosuchfs"]), exit::USAGE);
-        assert_eq!(main_from(["fsbench", "validate", q, "--only", "taks=1"]), exit::USAGE);
-    }
-}
-
 /// Every cell under each kernel in qemu, one ordinary run directory per kernel, each
 /// reported; shared by `run` (--kernel, [[kernels]]) and `bundle run --allow-kernels`.
 pub(crate) fn run_under_kernels(
@@ -405,4 +366,43 @@ pub(crate) fn run_under_kernels(
         return Ok(exit::INTERRUPTED);
     }
     Ok(worst)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    /// Runs a command line in this thread; returns its exit code and how many scenarios it parsed.
+    fn parses(args: &[&str]) -> (i32, usize) {
+        let before = crate::scenario::parses_on_this_thread();
+        let code = main_from(args);
+        (code, crate::scenario::parses_on_this_thread() - before)
+    }
+
+    #[test]
+    fn each_command_parses_its_scenario_once() {
+        let q = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/quickstart.toml");
+        let untar = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/kernel-untar.toml");
+        assert_eq!(parses(&["fsbench", "validate", q, "--only", "tasks=1"]), (exit::SUCCESS, 1));
+        assert_eq!(parses(&["fsbench", "plan", untar, "--format", "json"]), (exit::SUCCESS, 1));
+        // `run` used to parse twice: once only to look for [[kernels]]. Stopped by --only after loading.
+        assert_eq!(parses(&["fsbench", "run", q, "--only", "fs=nosuchfs"]), (exit::USAGE, 1));
+        let dir = tempfile::tempdir().unwrap();
+        let job = dir.path().join("job.yaml");
+        let job = job.to_str().unwrap();
+        assert_eq!(parses(&["fsbench", "submit", "k8s", q, "--shards", "2", "-o", job]), (exit::SUCCESS, 1));
+    }
+
+    #[test]
+    fn validate_checks_only_instead_of_ignoring_it() {
+        let q = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/quickstart.toml");
+        assert_eq!(main_from(["fsbench", "validate", q, "--only", "fs=nosuchfs"]), exit::USAGE);
+        assert_eq!(main_from(["fsbench", "validate", q, "--only", "taks=1"]), exit::USAGE);
+    }
 }

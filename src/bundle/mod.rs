@@ -147,15 +147,21 @@ impl OpenBundle {
 
 /// Unpack and verify a bundle into a fresh private directory under the system temp dir.
 pub fn open_bundle(bundle: &Path) -> Result<OpenBundle, BundleError> {
-    let dir = tempfile::Builder::new().prefix("fsbench-bundle-").tempdir().map_err(|source| BundleError::Io {
-        path: std::env::temp_dir(),
-        what: "create a private directory in",
-        source,
+    // tempfile makes directories with the process umask (0755) unless told: the
+    // contents of someone's bundle (and its results) are for this user only.
+    let private = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o700);
+    let dir = tempfile::Builder::new().prefix("fsbench-bundle-").permissions(private).tempdir().map_err(|source| {
+        BundleError::Io { path: std::env::temp_dir(), what: "create a private directory in", source }
     })?;
     let manifest = open::unpack(bundle, dir.path())?;
     let sp = dir.path().join(&manifest.scenario);
-    let scenario_text =
-        std::fs::read_to_string(&sp).map_err(|source| BundleError::Io { path: sp, what: "read", source })?;
+    let bytes = std::fs::read(&sp).map_err(|source| BundleError::Io { path: sp, what: "read", source })?;
+    // A scenario that is not text is a bad bundle (exit 2), not a failure to read one.
+    let scenario_text = String::from_utf8(bytes).map_err(|e| BundleError::Entry {
+        bundle: bundle.into(),
+        entry: manifest.scenario.clone(),
+        reason: format!("the scenario is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+    })?;
     Ok(OpenBundle { dir, manifest, scenario_text })
 }
 
@@ -306,7 +312,7 @@ pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario, pf: &Preflight) ->
             o,
             "  exec steps:  {} (refused unless --allow-exec): {}",
             exec.len(),
-            exec.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ")
+            exec.iter().map(|e| format!("`{}`", crate::text::escape_control(e))).collect::<Vec<_>>().join(", ")
         );
     }
     match &s.backing {
@@ -388,7 +394,8 @@ pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario, pf: &Preflight) ->
             let _ = writeln!(o, "    {r}");
         }
     }
-    o
+    // Paths, argv and versions come from the bundle: each line printed with its controls escaped.
+    o.lines().map(|l| crate::text::escape_control(l) + "\n").collect()
 }
 
 /// The packed run's scenario name and run id become directories under `--out`: plain names only.
@@ -396,7 +403,7 @@ fn check_run_names(run: &crate::results::LoadedRun) -> Result<(), BundleError> {
     for (what, name) in [("scenario name", &run.meta.scenario_name), ("run id", &run.meta.run_id)] {
         if !crate::text::is_plain_name(name) {
             return Err(BundleError::Refused(format!(
-                "refusing bundled results: {what} `{}` in run.json is not a plain name (A-Z a-z 0-9 . _ -)",
+                "refusing bundled results: {what} `{}` in run.json is not a plain name (A-Z a-z 0-9 . _ - +)",
                 crate::text::escape_control(name)
             )));
         }
@@ -427,7 +434,7 @@ pub fn check_allowed(
     if !exec.is_empty() && !allow_exec {
         return Err(BundleError::Refused(format!(
             "refusing bundle step `exec`: the scenario runs commands on this machine ({}); inspect it with `fsbench bundle verify` and pass --allow-exec to allow",
-            exec.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ")
+            exec.iter().map(|e| format!("`{}`", crate::text::escape_control(e))).collect::<Vec<_>>().join(", ")
         )));
     }
     if let Backing::Device { path } = &effective.backing
@@ -481,4 +488,27 @@ pub fn import_results(ob: &OpenBundle, out: &Path) -> Result<Option<PathBuf>, Bu
     std::fs::write(&marker, b"imported by fsbench bundle run; rerun it with `fsbench bundle run`\n")
         .map_err(io(&marker, "write"))?;
     Ok(Some(dest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The docs promise a private directory: only its owner may read a bundle's contents.
+    #[test]
+    fn bundles_unpack_into_a_directory_only_their_owner_can_read() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let sc = d.path().join("t.toml");
+        std::fs::write(
+            &sc,
+            "schema = 1\nname = \"t\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"dir\"\n[workload]\nkind = \"lat_fs\"\n",
+        )
+        .unwrap();
+        let b = d.path().join("t.fsb");
+        pack::pack(&sc, None, &b).unwrap();
+        assert_eq!(std::fs::metadata(&b).unwrap().permissions().mode() & 0o777, 0o644, "bundles are for sharing");
+        let ob = open_bundle(&b).unwrap();
+        assert_eq!(std::fs::metadata(ob.dir.path()).unwrap().permissions().mode() & 0o777, 0o700);
+    }
 }

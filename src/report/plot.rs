@@ -35,7 +35,7 @@ pub enum PlotError {
     },
     /// A plot's file name (made of labels and parameters from result files) is not a plain name.
     #[error(
-        "refusing plot name `{0}`: not a plain file name (A-Z a-z 0-9 . _ -); check the run labels and cell parameters"
+        "refusing plot name `{0}`: not a plain file name (A-Z a-z 0-9 . _ - +); check the run labels and cell parameters"
     )]
     BadName(String),
     /// A plot file could not be written.
@@ -441,12 +441,12 @@ fn draw_iterations<DB: DrawingBackend>(
 
 /// Write `<dir>/<stem>.png` and `<dir>/<stem>.svg` for each plot; returns the paths written.
 pub fn write_plots(dir: &Path, plots: &[PlotImage]) -> Result<Vec<PathBuf>, PlotError> {
-    std::fs::create_dir_all(dir).map_err(|source| PlotError::Io { path: dir.to_path_buf(), source })?;
-    let mut written = Vec::new();
     // Stems are made of labels and parameters read from result files: never a path.
     if let Some(bad) = plots.iter().find(|p| !crate::text::is_plain_name(&p.stem)) {
         return Err(PlotError::BadName(crate::text::escape_control(&bad.stem)));
     }
+    std::fs::create_dir_all(dir).map_err(|source| PlotError::Io { path: dir.to_path_buf(), source })?;
+    let mut written = Vec::new();
     for p in plots {
         for (ext, bytes) in [("png", p.png.as_slice()), ("svg", p.svg.as_bytes())] {
             let path = dir.join(format!("{}.{ext}", p.stem));
@@ -464,5 +464,23 @@ pub(super) fn category_label<T: ToString>(x: f64, labels: &[T]) -> String {
         labels[i as usize].to_string()
     } else {
         String::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Plot stems are made of labels from result files: a label that is a path writes nothing.
+    #[test]
+    fn a_plot_name_that_is_a_path_is_refused_before_writing() {
+        let d = tempfile::tempdir().unwrap();
+        let plots = [
+            PlotImage { stem: "ok-M-steps".into(), png: vec![1], svg: "<svg/>".into() },
+            PlotImage { stem: "../../escape-M-steps".into(), png: vec![1], svg: "<svg/>".into() },
+        ];
+        let e = write_plots(&d.path().join("p"), &plots).unwrap_err().to_string();
+        assert!(e.contains("refusing plot name `../../escape-M-steps`"), "{e}");
+        assert!(!d.path().join("p/ok-M-steps.png").exists() && !d.path().join("escape-M-steps.png").exists());
     }
 }

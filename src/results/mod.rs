@@ -15,6 +15,7 @@ pub mod bounds;
 pub mod find;
 pub mod safe;
 
+mod printable;
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -481,7 +482,9 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ResultsError> {
         let kb = order.get(&b.id).copied().unwrap_or(usize::MAX);
         ka.cmp(&kb).then_with(|| a.id.cmp(&b.id))
     });
-    Ok(LoadedRun { dir: dir.to_path_buf(), meta, cells, problems })
+    let mut run = LoadedRun { dir: dir.to_path_buf(), meta, cells, problems };
+    printable::escape_text(&mut run);
+    Ok(run)
 }
 
 /// File in a run directory imported from a bundle; `run --resume` refuses such runs.

@@ -231,8 +231,8 @@ type Performed = (Option<(u64, u64, u64)>, Option<u64>);
 fn exec_or_op(run: &StepsRun, step: &Step) -> Result<Performed, StepError> {
     match step {
         Step::RmRf { path } => {
-            let p = inside(run.target, path)?;
-            let st = rm_rf(&p, run.cancel).map_err(|e| match e {
+            inside(run.target, path)?;
+            let st = rm_rf_beneath(run.target, path, run.cancel).map_err(|e| match e {
                 RmError::Interrupted => StepError::Interrupted,
                 RmError::Io { path, source } => StepError::Remove { path, source },
             })?;
@@ -269,7 +269,7 @@ fn exec_or_op(run: &StepsRun, step: &Step) -> Result<Performed, StepError> {
         }
         Step::Mkdir { path } => {
             let p = inside(run.target, path)?;
-            std::fs::create_dir_all(&p).map_err(|source| StepError::Mkdir { path: p, source })?;
+            mkdir_beneath(run.target, path).map_err(|source| StepError::Mkdir { path: p, source })?;
         }
         Step::Exec { argv } => return exec(run.target, argv, run.cancel).map(|c| (Some(c), None)),
     }
@@ -379,6 +379,92 @@ pub fn rm_rf(path: &Path, cancel: &dyn Fn() -> bool) -> Result<RmStats, RmError>
     }
     stats.dirs += 1;
     Ok(stats)
+}
+
+/// The target directory and the parent of `rel` beneath it, opened without following
+/// any link (a tree made by an archive may have planted one), and the last name.
+fn parent_beneath(target: &Path, rel: &str) -> io::Result<(std::os::fd::OwnedFd, CString)> {
+    use std::os::fd::FromRawFd;
+    let comps: Vec<&str> = rel.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
+    let Some((last, dirs)) = comps.split_last() else { return Err(io::Error::from_raw_os_error(libc::EINVAL)) };
+    let c = CString::new(target.as_os_str().as_bytes()).map_err(|_| io::Error::other("NUL byte in path"))?;
+    // SAFETY: valid C string.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fresh fd.
+    let root = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    let name = CString::new(*last).map_err(|_| io::Error::other("NUL byte in path"))?;
+    if dirs.is_empty() {
+        return Ok((root, name));
+    }
+    let parent = CString::new(dirs.join("/")).map_err(|_| io::Error::other("NUL byte in path"))?;
+    let fd = crate::workload::untar::open_beneath(
+        root.as_raw_fd(),
+        &parent,
+        libc::O_RDONLY | libc::O_DIRECTORY,
+        0,
+        crate::workload::untar::Resolver::Auto,
+    )?;
+    Ok((fd, name))
+}
+
+/// [`rm_rf`] of `rel` inside `target`, every call relative to a directory fd resolved
+/// beneath `target` with no link followed: a link planted on the way (`a -> /etc`,
+/// then `rm_rf a/b`) fails the step instead of removing `/etc/b`.
+pub fn rm_rf_beneath(target: &Path, rel: &str, cancel: &dyn Fn() -> bool) -> Result<RmStats, RmError> {
+    let shown = target.join(rel);
+    let io_err = |source| RmError::Io { path: shown.clone(), source };
+    let (dir, name) = match parent_beneath(target, rel) {
+        Ok(x) => x,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(RmStats::default()),
+        Err(e) => return Err(io_err(e)),
+    };
+    let dfd = dir.as_raw_fd();
+    let mut stats = RmStats::default();
+    // SAFETY: valid fd and name; unlinkat never follows a final link.
+    if unsafe { libc::unlinkat(dfd, name.as_ptr(), 0) } == 0 {
+        stats.files += 1;
+        return Ok(stats);
+    }
+    match io::Error::last_os_error().raw_os_error() {
+        Some(libc::ENOENT) => return Ok(stats),
+        Some(libc::EISDIR) | Some(libc::EPERM) => {}
+        _ => return Err(io_err(io::Error::last_os_error())),
+    }
+    // SAFETY: valid fd and name.
+    let fd = unsafe {
+        libc::openat(dfd, name.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+    };
+    if fd < 0 {
+        return Err(io_err(io::Error::last_os_error()));
+    }
+    let mut scratch = shown.clone();
+    remove_contents(fd, &mut scratch, &mut stats, cancel)?;
+    // SAFETY: valid fd and name.
+    if unsafe { libc::unlinkat(dfd, name.as_ptr(), libc::AT_REMOVEDIR) } < 0 {
+        return Err(io_err(io::Error::last_os_error()));
+    }
+    stats.dirs += 1;
+    Ok(stats)
+}
+
+/// `mkdir -p rel` inside `target`, one `mkdirat` per component relative to the
+/// previous directory's fd, never following a link.
+fn mkdir_beneath(target: &Path, rel: &str) -> io::Result<()> {
+    let comps: Vec<&str> = rel.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
+    for i in 0..comps.len() {
+        let (dir, name) = parent_beneath(target, &comps[..=i].join("/"))?;
+        // SAFETY: valid fd and name.
+        if unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o777) } < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EEXIST) {
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Remove everything inside the directory open as `fd` (consumed).
@@ -499,6 +585,26 @@ mod tests {
         assert_eq!(rm_rf(&root, &|| false).unwrap(), RmStats::default());
         std::fs::write(d.path().join("plain"), b"z").unwrap();
         assert_eq!(rm_rf(&d.path().join("plain"), &|| false).unwrap().files, 1);
+    }
+
+    #[test]
+    fn rm_rf_and_mkdir_beneath_never_follow_a_planted_link() {
+        let d = tempfile::tempdir().unwrap();
+        let (t, outside) = (d.path().join("t"), d.path().join("outside"));
+        std::fs::create_dir_all(t.join("tree/sub")).unwrap();
+        std::fs::create_dir_all(outside.join("b")).unwrap();
+        std::fs::write(outside.join("b/keep"), b"k").unwrap();
+        std::os::unix::fs::symlink(&outside, t.join("a")).unwrap();
+        assert!(rm_rf_beneath(&t, "a/b", &|| false).is_err(), "through the link");
+        assert!(outside.join("b/keep").exists());
+        assert!(mkdir_beneath(&t, "a/new").is_err());
+        assert!(!outside.join("new").exists());
+        // The link itself is removed, not followed.
+        assert_eq!(rm_rf_beneath(&t, "a", &|| false).unwrap().files, 1);
+        assert!(outside.join("b/keep").exists());
+        mkdir_beneath(&t, "tree/sub/x/y").unwrap();
+        assert_eq!(rm_rf_beneath(&t, "tree", &|| false).unwrap(), RmStats { files: 0, dirs: 4 });
+        assert_eq!(rm_rf_beneath(&t, "tree", &|| false).unwrap(), RmStats::default());
     }
 
     #[test]

@@ -1016,7 +1016,7 @@ impl Resolver {
 
 /// Open `rel` (plain relative components only) beneath `root` without following
 /// any symlink on the way or at the end, as `resolver` says.
-fn open_beneath(root: RawFd, rel: &CStr, flags: i32, mode: u32, resolver: Resolver) -> io::Result<OwnedFd> {
+pub(crate) fn open_beneath(root: RawFd, rel: &CStr, flags: i32, mode: u32, resolver: Resolver) -> io::Result<OwnedFd> {
     let flags = flags | libc::O_CLOEXEC;
     let resolver = resolver.effective();
     if resolver == Resolver::Openat2 {

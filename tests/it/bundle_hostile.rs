@@ -602,3 +602,21 @@ fn control_characters_in_packed_results_are_escaped() {
     assert!(stdout.contains("label EVIL\\u{1b}]0;pwned\\u{7}, host h\\u{1b}[2J"), "{stdout}");
     sb.assert_nothing_written("escapes");
 }
+
+/// Class: every check before the run. A scenario that is not UTF-8 is a bad bundle (exit 2).
+#[test]
+fn scenario_that_is_not_utf8() {
+    let mut entries = vec![E { data: b"schema = 1\nname = \"\xff\xfe\"\n".to_vec(), ..file("scenario.toml", b"") }];
+    let m = manifest_for(&entries);
+    let mut tar = Vec::new();
+    append(&mut tar, &file("manifest.json", &serde_json::to_vec_pretty(&m).unwrap()));
+    append(&mut tar, &entries.remove(0));
+    refused("non-UTF-8 scenario", &tgz_raw(tar), &["refusing bundle entry `scenario.toml`", "not UTF-8"]);
+}
+
+fn tgz_raw(mut tar: Vec<u8>) -> Vec<u8> {
+    tar.extend_from_slice(&[0u8; 1024]);
+    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+    gz.write_all(&tar).unwrap();
+    gz.finish().unwrap()
+}

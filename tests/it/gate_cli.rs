@@ -303,3 +303,42 @@ fn steps_gate_uses_steady_iterations_and_prints_seconds() {
     assert!(g.stdout.contains("higher is worse"), "{}", g.stdout);
     assert!(g.junit.contains("elapsed [s], higher is worse"), "{}", g.junit);
 }
+
+/// Issue 15: a mount option more on one side is shown key by key and the gate still
+/// decides (Markdown and JUnit written); runs that share no lat_fs test are refused, saying why.
+#[test]
+fn scenario_differences_are_shown_and_only_different_quantities_refuse() {
+    let d = tempfile::tempdir().unwrap();
+    let cells = [(params(LatfsTest::Chown, 1), noisy(100.0, 0.01))];
+    let base = run(d.path(), "BASE", "", &cells);
+    let planned = vec![cells[0].0.clone()];
+    let text =
+        latfs_scenario_text("quota-smp", "repetitions = 7\n").replace("\"noload\"]", "\"noload\", \"nodelalloc\"]");
+    let cand_cells: Vec<CellResult> = cells.iter().map(|(p, s)| latfs_cell(p.clone(), s)).collect();
+    let cand = write_run(
+        &d.path().join("NEW"),
+        &meta(Some("NEW"), "quota-smp", &text, "lat_fs", planned.clone()),
+        &cand_cells,
+    );
+    let out = fsbench().arg("gate").arg("--baseline").arg(&base).arg("--candidate").arg(&cand).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("filesystems.ext4.mount: + \"nodelalloc\""), "{err}");
+    let g = gate(&base, &cand, &[]);
+    assert!(!g.markdown.is_empty() && !g.junit.is_empty(), "reports are written");
+    // No test in common: a different quantity.
+    let text = latfs_scenario_text("quota-smp", "repetitions = 7\n")
+        .replace("tasks = [1, 2, 4, 8]\n", "tasks = [1, 2, 4, 8]\ntest = [\"open_close\"]\n");
+    let base_text = latfs_scenario_text("quota-smp", "repetitions = 7\n")
+        .replace("tasks = [1, 2, 4, 8]\n", "tasks = [1, 2, 4, 8]\ntest = [\"chown\"]\n");
+    let b2 = write_run(
+        &d.path().join("B2"),
+        &meta(Some("B2"), "quota-smp", &base_text, "lat_fs", planned.clone()),
+        &cand_cells,
+    );
+    let c2 = write_run(&d.path().join("C2"), &meta(Some("C2"), "quota-smp", &text, "lat_fs", planned), &cand_cells);
+    let out = fsbench().arg("gate").arg("--baseline").arg(&b2).arg("--candidate").arg(&c2).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("did not measure the same quantities: they share no lat_fs test"), "{err}");
+}

@@ -47,18 +47,32 @@ fn snapshot(root: &Path) -> BTreeMap<PathBuf, Node> {
     out
 }
 
-fn gnu_tar_x(archive: &Path, dest: &Path) {
-    let st = Command::new("tar").arg("zxf").arg(archive).current_dir(dest).status().expect("GNU tar is installed");
+fn gnu_tar_x_with(archive: &Path, dest: &Path, extra: &[&str]) {
+    let st = Command::new("tar")
+        .arg("zxf")
+        .arg(archive)
+        .args(extra)
+        .current_dir(dest)
+        .status()
+        .expect("GNU tar is installed");
     assert!(st.success());
 }
 
 fn compare(archive: &Path) -> usize {
+    compare_as(archive, &Trust::Fixture)
+}
+
+fn compare_as(archive: &Path, trust: &Trust) -> usize {
     let d = tempfile::tempdir().unwrap();
     let (gnu, ours) = (d.path().join("gnu"), d.path().join("ours"));
     std::fs::create_dir(&gnu).unwrap();
     std::fs::create_dir(&ours).unwrap();
-    gnu_tar_x(archive, &gnu);
-    unpack_tar_gz(archive, &ours, &Trust::Fixture).unwrap();
+    // Untrusted input never gets to choose owners or bypass the umask: GNU tar's
+    // --no-same-owner --no-same-permissions is the same contract.
+    let extra: &[&str] =
+        if matches!(trust, Trust::Fixture) { &[] } else { &["--no-same-owner", "--no-same-permissions"] };
+    gnu_tar_x_with(archive, &gnu, extra);
+    unpack_tar_gz(archive, &ours, trust).unwrap();
     let (a, b) = (snapshot(&gnu), snapshot(&ours));
     assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>(), "same entries");
     for (k, v) in &a {
@@ -71,6 +85,16 @@ fn compare(archive: &Path) -> usize {
 fn fixture_extracts_identically_to_gnu_tar() {
     let n = compare(&small_fixture());
     assert_eq!(n, 276 + 20, "all files and directories of the small fixture");
+}
+
+/// The kernel fixture as untrusted input, through both resolvers, is GNU tar's tree too.
+#[test]
+fn fixture_as_untrusted_input_extracts_identically_to_gnu_tar() {
+    use fsbench::workload::untar::{Resolver, UnpackLimits};
+    for resolver in [Resolver::Openat2, Resolver::FdWalk] {
+        let n = compare_as(&small_fixture(), &Trust::Untrusted(UnpackLimits { resolver, ..Default::default() }));
+        assert_eq!(n, 276 + 20, "{resolver:?}");
+    }
 }
 
 #[test]
@@ -112,7 +136,7 @@ fn untrusted_archive_with_in_tree_dotdot_links_extracts_like_gnu_tar() {
         let (gnu, ours) = (e.path().join("gnu"), e.path().join("ours"));
         std::fs::create_dir(&gnu).unwrap();
         std::fs::create_dir(&ours).unwrap();
-        gnu_tar_x(&archive, &gnu);
+        gnu_tar_x_with(&archive, &gnu, &["--no-same-owner", "--no-same-permissions"]);
         let limits = UnpackLimits { resolver, ..Default::default() };
         let stats = unpack_tar_gz(&archive, &ours, &Trust::Untrusted(limits)).unwrap();
         assert_eq!(stats.symlinks, 4, "{resolver:?}");
