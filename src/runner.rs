@@ -303,7 +303,11 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult) -> any
             let run = latfs::LatfsRun { test, spec: &spec, task_dirs: provisioned.task_dirs(), exe: &ctx.exe };
             latfs::run(&run).map(|res| r.latfs = Some(res)).map_err(anyhow::Error::new)
         }
-        (Workload::Steps(spec), _) => run_steps(ctx, spec, provisioned.root()).map(|res| r.steps = Some(res)),
+        (Workload::Steps(spec), _) => run_steps(ctx, spec, provisioned.root()).map(|res| {
+            // Said where the numbers are stored, so every report of the cell carries it too.
+            r.notes.extend(crate::report::steps::loop_warnings(&res.iterations));
+            r.steps = Some(res)
+        }),
         _ => unreachable!("lat_fs spec exists for lat_fs workloads"),
     };
     // Tear down before reporting the workload's error, so nothing stays mounted either way.
@@ -345,9 +349,12 @@ fn stage_archive(ctx: &mut RunContext, a: &ArchiveSpec, target: &Path) -> anyhow
         Some(p) => p.clone(),
         None => {
             let cache = crate::fixture::cache_dir();
-            std::fs::create_dir_all(&cache)
-                .with_context(|| format!("cannot create fixture cache {}", cache.display()))?;
-            eprintln!("fsbench: preparing archive {} (cached in {})", a.file_name, cache.display());
+            // A user's own tarball is used where it is: nothing is prepared or cached for it.
+            if let crate::scenario::ArchiveSource::Generate { .. } = &a.source {
+                std::fs::create_dir_all(&cache)
+                    .with_context(|| format!("cannot create fixture cache {}", cache.display()))?;
+                eprintln!("fsbench: preparing archive {} (cached in {})", a.file_name, cache.display());
+            }
             let p = crate::fixture::cached_archive(&a.source, &cache).context("cannot prepare the archive")?;
             ctx.archive = Some(p.clone());
             p

@@ -34,6 +34,26 @@ pub fn first_line_cut(text: &str, max: usize) -> String {
     }
 }
 
+/// `text` safe to print on a terminal: control characters (C0, DEL, C1, and the
+/// bidirectional overrides that can make a line read as something else) are
+/// shown escaped (`\u{1b}`, `\n`), everything else as is. For any text that comes
+/// from a bundle or a result file: labels, host names, notes, errors, argv.
+pub fn escape_control(text: &str) -> String {
+    let bad = |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !text.chars().any(bad) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if bad(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -114,8 +114,9 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
     require_file(&args.bundle)?;
     let ob = open_bundle(&args.bundle).map_err(BundleError::into_anyhow)?;
     let origin = format!("{}:{SCENARIO_FILE}", args.bundle.display());
-    let scenario = ob.scenario(&origin, &args.scenario_options.set).map_err(BundleError::into_anyhow)?;
-    check_allowed(&scenario, &args.scenario_options.set, args.allow_exec, args.allow_device.as_deref())
+    let overrides = args.scenario_options.overrides()?;
+    let scenario = ob.scenario(&origin, &overrides).map_err(BundleError::into_anyhow)?;
+    check_allowed(&scenario, &overrides, args.allow_exec, args.allow_device.as_deref())
         .map_err(BundleError::into_anyhow)?;
     if !scenario.kernels.is_empty() {
         return Err(InputError::anyhow(format!(

@@ -17,7 +17,7 @@ pub mod scenario;
 pub mod shard;
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
@@ -99,6 +99,24 @@ pub struct ScenarioOptions {
     /// options combine with AND.
     #[arg(long, value_name = "AXIS=VALUE[,..]")]
     pub only: Vec<String>,
+    /// Unpack this real .tar.gz instead of the scenario's archive (`--set archive.path=FILE`,
+    /// relative to the current directory; a generated archive's settings are dropped).
+    #[arg(long, value_name = "FILE")]
+    pub archive: Option<PathBuf>,
+}
+
+impl ScenarioOptions {
+    /// The `--set` overrides, with `--archive FILE` as `archive.path=<absolute FILE>` last.
+    pub fn overrides(&self) -> anyhow::Result<Vec<String>> {
+        let mut out = self.set.clone();
+        if let Some(a) = &self.archive {
+            let abs =
+                std::path::absolute(a).map_err(|e| InputError::anyhow(format!("--archive {}: {e}", a.display())))?;
+            // A TOML string: quotes and backslashes in the path stay part of it.
+            out.push(format!("archive.path={}", toml_edit::Value::from(abs.to_string_lossy().as_ref())));
+        }
+        Ok(out)
+    }
 }
 
 /// Internal arguments of a lat_fs worker process.

@@ -539,6 +539,10 @@ fn render_steps(
                 let flag = m.strong(&f.describe());
                 m.note(&flag);
             }
+            for w in &g.warnings {
+                let label = m.strong("warning:");
+                m.note(&format!("{label} {w}"));
+            }
         }
     }
     m.preformatted(&text_footer(&not_measured(runs), &all_problems(runs)));

@@ -214,10 +214,11 @@ pub struct WorkloadFile {
 pub struct StepFile {
     /// rm_rf, untar, sync, syncfs, drop_caches, mkdir or exec.
     pub op: String,
-    /// rm_rf, mkdir: a path relative to the filesystem under test.
+    /// rm_rf, mkdir: a path relative to the filesystem under test; `{archive.top}` stands for the
+    /// archive's top-level directory.
     #[serde(default)]
     pub path: Option<String>,
-    /// untar: the archive's file name (see `[archive]`) or a path to a .tar.gz.
+    /// untar: the archive's file name (see `[archive]`); default: the scenario's archive.
     #[serde(default)]
     pub archive: Option<String>,
     /// exec: the command and its arguments (no shell). Refused in bundles unless allowed.

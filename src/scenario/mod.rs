@@ -7,6 +7,7 @@
 //! file:line:column and the key, which `diagnose` finds in the text.
 //! Parsing never touches the system.
 
+pub mod archive;
 mod diagnose;
 pub mod error;
 pub mod file;
@@ -200,6 +201,9 @@ pub struct ArchiveSpec {
     pub on_target: bool,
     /// File name the steps refer to (`linux-2.5.63.tar.gz`).
     pub file_name: String,
+    /// The top-level directory the archive unpacks (`linux-2.5.63`): the profile of a generated
+    /// tree, or read from a real archive's first entry; what `{archive.top}` in a step path means.
+    pub top: String,
 }
 
 /// Where an archive comes from.

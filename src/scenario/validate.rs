@@ -553,8 +553,26 @@ fn validate_archive(ctx: &Ctx, a: &ArchiveFile, base_dir: &Path) -> Result<Archi
             if file_name.is_empty() {
                 return Err(ctx.value(&p("archive.path"), format!("`{path}` does not name a file")));
             }
-            (ArchiveSource::Path(base_dir.join(path)), file_name)
+            let full = base_dir.join(path);
+            if !full.is_file() {
+                return Err(ctx.value_help(
+                    &p("archive.path"),
+                    format!("archive `{}` does not exist (or is not a file)", full.display()),
+                    "name a .tar.gz (relative to the scenario file), or use generate = \"linux-2.5.63\"",
+                ));
+            }
+            (ArchiveSource::Path(full), file_name)
         }
+    };
+    let top = match &source {
+        ArchiveSource::Generate { profile, .. } => profile.clone(),
+        ArchiveSource::Path(full) => super::archive::top_dir(full).map_err(|why| {
+            ctx.value_help(
+                &p("archive.path"),
+                why,
+                "the archive must unpack into one top-level directory, as a kernel tarball does",
+            )
+        })?,
     };
     let file_name = a.name.clone().unwrap_or(default_name);
     if file_name.is_empty() || file_name.contains('/') || file_name == "." || file_name == ".." {
@@ -563,7 +581,7 @@ fn validate_archive(ctx: &Ctx, a: &ArchiveFile, base_dir: &Path) -> Result<Archi
             format!("invalid archive file name `{file_name}` (a plain file name, no `/`)"),
         ));
     }
-    Ok(ArchiveSpec { source, on_target: a.on_target.unwrap_or(true), file_name })
+    Ok(ArchiveSpec { source, on_target: a.on_target.unwrap_or(true), file_name, top })
 }
 
 fn int_in(ctx: &Ctx, key: &str, v: Option<i64>, default: i64, lo: i64, hi: i64) -> Result<u32, ScenarioError> {
@@ -692,11 +710,29 @@ fn validate_step(ctx: &Ctx, i: usize, s: &StepFile, archive: Option<&ArchiveSpec
         }
         Ok(v)
     };
+    // `{archive.top}` follows the archive: `--set archive.path=linux-6.1.tar.gz` is one edit.
+    let top = |v: String| -> Result<String, ScenarioError> {
+        if !v.contains(super::archive::TOP_PLACEHOLDER) {
+            return Ok(v);
+        }
+        match archive {
+            Some(a) => Ok(v.replace(super::archive::TOP_PLACEHOLDER, &a.top)),
+            None => Err(ctx.value_help(
+                &field("path"),
+                format!("`{}` needs an `[archive]` section", super::archive::TOP_PLACEHOLDER),
+                "add [archive] with generate = \"linux-2.5.63\" or path = \"...\"",
+            )),
+        }
+    };
     Ok(match s.op.as_str() {
-        "rm_rf" => Step::RmRf { path: relative("path", need("path", &s.path)?)? },
-        "mkdir" => Step::Mkdir { path: relative("path", need("path", &s.path)?)? },
+        "rm_rf" => Step::RmRf { path: relative("path", top(need("path", &s.path)?)?)? },
+        "mkdir" => Step::Mkdir { path: relative("path", top(need("path", &s.path)?)?)? },
         "untar" => {
-            let name = need("archive", &s.archive)?;
+            // Without `archive`, the step unpacks the scenario's archive, whatever its name.
+            let name = match (&s.archive, archive) {
+                (None, Some(a)) => a.file_name.clone(),
+                _ => need("archive", &s.archive)?,
+            };
             match archive {
                 Some(a) if a.file_name == name => {}
                 Some(a) => {

@@ -35,6 +35,7 @@ mod schemas;
 mod shard_cli;
 mod shard_k8s;
 mod slurm_array;
+mod steps_archive;
 mod steps_run;
 mod steps_untar;
 mod steps_untrusted;

@@ -65,6 +65,7 @@ pub fn meta(label: Option<&str>, scenario: &str, text: &str, workload: &str, pla
         scenario_origin: "scenarios/quota-smp.toml".into(),
         scenario_text: text.into(),
         scenario_sha256: sha256_hex(text.as_bytes()),
+        archive: None,
         workload: workload.into(),
         label: label.map(String::from),
         host: HostInfo {

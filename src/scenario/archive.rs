@@ -1,0 +1,44 @@
+//! What validation reads from a real archive: that it exists and its top-level directory,
+//! so a step can write `path = "{archive.top}"` and `rm_rf` follows whatever tree the
+//! archive unpacks.
+
+use std::path::{Component, Path};
+
+/// The placeholder a step path may use for the archive's top-level directory.
+pub const TOP_PLACEHOLDER: &str = "{archive.top}";
+
+/// Entries read before giving up on finding a top-level directory: metadata headers
+/// (pax, GNU long names) come first, the tree's own first entry right after.
+const MAX_HEADERS: usize = 16;
+
+/// The first path component of the archive's first entry (`linux-2.5.63` of
+/// `linux-2.5.63/Makefile`), read from the gzip stream's first headers only.
+pub fn top_dir(path: &Path) -> Result<String, String> {
+    let f = std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(std::io::BufReader::new(f)));
+    let entries = ar.entries().map_err(|e| format!("{} is not a .tar.gz: {e}", path.display()))?;
+    for entry in entries.take(MAX_HEADERS) {
+        let entry = entry.map_err(|e| format!("{} is not a readable .tar.gz: {e}", path.display()))?;
+        let p = entry.path().map_err(|e| format!("{}: bad entry name: {e}", path.display()))?.into_owned();
+        let first = p.components().find(|c| !matches!(c, Component::CurDir));
+        return match first {
+            Some(Component::Normal(n)) if p.components().count() > 1 || entry.header().entry_type().is_dir() => {
+                let top = n.to_string_lossy().into_owned();
+                if top.chars().any(char::is_control) {
+                    return Err(format!(
+                        "the top-level directory of {} (`{}`) has control characters",
+                        path.display(),
+                        crate::text::escape_control(&top)
+                    ));
+                }
+                Ok(top)
+            }
+            _ => Err(format!(
+                "the first entry of {} (`{}`) is not inside a top-level directory",
+                path.display(),
+                crate::text::escape_control(&p.to_string_lossy())
+            )),
+        };
+    }
+    Err(format!("{} holds no entries", path.display()))
+}
