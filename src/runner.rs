@@ -303,11 +303,13 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult) -> any
             let run = latfs::LatfsRun { test, spec: &spec, task_dirs: provisioned.task_dirs(), exe: &ctx.exe };
             latfs::run(&run).map(|res| r.latfs = Some(res)).map_err(anyhow::Error::new)
         }
-        (Workload::Steps(spec), _) => run_steps(ctx, spec, provisioned.root()).map(|res| {
-            // Said where the numbers are stored, so every report of the cell carries it too.
-            r.notes.extend(crate::report::steps::loop_warnings(&res.iterations));
-            r.steps = Some(res)
-        }),
+        (Workload::Steps(spec), _) => {
+            run_steps(ctx, spec, provisioned.root(), provisioned.task_dirs(), p.tasks).map(|res| {
+                // Said where the numbers are stored, so every report of the cell carries it too.
+                r.notes.extend(crate::report::steps::loop_warnings(&res.iterations));
+                r.steps = Some(res)
+            })
+        }
         _ => unreachable!("lat_fs spec exists for lat_fs workloads"),
     };
     // Tear down before reporting the workload's error, so nothing stays mounted either way.
@@ -321,16 +323,37 @@ fn run_steps(
     ctx: &mut RunContext,
     spec: &crate::scenario::StepsSpec,
     target: &Path,
+    task_dirs: &[PathBuf],
+    tasks: u32,
 ) -> anyhow::Result<crate::model::StepsResult> {
+    // A generated fixture comes from our own generator; a real archive is trusted only
+    // when it is the user's own, not when it arrived in a bundle.
+    let from_bundle = ctx.untrusted_archives
+        && matches!(ctx.scenario.archive.as_ref().map(|a| &a.source), Some(crate::scenario::ArchiveSource::Path(_)));
+    if tasks > 1 {
+        // N copies at once, each in its own directory (S) or filesystem (M), each with its
+        // own tarball on it when the archive lives on the filesystem under test.
+        let mut archive_dirs = Vec::with_capacity(task_dirs.len());
+        for d in task_dirs {
+            archive_dirs.push(match ctx.scenario.archive.clone() {
+                Some(a) => stage_archive(ctx, &a, d)?,
+                None => d.clone(),
+            });
+        }
+        let run = crate::workload::steps_tasks::TasksRun {
+            spec,
+            targets: task_dirs,
+            archive_dirs: &archive_dirs,
+            untrusted: from_bundle,
+            exe: &ctx.exe,
+        };
+        return crate::workload::steps_tasks::run(&run).map_err(anyhow::Error::new);
+    }
     let archive_dir = match &ctx.scenario.archive {
         Some(a) => Some(stage_archive(ctx, a, target)?),
         None => None,
     };
     let cancel = || interrupted();
-    // A generated fixture comes from our own generator; a real archive is trusted only
-    // when it is the user's own, not when it arrived in a bundle.
-    let from_bundle = ctx.untrusted_archives
-        && matches!(ctx.scenario.archive.as_ref().map(|a| &a.source), Some(crate::scenario::ArchiveSource::Path(_)));
     let trust = if from_bundle { Trust::Untrusted(UnpackLimits::default()) } else { Trust::Fixture };
     let run = steps::StepsRun {
         spec,

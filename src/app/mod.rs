@@ -81,6 +81,9 @@ pub enum Command {
     /// Internal: a lat_fs worker process (started by `fsbench run`, not by users).
     #[command(name = "__latfs-worker", hide = true)]
     LatfsWorker(WorkerArgs),
+    /// Internal: one copy of a steps cell with `tasks = N` (started by `fsbench run`).
+    #[command(name = "__steps-worker", hide = true)]
+    StepsWorker,
 }
 
 /// Options that change a scenario before it is expanded (run, plan, validate, bundle run).
@@ -203,6 +206,10 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
             crate::workload::latfs::WorkerEnd::Measured => exit::SUCCESS,
             crate::workload::latfs::WorkerEnd::Failed => exit::FAILURE,
             crate::workload::latfs::WorkerEnd::BadArguments => exit::USAGE,
+        }),
+        Command::StepsWorker => Ok(match crate::workload::steps_tasks::worker_main() {
+            crate::workload::steps_tasks::WorkerEnd::Replied => exit::SUCCESS,
+            crate::workload::steps_tasks::WorkerEnd::BadInput => exit::USAGE,
         }),
     }
 }

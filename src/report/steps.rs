@@ -32,7 +32,7 @@
 
 use serde::Serialize;
 
-use crate::model::{CellStatus, StepTiming};
+use crate::model::{CellStatus, StepTiming, StepsCopy};
 use crate::results::LoadedRun;
 
 /// Smallest max−min spread (µs) that can be flagged.
@@ -62,6 +62,24 @@ pub struct StepsGroup {
     /// Problems with the loop itself (an `rm_rf` that misses the unpacked tree).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// With `tasks = N > 1`: the copies that ran at once (`iterations` is their aggregate).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub copies: Vec<StepsCopy>,
+}
+
+/// The line under a configuration that ran N copies at once: how the aggregate is made and
+/// how the copies overlapped in time.
+pub fn copies_line(copies: &[StepsCopy]) -> String {
+    let first_start = copies.iter().map(|c| c.started_unix_us).min().unwrap_or(0);
+    let last_start = copies.iter().map(|c| c.started_unix_us).max().unwrap_or(0);
+    let first_end = copies.iter().map(|c| c.finished_unix_us).min().unwrap_or(0);
+    let overlap = first_end.saturating_sub(last_start) as f64 / 1e6;
+    format!(
+        "{} copies at once, started within {:.1} ms of each other, all running together for {overlap:.2} s; \
+         each step's first line: slowest copy's elapsed, CPU summed over copies",
+        copies.len(),
+        (last_start - first_start) as f64 / 1e3
+    )
 }
 
 /// Warnings about the loop: an `rm_rf` after the first iteration that removed nothing
@@ -272,9 +290,18 @@ pub fn build_groups(runs: &[(&str, &LoadedRun)]) -> Vec<StepsGroup> {
                 config.push_str(&format!("-t{}", p.tasks));
             }
             let iterations = c.steps.as_ref().map(|s| s.iterations.clone()).unwrap_or_default();
+            let copies = c.steps.as_ref().map(|s| s.copies.clone()).unwrap_or_default();
             let flags = flag_steps(&iterations);
             let warnings = loop_warnings(&iterations);
-            groups.push(StepsGroup { label: label.to_string(), config, fs: p.fs.clone(), iterations, flags, warnings });
+            groups.push(StepsGroup {
+                label: label.to_string(),
+                config,
+                fs: p.fs.clone(),
+                iterations,
+                flags,
+                warnings,
+                copies,
+            });
         }
     }
     groups
@@ -291,6 +318,9 @@ pub fn seed_text(groups: &[StepsGroup]) -> String {
             last_label = Some(&g.label);
         }
         out.push_str(&format!("{}:\n", g.config));
+        if !g.copies.is_empty() {
+            out.push_str(&format!("({})\n", copies_line(&g.copies)));
+        }
         for (i, it) in g.iterations.iter().enumerate() {
             out.push_str(&format!("iteration {}:\n", i + 1));
             for (j, s) in it.iter().enumerate() {
@@ -299,6 +329,11 @@ pub fn seed_text(groups: &[StepsGroup]) -> String {
                     out.push_str(" !");
                 }
                 out.push('\n');
+                for c in &g.copies {
+                    if let Some(t) = c.iterations.get(i).and_then(|it| it.get(j)) {
+                        out.push_str(&format!("  task {}: {}\n", c.task, t.seed_line()));
+                    }
+                }
             }
         }
         for f in &g.flags {

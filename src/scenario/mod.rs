@@ -259,7 +259,7 @@ pub struct LatfsSpec {
 }
 
 /// Options of the steps workload.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StepsSpec {
     /// How many times the step list runs.
     pub iterations: u32,
@@ -268,7 +268,7 @@ pub struct StepsSpec {
 }
 
 /// One step of a steps workload. Paths are relative to the filesystem under test.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Step {
     /// Remove a tree, in-process (`rm -rf path`). A missing path is not an error.
     RmRf { path: String },

@@ -4,4 +4,5 @@
 pub mod latfs;
 pub mod rusage;
 pub mod steps;
+pub mod steps_tasks;
 pub mod untar;

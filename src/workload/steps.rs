@@ -105,7 +105,7 @@ pub enum StepError {
 
 /// Run every iteration of the step list and time each step.
 pub fn run(run: &StepsRun) -> Result<StepsResult, StepsError> {
-    let mut result = StepsResult { iterations: Vec::with_capacity(run.spec.iterations as usize) };
+    let mut result = StepsResult { iterations: Vec::with_capacity(run.spec.iterations as usize), copies: Vec::new() };
     for i in 1..=run.spec.iterations {
         let mut timings = Vec::with_capacity(run.spec.steps.len());
         for step in &run.spec.steps {

@@ -198,7 +198,7 @@ fn steps_are_gated_per_step_on_elapsed() {
             .collect();
         let mut cell = latfs_cell(p.clone(), &[1.0]);
         cell.latfs = None;
-        cell.steps = Some(StepsResult { iterations });
+        cell.steps = Some(StepsResult { iterations, copies: Vec::new() });
         let m = meta(Some(label), "untar", text, "steps", vec![p.clone()]);
         write_run(&d.path().join(label), &m, &[cell])
     };

@@ -37,6 +37,7 @@ mod shard_k8s;
 mod slurm_array;
 mod steps_archive;
 mod steps_run;
+mod steps_tasks;
 mod steps_untar;
 mod steps_untrusted;
 mod steps_variants;

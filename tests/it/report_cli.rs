@@ -179,7 +179,7 @@ fn steps_report_prints_time_lines_per_iteration_and_flags_changes() {
             .collect();
         let mut c = latfs_cell(p.clone(), &[1.0]);
         c.latfs = None;
-        c.steps = Some(StepsResult { iterations });
+        c.steps = Some(StepsResult { iterations, copies: Vec::new() });
         cells.push(c);
     }
     let planned = cells.iter().map(|c| c.params.clone()).collect();

@@ -274,7 +274,7 @@ pub fn steps_cell(fs: &str, iterations: Vec<Vec<StepTiming>>) -> CellResult {
             ..Default::default()
         }],
         latfs: None,
-        steps: Some(StepsResult { iterations }),
+        steps: Some(StepsResult { iterations, copies: Vec::new() }),
         started: "2003-02-28T12:00:00Z".into(),
         finished: "2003-02-28T12:05:00Z".into(),
     }
