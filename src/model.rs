@@ -200,6 +200,9 @@ pub struct FilesystemInfo {
     /// Quota state read back with quotactl(2): e.g. `user=on group=on`.
     #[serde(default)]
     pub quota_state: Option<String>,
+    /// Block queue settings read back after the scenario set them (`scheduler`, `read_ahead_kb`, `nr_requests`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub queue: std::collections::BTreeMap<String, String>,
 }
 
 /// Per-task sample of one lat_fs repetition.

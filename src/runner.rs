@@ -259,6 +259,21 @@ fn run_cell(ctx: &mut RunContext, cell: &Cell) -> CellResult {
     let mut r = new_result(p, CellStatus::Ok, &started);
     match run_provisioned(ctx, cell, &mut r) {
         Ok(()) => {}
+        // The host cannot give the cell what it asks (a scheduler the kernel lacks): a skip
+        // with the kernel's answer and a remedy, as the capability check gives.
+        Err(e)
+            if matches!(
+                e.downcast_ref::<provision::ProvisionError>(),
+                Some(provision::ProvisionError::Unsupported(_))
+            ) =>
+        {
+            let Some(provision::ProvisionError::Unsupported(skip)) = e.downcast_ref::<provision::ProvisionError>()
+            else {
+                unreachable!("matched above")
+            };
+            r.status = CellStatus::Skipped;
+            r.skip = Some(skip.clone());
+        }
         Err(e) => {
             r.status = CellStatus::Failed;
             r.error = Some(exit::error_chain(&e));
@@ -296,6 +311,7 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult) -> any
     };
     let provisioned = provision::provision(&req).context("provisioning failed")?;
     r.filesystems = provisioned.filesystems().to_vec();
+    r.notes.extend(provisioned.notes().iter().cloned());
 
     let outcome = match (&s.workload, latfs_spec) {
         (Workload::Latfs(_), Some(spec)) => {

@@ -147,6 +147,17 @@ pub struct FsSpec {
     /// For a variant (`[filesystems.ext4-nodelalloc] type = "ext4"`): the filesystem type it makes;
     /// `None` when the entry's name is the type.
     pub fs_type: Option<String>,
+    /// Queue settings of its device and the scenario's `[sysctl]`, applied around each cell.
+    pub tunables: Tunables,
+}
+
+/// Kernel settings applied before a cell, read back, and restored after it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Tunables {
+    /// `(key, value)` under `/sys/block/<dev>/queue/`, in the order applied (scheduler first).
+    pub queue: Vec<(String, String)>,
+    /// `(dotted key, value)` under `/proc/sys/`.
+    pub sysctl: Vec<(String, String)>,
 }
 
 impl FsSpec {

@@ -67,8 +67,21 @@ pub(super) fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Sc
         }
     };
     let matrix = validate_matrix(ctx, &f.matrix, workload_kind)?;
-    let filesystems = validate_filesystems(ctx, &f.filesystems, &matrix)?;
+    let mut filesystems = validate_filesystems(ctx, &f.filesystems, &matrix)?;
     let backing = validate_backing(ctx, &f.backing, base_dir)?;
+    let sysctl = validate_sysctl(ctx, &f.sysctl)?;
+    for (name, spec) in filesystems.iter_mut() {
+        // Queue settings belong to a block device; a directory backing has none to set.
+        if !spec.tunables.queue.is_empty() && matches!(backing, Backing::Dir { .. }) {
+            return Err(ctx.at(
+                &p(&format!("filesystems.{name}.queue")),
+                true,
+                "queue settings need a block device under test",
+                Some("use backing kind \"tmpfs-loop\" or \"device\", or remove `queue`".into()),
+            ));
+        }
+        spec.tunables.sysctl = sysctl.clone();
+    }
     let archive = f.archive.as_ref().map(|a| validate_archive(ctx, a, base_dir)).transpose()?;
     let workload = match workload_kind {
         "lat_fs" => Workload::Latfs(validate_latfs(ctx, &f.workload)?),
@@ -284,6 +297,40 @@ fn validate_matrix(ctx: &Ctx, m: &MatrixFile, workload_kind: &str) -> Result<Mat
     Ok(Matrix { fs, layout, quota, tasks, test })
 }
 
+/// `[sysctl]`: dotted keys of /proc/sys (`vm.dirty_ratio`), values without line breaks.
+fn validate_sysctl(
+    ctx: &Ctx,
+    t: &BTreeMap<String, crate::scenario::file::SysctlValue>,
+) -> Result<Vec<(String, String)>, ScenarioError> {
+    use crate::scenario::file::SysctlValue;
+    let mut out = Vec::new();
+    for (k, v) in t {
+        let item = vec![Seg::Key("sysctl".into()), Seg::Key(k.clone())];
+        let parts: Vec<&str> = k.split('.').collect();
+        let ok = parts.len() >= 2
+            && parts.iter().all(|p| {
+                !p.is_empty() && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+            });
+        if !ok {
+            return Err(ctx.at(
+                &item,
+                true,
+                format!("`{k}` is not a sysctl key"),
+                Some("keys are dotted paths under /proc/sys, e.g. \"vm.dirty_ratio\"".into()),
+            ));
+        }
+        let value = match v {
+            SysctlValue::Int(i) => i.to_string(),
+            SysctlValue::Text(s) => s.clone(),
+        };
+        if value.trim().is_empty() || value.contains(['\n', '\t', '\0']) {
+            return Err(ctx.value(&item, format!("invalid value for sysctl `{k}`")));
+        }
+        out.push((k.clone(), value));
+    }
+    Ok(out)
+}
+
 /// A character of a kernel filesystem type name (`ext4`, `fuse.sshfs`, `nfs_v4`).
 fn is_fs_type_char(c: char) -> bool {
     c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.'
@@ -389,7 +436,28 @@ fn validate_filesystems(
                 ));
             }
         }
-        out.insert(name.clone(), FsSpec { mkfs: f.mkfs.clone(), mount, quota, fs_type: f.fs_type.clone() });
+        let mut queue = Vec::new();
+        if let Some(q) = &f.queue {
+            if let Some(sched) = &q.scheduler {
+                if sched.is_empty() || !sched.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                {
+                    return Err(ctx.value_help(
+                        &with(with(base.clone(), Seg::Key("queue".into())), Seg::Key("scheduler".into())),
+                        format!("invalid scheduler name `{sched}`"),
+                        "a name as /sys/block/<dev>/queue/scheduler lists it: none, mq-deadline, bfq, kyber",
+                    ));
+                }
+                queue.push(("scheduler".to_string(), sched.clone()));
+            }
+            if let Some(v) = q.read_ahead_kb {
+                queue.push(("read_ahead_kb".to_string(), v.to_string()));
+            }
+            if let Some(v) = q.nr_requests {
+                queue.push(("nr_requests".to_string(), v.to_string()));
+            }
+        }
+        let tunables = crate::scenario::Tunables { queue, sysctl: Vec::new() };
+        out.insert(name.clone(), FsSpec { mkfs: f.mkfs.clone(), mount, quota, fs_type: f.fs_type.clone(), tunables });
     }
     for fs in &matrix.fs {
         out.entry(fs.clone()).or_default();
