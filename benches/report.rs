@@ -97,6 +97,7 @@ fn main() {
         scenario_origin: "bench".into(),
         scenario_text: String::new(),
         scenario_sha256: String::new(),
+        archive: None,
         workload: "lat_fs".into(),
         label: Some("BENCH".into()),
         host: HostInfo::default(),

@@ -7,17 +7,15 @@ use std::path::{Component, Path};
 /// The placeholder a step path may use for the archive's top-level directory.
 pub const TOP_PLACEHOLDER: &str = "{archive.top}";
 
-/// Entries read before giving up on finding a top-level directory: metadata headers
-/// (pax, GNU long names) come first, the tree's own first entry right after.
-const MAX_HEADERS: usize = 16;
-
 /// The first path component of the archive's first entry (`linux-2.5.63` of
 /// `linux-2.5.63/Makefile`), read from the gzip stream's first headers only.
 pub fn top_dir(path: &Path) -> Result<String, String> {
     let f = std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(std::io::BufReader::new(f)));
-    let entries = ar.entries().map_err(|e| format!("{} is not a .tar.gz: {e}", path.display()))?;
-    for entry in entries.take(MAX_HEADERS) {
+    let mut entries = ar.entries().map_err(|e| format!("{} is not a .tar.gz: {e}", path.display()))?;
+    // Only the first entry is read (the tar reader folds pax and GNU long-name headers into it):
+    // validation must stay cheap on a kernel tarball and on a hostile one.
+    if let Some(entry) = entries.next() {
         let entry = entry.map_err(|e| format!("{} is not a readable .tar.gz: {e}", path.display()))?;
         let p = entry.path().map_err(|e| format!("{}: bad entry name: {e}", path.display()))?.into_owned();
         let first = p.components().find(|c| !matches!(c, Component::CurDir));

@@ -97,7 +97,7 @@ fn a_scheduler_the_kernel_lacks_skips_the_cell_with_its_answer() {
     let scenario = sb.path().join("sched.toml");
     let text = SCENARIO
         .replace("ARCHIVE", archive.to_str().unwrap())
-        .replace("DIRTY", &std::fs::read_to_string("/proc/sys/vm/dirty_ratio").unwrap().trim().to_string())
+        .replace("DIRTY", std::fs::read_to_string("/proc/sys/vm/dirty_ratio").unwrap().trim())
         .replace("queue = { scheduler = \"none\" }", "queue = { scheduler = \"cfq\" }");
     std::fs::write(&scenario, text).unwrap();
     let out = sb.fsbench(&["run", scenario.to_str().unwrap(), "--only", "fs=ext4"]).output().unwrap();

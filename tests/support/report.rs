@@ -223,10 +223,13 @@ pub fn parse_time_line(line: &str) -> StepTiming {
     t
 }
 
+/// One kernel of seed 002: its heading and, per filesystem, the three time(1) lines.
+pub type Seed002Kernel = (String, Vec<(String, Vec<String>)>);
+
 /// Seed 002's data: per kernel heading, per filesystem, its three time(1) lines.
-pub fn parse_seed002() -> Vec<(String, Vec<(String, Vec<String>)>)> {
+pub fn parse_seed002() -> Vec<Seed002Kernel> {
     let body = &SEED002[SEED002.find("-----\n2.5.60:").unwrap()..];
-    let mut out: Vec<(String, Vec<(String, Vec<String>)>)> = Vec::new();
+    let mut out: Vec<Seed002Kernel> = Vec::new();
     for l in body.lines() {
         if l.starts_with("---") {
             continue;
