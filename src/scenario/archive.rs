@@ -40,3 +40,34 @@ pub fn top_dir(path: &Path) -> Result<String, String> {
     }
     Err(format!("{} holds no entries", path.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn tar_gz(dir: &Path, names: &[&str]) -> PathBuf {
+        let path = dir.join("a.tar.gz");
+        let gz = flate2::write::GzEncoder::new(std::fs::File::create(&path).unwrap(), flate2::Compression::fast());
+        let mut b = tar::Builder::new(gz);
+        for n in names {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(1);
+            h.set_mode(0o644);
+            h.set_cksum();
+            b.append_data(&mut h, n, &b"x"[..]).unwrap();
+        }
+        b.into_inner().unwrap().finish().unwrap();
+        path
+    }
+
+    #[test]
+    fn the_top_directory_is_the_first_entrys_first_component() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(top_dir(&tar_gz(d.path(), &["./linux-6.1/Makefile", "linux-6.1/README"])).unwrap(), "linux-6.1");
+        let flat = top_dir(&tar_gz(d.path(), &["Makefile"])).unwrap_err();
+        assert!(flat.contains("not inside a top-level directory"), "{flat}");
+        std::fs::write(d.path().join("x.tar.gz"), b"not gzip").unwrap();
+        assert!(top_dir(&d.path().join("x.tar.gz")).is_err());
+    }
+}
