@@ -102,7 +102,6 @@ fn main() {
         scenario_origin: "bench".into(),
         scenario_text: String::new(),
         scenario_sha256: String::new(),
-        archive_sha256: None,
         workload: "lat_fs".into(),
         label: Some("BENCH".into()),
         host: HostInfo::default(),

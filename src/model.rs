@@ -212,6 +212,9 @@ pub struct FilesystemInfo {
     /// own filesystem (read back, not the scenario's) and no mkfs or mount option was applied.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub existing_dir: bool,
+    /// Block queue settings read back after the scenario set them (`scheduler`, `read_ahead_kb`, `nr_requests`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub queue: std::collections::BTreeMap<String, String>,
 }
 
 /// Per-task sample of one lat_fs repetition.
@@ -423,11 +426,15 @@ impl StepTiming {
 /// Everything a steps cell measured: `iterations[i][j]` is step j of iteration i.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StepsResult {
-    /// Every iteration, every step, in order.
+    /// Every iteration, every step, in order. With `tasks = N > 1`, the aggregate of the
+    /// copies: per step, the slowest copy's elapsed time and the CPU times summed.
     pub iterations: Vec<Vec<StepTiming>>,
     /// Dirty memory and device activity sampled across all iterations, when monitored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<Timeline>,
+    /// With `tasks = N > 1`: each copy of the step sequence as it ran, at the same time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub copies: Vec<StepsCopy>,
 }
 
 /// What the kernel counted over one window (a lat_fs repetition or a step): deltas of
@@ -578,6 +585,49 @@ pub struct LatencyDist {
     pub significant_digits: u8,
     /// `[value_ns, count]` of every non-empty bucket, ascending: enough to merge and to draw a CDF.
     pub buckets: Vec<[u64; 2]>,
+}
+
+/// One of the concurrent copies of a steps cell (`tasks = N`), timed like time(1) in its own process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StepsCopy {
+    /// Task number, from 0.
+    pub task: u32,
+    /// When the copy's first step started, µs since the Unix epoch (wall clock: comparable across copies).
+    pub started_unix_us: u64,
+    /// When the copy's last step finished, µs since the Unix epoch.
+    pub finished_unix_us: u64,
+    /// The copy's iterations, as [`StepsResult::iterations`] of a single copy.
+    pub iterations: Vec<Vec<StepTiming>>,
+}
+
+impl StepsResult {
+    /// The aggregate of concurrent copies: per (iteration, step) the slowest elapsed, the summed
+    /// CPU and entries, the largest RSS; over the iterations every copy completed.
+    pub fn aggregate(copies: Vec<StepsCopy>) -> StepsResult {
+        let n = copies.iter().map(|c| c.iterations.len()).min().unwrap_or(0);
+        let iterations = (0..n)
+            .map(|i| {
+                let width = copies.iter().map(|c| c.iterations[i].len()).min().unwrap_or(0);
+                (0..width)
+                    .map(|j| {
+                        let all: Vec<&StepTiming> = copies.iter().map(|c| &c.iterations[i][j]).collect();
+                        let sum = |f: fn(&StepTiming) -> u64| all.iter().map(|t| f(t)).sum::<u64>();
+                        StepTiming {
+                            label: all[0].label.clone(),
+                            op: all[0].op.clone(),
+                            user_us: sum(|t| t.user_us),
+                            system_us: sum(|t| t.system_us),
+                            elapsed_us: all.iter().map(|t| t.elapsed_us).max().unwrap_or(0),
+                            max_rss_kib: all.iter().map(|t| t.max_rss_kib).max().unwrap_or(0),
+                            entries: all.iter().map(|t| t.entries).sum(),
+                            ..StepTiming::default()
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        StepsResult { iterations, copies, ..StepsResult::default() }
+    }
 }
 
 /// The result of one cell, as written to `<run-dir>/cells/<cell-id>.json`.

@@ -341,6 +341,21 @@ fn run_cell(ctx: &mut RunContext, cell: &Cell, phase: &Phase) -> CellResult {
     let mut r = new_result(p, CellStatus::Ok, &started);
     match run_provisioned(ctx, cell, &mut r, phase) {
         Ok(()) => {}
+        // The host cannot give the cell what it asks (a scheduler the kernel lacks): a skip
+        // with the kernel's answer and a remedy, as the capability check gives.
+        Err(e)
+            if matches!(
+                e.downcast_ref::<provision::ProvisionError>(),
+                Some(provision::ProvisionError::Unsupported(_))
+            ) =>
+        {
+            let Some(provision::ProvisionError::Unsupported(skip)) = e.downcast_ref::<provision::ProvisionError>()
+            else {
+                unreachable!("matched above")
+            };
+            r.status = CellStatus::Skipped;
+            r.skip = Some(skip.clone());
+        }
         Err(e) => {
             r.status = CellStatus::Failed;
             r.error = Some(exit::error_chain(&e));
@@ -392,6 +407,7 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
             p.fs
         ));
     }
+    r.notes.extend(provisioned.notes().iter().cloned());
 
     let outcome = match (&s.workload, latfs_spec) {
         (Workload::Latfs(_), Some(spec)) => {
@@ -402,7 +418,12 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
                 .map_err(anyhow::Error::new)
         }
         (Workload::Steps(spec), _) => {
-            run_steps(ctx, spec, provisioned.root(), watch.as_ref(), phase).map(|res| r.steps = Some(res))
+            let at = StepsAt { target: provisioned.root(), task_dirs: provisioned.task_dirs(), tasks: p.tasks };
+            run_steps(ctx, spec, &at, watch.as_ref(), phase).map(|res| {
+                // Said where the numbers are stored, so every report of the cell carries it too.
+                r.notes.extend(crate::report::steps::loop_warnings(&res.iterations));
+                r.steps = Some(res)
+            })
         }
         _ => unreachable!("lat_fs spec exists for lat_fs workloads"),
     };
@@ -435,22 +456,50 @@ fn note_noise(r: &mut CellResult, res: crate::model::LatfsResult) {
     r.latfs = Some(res);
 }
 
+/// Where a steps cell runs: its filesystem's root, and with `tasks > 1` one directory per copy.
+struct StepsAt<'a> {
+    target: &'a Path,
+    task_dirs: &'a [PathBuf],
+    tasks: u32,
+}
+
 fn run_steps(
     ctx: &mut RunContext,
     spec: &crate::scenario::StepsSpec,
-    target: &Path,
+    at: &StepsAt,
     watch: Option<&crate::monitor::Watch>,
     phase: &Phase,
 ) -> anyhow::Result<crate::model::StepsResult> {
+    // A generated fixture comes from our own generator; a real archive is trusted only
+    // when it is the user's own, not when it arrived in a bundle.
+    let from_bundle = ctx.untrusted_archives
+        && matches!(ctx.scenario.archive.as_ref().map(|a| &a.source), Some(crate::scenario::ArchiveSource::Path(_)));
+    let (target, task_dirs) = (at.target, at.task_dirs);
+    if at.tasks > 1 {
+        // Each copy is a process of its own: no progress inside the cell and no in-process monitors.
+        // N copies at once, each in its own directory (S) or filesystem (M), each with its
+        // own tarball on it when the archive lives on the filesystem under test.
+        let mut archive_dirs = Vec::with_capacity(task_dirs.len());
+        for d in task_dirs {
+            archive_dirs.push(match ctx.scenario.archive.clone() {
+                Some(a) => stage_archive(ctx, &a, d)?,
+                None => d.clone(),
+            });
+        }
+        let run = crate::workload::steps_tasks::TasksRun {
+            spec,
+            targets: task_dirs,
+            archive_dirs: &archive_dirs,
+            untrusted: from_bundle,
+            exe: &ctx.exe,
+        };
+        return crate::workload::steps_tasks::run(&run).map_err(anyhow::Error::new);
+    }
     let archive_dir = match &ctx.scenario.archive {
         Some(a) => Some(stage_archive(ctx, a, target)?),
         None => None,
     };
     let cancel = || interrupted();
-    // A generated fixture comes from our own generator; a real archive is trusted only
-    // when it is the user's own, not when it arrived in a bundle.
-    let from_bundle = ctx.untrusted_archives
-        && matches!(ctx.scenario.archive.as_ref().map(|a| &a.source), Some(crate::scenario::ArchiveSource::Path(_)));
     let trust = if from_bundle { Trust::Untrusted(UnpackLimits::default()) } else { Trust::Fixture };
     let run = steps::StepsRun {
         spec,
@@ -470,7 +519,12 @@ fn stage_archive(ctx: &mut RunContext, a: &ArchiveSpec, target: &Path) -> anyhow
         Some(p) => p.clone(),
         None => {
             let cache = crate::fixture::cache_dir();
-            eprintln!("fsbench: preparing archive {} (cached in {})", a.file_name, cache.display());
+            // A user's own tarball is used where it is: nothing is prepared or cached for it.
+            if let crate::scenario::ArchiveSource::Generate { .. } = &a.source {
+                std::fs::create_dir_all(&cache)
+                    .with_context(|| format!("cannot create fixture cache {}", cache.display()))?;
+                eprintln!("fsbench: preparing archive {} (cached in {})", a.file_name, cache.display());
+            }
             let p = crate::fixture::cached_archive(&a.source, &cache).context("cannot prepare the archive")?;
             ctx.archive = Some(p.clone());
             p

@@ -44,8 +44,13 @@ fn sigint_during_provisioning_releases_everything_and_a_second_signal_does_not_k
 
     // An interrupted quota probe is its own outcome, not "supported", and is not
     // cached as an answer; `fsbench doctor` then exits 130, not 0 with quota "ok".
-    let spec =
-        fsbench::scenario::FsSpec { mkfs: Vec::new(), mount: Vec::new(), quota: QuotaImpl::Files, fs_type: None };
+    let spec = fsbench::scenario::FsSpec {
+        mkfs: Vec::new(),
+        mount: Vec::new(),
+        quota: QuotaImpl::Files,
+        fs_type: None,
+        tunables: Default::default(),
+    };
     for _ in 0..2 {
         assert_eq!(capability::quota_probe("ext4", &spec), capability::QuotaProbe::Interrupted);
     }

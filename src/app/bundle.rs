@@ -130,17 +130,12 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
     require_file(&args.bundle)?;
     let ob = open_bundle(&args.bundle).map_err(BundleError::into_anyhow)?;
     let origin = format!("{}:{SCENARIO_FILE}", args.bundle.display());
-    let scenario = ob.scenario(&origin, &args.scenario_options.set).map_err(BundleError::into_anyhow)?;
+    let overrides = args.scenario_options.overrides()?;
+    let scenario = ob.scenario(&origin, &overrides).map_err(BundleError::into_anyhow)?;
     // Everything verify checks, checked again on the scenario as it will run (with --set).
     refuse_if_any(&args.bundle, &preflight(&ob, &scenario))?;
-    check_allowed(
-        &scenario,
-        &args.scenario_options.set,
-        args.allow_exec,
-        args.allow_device.as_deref(),
-        args.allow_kernels,
-    )
-    .map_err(BundleError::into_anyhow)?;
+    check_allowed(&scenario, &overrides, args.allow_exec, args.allow_device.as_deref(), args.allow_kernels)
+        .map_err(BundleError::into_anyhow)?;
     if !scenario.kernels.is_empty() && args.label.is_some() {
         return Err(InputError::anyhow(
             "--label names a host run; under [[kernels]] each run is labelled with its kernel's label",

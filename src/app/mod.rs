@@ -19,7 +19,7 @@ pub mod scenario;
 pub mod shard;
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
@@ -92,6 +92,9 @@ pub enum Command {
     /// Internal: a lat_fs worker process (started by `fsbench run`, not by users).
     #[command(name = "__latfs-worker", hide = true)]
     LatfsWorker(WorkerArgs),
+    /// Internal: one copy of a steps cell with `tasks = N` (started by `fsbench run`).
+    #[command(name = "__steps-worker", hide = true)]
+    StepsWorker,
 }
 
 /// Options that change a scenario before it is expanded (run, plan, validate, bundle run).
@@ -111,6 +114,24 @@ pub struct ScenarioOptions {
     /// `--only` options combine with AND.
     #[arg(long, value_name = "AXIS=VALUE[,VALUE..][,AXIS=..]")]
     pub only: Vec<String>,
+    /// Unpack this real .tar.gz instead of the scenario's archive (`--set archive.path=FILE`,
+    /// relative to the current directory; a generated archive's settings are dropped).
+    #[arg(long, value_name = "FILE")]
+    pub archive: Option<PathBuf>,
+}
+
+impl ScenarioOptions {
+    /// The `--set` overrides, with `--archive FILE` as `archive.path=<absolute FILE>` last.
+    pub fn overrides(&self) -> anyhow::Result<Vec<String>> {
+        let mut out = self.set.clone();
+        if let Some(a) = &self.archive {
+            let abs =
+                std::path::absolute(a).map_err(|e| InputError::anyhow(format!("--archive {}: {e}", a.display())))?;
+            // A TOML string: quotes and backslashes in the path stay part of it.
+            out.push(format!("archive.path={}", toml_edit::Value::from(abs.to_string_lossy().as_ref())));
+        }
+        Ok(out)
+    }
 }
 
 /// The width tables are laid out for: the terminal's, or 100 columns when output is piped
@@ -232,6 +253,10 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
             crate::workload::latfs::WorkerEnd::Measured => exit::SUCCESS,
             crate::workload::latfs::WorkerEnd::Failed => exit::FAILURE,
             crate::workload::latfs::WorkerEnd::BadArguments => exit::USAGE,
+        }),
+        Command::StepsWorker => Ok(match crate::workload::steps_tasks::worker_main() {
+            crate::workload::steps_tasks::WorkerEnd::Replied => exit::SUCCESS,
+            crate::workload::steps_tasks::WorkerEnd::BadInput => exit::USAGE,
         }),
     }
 }

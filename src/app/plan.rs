@@ -49,7 +49,7 @@ pub fn validate(args: &ValidateArgs) -> anyhow::Result<i32> {
     let mut failed = 0;
     for file in &args.files {
         // Scenario errors name their file, line and key themselves.
-        let s = match crate::scenario::load_with(file, &args.scenario_options.set) {
+        let s = match crate::scenario::load_with(file, &args.scenario_options.overrides()?) {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -82,7 +82,7 @@ pub fn validate(args: &ValidateArgs) -> anyhow::Result<i32> {
 pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
     // The capability check may probe quota with a tiny real mount: let Ctrl-C release it.
     crate::signals::install();
-    let s = crate::scenario::load_named(args.scenario.as_deref(), &args.scenario_options.set)?;
+    let s = crate::scenario::load_named(args.scenario.as_deref(), &args.scenario_options.overrides()?)?;
     let plan = plan::plan_for(&s, &args.scenario_options.only)?;
     // Cells that run under other kernels in qemu are checked inside each guest, not here.
     let in_guests = !s.kernels.is_empty();

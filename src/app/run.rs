@@ -101,7 +101,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     if let Some(dir) = &args.resume {
         return resume(args, dir);
     }
-    let scenario = crate::scenario::load_named(args.scenario.as_deref(), &args.scenario_options.set)?;
+    let scenario = crate::scenario::load_named(args.scenario.as_deref(), &args.scenario_options.overrides()?)?;
     // --kernel or [[kernels]]: the cells run in qemu guests, each a run of its own. Inside
     // a guest, the scenario's [[kernels]] are where we already are.
     let in_guest = std::env::var_os(crate::qemu::guest::IN_GUEST_ENV).is_some();
@@ -160,9 +160,13 @@ fn resume(args: &RunArgs, dir: &std::path::Path) -> anyhow::Result<i32> {
         eprintln!("fsbench: {} is complete: all {} are stored", dir.display(), crate::text::cells(stored));
         return Ok(exit::SUCCESS);
     }
-    if !args.scenario_options.set.is_empty() || !args.scenario_options.only.is_empty() || args.label.is_some() {
+    if !args.scenario_options.set.is_empty()
+        || args.scenario_options.archive.is_some()
+        || !args.scenario_options.only.is_empty()
+        || args.label.is_some()
+    {
         return Err(InputError::anyhow(
-            "--resume continues a run as it was planned: --set, --only and --label cannot change it",
+            "--resume continues a run as it was planned: --set, --archive, --only and --label cannot change it",
         ));
     }
     let (scenario, cells, resumed) = runner::open_resumed(dir, args.allow_exec)?;

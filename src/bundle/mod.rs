@@ -124,6 +124,14 @@ impl OpenBundle {
 
     /// Parse the bundled scenario with `overrides`; relative paths resolve inside the bundle.
     pub fn scenario(&self, origin: &str, overrides: &[String]) -> Result<Scenario, BundleError> {
+        // Validation opens a real archive (to read its top-level directory): a path outside
+        // the bundle is refused before anything of this machine is read.
+        if let Ok((text, _)) = crate::scenario::overrides::apply(&self.scenario_text, origin, overrides)
+            && let Ok(t) = text.parse::<toml::Table>()
+            && let Some(path) = t.get("archive").and_then(|a| a.get("path")).and_then(|p| p.as_str())
+        {
+            self.check_path_inside(&self.dir.path().join(path))?;
+        }
         let s = crate::scenario::parse_overridden(&self.scenario_text, origin, self.dir.path(), overrides)?;
         self.check_archive_inside(&s)?;
         Ok(s)
@@ -133,6 +141,11 @@ impl OpenBundle {
     fn check_archive_inside(&self, s: &Scenario) -> Result<(), BundleError> {
         let Some(a) = &s.archive else { return Ok(()) };
         let ArchiveSource::Path(p) = &a.source else { return Ok(()) };
+        self.check_path_inside(p)
+    }
+
+    /// `p` is a file the bundle's manifest lists, under the bundle's directory.
+    fn check_path_inside(&self, p: &Path) -> Result<(), BundleError> {
         let rel =
             p.strip_prefix(self.dir.path()).ok().filter(|r| r.components().all(|c| matches!(c, Component::Normal(_))));
         match rel.and_then(|r| r.to_str()).filter(|r| self.manifest.file(r).is_some()) {

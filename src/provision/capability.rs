@@ -278,7 +278,13 @@ fn run_quota_probe(fs: &str, spec: &FsSpec, mut quota_options: Vec<String>) -> Q
         }
     };
     let cell = CellParams { fs: fs.to_string(), layout: Layout::S, quota: QuotaMode::On, tasks: 1, test: None };
-    let probe_spec = FsSpec { mkfs: spec.mkfs.clone(), mount: quota_options, quota: spec.quota, fs_type: None };
+    let probe_spec = FsSpec {
+        mkfs: spec.mkfs.clone(),
+        mount: quota_options,
+        quota: spec.quota,
+        fs_type: None,
+        tunables: Default::default(),
+    };
     // Big enough for every common fs's minimum size (xfs: 300 MiB); sparse on tmpfs.
     let backing = Backing::TmpfsLoop { image_size_m: 512 << 20, image_size_s: 512 << 20 };
     let req = ProvisionRequest {
@@ -437,7 +443,8 @@ pub fn capabilities(fs_list: &[String]) -> Vec<Capability> {
                 rows.push(row(label, "unknown", "quotacheck not found", "apt-get install quota"));
                 continue;
             }
-            let spec = FsSpec { mkfs: Vec::new(), mount: Vec::new(), quota: imp, fs_type: None };
+            let spec =
+                FsSpec { mkfs: Vec::new(), mount: Vec::new(), quota: imp, fs_type: None, tunables: Default::default() };
             rows.push(match quota_probe(fs, &spec) {
                 QuotaProbe::Supported => row(label, "ok", "test mount with quota on succeeded", ""),
                 QuotaProbe::Unsupported(s) => row(label, "unsupported", s.reason, s.remedy.unwrap_or_default()),

@@ -34,6 +34,8 @@ pub enum Entry {
     Mount(PathBuf),
     /// A directory created outside the cell dir (backing `dir`), removed at teardown.
     Scratch(PathBuf),
+    /// A kernel setting about to be changed (queue or sysctl), with the value to restore.
+    Tunable { path: PathBuf, old: String },
 }
 
 impl Entry {
@@ -44,6 +46,8 @@ impl Entry {
             Entry::Loop(p) => format!("loop {}", p.display()),
             Entry::Mount(p) => format!("mount {}", p.display()),
             Entry::Scratch(p) => format!("scratch {}", p.display()),
+            // A tab ends the path: sysctl values may hold spaces (`4096 16384 4194304`).
+            Entry::Tunable { path, old } => format!("tunable {}\t{old}", path.display()),
         }
     }
 
@@ -58,6 +62,10 @@ impl Entry {
             "loop" => Entry::Loop(rest.into()),
             "mount" => Entry::Mount(rest.into()),
             "scratch" => Entry::Scratch(rest.into()),
+            "tunable" => {
+                let (path, old) = rest.split_once('\t')?;
+                Entry::Tunable { path: path.into(), old: old.into() }
+            }
             _ => return None,
         })
     }
@@ -173,6 +181,17 @@ pub fn undo_cell(cell_dir: &Path, entries: &[Entry]) -> Result<Vec<String>, Prov
                 for name in loopdev::loops_backed_by(image) {
                     loopdev::detach_by_name(&name, image)?;
                     done.push(format!("detached /dev/{name} ({})", image.display()));
+                }
+            }
+            Entry::Tunable { path, old } => {
+                // Only the files this journal's kind of entry can name; never anything else.
+                if !super::tunables::is_tunable_path(path) {
+                    done.push(format!("ignored journal entry for an unknown setting: {}", e.line()));
+                    continue;
+                }
+                match std::fs::write(path, old) {
+                    Ok(()) => done.push(format!("restored {} = {old}", path.display())),
+                    Err(err) => done.push(format!("could not restore {} = {old}: {err}", path.display())),
                 }
             }
             Entry::Scratch(p) => match scratch_is_ours(p) {
@@ -335,5 +354,18 @@ mod tests {
         assert!(!cell.exists());
         assert!(!root.path().join("run").exists());
         assert_eq!(cleaned.len(), 2, "{cleaned:?}");
+    }
+
+    #[test]
+    fn tunables_round_trip_and_only_known_settings_are_restored() {
+        let e = Entry::Tunable { path: "/proc/sys/net/ipv4/tcp_rmem".into(), old: "4096 131072 6291456".into() };
+        assert_eq!(Entry::parse(&e.line()), Some(e));
+        // A journal naming another file is ignored, never written.
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let done = undo_cell(dir.path(), &[Entry::Tunable { path: victim.clone(), old: "x".into() }]).unwrap();
+        assert!(done[0].starts_with("ignored journal entry"), "{done:?}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
     }
 }

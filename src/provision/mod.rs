@@ -14,6 +14,7 @@ pub mod loopdev;
 pub mod mkfs;
 pub mod mount;
 pub mod quota;
+pub mod tunables;
 pub mod workroot;
 
 use std::os::unix::fs::PermissionsExt;
@@ -166,6 +167,8 @@ enum Guard {
     Quota { device: PathBuf, mountpoint: PathBuf, qtype: QuotaType },
     /// A directory we created outside the cell dir: remove it.
     Scratch(PathBuf),
+    /// A kernel setting we changed: write its old value back.
+    Restore { path: PathBuf, old: String },
 }
 
 impl Guard {
@@ -206,6 +209,9 @@ impl Guard {
             Guard::Scratch(p) => {
                 std::fs::remove_dir_all(&p).map(|()| None).map_err(|e| ProvisionError::io("remove", &p, e))
             }
+            Guard::Restore { path, old } => {
+                std::fs::write(&path, &old).map(|()| None).map_err(|e| ProvisionError::io("restore", &path, e))
+            }
         }
     }
 }
@@ -221,12 +227,18 @@ pub struct Provisioned {
     filesystems: Vec<FilesystemInfo>,
     root: PathBuf,
     released: bool,
+    notes: Vec<String>,
 }
 
 impl Provisioned {
     /// One directory per task, where the task works.
     pub fn task_dirs(&self) -> &[PathBuf] {
         &self.task_dirs
+    }
+
+    /// What a reader of the numbers should know about the cell's setup (sysctl values in effect).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// The filesystems as built: mkfs argv, options read back, features, quota state.
@@ -340,14 +352,53 @@ fn provision_unchecked(req: &ProvisionRequest) -> Result<Provisioned, ProvisionE
         filesystems: Vec::new(),
         root: cell_dir.clone(),
         released: false,
+        notes: Vec::new(),
     };
     match req.backing {
         Backing::TmpfsLoop { .. } => provision_tmpfs_loop(req, &mut p)?,
         Backing::Device { path } => provision_device(req, path, &mut p)?,
         Backing::Dir { path } => provision_dir(req, path, &mut p)?,
     }
+    apply_tunables(req, &mut p)?;
     check_interrupt()?;
     Ok(p)
+}
+
+/// Queue settings on every device under test, then `[sysctl]`: journalled, written, read back.
+/// Applied last, so teardown restores them first, while the devices still exist.
+fn apply_tunables(req: &ProvisionRequest, p: &mut Provisioned) -> Result<(), ProvisionError> {
+    let t = &req.fs.tunables;
+    let mut changes: Vec<(usize, String, PathBuf, String)> = Vec::new();
+    for (i, fs) in p.filesystems.iter().enumerate() {
+        let Some(dev) = fs.device.as_deref() else { continue };
+        for (k, v) in &t.queue {
+            let path = tunables::queue_path(Path::new(dev), k).ok_or_else(|| {
+                ProvisionError::io("queue settings", Path::new(dev), std::io::Error::other("no device name"))
+            })?;
+            changes.push((i, k.clone(), path, v.clone()));
+        }
+    }
+    for (k, v) in &t.sysctl {
+        changes.push((usize::MAX, k.clone(), tunables::sysctl_path(k), v.clone()));
+    }
+    for (i, key, path, value) in changes {
+        let old = tunables::read_value(&path).map_err(|e| {
+            ProvisionError::Unsupported(SkipReason {
+                reason: format!("cannot read {} ({key}): {e}", path.display()),
+                remedy: Some("check the key: it must exist under /sys/block/<dev>/queue or /proc/sys".into()),
+            })
+        })?;
+        p.acquire_record(Entry::Tunable { path: path.clone(), old: old.clone() })?;
+        p.guards.push(Guard::Restore { path: path.clone(), old: old.clone() });
+        tunables::write_value(&path, &key, &value).map_err(ProvisionError::Unsupported)?;
+        let now = tunables::read_value(&path).map_err(|e| ProvisionError::io("read back", &path, e))?;
+        if i == usize::MAX {
+            p.notes.push(format!("sysctl {key} = {now} (was {old})"));
+        } else {
+            p.filesystems[i].queue.insert(key, now);
+        }
+    }
+    Ok(())
 }
 
 fn filesystem_count(cell: &CellParams) -> u32 {
@@ -452,6 +503,7 @@ fn make_fs(
         features: mkfs::features(dev),
         quota_state: Some(quota::state(dev)),
         existing_dir: false,
+        queue: Default::default(),
     })
 }
 
@@ -518,6 +570,7 @@ fn provision_dir(req: &ProvisionRequest, path: &Path, p: &mut Provisioned) -> Re
         features: Vec::new(),
         quota_state: None,
         existing_dir: true,
+        queue: Default::default(),
     });
     // Every task gets its own directory, whatever the layout: there is one filesystem.
     for i in 0..req.cell.tasks.max(1) {

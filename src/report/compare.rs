@@ -313,7 +313,7 @@ pub fn check_compatible(runs: &[(String, LoadedRun)]) -> Result<Vec<String>, Com
     }
     let mut warnings = Vec::new();
     for (label, run) in &runs[1..] {
-        if run.meta.scenario_sha256 != r0.meta.scenario_sha256 || run.meta.archive_sha256 != r0.meta.archive_sha256 {
+        if run.meta.scenario_sha256 != r0.meta.scenario_sha256 || run.meta.archive != r0.meta.archive {
             warnings.push(format!(
                 "scenario texts differ: {l0} (sha256 {}, {}) and {label} (sha256 {}, {})",
                 short(&r0.meta.scenario_sha256),
@@ -322,7 +322,7 @@ pub fn check_compatible(runs: &[(String, LoadedRun)]) -> Result<Vec<String>, Com
                 crate::text::escape_control(&run.meta.scenario_origin)
             ));
             let side = |label: &'_ str, r: &LoadedRun| -> (String, String, Option<String>) {
-                (label.to_string(), r.meta.scenario_text.clone(), r.meta.archive_sha256.clone())
+                (label.to_string(), r.meta.scenario_text.clone(), r.meta.archive.as_ref().map(|a| a.sha256.clone()))
             };
             let (a, b) = (side(l0, r0), side(label, run));
             let sides = [&a, &b].map(|(l, t, s)| crate::scenario::diff::Side {

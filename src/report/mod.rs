@@ -761,6 +761,10 @@ fn steps_body(m: &mut dyn Markup, groups: &[StepsGroup], figures: &[String]) {
             let flag = m.strong(&f.describe());
             m.note(&flag);
         }
+        for w in &g.warnings {
+            let label = m.strong("warning:");
+            m.note(&format!("{label} {w}"));
+        }
         if let Some(svg) = figures.get(gi) {
             m.figure(svg, &format!("{title}: elapsed seconds per step, one bar per iteration"));
         }

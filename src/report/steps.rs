@@ -32,7 +32,7 @@
 
 use serde::Serialize;
 
-use crate::model::{CellStatus, StepTiming, Timeline};
+use crate::model::{CellStatus, StepTiming, StepsCopy, Timeline};
 use crate::results::LoadedRun;
 
 /// Smallest max−min spread (µs) that can be flagged.
@@ -62,6 +62,50 @@ pub struct StepsGroup {
     /// Dirty memory and device activity across the iterations, when monitored.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeline: Option<Timeline>,
+    /// Problems with the loop itself (an `rm_rf` that misses the unpacked tree).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// With `tasks = N > 1`: the copies that ran at once (`iterations` is their aggregate).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub copies: Vec<StepsCopy>,
+}
+
+/// The line under a configuration that ran N copies at once: how the aggregate is made and
+/// how the copies overlapped in time.
+pub fn copies_line(copies: &[StepsCopy]) -> String {
+    let first_start = copies.iter().map(|c| c.started_unix_us).min().unwrap_or(0);
+    let last_start = copies.iter().map(|c| c.started_unix_us).max().unwrap_or(0);
+    let first_end = copies.iter().map(|c| c.finished_unix_us).min().unwrap_or(0);
+    let overlap = first_end.saturating_sub(last_start) as f64 / 1e6;
+    format!(
+        "{} copies at once, started within {:.1} ms of each other, all running together for {overlap:.2} s; \
+         each step's first line: slowest copy's elapsed, CPU summed over copies",
+        copies.len(),
+        (last_start - first_start) as f64 / 1e3
+    )
+}
+
+/// Warnings about the loop: an `rm_rf` after the first iteration that removed nothing
+/// while the iteration before it unpacked entries measures a filesystem growing every
+/// iteration, not the seed's remove-and-unpack loop.
+pub fn loop_warnings(iterations: &[Vec<StepTiming>]) -> Vec<String> {
+    let mut out = Vec::new();
+    for i in 1..iterations.len() {
+        let created: u64 = iterations[i - 1].iter().filter(|s| s.op == "untar").filter_map(|s| s.entries).sum();
+        if created == 0 {
+            continue;
+        }
+        for s in iterations[i].iter().filter(|s| s.op == "rm_rf" && s.entries == Some(0)) {
+            out.push(format!(
+                "iteration {}: `{}` removed nothing although iteration {} unpacked {created} entries; \
+                 the path is not what the archive unpacks (write path = \"{{archive.top}}\")",
+                i + 1,
+                s.label,
+                i
+            ));
+        }
+    }
+    out
 }
 
 /// A step whose elapsed time depends on the iteration.
@@ -254,9 +298,20 @@ pub fn build_groups(runs: &[(&str, &LoadedRun)]) -> Vec<StepsGroup> {
                 config.push_str(&format!("-t{}", p.tasks));
             }
             let iterations = c.steps.as_ref().map(|s| s.iterations.clone()).unwrap_or_default();
+            let copies = c.steps.as_ref().map(|s| s.copies.clone()).unwrap_or_default();
             let flags = flag_steps(&iterations);
             let timeline = c.steps.as_ref().and_then(|s| s.timeline.clone());
-            groups.push(StepsGroup { label: label.to_string(), config, fs: p.fs.clone(), iterations, flags, timeline });
+            let warnings = loop_warnings(&iterations);
+            groups.push(StepsGroup {
+                label: label.to_string(),
+                config,
+                fs: p.fs.clone(),
+                iterations,
+                flags,
+                timeline,
+                warnings,
+                copies,
+            });
         }
     }
     groups
@@ -273,6 +328,9 @@ pub fn seed_text(groups: &[StepsGroup]) -> String {
             last_label = Some(&g.label);
         }
         out.push_str(&format!("{}:\n", g.config));
+        if !g.copies.is_empty() {
+            out.push_str(&format!("({})\n", copies_line(&g.copies)));
+        }
         for (i, it) in g.iterations.iter().enumerate() {
             out.push_str(&format!("iteration {}:\n", i + 1));
             for (j, s) in it.iter().enumerate() {
@@ -284,10 +342,18 @@ pub fn seed_text(groups: &[StepsGroup]) -> String {
                     out.push_str(&disturbed_note(d));
                 }
                 out.push('\n');
+                for c in &g.copies {
+                    if let Some(t) = c.iterations.get(i).and_then(|it| it.get(j)) {
+                        out.push_str(&format!("  task {}: {}\n", c.task, t.seed_line()));
+                    }
+                }
             }
         }
         for f in &g.flags {
             out.push_str(&format!("! {}\n", f.describe()));
+        }
+        for w in &g.warnings {
+            out.push_str(&format!("warning: {w}\n"));
         }
     }
     out
@@ -332,6 +398,31 @@ mod tests {
         assert!(f[0].describe().contains("changes from iteration 2 on"), "{}", f[0].describe());
         // ext2 shows it from the third iteration.
         assert_eq!(flag_steps(&it(&[500, 520, 6000, 9000, 7000]))[0].shift_at, Some(3));
+    }
+
+    #[test]
+    fn an_rm_rf_that_misses_the_tree_is_warned_about() {
+        let step = |op: &str, label: &str, entries| StepTiming {
+            label: label.into(),
+            op: op.into(),
+            user_us: 0,
+            system_us: 0,
+            elapsed_us: 1000,
+            max_rss_kib: 0,
+            entries,
+            ..StepTiming::default()
+        };
+        let it = |rm| {
+            vec![step("rm_rf", "rm -rf linux-2.5.63", Some(rm)), step("untar", "tar zxf linux-6.1.tar.gz", Some(900))]
+        };
+        let w = loop_warnings(&[it(0), it(0), it(0)]);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            w[0].starts_with("iteration 2: `rm -rf linux-2.5.63` removed nothing although iteration 1 unpacked 900"),
+            "{}",
+            w[0]
+        );
+        assert!(loop_warnings(&[it(0), it(900), it(900)]).is_empty());
     }
 
     #[test]

@@ -153,11 +153,11 @@ pub struct RunMeta {
     pub scenario_text: String,
     /// sha256 of `scenario_text`, hex.
     pub scenario_sha256: String,
-    /// sha256 of the real archive (`[archive] path`) the run used, hex: what identifies
-    /// it across labs, where paths differ. Absent for generated archives (the recipe in
-    /// the text identifies them) and in runs written before it was recorded.
+    /// The real archive (`[archive] path`) the run unpacked: what identifies it where paths
+    /// differ. Absent for generated archives (the recipe in the text identifies them) and in
+    /// runs written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub archive_sha256: Option<String>,
+    pub archive: Option<ArchiveFacts>,
     /// `lat_fs` or `steps`.
     pub workload: String,
     /// `--label` (e.g. the kernel under test).
@@ -265,7 +265,7 @@ impl RunWriter {
             scenario_origin: scenario.source.origin.clone(),
             scenario_text: scenario.source.text.clone(),
             scenario_sha256: sha256_hex(scenario.source.text.as_bytes()),
-            archive_sha256: archive_sha256(scenario)?,
+            archive: archive_facts(scenario)?,
             workload: scenario.workload.kind().to_string(),
             label: label.map(str::to_string),
             host,
@@ -617,24 +617,61 @@ pub fn rfc3339_from_unix(secs: u64) -> String {
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
 }
 
-/// sha256 of the scenario's real archive, streamed (a kernel tarball is hundreds of MB).
-fn archive_sha256(scenario: &crate::scenario::Scenario) -> Result<Option<String>, ResultsError> {
+/// A real archive as a run used it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ArchiveFacts {
+    /// sha256 of the .tar.gz, hex.
+    pub sha256: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Entries in the tar stream (metadata headers excluded); `None` past [`MAX_COUNTED_ENTRIES`].
+    pub entries: Option<u64>,
+    /// Its top-level directory (what `{archive.top}` stood for).
+    pub top: String,
+}
+
+/// Counting stops here: a tarball of more entries is no kernel tree, and a crafted one
+/// must not keep a run start busy for hours.
+pub const MAX_COUNTED_ENTRIES: u64 = 10_000_000;
+
+/// sha256, size and entry count of the scenario's real archive, streamed.
+fn archive_facts(scenario: &crate::scenario::Scenario) -> Result<Option<ArchiveFacts>, ResultsError> {
     use sha2::Digest;
     use std::io::Read;
-    let Some(crate::scenario::ArchiveSource::Path(p)) = scenario.archive.as_ref().map(|a| &a.source) else {
-        return Ok(None);
-    };
+    let Some(a) = scenario.archive.as_ref() else { return Ok(None) };
+    let crate::scenario::ArchiveSource::Path(p) = &a.source else { return Ok(None) };
     let mut f = fs::File::open(p).map_err(|e| io(p, "read archive", e))?;
     let mut h = sha2::Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
+    let mut size = 0u64;
     loop {
         let n = f.read(&mut buf).map_err(|e| io(p, "read archive", e))?;
         if n == 0 {
             break;
         }
+        size += n as u64;
         h.update(&buf[..n]);
     }
-    Ok(Some(h.finalize().iter().map(|b| format!("{b:02x}")).collect()))
+    let f = fs::File::open(p).map_err(|e| io(p, "read archive", e))?;
+    let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(std::io::BufReader::new(f)));
+    // An unreadable stream is the untar step's error to report, with its position; here it only leaves the count out.
+    let entries = ar.entries().ok().and_then(|es| {
+        let mut n = 0u64;
+        for e in es {
+            e.ok()?;
+            n += 1;
+            if n > MAX_COUNTED_ENTRIES {
+                return None;
+            }
+        }
+        Some(n)
+    });
+    Ok(Some(ArchiveFacts {
+        sha256: h.finalize().iter().map(|b| format!("{b:02x}")).collect(),
+        size,
+        entries,
+        top: a.top.clone(),
+    }))
 }
 
 /// sha256 of some bytes as lowercase hex.

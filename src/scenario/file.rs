@@ -27,6 +27,10 @@ pub struct ScenarioFile {
     /// mkfs and mount options per filesystem type (`[filesystems.ext4]`).
     #[serde(default)]
     pub filesystems: BTreeMap<String, FilesystemFile>,
+    /// Kernel settings under /proc/sys applied before each cell and restored after it
+    /// (`"vm.dirty_ratio" = 10`).
+    #[serde(default)]
+    pub sysctl: BTreeMap<String, SysctlValue>,
     /// Where the filesystems live.
     pub backing: BackingFile,
     /// The archive that `untar` steps unpack.
@@ -114,6 +118,35 @@ pub struct FilesystemFile {
     /// Quota implementation for quota-on cells: `files` (quotacheck -cug, as the seed) or `feature` (ext4 `-O quota`).
     #[serde(default)]
     pub quota: Option<String>,
+    /// Block queue settings of the device under test (`/sys/block/<dev>/queue/...`), applied
+    /// before the cell, read back into the result and restored afterwards.
+    #[serde(default)]
+    pub queue: Option<QueueFile>,
+}
+
+/// `queue = { scheduler = "mq-deadline", read_ahead_kb = 128, nr_requests = 64 }`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueueFile {
+    /// I/O scheduler (`none`, `mq-deadline`, `bfq`, `kyber`): what the kernel lists in `queue/scheduler`.
+    #[serde(default)]
+    pub scheduler: Option<String>,
+    /// Read-ahead in KiB (`queue/read_ahead_kb`).
+    #[serde(default)]
+    pub read_ahead_kb: Option<u32>,
+    /// Request queue depth (`queue/nr_requests`).
+    #[serde(default)]
+    pub nr_requests: Option<u32>,
+}
+
+/// A `[sysctl]` value: `"vm.dirty_ratio" = 10` or a string as /proc/sys takes it.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SysctlValue {
+    /// A number.
+    Int(i64),
+    /// Text, written as is.
+    Text(String),
 }
 
 /// `[backing]`: where the filesystems live.
@@ -253,10 +286,11 @@ pub struct WorkloadFile {
 pub struct StepFile {
     /// rm_rf, untar, sync, syncfs, drop_caches, mkdir or exec.
     pub op: String,
-    /// rm_rf, mkdir: a path relative to the filesystem under test.
+    /// rm_rf, mkdir: a path relative to the filesystem under test; `{archive.top}` stands for the
+    /// archive's top-level directory.
     #[serde(default)]
     pub path: Option<String>,
-    /// untar: the archive's file name (see `[archive]`) or a path to a .tar.gz.
+    /// untar: the archive's file name (see `[archive]`); default: the scenario's archive.
     #[serde(default)]
     pub archive: Option<String>,
     /// exec: the command and its arguments (no shell). Refused in bundles unless allowed.

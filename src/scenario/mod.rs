@@ -7,6 +7,7 @@
 //! file:line:column and the key, which `diagnose` finds in the text.
 //! Parsing never touches the system.
 
+pub mod archive;
 mod diagnose;
 pub mod diff;
 pub mod error;
@@ -149,6 +150,17 @@ pub struct FsSpec {
     /// For a variant (`[filesystems.ext4-nodelalloc] type = "ext4"`): the filesystem type it makes;
     /// `None` when the entry's name is the type.
     pub fs_type: Option<String>,
+    /// Queue settings of its device and the scenario's `[sysctl]`, applied around each cell.
+    pub tunables: Tunables,
+}
+
+/// Kernel settings applied before a cell, read back, and restored after it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Tunables {
+    /// `(key, value)` under `/sys/block/<dev>/queue/`, in the order applied (scheduler first).
+    pub queue: Vec<(String, String)>,
+    /// `(dotted key, value)` under `/proc/sys/`.
+    pub sysctl: Vec<(String, String)>,
 }
 
 impl FsSpec {
@@ -203,6 +215,9 @@ pub struct ArchiveSpec {
     pub on_target: bool,
     /// File name the steps refer to (`linux-2.5.63.tar.gz`).
     pub file_name: String,
+    /// The top-level directory the archive unpacks (`linux-2.5.63`): the profile of a generated
+    /// tree, or read from a real archive's first entry; what `{archive.top}` in a step path means.
+    pub top: String,
 }
 
 /// Where an archive comes from.
@@ -301,7 +316,7 @@ pub enum LatencyMode {
 }
 
 /// Options of the steps workload.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StepsSpec {
     /// How many times the step list runs.
     pub iterations: u32,
@@ -312,7 +327,7 @@ pub struct StepsSpec {
 }
 
 /// One step of a steps workload. Paths are relative to the filesystem under test.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Step {
     /// Remove a tree, in-process (`rm -rf path`). A missing path is not an error.
     RmRf { path: String },

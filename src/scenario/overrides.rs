@@ -75,6 +75,19 @@ pub fn apply(text: &str, origin: &str, overrides: &[String]) -> Result<(String, 
                 None => {}
             }
         }
+        // A real archive replaces a generated one and the reverse: `--set archive.path=FILE`
+        // is the whole edit (steps that say `{archive.top}` and no `archive` follow it).
+        match path {
+            "archive.path" => {
+                for k in ["generate", "scale", "seed"] {
+                    table.remove(k);
+                }
+            }
+            "archive.generate" => {
+                table.remove("path");
+            }
+            _ => {}
+        }
         table.insert(last, toml_edit::Item::Value(new_value));
         applied.push((path.to_string(), value.to_string()));
     }
@@ -111,6 +124,16 @@ mod tests {
     fn switching_backing_kind_drops_foreign_keys() {
         let (text, _) = apply(TEXT, "t", &["backing.kind=dir".into()]).unwrap();
         assert!(!text.contains("image_size"), "{text}");
+    }
+
+    #[test]
+    fn a_real_archive_replaces_a_generated_one() {
+        let text = "schema = 1\n[archive]\ngenerate = \"linux-2.5.63\"\nscale = 0.1\non_target = true\n";
+        let (t, _) = apply(text, "t", &["archive.path=/srv/linux-6.1.tar.gz".into()]).unwrap();
+        assert!(!t.contains("generate") && !t.contains("scale") && t.contains("on_target"), "{t}");
+        assert!(t.contains("path = \"/srv/linux-6.1.tar.gz\""), "{t}");
+        let (back, _) = apply(&t, "t", &["archive.generate=linux-2.5.63".into()]).unwrap();
+        assert!(!back.contains("path ="), "{back}");
     }
 
     #[test]

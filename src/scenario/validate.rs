@@ -71,8 +71,21 @@ pub(super) fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Sc
         }
     };
     let matrix = validate_matrix(ctx, &f.matrix, workload_kind)?;
-    let filesystems = validate_filesystems(ctx, &f.filesystems, &matrix)?;
+    let mut filesystems = validate_filesystems(ctx, &f.filesystems, &matrix)?;
     let backing = validate_backing(ctx, &f.backing, base_dir)?;
+    let sysctl = validate_sysctl(ctx, &f.sysctl)?;
+    for (name, spec) in filesystems.iter_mut() {
+        // Queue settings belong to a block device; a directory backing has none to set.
+        if !spec.tunables.queue.is_empty() && matches!(backing, Backing::Dir { .. }) {
+            return Err(ctx.at(
+                &p(&format!("filesystems.{name}.queue")),
+                true,
+                "queue settings need a block device under test",
+                Some("use backing kind \"tmpfs-loop\" or \"device\", or remove `queue`".into()),
+            ));
+        }
+        spec.tunables.sysctl = sysctl.clone();
+    }
     let archive = f.archive.as_ref().map(|a| validate_archive(ctx, a, base_dir)).transpose()?;
     let workload = match workload_kind {
         "lat_fs" => Workload::Latfs(validate_latfs(ctx, &f.workload)?),
@@ -300,6 +313,40 @@ fn validate_matrix(ctx: &Ctx, m: &MatrixFile, workload_kind: &str) -> Result<Mat
     Ok(Matrix { fs, layout, quota, tasks, test })
 }
 
+/// `[sysctl]`: dotted keys of /proc/sys (`vm.dirty_ratio`), values without line breaks.
+fn validate_sysctl(
+    ctx: &Ctx,
+    t: &BTreeMap<String, crate::scenario::file::SysctlValue>,
+) -> Result<Vec<(String, String)>, ScenarioError> {
+    use crate::scenario::file::SysctlValue;
+    let mut out = Vec::new();
+    for (k, v) in t {
+        let item = vec![Seg::Key("sysctl".into()), Seg::Key(k.clone())];
+        let parts: Vec<&str> = k.split('.').collect();
+        let ok = parts.len() >= 2
+            && parts.iter().all(|p| {
+                !p.is_empty() && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+            });
+        if !ok {
+            return Err(ctx.at(
+                &item,
+                true,
+                format!("`{k}` is not a sysctl key"),
+                Some("keys are dotted paths under /proc/sys, e.g. \"vm.dirty_ratio\"".into()),
+            ));
+        }
+        let value = match v {
+            SysctlValue::Int(i) => i.to_string(),
+            SysctlValue::Text(s) => s.clone(),
+        };
+        if value.trim().is_empty() || value.contains(['\n', '\t', '\0']) {
+            return Err(ctx.value(&item, format!("invalid value for sysctl `{k}`")));
+        }
+        out.push((k.clone(), value));
+    }
+    Ok(out)
+}
+
 /// A character of a kernel filesystem type name (`ext4`, `fuse.sshfs`, `nfs_v4`).
 fn is_fs_type_char(c: char) -> bool {
     c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.'
@@ -421,7 +468,28 @@ fn validate_filesystems(
                 ));
             }
         }
-        out.insert(name.clone(), FsSpec { mkfs: f.mkfs.clone(), mount, quota, fs_type: f.fs_type.clone() });
+        let mut queue = Vec::new();
+        if let Some(q) = &f.queue {
+            if let Some(sched) = &q.scheduler {
+                if sched.is_empty() || !sched.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                {
+                    return Err(ctx.value_help(
+                        &with(with(base.clone(), Seg::Key("queue".into())), Seg::Key("scheduler".into())),
+                        format!("invalid scheduler name `{sched}`"),
+                        "a name as /sys/block/<dev>/queue/scheduler lists it: none, mq-deadline, bfq, kyber",
+                    ));
+                }
+                queue.push(("scheduler".to_string(), sched.clone()));
+            }
+            if let Some(v) = q.read_ahead_kb {
+                queue.push(("read_ahead_kb".to_string(), v.to_string()));
+            }
+            if let Some(v) = q.nr_requests {
+                queue.push(("nr_requests".to_string(), v.to_string()));
+            }
+        }
+        let tunables = crate::scenario::Tunables { queue, sysctl: Vec::new() };
+        out.insert(name.clone(), FsSpec { mkfs: f.mkfs.clone(), mount, quota, fs_type: f.fs_type.clone(), tunables });
     }
     for fs in &matrix.fs {
         out.entry(fs.clone()).or_default();
@@ -585,8 +653,26 @@ fn validate_archive(ctx: &Ctx, a: &ArchiveFile, base_dir: &Path) -> Result<Archi
             if file_name.is_empty() {
                 return Err(ctx.value(&p("archive.path"), format!("`{path}` does not name a file")));
             }
-            (ArchiveSource::Path(base_dir.join(path)), file_name)
+            let full = base_dir.join(path);
+            if !full.is_file() {
+                return Err(ctx.value_help(
+                    &p("archive.path"),
+                    format!("archive `{}` does not exist (or is not a file)", full.display()),
+                    "name a .tar.gz (relative to the scenario file), or use generate = \"linux-2.5.63\"",
+                ));
+            }
+            (ArchiveSource::Path(full), file_name)
         }
+    };
+    let top = match &source {
+        ArchiveSource::Generate { profile, .. } => profile.clone(),
+        ArchiveSource::Path(full) => super::archive::top_dir(full).map_err(|why| {
+            ctx.value_help(
+                &p("archive.path"),
+                why,
+                "the archive must unpack into one top-level directory, as a kernel tarball does",
+            )
+        })?,
     };
     let file_name = a.name.clone().unwrap_or(default_name);
     if file_name.is_empty() || file_name.contains('/') || file_name == "." || file_name == ".." {
@@ -595,7 +681,7 @@ fn validate_archive(ctx: &Ctx, a: &ArchiveFile, base_dir: &Path) -> Result<Archi
             format!("invalid archive file name `{file_name}` (a plain file name, no `/`)"),
         ));
     }
-    Ok(ArchiveSpec { source, on_target: a.on_target.unwrap_or(true), file_name })
+    Ok(ArchiveSpec { source, on_target: a.on_target.unwrap_or(true), file_name, top })
 }
 
 fn int_in(ctx: &Ctx, key: &str, v: Option<i64>, default: i64, lo: i64, hi: i64) -> Result<u32, ScenarioError> {
@@ -847,11 +933,29 @@ fn validate_step(ctx: &Ctx, i: usize, s: &StepFile, archive: Option<&ArchiveSpec
         }
         Ok(v)
     };
+    // `{archive.top}` follows the archive: `--set archive.path=linux-6.1.tar.gz` is one edit.
+    let top = |v: String| -> Result<String, ScenarioError> {
+        if !v.contains(super::archive::TOP_PLACEHOLDER) {
+            return Ok(v);
+        }
+        match archive {
+            Some(a) => Ok(v.replace(super::archive::TOP_PLACEHOLDER, &a.top)),
+            None => Err(ctx.value_help(
+                &field("path"),
+                format!("`{}` needs an `[archive]` section", super::archive::TOP_PLACEHOLDER),
+                "add [archive] with generate = \"linux-2.5.63\" or path = \"...\"",
+            )),
+        }
+    };
     Ok(match s.op.as_str() {
-        "rm_rf" => Step::RmRf { path: relative("path", need("path", &s.path)?)? },
-        "mkdir" => Step::Mkdir { path: relative("path", need("path", &s.path)?)? },
+        "rm_rf" => Step::RmRf { path: relative("path", top(need("path", &s.path)?)?)? },
+        "mkdir" => Step::Mkdir { path: relative("path", top(need("path", &s.path)?)?)? },
         "untar" => {
-            let name = need("archive", &s.archive)?;
+            // Without `archive`, the step unpacks the scenario's archive, whatever its name.
+            let name = match (&s.archive, archive) {
+                (None, Some(a)) => a.file_name.clone(),
+                _ => need("archive", &s.archive)?,
+            };
             match archive {
                 Some(a) if a.file_name == name => {}
                 Some(a) => {

@@ -377,7 +377,7 @@ mod tests {
             scenario_origin: "s.toml".into(),
             scenario_text: String::new(),
             scenario_sha256: sha.into(),
-            archive_sha256: None,
+            archive: None,
             workload: "steps".into(),
             label: None,
             host: HostInfo { hostname: host.into(), ..Default::default() },

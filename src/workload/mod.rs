@@ -5,4 +5,5 @@ pub mod child;
 pub mod latfs;
 pub mod rusage;
 pub mod steps;
+pub mod steps_tasks;
 pub mod untar;

@@ -105,6 +105,8 @@ pub enum StepError {
 }
 
 /// Run every iteration of the step list and time each step.
+// The error carries every timing made before the failure; it is returned once per cell, so its size costs nothing.
+#[allow(clippy::result_large_err)]
 pub fn run(run: &StepsRun) -> Result<StepsResult, StepsError> {
     run_monitored(run, None, &|_, _, _| {})
 }
@@ -160,7 +162,8 @@ fn run_all(
     monitor: Option<(&Watch, &Sampler)>,
     starting: &dyn Fn(u32, u32, &str),
 ) -> Result<StepsResult, StepsError> {
-    let mut result = StepsResult { iterations: Vec::with_capacity(run.spec.iterations as usize), timeline: None };
+    let mut result =
+        StepsResult { iterations: Vec::with_capacity(run.spec.iterations as usize), ..StepsResult::default() };
     for i in 1..=run.spec.iterations {
         let mut timings = Vec::with_capacity(run.spec.steps.len());
         for step in &run.spec.steps {

@@ -27,6 +27,7 @@ fn mkfs_failure_is_reported_and_cleaned_up() {
         mount: Vec::new(),
         quota: QuotaImpl::Files,
         fs_type: None,
+        tunables: Default::default(),
     });
     let err = provision::provision(&c.request(tmp.path())).unwrap_err();
     assert!(matches!(err, ProvisionError::Mkfs { .. }), "{err}");
@@ -44,6 +45,7 @@ fn refused_mount_option_carries_the_kernel_message() {
         mount: v(&["noload", "data=writeback"]),
         quota: QuotaImpl::Files,
         fs_type: None,
+        tunables: Default::default(),
     });
     let err = provision::provision(&c.request(tmp.path())).unwrap_err();
     let text = err.to_string();
@@ -61,6 +63,7 @@ fn enospc_on_a_tiny_image_then_clean_teardown() {
         mount: Vec::new(),
         quota: QuotaImpl::Files,
         fs_type: None,
+        tunables: Default::default(),
     });
     let p = provision::provision(&c.request(tmp.path())).unwrap();
     let mut f = std::fs::File::create(p.task_dirs()[0].join("fill")).unwrap();
@@ -99,9 +102,20 @@ fn quota_on_cells_are_skipped_with_the_kernels_reason_when_unsupported() {
     let mut c = cell("ext4", Layout::S, 1);
     c.quota = QuotaMode::On;
     let backing = tmpfs_loop(64 * MIB, 64 * MIB);
-    let files =
-        FsSpec { mkfs: v(&["-q"]), mount: v(&["usrquota", "grpquota"]), quota: QuotaImpl::Files, fs_type: None };
-    let feature = FsSpec { mkfs: v(&["-q"]), mount: Vec::new(), quota: QuotaImpl::Feature, fs_type: None };
+    let files = FsSpec {
+        mkfs: v(&["-q"]),
+        mount: v(&["usrquota", "grpquota"]),
+        quota: QuotaImpl::Files,
+        fs_type: None,
+        tunables: Default::default(),
+    };
+    let feature = FsSpec {
+        mkfs: v(&["-q"]),
+        mount: Vec::new(),
+        quota: QuotaImpl::Feature,
+        fs_type: None,
+        tunables: Default::default(),
+    };
     let config_says_no =
         provision::quota::kernel_config_quota_lines().is_some_and(|l| l.contains("CONFIG_QFMT_V2 is not set"));
     for spec in [&files, &feature] {

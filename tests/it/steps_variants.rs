@@ -10,10 +10,15 @@ name = "variants"
 fs = ["ext4", "ext4-nodelalloc"]
 [filesystems.ext4]
 mkfs = ["-E", "lazy_itable_init=0,lazy_journal_init=0"]
+queue = { scheduler = "none" }
 [filesystems.ext4-nodelalloc]
 type = "ext4"
 mkfs = ["-E", "lazy_itable_init=0,lazy_journal_init=0"]
 mount = ["nodelalloc"]
+queue = { scheduler = "mq-deadline", read_ahead_kb = 64 }
+[sysctl]
+# Set to the value it has (the machine is shared): the path through journal, read-back and restore is what is tested.
+"vm.dirty_ratio" = DIRTY
 [backing]
 kind = "tmpfs-loop"
 image_size = "64MiB"
@@ -35,7 +40,9 @@ fn a_variant_axis_runs_with_its_own_mount_options_and_compares() {
     let sb = Sandbox::new("fsbench-variants-");
     let archive = crate_root().join("fixtures/linux-2.5.63-small.tar.gz");
     let scenario = sb.path().join("variants.toml");
-    std::fs::write(&scenario, SCENARIO.replace("ARCHIVE", archive.to_str().unwrap())).unwrap();
+    let dirty = std::fs::read_to_string("/proc/sys/vm/dirty_ratio").unwrap().trim().to_string();
+    let text = SCENARIO.replace("ARCHIVE", archive.to_str().unwrap()).replace("DIRTY", &dirty);
+    std::fs::write(&scenario, text).unwrap();
     let plan = fsbench().arg("plan").arg(&scenario).output().unwrap();
     let plan_out = String::from_utf8_lossy(&plan.stdout);
     assert!(plan.status.success(), "{plan_out}{}", String::from_utf8_lossy(&plan.stderr));
@@ -59,9 +66,14 @@ fn a_variant_axis_runs_with_its_own_mount_options_and_compares() {
     assert_eq!(fs["fs"], "ext4", "the variant made an ext4: {fs:#}");
     assert!(fs["mkfs_argv"][0].as_str().unwrap().ends_with("mkfs.ext4"), "{fs:#}");
     assert!(fs["super_options"].as_str().unwrap().contains("nodelalloc"), "{fs:#}");
+    // The scheduler and read-ahead were set on its loop device and read back.
+    assert_eq!(fs["queue"]["scheduler"], "mq-deadline", "{fs:#}");
+    assert_eq!(fs["queue"]["read_ahead_kb"], "64", "{fs:#}");
+    assert!(cell["notes"].to_string().contains(&format!("sysctl vm.dirty_ratio = {dirty}")), "{cell:#}");
     let plain: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(runs[0].join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
     assert!(!plain["filesystems"][0]["super_options"].as_str().unwrap().contains("nodelalloc"));
+    assert_eq!(plain["filesystems"][0]["queue"]["scheduler"], "none");
 
     let args: Vec<String> = ["A", "B"].iter().zip(&runs).map(|(l, r)| format!("{l}={}", r.display())).collect();
     let cmp = fsbench().arg("compare").args(&args).output().unwrap();
@@ -74,5 +86,27 @@ fn a_variant_axis_runs_with_its_own_mount_options_and_compares() {
     let gate = fsbench().args(["gate", "--baseline"]).arg(&runs[0]).arg("--candidate").arg(&runs[1]).output().unwrap();
     let g = String::from_utf8_lossy(&gate.stdout);
     assert!(g.contains("ext4-nodelalloc-S-qoff-t1#1 untar") && g.contains(" s "), "{g}");
+    assert_no_leaks(sb.path());
+}
+
+#[test]
+fn a_scheduler_the_kernel_lacks_skips_the_cell_with_its_answer() {
+    skip_unless_root!();
+    let sb = Sandbox::new("fsbench-variants-");
+    let archive = crate_root().join("fixtures/linux-2.5.63-small.tar.gz");
+    let scenario = sb.path().join("sched.toml");
+    let text = SCENARIO
+        .replace("ARCHIVE", archive.to_str().unwrap())
+        .replace("DIRTY", std::fs::read_to_string("/proc/sys/vm/dirty_ratio").unwrap().trim())
+        .replace("queue = { scheduler = \"none\" }", "queue = { scheduler = \"cfq\" }");
+    std::fs::write(&scenario, text).unwrap();
+    let out = sb.fsbench(&["run", scenario.to_str().unwrap(), "--only", "fs=ext4"]).output().unwrap();
+    let run = &sb.runs()[0];
+    let cell: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
+    assert_eq!(cell["status"], "skipped", "{cell:#}\n{}", String::from_utf8_lossy(&out.stderr));
+    let reason = cell["skip"]["reason"].as_str().unwrap();
+    assert!(reason.contains("scheduler = cfq") && reason.contains("/queue/scheduler"), "{reason}");
+    assert!(cell["skip"]["remedy"].as_str().unwrap().contains("mq-deadline"), "{cell:#}");
     assert_no_leaks(sb.path());
 }

@@ -88,10 +88,29 @@ pub fn spec(fs: &str) -> FsSpec {
             mount: v(&["barrier=0", "noload"]),
             quota: QuotaImpl::Files,
             fs_type: None,
+            tunables: Default::default(),
         },
-        "ext2" | "ext3" => FsSpec { mkfs: v(&["-q"]), mount: v(&["noatime"]), quota: QuotaImpl::Files, fs_type: None },
-        "xfs" => FsSpec { mkfs: v(&["-q"]), mount: v(&["noatime"]), quota: QuotaImpl::Files, fs_type: None },
-        _ => FsSpec { mkfs: Vec::new(), mount: Vec::new(), quota: QuotaImpl::Files, fs_type: None },
+        "ext2" | "ext3" => FsSpec {
+            mkfs: v(&["-q"]),
+            mount: v(&["noatime"]),
+            quota: QuotaImpl::Files,
+            fs_type: None,
+            tunables: Default::default(),
+        },
+        "xfs" => FsSpec {
+            mkfs: v(&["-q"]),
+            mount: v(&["noatime"]),
+            quota: QuotaImpl::Files,
+            fs_type: None,
+            tunables: Default::default(),
+        },
+        _ => FsSpec {
+            mkfs: Vec::new(),
+            mount: Vec::new(),
+            quota: QuotaImpl::Files,
+            fs_type: None,
+            tunables: Default::default(),
+        },
     }
 }
 

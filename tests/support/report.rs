@@ -65,7 +65,6 @@ pub fn meta(label: Option<&str>, scenario: &str, text: &str, workload: &str, pla
         scenario_origin: "scenarios/quota-smp.toml".into(),
         scenario_text: text.into(),
         scenario_sha256: sha256_hex(text.as_bytes()),
-        archive_sha256: None,
         workload: workload.into(),
         label: label.map(String::from),
         host: HostInfo {
@@ -84,6 +83,7 @@ pub fn meta(label: Option<&str>, scenario: &str, text: &str, workload: &str, pla
         shard: None,
         environment: None,
         order: None,
+        archive: None,
     }
 }
 
@@ -230,10 +230,13 @@ pub fn parse_time_line(line: &str) -> StepTiming {
     t
 }
 
+/// One kernel of seed 002: its heading and, per filesystem, the three time(1) lines.
+pub type Seed002Kernel = (String, Vec<(String, Vec<String>)>);
+
 /// Seed 002's data: per kernel heading, per filesystem, its three time(1) lines.
-pub fn parse_seed002() -> Vec<(String, Vec<(String, Vec<String>)>)> {
+pub fn parse_seed002() -> Vec<Seed002Kernel> {
     let body = &SEED002[SEED002.find("-----\n2.5.60:").unwrap()..];
-    let mut out: Vec<(String, Vec<(String, Vec<String>)>)> = Vec::new();
+    let mut out: Vec<Seed002Kernel> = Vec::new();
     for l in body.lines() {
         if l.starts_with("---") {
             continue;

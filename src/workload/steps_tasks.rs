@@ -1,0 +1,262 @@
+//! `tasks = N` for steps workloads: N copies of the step sequence at once, each in its own
+//! directory (layout S) or filesystem (layout M), released together at a barrier.
+//!
+//! Each copy is a process of its own (`fsbench __steps-worker`), so that it is timed
+//! exactly as `time <cmd>` would time it: RUSAGE_SELF inside the copy counts every thread
+//! of that copy (the untar decoder thread included) and nothing of the others. Threads
+//! would need RUSAGE_THREAD, which misses a step's helper threads and so under-reports
+//! `tar zxf`. The aggregate (what the cell's `iterations` hold) is per step the slowest
+//! copy's elapsed time and the summed CPU: what `time` around all N copies would print.
+//!
+//! Protocol, over the worker's stdin and stdout (its protocol pipe, like the lat_fs
+//! worker's): the parent writes one JSON line ([`WorkerConfig`]); the worker answers
+//! `ready`; once every worker is ready the parent writes one byte to each, as close
+//! together as it can (the barrier); each worker runs its copy and answers one JSON line
+//! ([`WorkerReply`]) and exits. SIGINT/SIGTERM reach the workers through the process
+//! group; a worker stops between steps and reports what it timed as interrupted.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use super::steps::{StepsError, StepsRun};
+use super::untar::{Trust, UnpackLimits};
+use crate::model::{StepsCopy, StepsResult};
+use crate::scenario::StepsSpec;
+
+/// What one worker runs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerConfig {
+    /// Task number, from 0.
+    pub task: u32,
+    /// Iterations and steps.
+    pub spec: StepsSpec,
+    /// The copy's directory on the filesystem under test.
+    pub target: PathBuf,
+    /// Where its archive is.
+    pub archive_dir: PathBuf,
+    /// The archive came in a bundle: checked entry by entry.
+    pub untrusted: bool,
+}
+
+/// What a worker answers after its copy.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerReply {
+    /// The copy's timings (complete, or up to the failure).
+    pub copy: StepsCopy,
+    /// Why the copy stopped early, if it did.
+    pub error: Option<String>,
+    /// Stopped by SIGINT/SIGTERM.
+    pub interrupted: bool,
+}
+
+/// One execution of N copies.
+pub struct TasksRun<'a> {
+    /// Iterations and steps.
+    pub spec: &'a StepsSpec,
+    /// One directory per copy.
+    pub targets: &'a [PathBuf],
+    /// Where each copy's archive is (same length as `targets`).
+    pub archive_dirs: &'a [PathBuf],
+    /// Archives from a bundle.
+    pub untrusted: bool,
+    /// The fsbench binary, re-executed as `fsbench __steps-worker`.
+    pub exe: &'a Path,
+}
+
+/// Why concurrent copies failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TasksError {
+    /// A worker could not be started or talked to.
+    #[error("task {task}: steps worker {}: {source}", exe.display())]
+    Worker {
+        /// Task number.
+        task: u32,
+        /// The binary.
+        exe: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// A worker answered something that is not the protocol.
+    #[error("task {task}: steps worker broke the protocol: {what}")]
+    Protocol {
+        /// Task number.
+        task: u32,
+        /// What was wrong.
+        what: String,
+    },
+    /// A copy's step failed.
+    #[error("task {task}: {message}")]
+    Copy {
+        /// Task number.
+        task: u32,
+        /// The worker's error.
+        message: String,
+    },
+    /// Interrupted by SIGINT/SIGTERM.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+struct Worker {
+    task: u32,
+    child: Child,
+    out: BufReader<std::process::ChildStdout>,
+}
+
+/// Start one worker per target, release them together, and aggregate their copies.
+pub fn run(run: &TasksRun) -> Result<StepsResult, TasksError> {
+    let mut workers: Vec<Worker> = Vec::with_capacity(run.targets.len());
+    // Workers are killed and reaped on every early return: none outlives the cell.
+    struct Reap<'w>(&'w mut Vec<Worker>);
+    impl Drop for Reap<'_> {
+        fn drop(&mut self) {
+            for w in self.0.iter_mut() {
+                if let Ok(None) = w.child.try_wait() {
+                    let _ = w.child.kill();
+                }
+                let _ = w.child.wait();
+            }
+        }
+    }
+    let reap = Reap(&mut workers);
+    for (k, (target, archive_dir)) in run.targets.iter().zip(run.archive_dirs).enumerate() {
+        let task = k as u32;
+        let werr = |source| TasksError::Worker { task, exe: run.exe.to_path_buf(), source };
+        let mut child = Command::new(run.exe)
+            .arg("__steps-worker")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(werr)?;
+        let config = WorkerConfig {
+            task,
+            spec: run.spec.clone(),
+            target: target.clone(),
+            archive_dir: archive_dir.clone(),
+            untrusted: run.untrusted,
+        };
+        let mut line = serde_json::to_string(&config).expect("config serializes");
+        line.push('\n');
+        let stdin = child.stdin.as_mut().expect("piped");
+        stdin.write_all(line.as_bytes()).map_err(werr)?;
+        let out = BufReader::new(child.stdout.take().expect("piped"));
+        reap.0.push(Worker { task, child, out });
+    }
+    for w in reap.0.iter_mut() {
+        let mut line = String::new();
+        w.out.read_line(&mut line).map_err(|source| TasksError::Worker {
+            task: w.task,
+            exe: run.exe.to_path_buf(),
+            source,
+        })?;
+        if line.trim_end() != "ready" {
+            return Err(TasksError::Protocol { task: w.task, what: format!("expected `ready`, got {:?}", cut(&line)) });
+        }
+    }
+    // The barrier: every worker is blocked reading this byte.
+    for w in reap.0.iter_mut() {
+        let stdin = w.child.stdin.as_mut().expect("piped");
+        stdin.write_all(b"g").and_then(|()| stdin.flush()).map_err(|source| TasksError::Worker {
+            task: w.task,
+            exe: run.exe.to_path_buf(),
+            source,
+        })?;
+    }
+    let mut copies = Vec::with_capacity(reap.0.len());
+    let mut first_error = None;
+    let mut interrupted = false;
+    for w in reap.0.iter_mut() {
+        let mut text = String::new();
+        // A reply is a few KB per iteration; the cap keeps a broken worker from filling memory.
+        (&mut w.out).take(64 << 20).read_to_string(&mut text).map_err(|source| TasksError::Worker {
+            task: w.task,
+            exe: run.exe.to_path_buf(),
+            source,
+        })?;
+        let reply: WorkerReply = serde_json::from_str(text.trim()).map_err(|e| TasksError::Protocol {
+            task: w.task,
+            what: format!("unreadable reply ({e}): {:?}", cut(&text)),
+        })?;
+        interrupted |= reply.interrupted;
+        if let (Some(message), None) = (reply.error, &first_error) {
+            first_error = Some(TasksError::Copy { task: w.task, message });
+        }
+        copies.push(reply.copy);
+    }
+    drop(reap);
+    if interrupted {
+        return Err(TasksError::Interrupted);
+    }
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    Ok(StepsResult::aggregate(copies))
+}
+
+fn cut(s: &str) -> String {
+    crate::text::first_line_cut(s, 200)
+}
+
+fn unix_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+}
+
+/// How a worker ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerEnd {
+    /// Ran its copy (the reply says whether every step succeeded).
+    Replied,
+    /// stdin was not the protocol.
+    BadInput,
+}
+
+/// The worker side: read the config, answer `ready`, wait for the barrier byte, run, reply.
+pub fn worker_main() -> WorkerEnd {
+    crate::signals::install();
+    let mut stdin = BufReader::new(std::io::stdin().lock());
+    let mut line = String::new();
+    if stdin.read_line(&mut line).is_err() {
+        return WorkerEnd::BadInput;
+    }
+    let Ok(config) = serde_json::from_str::<WorkerConfig>(&line) else { return WorkerEnd::BadInput };
+    let mut out = std::io::stdout().lock();
+    if out.write_all(b"ready\n").and_then(|()| out.flush()).is_err() {
+        return WorkerEnd::BadInput;
+    }
+    let mut go = [0u8; 1];
+    if stdin.read_exact(&mut go).is_err() {
+        return WorkerEnd::BadInput;
+    }
+    let trust = if config.untrusted { Trust::Untrusted(UnpackLimits::default()) } else { Trust::Fixture };
+    let cancel = crate::signals::interrupted;
+    let started_unix_us = unix_us();
+    let outcome = super::steps::run(&StepsRun {
+        spec: &config.spec,
+        target: &config.target,
+        archive_dir: &config.archive_dir,
+        cancel: &cancel,
+        trust: &trust,
+    });
+    let finished_unix_us = unix_us();
+    let (result, error, interrupted) = match outcome {
+        Ok(r) => (r, None, false),
+        Err(StepsError::Interrupted { completed, .. }) => (completed, None, true),
+        Err(e @ StepsError::Step { .. }) => {
+            let message = e.to_string();
+            let StepsError::Step { completed, .. } = e else { unreachable!() };
+            (completed, Some(message), false)
+        }
+    };
+    let reply = WorkerReply {
+        copy: StepsCopy { task: config.task, started_unix_us, finished_unix_us, iterations: result.iterations },
+        error,
+        interrupted,
+    };
+    let text = serde_json::to_string(&reply).expect("reply serializes");
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush());
+    WorkerEnd::Replied
+}
