@@ -201,6 +201,9 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
         // workers chdir into their task directories before they switch ids.
         let workdir = provision::workroot::prepare_run_dir(&workdir)
             .map_err(|e| exit::InputError::anyhow(format!("cannot use the run's work directory: {e}")))?;
+        // Claimed at once: a SIGKILL from here on leaves nothing stale cleanup misses.
+        provision::workroot::claim_run_dir(&workdir)
+            .map_err(|e| exit::InputError::anyhow(format!("cannot use the run's work directory: {e}")))?;
         if matches!(&scenario.backing, Backing::Dir { path } if path.as_os_str().is_empty()) {
             std::fs::create_dir_all(workdir.join("dir"))
                 .with_context(|| format!("cannot create {}", workdir.join("dir").display()))?;
@@ -215,7 +218,7 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
                 writer.abandon();
             }
             let _ = std::fs::remove_dir(&private);
-            let _ = std::fs::remove_dir(&workdir);
+            provision::workroot::release_run_dir(&workdir);
             return Err(e);
         }
     };
@@ -269,7 +272,7 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
     // The run's scratch: an archive copy that did not go onto a target, the private dir.
     release_scratch(&workdir);
     let _ = std::fs::remove_dir(&private);
-    let _ = std::fs::remove_dir(&workdir);
+    provision::workroot::release_run_dir(&workdir);
     Ok(RunOutcome { dir, measured, failed, skipped, previously_done: done.len(), interrupted: was_interrupted })
 }
 

@@ -125,7 +125,26 @@ pub fn scratch_run_dir(prefix: &str) -> Result<tempfile::TempDir, ProvisionError
         .tempdir_in(&root)
         .map_err(|e| ProvisionError::io("create scratch directory", &root, e))?;
     check_private_dir(dir.path(), "scratch directory")?;
+    claim_run_dir(dir.path())?;
     Ok(dir)
+}
+
+/// Give a run-level directory of the work root (`<root>/<run-id>`, a probe's scratch) a
+/// journal naming this process as its owner, so that after a SIGKILL stale cleanup
+/// removes the whole directory (archive copy, private `dir` backing, probe files), not
+/// only the cells it finds in it. Idempotent.
+pub fn claim_run_dir(dir: &Path) -> Result<(), ProvisionError> {
+    if std::fs::symlink_metadata(dir.join(super::journal::JOURNAL_FILE)).is_err() {
+        super::journal::Journal::create(dir)?;
+    }
+    Ok(())
+}
+
+/// Undo [`claim_run_dir`] at the normal end of a run: remove the journal, then the
+/// directory if that emptied it.
+pub fn release_run_dir(dir: &Path) {
+    let _ = std::fs::remove_file(dir.join(super::journal::JOURNAL_FILE));
+    let _ = std::fs::remove_dir(dir);
 }
 
 /// Create `<run_workdir>/<name>` (0700) for run-level scratch files (an archive copy) and
