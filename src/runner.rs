@@ -172,9 +172,9 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
             path.display()
         )));
     }
-    let workroot = &req.workroot;
-    // Stale cleanup trusts what it finds here: refuse a root another user could write (exit 2).
-    provision::prepare_work_root(workroot).map_err(|e| match e {
+    // Stale cleanup trusts what it finds here: refuse a root another user could write (exit 2),
+    // and from here on use the path that was checked.
+    let workroot = &provision::prepare_work_root(&req.workroot).map_err(|e| match e {
         provision::ProvisionError::UnsafeWorkDir { .. } => exit::InputError::anyhow(e.to_string()),
         e => anyhow::Error::new(e).context("cannot prepare the work directory"),
     })?;
