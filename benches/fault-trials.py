@@ -36,7 +36,7 @@ import time
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIGNALS = {"INT": signal.SIGINT, "TERM": signal.SIGTERM, "HUP": signal.SIGHUP}
 LATFS_REPS = 2
-STEPS_ITERATIONS = 3
+STEPS_ITERATIONS = 4
 
 
 def scenario_args(kind, rng):
@@ -50,7 +50,7 @@ def scenario_args(kind, rng):
         ]
     return [
         "run", "scenarios/kernel-untar.toml", "--only", "fs=ext4",
-        "--set", "archive.scale=0.1", "--set", f"workload.iterations={STEPS_ITERATIONS}",
+        "--set", "archive.scale=0.3", "--set", f"workload.iterations={STEPS_ITERATIONS}",
         "--set", "backing.image_size=256MiB",
         "--set", "archive.on_target=" + rng.choice(["true", "false"]),
     ]
@@ -253,6 +253,7 @@ def main():
         "leaked_work_root_files": sum(len(r["work_files"]) for r in records),
         "cells_wrongly_ok": sum(len(r.get("wrongly_ok", [])) for r in records),
         "unexpected_exit_codes": sum(1 for r in records if r.get("unexpected_code") or r.get("hung")),
+        "sigkill_trials_that_left_objects_for_the_next_run": sum(1 for r in records if r.get("left_by_sigkill")),
         "failed_runs_after_sigkill": sum(1 for r in records if r["mode"] == "kill" and r.get("next_run_code") not in (None, 0)),
         "signal_to_exit_s": {
             "n": len(exits),
