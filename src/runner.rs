@@ -134,7 +134,7 @@ fn refuse_foreign_exec(dir: &Path, s: &Scenario, recorded_on: &str, allow_exec: 
         return Ok(());
     }
     Err(exit::InputError::anyhow(format!(
-        "refusing to resume {}: it was recorded on host `{}`, not this one (`{}`), and its scenario runs commands          here ({}); read its run.json and pass --allow-exec to allow",
+        "refusing to resume {}: it was recorded on host `{}`, not this one (`{}`), and its scenario runs commands here ({}); read its run.json and pass --allow-exec to allow",
         dir.display(),
         crate::text::escape_control(recorded_on),
         here,
