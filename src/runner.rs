@@ -164,7 +164,7 @@ fn refuse_foreign_exec(dir: &Path, s: &Scenario, recorded_on: &str, allow_exec: 
         return Ok(());
     }
     Err(exit::InputError::anyhow(format!(
-        "refusing to resume {}: it was recorded on host `{}`, not this one (`{}`), and its scenario runs commands          here ({}); read its run.json and pass --allow-exec to allow",
+        "refusing to resume {}: it was recorded on host `{}`, not this one (`{}`), and its scenario runs commands here ({}); read its run.json and pass --allow-exec to allow",
         dir.display(),
         crate::text::escape_control(recorded_on),
         here,
@@ -202,9 +202,9 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
             path.display()
         )));
     }
-    let workroot = &req.workroot;
-    // Stale cleanup trusts what it finds here: refuse a root another user could write (exit 2).
-    provision::prepare_work_root(workroot).map_err(|e| match e {
+    // Stale cleanup trusts what it finds here: refuse a root another user could write (exit 2),
+    // and from here on use the path that was checked.
+    let workroot = &provision::prepare_work_root(&req.workroot).map_err(|e| match e {
         provision::ProvisionError::UnsafeWorkDir { .. } => exit::InputError::anyhow(e.to_string()),
         e => anyhow::Error::new(e).context("cannot prepare the work directory"),
     })?;
@@ -231,6 +231,9 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
         // workers chdir into their task directories before they switch ids.
         let workdir = provision::workroot::prepare_run_dir(&workdir)
             .map_err(|e| exit::InputError::anyhow(format!("cannot use the run's work directory: {e}")))?;
+        // Claimed at once: a SIGKILL from here on leaves nothing stale cleanup misses.
+        provision::workroot::claim_run_dir(&workdir)
+            .map_err(|e| exit::InputError::anyhow(format!("cannot use the run's work directory: {e}")))?;
         if matches!(&scenario.backing, Backing::Dir { path } if path.as_os_str().is_empty()) {
             std::fs::create_dir_all(workdir.join("dir"))
                 .with_context(|| format!("cannot create {}", workdir.join("dir").display()))?;
@@ -245,7 +248,7 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
                 writer.abandon();
             }
             let _ = std::fs::remove_dir(&private);
-            let _ = std::fs::remove_dir(&workdir);
+            provision::workroot::release_run_dir(&workdir);
             return Err(e);
         }
     };
@@ -303,7 +306,7 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
     // The run's scratch: an archive copy that did not go onto a target, the private dir.
     release_scratch(&workdir);
     let _ = std::fs::remove_dir(&private);
-    let _ = std::fs::remove_dir(&workdir);
+    provision::workroot::release_run_dir(&workdir);
     Ok(RunOutcome { dir, measured, failed, skipped, previously_done: done.len(), interrupted: was_interrupted })
 }
 

@@ -58,7 +58,7 @@ impl Activity {
                 b"\nfsbench: already stopping: provisioning stops at its next object, then everything made so far is released\n"
             }
             Activity::Measuring => {
-                b"\nfsbench: already stopping: the workload's processes are being killed; the cell is not stored\n"
+                b"\nfsbench: already stopping: the workload stops at its next file (lat_fs workers and exec children are killed); the cell is not stored\n"
             }
             Activity::Releasing => {
                 b"\nfsbench: already stopping: unmounting and detaching loop devices (kill -9 leaves them for the next run to clean)\n"

@@ -56,4 +56,10 @@ fn sigint_during_provisioning_releases_everything_and_a_second_signal_does_not_k
     }
     let code = fsbench::app::main_from(["fsbench", "doctor", "--fs", "ext4"]);
     assert_eq!(code, fsbench::exit::INTERRUPTED);
+
+    // `plan` swallowed the signal during its quota probe and exited 0 with a plan
+    // whose quota cells said "interrupted".
+    let scenario = support::crate_root().join("scenarios/quota-smp.toml");
+    let code = fsbench::app::main_from(["fsbench", "plan", scenario.to_str().unwrap(), "--only", "fs=ext4,layout=S"]);
+    assert_eq!(code, fsbench::exit::INTERRUPTED, "an interrupted plan is not a plan");
 }

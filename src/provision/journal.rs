@@ -251,16 +251,7 @@ fn private_entry(p: &Path) -> Option<std::fs::Metadata> {
 /// and neither directory a mount point.
 fn trusted_journals(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let dirs = |d: &Path| -> Vec<PathBuf> {
-        let Ok(rd) = std::fs::read_dir(d) else { return Vec::new() };
-        let mut v: Vec<PathBuf> = rd
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| private_entry(p).is_some_and(|m| m.is_dir()) && !mount::is_mountpoint(p))
-            .collect();
-        v.sort();
-        v
-    };
+    let dirs = private_subdirs;
     for run in dirs(root) {
         for cell in dirs(&run) {
             let j = cell.join(JOURNAL_FILE);
@@ -312,7 +303,41 @@ pub fn cleanup_stale(root: &Path) -> Result<Vec<String>, ProvisionError> {
             cleaned.push(format!("removed {}", run.display()));
         }
     }
+    // Run-level directories claimed by a journal of their own (workroot::claim_run_dir)
+    // whose owner is dead: what is left in them (an archive copy, a private `dir`
+    // backing, a probe's files) goes too, once nothing is mounted inside.
+    for run in private_subdirs(&root) {
+        let j = run.join(JOURNAL_FILE);
+        if !private_entry(&j).is_some_and(|m| m.is_file() && m.nlink() == 1) {
+            continue;
+        }
+        let Some(entries) = read(&j) else { continue };
+        // A claim records its owner and nothing else; a journal of objects at this
+        // depth is not laid out as fsbench makes them and is not trusted.
+        let is_claim = !entries.is_empty() && entries.iter().all(|e| matches!(e, Entry::Owner { .. }));
+        if !is_claim || owner_alive(&entries) {
+            continue;
+        }
+        if mount::mountinfo().iter().any(|m| m.mount_point.starts_with(&run)) {
+            cleaned.push(format!("left {} in place: something is still mounted in it", run.display()));
+            continue;
+        }
+        std::fs::remove_dir_all(&run).map_err(|e| ProvisionError::io("remove stale run dir", &run, e))?;
+        cleaned.push(format!("removed {}", run.display()));
+    }
     Ok(cleaned)
+}
+
+/// The private, non-mount-point directories directly under `dir`, sorted.
+fn private_subdirs(dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut v: Vec<PathBuf> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| private_entry(p).is_some_and(|m| m.is_dir()) && !mount::is_mountpoint(p))
+        .collect();
+    v.sort();
+    v
 }
 
 #[cfg(test)]
@@ -367,5 +392,21 @@ mod tests {
         let done = undo_cell(dir.path(), &[Entry::Tunable { path: victim.clone(), old: "x".into() }]).unwrap();
         assert!(done[0].starts_with("ignored journal entry"), "{done:?}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    }
+
+    #[test]
+    fn sigkill_between_cells_left_the_run_dir_and_its_archive_copy_for_good() {
+        let root = tempfile::tempdir().unwrap();
+        let run = root.path().join("20260101T000000Z-host");
+        std::fs::create_dir_all(run.join("archive")).unwrap();
+        std::fs::write(run.join("archive/linux.tar.gz"), b"copy").unwrap();
+        std::fs::write(run.join(JOURNAL_FILE), format!("{MAGIC}\nowner 999999999 5\n")).unwrap();
+        // A live run's claimed directory is left alone.
+        let live = root.path().join("live");
+        std::fs::create_dir_all(&live).unwrap();
+        Journal::create(&live).unwrap();
+        let cleaned = cleanup_stale(root.path()).unwrap();
+        assert!(!run.exists(), "{cleaned:?}");
+        assert!(live.exists());
     }
 }

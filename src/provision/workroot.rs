@@ -14,7 +14,8 @@ use crate::scenario::Backing;
 /// is a real directory owned by the effective uid and not writable by group or
 /// others, with every ancestor owned by root or the effective uid and either
 /// not writable by others or sticky (like `/tmp`).
-pub fn prepare_work_root(path: &Path) -> Result<(), ProvisionError> {
+pub fn prepare_work_root(path: &Path) -> Result<PathBuf, ProvisionError> {
+    check_links_on_the_way(path)?;
     if std::fs::symlink_metadata(path).is_err() {
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -29,6 +30,36 @@ pub fn prepare_work_root(path: &Path) -> Result<(), ProvisionError> {
     let canon = path.canonicalize().map_err(|e| ProvisionError::io("resolve work directory", path, e))?;
     for a in canon.ancestors().skip(1) {
         check_ancestor(a, path)?;
+    }
+    // The caller uses this path, the one checked, not one that passes through links.
+    Ok(canon)
+}
+
+/// A symbolic link on the way to the work root is as good as its owner: one another
+/// user owns (say in /tmp) could be re-pointed after the checks. Links of root or of
+/// the effective uid are followed (and the canonical path is what gets used).
+fn check_links_on_the_way(path: &Path) -> Result<(), ProvisionError> {
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().map_err(|e| ProvisionError::io("resolve work directory", path, e))?.join(path)
+    };
+    let euid = nix::unistd::geteuid().as_raw();
+    let mut walked = PathBuf::new();
+    for c in abs.components() {
+        walked.push(c);
+        let Ok(m) = std::fs::symlink_metadata(&walked) else { break };
+        if m.file_type().is_symlink() && m.uid() != 0 && m.uid() != euid {
+            return Err(ProvisionError::UnsafeWorkDir {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "it is reached through the symbolic link {} owned by uid {}, who could re-point it; \
+                     pass the real directory to --workdir",
+                    walked.display(),
+                    m.uid()
+                ),
+            });
+        }
     }
     Ok(())
 }
@@ -125,7 +156,26 @@ pub fn scratch_run_dir(prefix: &str) -> Result<tempfile::TempDir, ProvisionError
         .tempdir_in(&root)
         .map_err(|e| ProvisionError::io("create scratch directory", &root, e))?;
     check_private_dir(dir.path(), "scratch directory")?;
+    claim_run_dir(dir.path())?;
     Ok(dir)
+}
+
+/// Give a run-level directory of the work root (`<root>/<run-id>`, a probe's scratch) a
+/// journal naming this process as its owner, so that after a SIGKILL stale cleanup
+/// removes the whole directory (archive copy, private `dir` backing, probe files), not
+/// only the cells it finds in it. Idempotent.
+pub fn claim_run_dir(dir: &Path) -> Result<(), ProvisionError> {
+    if std::fs::symlink_metadata(dir.join(super::journal::JOURNAL_FILE)).is_err() {
+        super::journal::Journal::create(dir)?;
+    }
+    Ok(())
+}
+
+/// Undo [`claim_run_dir`] at the normal end of a run: remove the journal, then the
+/// directory if that emptied it.
+pub fn release_run_dir(dir: &Path) {
+    let _ = std::fs::remove_file(dir.join(super::journal::JOURNAL_FILE));
+    let _ = std::fs::remove_dir(dir);
 }
 
 /// Create `<run_workdir>/<name>` (0700) for run-level scratch files (an archive copy) and
@@ -172,7 +222,8 @@ mod tests {
     fn a_missing_work_root_is_created_private() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("a/fsbench");
-        prepare_work_root(&root).unwrap();
+        let canon = prepare_work_root(&root).unwrap();
+        assert_eq!(canon, root.canonicalize().unwrap());
         assert_eq!(std::fs::metadata(&root).unwrap().mode() & 0o777, 0o700);
         prepare_work_root(&root).unwrap();
     }

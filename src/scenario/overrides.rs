@@ -24,8 +24,16 @@ fn parse_value(raw: &str) -> toml_edit::Value {
 /// Apply `--set` overrides to scenario text. Returns the new text and the applied
 /// `(path, value)` pairs (for error messages).
 pub fn apply(text: &str, origin: &str, overrides: &[String]) -> Result<(String, Vec<(String, String)>), ScenarioError> {
-    let mut doc = toml_edit::DocumentMut::from_str(text)
-        .map_err(|e| usage(origin, format!("invalid TOML: {}", e.message()), None))?;
+    // A syntax error in the file is the file's, located as without --set.
+    let mut doc = toml_edit::DocumentMut::from_str(text).map_err(|e| {
+        let mut err = usage(origin, format!("invalid TOML: {}", e.message().trim_end()), None);
+        if let Some(span) = e.span() {
+            let (line, column) = super::error::line_col(text, span.start);
+            (err.line, err.column) = (Some(line), Some(column));
+            err.snippet = Some(super::error::snippet(text, span));
+        }
+        err
+    })?;
     let mut applied = Vec::new();
     for raw in overrides {
         let opt = format!("--set {raw}");

@@ -87,7 +87,12 @@ fn exited_within(fd: &OwnedFd, timeout: Duration) -> io::Result<bool> {
 /// [`crate::signals::POLL`]; when it says stop, [`stop_group`] and reap it.
 /// The caller owns `pid` as an unreaped child and must not wait for it again.
 pub fn wait_or_stop(pid: libc::pid_t, cancel: &dyn Fn() -> bool) -> io::Result<Waited> {
-    let fd = pidfd(pid)?;
+    let fd = match pidfd(pid) {
+        Ok(fd) => fd,
+        // Kernels before 5.3 have no pidfd_open: poll the child's state instead.
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => return wait_or_stop_polling(pid, cancel),
+        Err(e) => return Err(e),
+    };
     loop {
         if cancel() {
             stop_group(pid, &fd);
@@ -97,6 +102,36 @@ pub fn wait_or_stop(pid: libc::pid_t, cancel: &dyn Fn() -> bool) -> io::Result<W
         if exited_within(&fd, crate::signals::POLL)? {
             return rusage::wait4(pid).map(Waited::Exited);
         }
+    }
+}
+
+/// [`wait_or_stop`] without a pidfd: waitid(WNOWAIT) every [`crate::signals::POLL`].
+fn wait_or_stop_polling(pid: libc::pid_t, cancel: &dyn Fn() -> bool) -> io::Result<Waited> {
+    loop {
+        // SAFETY: siginfo is plain data; WNOWAIT leaves the child to be reaped by wait4.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let r = unsafe {
+            libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT)
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        // SAFETY: waitid filled `info` for a CLD_* event (or left it zeroed: si_pid 0).
+        } else if unsafe { info.si_pid() } == pid {
+            return rusage::wait4(pid).map(Waited::Exited);
+        }
+        if cancel() {
+            // SAFETY: signalling our own child's group; errors are harmless.
+            unsafe { libc::kill(-pid, libc::SIGTERM) };
+            std::thread::sleep(GRACE);
+            // SAFETY: as above; the unreaped leader keeps the group id ours.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            rusage::wait4(pid)?;
+            return Ok(Waited::Stopped);
+        }
+        std::thread::sleep(crate::signals::POLL);
     }
 }
 
@@ -129,6 +164,19 @@ mod tests {
             Waited::Exited(r) => assert_eq!(libc::WEXITSTATUS(r.status), 3),
             Waited::Stopped => panic!("not cancelled"),
         }
+    }
+
+    #[test]
+    fn without_a_pidfd_the_child_is_still_waited_for_and_stopped() {
+        let child = contain(Command::new("sh").args(["-c", "exit 4"])).spawn().unwrap();
+        match wait_or_stop_polling(child.id() as libc::pid_t, &|| false).unwrap() {
+            Waited::Exited(r) => assert_eq!(libc::WEXITSTATUS(r.status), 4),
+            Waited::Stopped => panic!("not cancelled"),
+        }
+        let child = contain(Command::new("sleep").arg("30")).spawn().unwrap();
+        let t0 = Instant::now();
+        assert!(matches!(wait_or_stop_polling(child.id() as libc::pid_t, &|| true).unwrap(), Waited::Stopped));
+        assert!(t0.elapsed() < Duration::from_secs(10));
     }
 
     #[test]

@@ -158,6 +158,9 @@ fn sigkill_of_fsbench_left_lat_fs_workers_running() {
         "workload.duration=20s",
         "--set",
         "workload.repetitions=1",
+        // As root the workers switch ids, which clears the parent-death signal: it is re-armed.
+        "--set",
+        "workload.per_task_uid=true",
     ];
     let mut child = sb.fsbench(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     wait_for_worker(&sb);

@@ -20,6 +20,7 @@ mod fixture_cache;
 mod fixture_checked_in;
 mod fixture_cli;
 mod fixture_shape;
+mod fuzz_front_door;
 mod gate_cli;
 mod hostile_results;
 mod latfs_run;

@@ -170,7 +170,8 @@ fn kill9_of_a_provisioned_process_then_cleanup_stale() {
     let ready = workdir.join("ready");
     let provisioned = poll(Duration::from_secs(60), Duration::from_millis(20), || {
         assert!(child.try_wait().unwrap().is_none(), "child exited early");
-        ready.exists().then_some(())
+        // Not just created: std::fs::write creates, then writes; an empty read is a race.
+        std::fs::read_to_string(&ready).is_ok_and(|s| !s.is_empty()).then_some(())
     });
     assert!(provisioned.is_some(), "child never provisioned");
     let cell_dir = PathBuf::from(std::fs::read_to_string(&ready).unwrap());

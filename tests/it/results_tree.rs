@@ -124,3 +124,21 @@ repetitions = 1
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("--strict: 1 cell skipped"), "{}", text(&o));
 }
+
+#[test]
+fn a_workdir_reached_through_another_users_symlink_was_accepted_and_used_by_that_path() {
+    skip_unless_root!();
+    let tmp = tempfile::tempdir().unwrap();
+    let real = tmp.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    let link = tmp.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    // Our own link is followed, and the checked, canonical path is what comes back.
+    let canon = fsbench::provision::prepare_work_root(&link.join("work")).unwrap();
+    assert_eq!(canon, real.join("work").canonicalize().unwrap());
+    let c = std::ffi::CString::new(link.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid C string; lchown changes the link itself.
+    assert_eq!(unsafe { libc::lchown(c.as_ptr(), 65534, 65534) }, 0);
+    let e = fsbench::provision::prepare_work_root(&link.join("work")).unwrap_err();
+    assert!(e.to_string().contains("owned by uid 65534"), "{e}");
+}
