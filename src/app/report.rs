@@ -93,6 +93,13 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
     if let [dir] = args.runs.as_slice()
         && is_scenario_dir(dir)
     {
+        if args.html.is_some() || args.plot.is_some() {
+            return Err(InputError::anyhow(format!(
+                "{} is a scenario directory (it lists its runs): name one run for --html or --plot, e.g. {}@latest",
+                dir.display(),
+                dir.display()
+            )));
+        }
         let runs = list_runs(dir).map_err(|e| InputError::anyhow(e.to_string()))?;
         print!("{}", report::runs::render_run_list(dir, &runs, format));
         return Ok(exit::SUCCESS);
