@@ -100,9 +100,13 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
                 dir.display()
             )));
         }
-        let runs = list_runs(dir).map_err(|e| InputError::anyhow(e.to_string()))?;
+        let (runs, unreadable) = list_runs(dir).map_err(|e| InputError::anyhow(e.to_string()))?;
         print!("{}", report::runs::render_run_list(dir, &runs, format));
-        return Ok(exit::SUCCESS);
+        for u in &unreadable {
+            eprintln!("warning: {}", crate::text::escape_control(u));
+        }
+        // Bad input is reported as such, but the readable runs are listed.
+        return Ok(if unreadable.is_empty() { exit::SUCCESS } else { exit::USAGE });
     }
     let specs: Vec<String> = args.runs.iter().map(|p| p.to_string_lossy().into_owned()).collect();
     let dirs = super::resolve_runs(&specs.iter().map(String::as_str).collect::<Vec<_>>(), &args.lookup)?;
