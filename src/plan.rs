@@ -270,6 +270,14 @@ pub fn render_plan_table(s: &Scenario, plan: &Plan, check: &HostCheck, width: u1
     out.push('\n');
     out.push_str(&wrap("layout M: one filesystem per task; layout S: one filesystem shared by all tasks."));
     out.push('\n');
+    if matches!(s.backing, Backing::Dir { .. }) {
+        // The matrix still names filesystems, but nothing is built: say what will be measured.
+        out.push_str(&wrap(
+            "backing dir: nothing is formatted or mounted; cells run on the filesystem the directory is on \
+             (cells of another type are skipped), without the scenario's mkfs and mount options.",
+        ));
+        out.push('\n');
+    }
     for (reason, (n, remedy)) in &skipped {
         out.push('\n');
         out.push_str(&wrap(&format!("skipped ({}): {reason}", crate::text::cells(*n))));
