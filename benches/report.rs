@@ -3,7 +3,7 @@
 //! `cargo bench --bench report` writes a synthetic run (25 fs × M/S × qoff/qon ×
 //! tasks 1..=25 × 4 tests = 10,000 cells, 5 repetitions each with per-task
 //! samples) to a temporary directory, then times loading it and rendering it in
-//! every format, best of 5. Exits non-zero when load + table render exceeds 1 s.
+//! every format, best of 5 (the HTML page, with its 200 plots, best of 2). Exits non-zero when load + table render exceeds 1 s.
 
 use std::time::{Duration, Instant};
 
@@ -134,6 +134,9 @@ fn main() {
     let pair = vec![("A".to_string(), run.clone()), ("B".to_string(), run.clone())];
     let (t, _) = best_of(5, || fsbench::report::render_compare(&pair, ReportFormat::Table).unwrap());
     println!("render_compare 2x10,000  {:>8.1} ms", t.as_secs_f64() * 1e3);
+    // One page holds every table and an SVG plot per table (200 here): drawing dominates.
+    let (t, page) = best_of(2, || fsbench::report::render_run_html(&run).unwrap());
+    println!("render_run_html          {:>8.1} ms  ({} bytes, 200 plots)", t.as_secs_f64() * 1e3, page.len());
     let total = load + table;
     println!("load + table render      {:>8.1} ms (limit 1000 ms)", total.as_secs_f64() * 1e3);
     if total > Duration::from_secs(1) {

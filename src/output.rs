@@ -1,5 +1,5 @@
-//! The JSON documents of the commands that print data (`doctor`, `list`, `plan`, `gate`
-//! with `--json`): stable, versioned by `schema` like the result files, and described by
+//! The JSON documents of the commands that print data (`doctor`, `list`, `plan`, `validate`,
+//! `gate` with `--json`): stable, versioned by `schema` like the result files, and described by
 //! the JSON Schemas checked in under `schemas/` (generated from these types; a test keeps
 //! them current and validates each command's output against its schema).
 //!
@@ -49,6 +49,30 @@ pub struct ListJson {
     pub schema: u32,
     /// Files in `./scenarios/` first, then embedded scenarios no file shadows.
     pub scenarios: Vec<ListedScenario>,
+}
+
+/// One file of `fsbench validate --json`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ValidatedFile {
+    /// The file as named on the command line.
+    pub file: String,
+    /// Whether it is a valid scenario (with `--set` and `--only` applied).
+    pub ok: bool,
+    /// Its workload kind, when valid.
+    pub workload: Option<String>,
+    /// Cells it expands to, when valid.
+    pub cells: Option<usize>,
+    /// The error (file:line:column, key, hint), when not.
+    pub error: Option<String>,
+}
+
+/// `fsbench validate --json` (the exit code is 2 when any file is bad, as without `--json`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ValidateJson {
+    /// Document version ([`OUTPUT_SCHEMA_VERSION`]).
+    pub schema: u32,
+    /// Every file, in the order given.
+    pub files: Vec<ValidatedFile>,
 }
 
 /// One cell of `fsbench plan --json`.
@@ -131,6 +155,7 @@ pub fn schemas() -> Vec<(&'static str, String)> {
         ("doctor.schema.json", text::<DoctorJson>()),
         ("list.schema.json", text::<ListJson>()),
         ("plan.schema.json", text::<PlanJson>()),
+        ("validate.schema.json", text::<ValidateJson>()),
         ("gate.schema.json", text::<GateJson>()),
     ]
 }

@@ -256,17 +256,34 @@ pub fn render_plan_table(s: &Scenario, plan: &Plan, check: &HostCheck, width: u1
     let total = plan.cells.len();
     let skip_count: usize = skipped.values().map(|(n, _)| n).sum();
     let est = estimate(s) * (total - skip_count) as u32;
-    let mut out = format!("scenario {} ({}): {}\n{table}\n", s.name, s.source.origin, s.description);
-    out.push_str(&format!(
-        "{}: {} ready, {skip_count} will be skipped here; estimated {} of measurement\n",
+    // The prose around the table wraps to the same width, so a piped plan fits its columns.
+    let w = usize::from(width);
+    let wrap = |t: &str| crate::text::wrap(t, w, "    ");
+    let mut out =
+        format!("{}\n{table}\n", wrap(&format!("scenario {} ({}): {}", s.name, s.source.origin, s.description)));
+    out.push_str(&wrap(&format!(
+        "{}: {} ready, {skip_count} will be skipped here; estimated {} of measurement",
         crate::text::cells(total),
         total - skip_count,
         crate::text::human_duration(est)
-    ));
+    )));
+    out.push('\n');
+    out.push_str(&wrap("layout M: one filesystem per task; layout S: one filesystem shared by all tasks."));
+    out.push('\n');
+    if matches!(s.backing, Backing::Dir { .. }) {
+        // The matrix still names filesystems, but nothing is built: say what will be measured.
+        out.push_str(&wrap(
+            "backing dir: nothing is formatted or mounted; cells run on the filesystem the directory is on \
+             (cells of another type are skipped), without the scenario's mkfs and mount options.",
+        ));
+        out.push('\n');
+    }
     for (reason, (n, remedy)) in &skipped {
-        out.push_str(&format!("\nskipped ({}): {reason}", crate::text::cells(*n)));
+        out.push('\n');
+        out.push_str(&wrap(&format!("skipped ({}): {reason}", crate::text::cells(*n))));
         if let Some(r) = remedy {
-            out.push_str(&format!("\n  remedy: {r}"));
+            out.push('\n');
+            out.push_str(&wrap(&format!("  remedy: {r}")));
         }
         out.push('\n');
     }

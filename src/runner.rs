@@ -404,10 +404,9 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
         // naming the backing directory (the same for every cell) rather than the cell's scratch.
         let dir = Path::new(&f.mountpoint).parent().unwrap_or(Path::new(&f.mountpoint));
         r.notes.push(format!(
-            "backing dir: measured the existing {} filesystem of {}, not a new {}; mkfs and mount options were not applied",
+            "backing dir: measured the existing {} filesystem of {}; nothing was formatted or mounted, so mkfs and mount options were not applied",
             f.fs,
-            dir.display(),
-            p.fs
+            dir.display()
         ));
     }
     r.notes.extend(provisioned.notes().iter().cloned());

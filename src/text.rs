@@ -35,6 +35,29 @@ pub fn first_line_cut(text: &str, max: usize) -> String {
     }
 }
 
+/// `text` word-wrapped to `width` columns, continuation lines starting with `indent`; a word
+/// longer than a line stays whole. For prose under tables that a pipe would not wrap.
+pub fn wrap(text: &str, width: usize, indent: &str) -> String {
+    let body = text.trim_start_matches(' ');
+    // The first line keeps its own indentation (`  remedy: ...`).
+    let mut line = text[..text.len() - body.len()].to_string();
+    let mut out = String::new();
+    let mut has_word = false;
+    for word in body.split(' ') {
+        if has_word && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = indent.to_string();
+        } else if has_word {
+            line.push(' ');
+        }
+        line.push_str(word);
+        has_word = true;
+    }
+    out.push_str(&line);
+    out
+}
+
 /// `text` safe to print on a terminal: control characters (C0, DEL, C1, and the
 /// bidirectional overrides that can make a line read as something else) are
 /// shown escaped (`\u{1b}`, `\n`), everything else as is. For any text that comes
@@ -79,6 +102,15 @@ pub fn is_plain_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prose_wraps_at_words_with_an_indent() {
+        assert_eq!(wrap("aaa bbb ccc", 7, "  "), "aaa bbb\n  ccc");
+        assert_eq!(wrap("short", 80, "  "), "short");
+        assert_eq!(wrap("  remedy: do it", 12, "    "), "  remedy: do\n    it");
+        assert_eq!(wrap("averyveryverylongword x", 5, ""), "averyveryverylongword\nx");
+        assert!(wrap(&"word ".repeat(50), 100, "    ").lines().all(|l| l.chars().count() <= 100));
+    }
 
     #[test]
     fn control_characters_are_shown_not_obeyed() {

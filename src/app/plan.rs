@@ -18,6 +18,9 @@ pub struct ValidateArgs {
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub scenario_options: ScenarioOptions,
+    /// Print JSON (`schemas/validate.schema.json`) instead of one line per file.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Output format of `plan`.
@@ -46,32 +49,50 @@ pub struct PlanArgs {
 
 /// `fsbench validate`: every file is checked, `--set` and `--only` included; exit 2 if any is bad.
 pub fn validate(args: &ValidateArgs) -> anyhow::Result<i32> {
-    let mut failed = 0;
+    let mut files = Vec::new();
     for file in &args.files {
+        let name = file.display().to_string();
+        let bad = |error: String| crate::output::ValidatedFile {
+            file: name.clone(),
+            ok: false,
+            workload: None,
+            cells: None,
+            error: Some(error),
+        };
         // Scenario errors name their file, line and key themselves.
         let s = match crate::scenario::load_with(file, &args.scenario_options.overrides()?) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("error: {e}");
-                failed += 1;
+                files.push(bad(e.to_string()));
                 continue;
             }
         };
-        match plan::plan_for(&s, &args.scenario_options.only) {
+        files.push(match plan::plan_for(&s, &args.scenario_options.only) {
             Ok(p) => {
                 for w in crate::provision::capability::fs_type_warnings(&s) {
-                    eprintln!("warning: {}: {w}", file.display());
+                    eprintln!("warning: {name}: {w}");
                 }
-                println!(
-                    "{}: ok ({} workload, {})",
-                    file.display(),
-                    s.workload.kind(),
-                    crate::text::cells(p.cells.len())
-                )
+                crate::output::ValidatedFile {
+                    file: name.clone(),
+                    ok: true,
+                    workload: Some(s.workload.kind().to_string()),
+                    cells: Some(p.cells.len()),
+                    error: None,
+                }
             }
-            Err(e) => {
-                eprintln!("error: {}: {e}", file.display());
-                failed += 1;
+            Err(e) => bad(format!("{name}: {e}")),
+        });
+    }
+    let failed = files.iter().filter(|f| !f.ok).count();
+    if args.json {
+        let doc = crate::output::ValidateJson { schema: crate::output::OUTPUT_SCHEMA_VERSION, files };
+        print!("{}", crate::output::to_json(&doc));
+    } else {
+        for f in &files {
+            match (&f.error, &f.workload, f.cells) {
+                (Some(e), _, _) => eprintln!("error: {e}"),
+                (None, Some(w), Some(n)) => println!("{}: ok ({w} workload, {})", f.file, crate::text::cells(n)),
+                _ => {}
             }
         }
     }

@@ -110,9 +110,20 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
     if let [dir] = args.runs.as_slice()
         && is_scenario_dir(dir)
     {
-        let runs = list_runs(dir).map_err(|e| InputError::anyhow(e.to_string()))?;
+        if args.html.is_some() || args.plot.is_some() {
+            return Err(InputError::anyhow(format!(
+                "{} is a scenario directory (it lists its runs): name one run for --html or --plot, e.g. {}@latest",
+                dir.display(),
+                dir.display()
+            )));
+        }
+        let (runs, unreadable) = list_runs(dir).map_err(|e| InputError::anyhow(e.to_string()))?;
         print!("{}", report::runs::render_run_list(dir, &runs, format));
-        return Ok(exit::SUCCESS);
+        for u in &unreadable {
+            eprintln!("warning: {}", crate::text::escape_control(u));
+        }
+        // Bad input is reported as such, but the readable runs are listed.
+        return Ok(if unreadable.is_empty() { exit::SUCCESS } else { exit::USAGE });
     }
     let specs: Vec<String> = args.runs.iter().map(|p| p.to_string_lossy().into_owned()).collect();
     let dirs = super::resolve_runs(&specs.iter().map(String::as_str).collect::<Vec<_>>(), &args.lookup)?;

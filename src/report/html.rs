@@ -201,7 +201,7 @@ impl Markup for Html {
              <meta name=\"generator\" content=\"fsbench {version}\">\n<title>{title}</title>\n<style>\n{CSS}</style>\n</head>\n\
              <body>\n<main>\n{head}{toc}{rest}</main>\n<footer>Written by fsbench {version}. Self-contained: no script, \
              nothing loaded from elsewhere.</footer>\n</body>\n</html>\n",
-            version = escape(env!("CARGO_PKG_VERSION")),
+            version = escape(concat!(env!("CARGO_PKG_VERSION"), " (", env!("FSBENCH_COMMIT"), ")")),
             title = escape(&self.title),
         )
     }

@@ -131,19 +131,23 @@ fn run_dirs(dir: &Path) -> Result<Vec<PathBuf>, FindError> {
     Ok(out)
 }
 
-/// The runs of a scenario directory, oldest first. A run that cannot be loaded is an error:
-/// the listing is for choosing runs, and a broken one should be seen.
-pub fn list_runs(scenario_dir: &Path) -> Result<Vec<RunSummary>, FindError> {
+/// The runs of a scenario directory, oldest first, and one `dir: error` line per run
+/// directory that could not be loaded: a broken run is shown, and does not hide the others.
+pub fn list_runs(scenario_dir: &Path) -> Result<(Vec<RunSummary>, Vec<String>), FindError> {
     let dirs = run_dirs(scenario_dir)?;
     if dirs.is_empty() {
         return Err(FindError::NoRuns(scenario_dir.to_path_buf()));
     }
     let mut out = Vec::new();
+    let mut unreadable = Vec::new();
     for d in dirs {
-        out.push(RunSummary::of(&load_run(&d)?));
+        match load_run(&d) {
+            Ok(run) => out.push(RunSummary::of(&run)),
+            Err(e) => unreadable.push(e.to_string()),
+        }
     }
     out.sort_by(|a, b| (&a.meta.started, &a.meta.run_id).cmp(&(&b.meta.started, &b.meta.run_id)));
-    Ok(out)
+    Ok((out, unreadable))
 }
 
 /// A resolved run name: the directory, and a remark when the choice is worth telling.
@@ -248,7 +252,7 @@ fn only_scenario(spec: &str, label: Option<&str>, root: &Path) -> Result<PathBuf
 
 /// The newest run in `dir` with `label` (any label when `None`).
 fn pick(spec: &str, dir: &Path, label: Option<&str>) -> Result<Resolved, FindError> {
-    let runs = list_runs(dir)?;
+    let (runs, unreadable) = list_runs(dir)?;
     let matching: Vec<&RunSummary> =
         runs.iter().filter(|r| label.is_none() || r.meta.label.as_deref() == label).collect();
     let Some(newest) = matching.last() else {
@@ -274,6 +278,17 @@ fn pick(spec: &str, dir: &Path, label: Option<&str>) -> Result<Resolved, FindErr
         };
         format!("`{spec}` is {} ({what} in {}; the newest)", newest.dir.display(), dir.display())
     });
+    // A run that could not be read might have been the newest: say so rather than guess silently.
+    let note = match (note, unreadable.len()) {
+        (n, 0) => n,
+        (Some(n), k) => Some(format!("{n}; {} not readable, not considered", crate::text::plural(k, "run", "runs"))),
+        (None, k) => Some(format!(
+            "`{spec}` is {}; {} in {} not readable, not considered",
+            newest.dir.display(),
+            crate::text::plural(k, "run", "runs"),
+            dir.display()
+        )),
+    };
     Ok(Resolved { dir: newest.dir.clone(), note })
 }
 

@@ -65,3 +65,19 @@ fn version_names_the_commit_and_the_build_date() {
     assert!(commit == "unknown commit" || (commit.len() == 12 && commit.chars().all(|c| c.is_ascii_hexdigit())), "{v}");
     assert!(date.len() == 10 && date.as_bytes()[4] == b'-' && date.as_bytes()[7] == b'-', "{v}");
 }
+
+#[test]
+fn piped_output_fits_100_columns() {
+    for args in
+        [&["plan", "scenarios/quota-smp.toml"][..], &["plan", "scenarios/kernel-untar.toml"], &["doctor"], &["list"]]
+    {
+        let out = fsbench().current_dir(crate::support::crate_root()).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        for line in text.lines() {
+            // A single word longer than a line (a path) cannot be wrapped; anything else must fit.
+            let wrappable = line.trim().contains(' ');
+            assert!(line.chars().count() <= 100 || !wrappable, "{args:?}: {} columns: {line}", line.chars().count());
+        }
+    }
+}

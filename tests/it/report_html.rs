@@ -162,6 +162,13 @@ fn quota_smp_page_renders_in_chromium_with_the_runs_numbers() {
     for v in seed_values() {
         assert!(dom.contains(&format!(">{v}</td>")), "{v} missing from the rendered DOM");
     }
+    // Printable: Chromium's print path (print CSS) makes a PDF of it, kept beside the page.
+    let pdf = page.with_extension("pdf");
+    let _ = std::fs::remove_file(&pdf);
+    let chromium = chromium().unwrap();
+    headless(&chromium, &page, &format!("--print-to-pdf={}", pdf.display()));
+    let bytes = std::fs::read(&pdf).unwrap();
+    assert!(bytes.starts_with(b"%PDF") && bytes.len() > 100_000, "{}: {} bytes", pdf.display(), bytes.len());
 }
 
 #[test]

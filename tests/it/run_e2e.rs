@@ -93,7 +93,11 @@ fn dir_backing_runs_without_provisioning() {
         fs["fs"].as_str().unwrap(),
         dir.display()
     );
-    assert!(stdout.contains(&note) && stdout.contains("mkfs and mount options were not applied"), "{stdout}");
+    assert!(
+        stdout.contains(&note)
+            && stdout.contains("nothing was formatted or mounted, so mkfs and mount options were not applied"),
+        "{stdout}"
+    );
     assert_eq!(stdout.matches("note: backing dir").count(), 1, "said once per run: {stdout}");
     assert_no_leaks(sb.path());
 }

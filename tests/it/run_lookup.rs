@@ -95,3 +95,17 @@ fn a_name_that_matches_nothing_says_what_there_is() {
         stdio(&fsbench().args(["report", "latest", "--results"]).arg(tmp.path().join("none")).assert().code(2));
     assert!(err.contains("no scenario directory with runs"), "{err}");
 }
+
+#[test]
+fn a_broken_run_is_reported_and_hides_nothing() {
+    let (tmp, root) = three_runs();
+    let broken = root.join("quota-smp").join("20101111T130000Z-broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("run.json"), "{ not json").unwrap();
+    // Listed: the readable runs, the broken one named on stderr, exit 2 (bad input).
+    let (out, err) = stdio(&fsbench().arg("report").arg(root.join("quota-smp")).assert().code(2));
+    assert!(out.starts_with("3 runs in ") && err.contains("20101111T130000Z-broken"), "{out}\n{err}");
+    // Names still resolve, and say what was not considered.
+    let (_, err) = stdio(&fsbench().current_dir(tmp.path()).args(["report", "quota-smp@latest"]).assert().success());
+    assert!(err.contains("20101111T120000Z-xeon") && err.contains("1 run not readable"), "{err}");
+}

@@ -68,7 +68,7 @@ fn conforms(schema: &str, args: &[&str], ok_codes: &[i32]) -> serde_json::Value 
 }
 
 #[test]
-fn doctor_list_plan_and_gate_json_conform_to_their_schemas() {
+fn doctor_list_plan_validate_and_gate_json_conform_to_their_schemas() {
     let doc = conforms("doctor.schema.json", &["doctor", "--json"], &[0]);
     assert!(doc["capabilities"].as_array().unwrap().iter().any(|c| c["name"] == "root"));
     let doc = conforms("list.schema.json", &["list", "--json"], &[0]);
@@ -76,6 +76,13 @@ fn doctor_list_plan_and_gate_json_conform_to_their_schemas() {
     let doc = conforms("plan.schema.json", &["plan", "scenarios/quota-smp.toml", "--json"], &[0]);
     assert_eq!(doc["cells"].as_array().unwrap().len(), 128);
     conforms("plan.schema.json", &["plan", "scenarios/kernel-untar.toml", "--format", "json"], &[0]);
+    let doc = conforms(
+        "validate.schema.json",
+        &["validate", "scenarios/quickstart.toml", "tests/bad_scenarios/filesystems-typo.toml", "--json"],
+        &[2],
+    );
+    assert_eq!(doc["files"][0]["ok"], true);
+    assert!(doc["files"][1]["error"].as_str().unwrap().contains("did you mean `ext4`"), "{doc}");
     let tmp = tempfile::tempdir().unwrap();
     let a = crate::support::report::write_seed_run(&tmp.path().join("a"), "BASE");
     let b = crate::support::report::write_seed_run(&tmp.path().join("b"), "V3");
