@@ -31,6 +31,7 @@ pub struct GateArgs {
     #[arg(long, value_name = "PERCENT")]
     pub threshold: Option<String>,
     /// Metric to compare: `total_loops` (lat_fs) or `elapsed` (steps); default by workload.
+    /// lat_fs runs with `latency = "histogram"` can use a percentile: p50, p90, p99, p99.9, max.
     #[arg(long)]
     pub metric: Option<String>,
     /// Also write a Markdown summary here (for a CI job summary or PR comment).

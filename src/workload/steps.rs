@@ -48,16 +48,16 @@ pub enum StepsError {
         label: String,
         /// What went wrong.
         source: StepError,
-        /// Timings of the steps that did complete.
-        completed: StepsResult,
+        /// Timings of the steps that did complete (boxed: with its timeline it is large).
+        completed: Box<StepsResult>,
     },
     /// The cancel callback asked to stop; `completed` holds what was timed.
     #[error("interrupted in iteration {iteration}")]
     Interrupted {
         /// Iteration number, from 1.
         iteration: u32,
-        /// Timings of the steps that did complete.
-        completed: StepsResult,
+        /// Timings of the steps that did complete (boxed: with its timeline it is large).
+        completed: Box<StepsResult>,
     },
 }
 
@@ -169,18 +169,23 @@ fn run_all(
         for step in &run.spec.steps {
             if (run.cancel)() {
                 result.iterations.push(timings);
-                return Err(StepsError::Interrupted { iteration: i, completed: result });
+                return Err(StepsError::Interrupted { iteration: i, completed: Box::new(result) });
             }
             starting(i, run.spec.iterations, &step.label());
             match monitored_step(run, step, monitor) {
                 Ok(t) => timings.push(t),
                 Err(StepError::Interrupted) => {
                     result.iterations.push(timings);
-                    return Err(StepsError::Interrupted { iteration: i, completed: result });
+                    return Err(StepsError::Interrupted { iteration: i, completed: Box::new(result) });
                 }
                 Err(source) => {
                     result.iterations.push(timings);
-                    return Err(StepsError::Step { iteration: i, label: step.label(), source, completed: result });
+                    return Err(StepsError::Step {
+                        iteration: i,
+                        label: step.label(),
+                        source,
+                        completed: Box::new(result),
+                    });
                 }
             }
         }

@@ -121,6 +121,13 @@ fn kernel_untar_on_ext2_records_device_and_dirty_memory_per_step_and_plots_the_t
     let csv = fsbench().args(["report", "--format", "csv"]).arg(&run).output().unwrap();
     let csv = String::from_utf8_lossy(&csv.stdout);
     assert!(csv.lines().next().unwrap().ends_with("mb_written,write_ios,peak_dirty_mb,util_percent"), "{csv}");
+    let md = fsbench().args(["report", "--format", "markdown"]).arg(&run).output().unwrap();
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.contains("| CPU | MB written | write IOs | peak dirty MB | util % |"), "{md}");
+    let json = fsbench().args(["report", "--format", "json"]).arg(&run).output().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(json["groups"][0]["timeline"]["samples"].as_array().is_some_and(|s| !s.is_empty()), "{json}");
+    assert!(json["groups"][0]["iterations"][0][2]["counters"]["devices"][0]["write_ios"].as_u64().unwrap() > 0);
     let plots = sb.path().join("plots");
     let p = fsbench().arg("report").arg(&run).arg("--plot").arg(&plots).output().unwrap();
     assert!(p.status.success());

@@ -564,6 +564,25 @@ mod tests {
     }
 
     #[test]
+    fn latency_distributions_merge_over_repetitions() {
+        let dist = |v: u64, n: u64| {
+            let mut h = crate::monitor::latency::histogram();
+            h.record_n(v, n).unwrap();
+            crate::monitor::latency::dist(&h)
+        };
+        let mut a = repetition(vec![sample(0, 900, 1_000_000)]);
+        a.latency_dist = Some(dist(1_000, 900));
+        let mut b = repetition(vec![sample(0, 100, 1_000_000)]);
+        b.latency_dist = Some(dist(10_000, 100));
+        let r = result(vec![a, b]);
+        let d = r.latency_dist.expect("merged");
+        assert_eq!(d.count, 1000);
+        assert!(d.p50_ns < 1_010 && d.p99_ns >= 10_000, "{d:?}");
+        // Without histograms there is nothing to merge.
+        assert!(result(vec![repetition(vec![sample(0, 1, 1)])]).latency_dist.is_none());
+    }
+
+    #[test]
     fn errors_name_their_task_and_signal() {
         let e = LatfsError::Killed { task: 1, signal: 9 };
         assert_eq!(e.to_string(), "task 1: the lat_fs worker was killed by signal 9 (SIGKILL)");
