@@ -244,11 +244,11 @@ pub fn worker_main() -> WorkerEnd {
     let finished_unix_us = unix_us();
     let (result, error, interrupted) = match outcome {
         Ok(r) => (r, None, false),
-        Err(StepsError::Interrupted { completed, .. }) => (completed, None, true),
+        Err(StepsError::Interrupted { completed, .. }) => (*completed, None, true),
         Err(e @ StepsError::Step { .. }) => {
             let message = e.to_string();
             let StepsError::Step { completed, .. } = e else { unreachable!() };
-            (completed, Some(message), false)
+            (*completed, Some(message), false)
         }
     };
     let reply = WorkerReply {
