@@ -265,14 +265,14 @@ fn trusted_journals(root: &Path) -> Vec<PathBuf> {
 
 /// Find cell directories `<root>/<run-id>/<cell-dir>` whose journal's owner is
 /// dead, undo what their journals record and remove them. The root must be
-/// private to this user (see [`super::workroot::check_private_dir`]); anything
+/// private to this user (see [`super::private::check_private_dir`]); anything
 /// not laid out or owned as fsbench makes it is left alone.
 pub fn cleanup_stale(root: &Path) -> Result<Vec<String>, ProvisionError> {
     let mut cleaned = Vec::new();
     if std::fs::symlink_metadata(root).is_err() {
         return Ok(cleaned);
     }
-    super::workroot::check_private_dir(root, "work directory")?;
+    super::private::check_private_dir(root, "work directory")?;
     let root = root.canonicalize().map_err(|e| ProvisionError::io("resolve work directory", root, e))?;
     for jpath in trusted_journals(&root) {
         let Some(entries) = read(&jpath) else { continue };

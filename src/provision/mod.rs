@@ -13,6 +13,7 @@ pub mod kmsg;
 pub mod loopdev;
 pub mod mkfs;
 pub mod mount;
+pub mod private;
 pub mod quota;
 pub mod tunables;
 pub mod workroot;

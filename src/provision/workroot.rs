@@ -8,6 +8,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::ProvisionError;
+use super::private::check_private_dir;
 use crate::scenario::Backing;
 
 /// Create the work root (mode 0700) if it is missing, and refuse it unless it
@@ -64,37 +65,6 @@ fn check_links_on_the_way(path: &Path) -> Result<(), ProvisionError> {
     Ok(())
 }
 
-/// Refuse `path` unless it is a directory (not a symlink) owned by the
-/// effective uid and not writable by group or others.
-pub fn check_private_dir(path: &Path, what: &str) -> Result<(), ProvisionError> {
-    let m = std::fs::symlink_metadata(path).map_err(|e| ProvisionError::io(&format!("inspect {what}"), path, e))?;
-    let euid = nix::unistd::geteuid().as_raw();
-    let refuse = |reason: String| ProvisionError::UnsafeWorkDir { path: path.to_path_buf(), reason };
-    if m.file_type().is_symlink() {
-        return Err(refuse(format!("the {what} is a symbolic link; pass the real directory to --workdir")));
-    }
-    if !m.is_dir() {
-        return Err(refuse(format!("the {what} is not a directory; remove it or pass another --workdir")));
-    }
-    if m.uid() != euid {
-        return Err(refuse(format!(
-            "the {what} is owned by uid {}, not by uid {euid} that runs fsbench (another user may have created it); \
-             remove it (rm -rf {}) or pass --workdir with a directory of your own",
-            m.uid(),
-            path.display()
-        )));
-    }
-    if m.mode() & 0o022 != 0 {
-        return Err(refuse(format!(
-            "the {what} has mode {:04o}: writable by group or others; run `chmod go-w {}` (0700 is best) \
-             or pass another --workdir",
-            m.mode() & 0o7777,
-            path.display()
-        )));
-    }
-    Ok(())
-}
-
 /// An ancestor of the work root must not let anybody else swap what lies below it.
 fn check_ancestor(a: &Path, root: &Path) -> Result<(), ProvisionError> {
     let m = std::fs::metadata(a).map_err(|e| ProvisionError::io("inspect work directory parent", a, e))?;
@@ -118,7 +88,7 @@ fn check_ancestor(a: &Path, root: &Path) -> Result<(), ProvisionError> {
 }
 
 /// Create the per-run directory `dir` (mode 0700) if missing and refuse it
-/// unless it is private (see [`check_private_dir`]). Returns its canonical path,
+/// unless it is private (see [`check_private_dir`](super::private::check_private_dir)). Returns its canonical path,
 /// so that what the journal records is absolute and matches /proc/self/mountinfo.
 pub fn prepare_run_dir(dir: &Path) -> Result<PathBuf, ProvisionError> {
     if std::fs::symlink_metadata(dir).is_err() {
