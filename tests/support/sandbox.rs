@@ -30,9 +30,18 @@ impl Sandbox {
 
     /// `fsbench <args> --workdir <work> --out <out> --quiet`, run from the crate root (so
     /// `scenarios/...` resolves) with its cache inside the sandbox.
+    ///
+    /// A `run` gets `--set workload.disturbance=off` unless the test sets `disturbance`
+    /// itself or resumes: tests run in parallel, and another test's mkfs or untar is
+    /// foreign CPU time that would mark repetitions disturbed and rerun them, so tests of
+    /// other behaviour would count repetitions that depend on their neighbours.
     pub fn fsbench(&self, args: &[&str]) -> Command {
         let mut c = super::fsbench();
         c.current_dir(super::crate_root()).args(args);
+        let runs = args.first() == Some(&"run") || args.starts_with(&["bundle", "run"]);
+        if runs && !args.iter().any(|a| a.contains("disturbance") || *a == "--resume") {
+            c.args(["--set", "workload.disturbance=off"]);
+        }
         c.arg("--workdir").arg(self.work()).arg("--out").arg(self.out()).arg("--quiet");
         c.env("XDG_CACHE_HOME", self.path().join("cache"));
         c
