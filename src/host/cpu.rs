@@ -96,7 +96,7 @@ pub fn own_cpu_us() -> u64 {
         if unsafe { libc::getrusage(who, &mut ru) } != 0 {
             return 0;
         }
-        crate::workload::rusage::timeval_us(ru.ru_utime) + crate::workload::rusage::timeval_us(ru.ru_stime)
+        timeval_us(ru.ru_utime) + timeval_us(ru.ru_stime)
     };
     get(libc::RUSAGE_SELF) + get(libc::RUSAGE_CHILDREN)
 }
@@ -140,6 +140,11 @@ pub fn account(
     let share = if wall_us == 0 { 0.0 } else { (foreign_cpu_us + steal_us) as f64 / wall_us as f64 };
     let disturbed = share > threshold && foreign_cpu_us + steal_us >= MIN_TICKS * tick_us;
     Disturbance { wall_us, own_cpu_us, foreign_cpu_us, steal_us, share, disturbed }
+}
+
+/// A `timeval` in whole microseconds.
+pub fn timeval_us(tv: libc::timeval) -> u64 {
+    tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64
 }
 
 #[cfg(test)]

@@ -15,10 +15,7 @@ pub struct Reaped {
     pub max_rss_kib: u64,
 }
 
-/// A `timeval` in whole microseconds.
-pub fn timeval_us(tv: libc::timeval) -> u64 {
-    tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64
-}
+pub use crate::host::cpu::timeval_us;
 
 /// Block until child `pid` exits and return its status and rusage, retrying on EINTR.
 ///
