@@ -1,5 +1,5 @@
 //! The JSON documents of the commands that print data (`doctor`, `list`, `plan`, `validate`,
-//! `gate` with `--json`): stable, versioned by `schema` like the result files, and described by
+//! `gate` and `bundle verify` with `--json`): stable, versioned by `schema` like the result files, and described by
 //! the JSON Schemas checked in under `schemas/` (generated from these types; a test keeps
 //! them current and validates each command's output against its schema).
 //!
@@ -141,6 +141,235 @@ impl GateJson {
     }
 }
 
+/// `fsbench bundle verify --json`: what the bundle holds and what running it would do (the
+/// exit code is 2 when anything is refused, as without `--json`). Every string that comes
+/// from the bundle has its control characters escaped, as in the text.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct BundleVerifyJson {
+    /// Document version ([`OUTPUT_SCHEMA_VERSION`]).
+    pub schema: u32,
+    /// The bundle file as named on the command line.
+    pub bundle: String,
+    /// Bundle format version (`manifest.json`'s `format`).
+    pub format: u32,
+    /// fsbench version that packed it.
+    pub packed_by: String,
+    /// When it was packed (RFC 3339), when recorded.
+    pub created: Option<String>,
+    /// Files besides `manifest.json`, every one's sha256 checked.
+    pub files: usize,
+    /// Bytes of those files.
+    pub bytes: u64,
+    /// Scenario name.
+    pub scenario: String,
+    /// Workload kind (`lat_fs`, `steps`).
+    pub workload: String,
+    /// Cells the scenario expands to.
+    pub cells: usize,
+    /// The matrix's filesystems with their mkfs arguments and mount options.
+    pub filesystems: Vec<BundleFilesystem>,
+    /// What the filesystems are built on.
+    pub backing: BundleBacking,
+    /// Whether any cell needs root.
+    pub needs_root: bool,
+    /// The `exec` steps, as command lines (refused unless `--allow-exec`).
+    pub exec_steps: Vec<String>,
+    /// The fixture archive, when the scenario has one.
+    pub fixture: Option<BundleFixture>,
+    /// `[[kernels]]` booted in qemu (refused unless `--allow-kernels`); empty: this machine's kernel.
+    pub kernels: Vec<BundleKernel>,
+    /// The packed results, when there are any and they load.
+    pub results: Option<BundleResults>,
+    /// Why the bundle cannot run here whatever the flags, one line each; empty when nothing is.
+    pub refused: Vec<String>,
+    /// The flags `bundle run` needs for what the bundle asks (`--allow-exec`, ...).
+    pub flags_needed: Vec<String>,
+}
+
+/// One filesystem of a bundle's matrix.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct BundleFilesystem {
+    /// Its name (`ext4`).
+    pub name: String,
+    /// Extra mkfs arguments.
+    pub mkfs: Vec<String>,
+    /// Mount options.
+    pub mount: Vec<String>,
+}
+
+/// A bundle's backing.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct BundleBacking {
+    /// `tmpfs-loop`, `dir` or `device`.
+    pub kind: String,
+    /// The directory (`dir`, `null` for a private one) or the device FORMATTED (`device`).
+    pub path: Option<String>,
+}
+
+/// A bundle's fixture archive.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct BundleFixture {
+    /// `generated` (a recipe) or `file` (an archive the bundle carries).
+    pub kind: String,
+    /// Generator profile (`generated`).
+    pub profile: Option<String>,
+    /// Generator scale (`generated`).
+    pub scale: Option<f64>,
+    /// Generator seed (`generated`).
+    pub seed: Option<u64>,
+    /// Path inside the bundle (`file`).
+    pub path: Option<String>,
+    /// What extracting it would make, from the dry run (`file`; `null` when unreadable).
+    pub contents: Option<BundleArchiveContents>,
+}
+
+/// What the dry run of a bundled archive found.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct BundleArchiveContents {
+    /// Regular files.
+    pub files: u64,
+    /// Directories.
+    pub dirs: u64,
+    /// Symbolic links.
+    pub symlinks: u64,
+    /// Hard links.
+    pub hardlinks: u64,
+    /// Bytes of file contents.
+    pub bytes: u64,
+    /// Entries extraction would refuse (also listed in `refused`).
+    pub refused_entries: usize,
+}
+
+/// One `[[kernels]]` entry of a bundle.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct BundleKernel {
+    /// Label of its run.
+    pub label: String,
+    /// Kernel image on this machine.
+    pub image: String,
+}
+
+/// A bundle's packed results.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct BundleResults {
+    /// `results/<scenario>/<run-id>` inside the bundle.
+    pub path: String,
+    /// The run's label.
+    pub label: Option<String>,
+    /// Host name.
+    pub host: String,
+    /// Kernel release.
+    pub kernel: String,
+    /// fsbench version that measured it.
+    pub tool_version: String,
+    /// Cells stored.
+    pub cells: usize,
+    /// Cells its run planned.
+    pub planned: usize,
+    /// Cells of the full matrix (more than `planned`: a subset, `--only` or a shard).
+    pub matrix: usize,
+}
+
+impl BundleVerifyJson {
+    /// The document of a verified bundle, from the checks [`crate::bundle::preflight`] made.
+    pub fn of(
+        bundle: &std::path::Path,
+        ob: &crate::bundle::OpenBundle,
+        s: &crate::scenario::Scenario,
+        pf: &crate::bundle::Preflight,
+    ) -> BundleVerifyJson {
+        use crate::scenario::{ArchiveSource, Backing};
+        let esc = crate::text::escape_control;
+        let shown = |p: &std::path::Path| esc(&p.strip_prefix(ob.dir.path()).unwrap_or(p).display().to_string());
+        let m = &ob.manifest;
+        let p = crate::plan::expand(s);
+        let backing = match &s.backing {
+            Backing::TmpfsLoop { .. } => BundleBacking { kind: "tmpfs-loop".into(), path: None },
+            Backing::Dir { path } => BundleBacking {
+                kind: "dir".into(),
+                path: (!path.as_os_str().is_empty()).then(|| esc(&path.display().to_string())),
+            },
+            Backing::Device { path } => {
+                BundleBacking { kind: "device".into(), path: Some(esc(&path.display().to_string())) }
+            }
+        };
+        let fixture = s.archive.as_ref().map(|a| match &a.source {
+            ArchiveSource::Generate { profile, scale, seed } => BundleFixture {
+                kind: "generated".into(),
+                profile: Some(esc(profile)),
+                scale: Some(*scale),
+                seed: Some(*seed),
+                path: None,
+                contents: None,
+            },
+            ArchiveSource::Path(path) => BundleFixture {
+                kind: "file".into(),
+                profile: None,
+                scale: None,
+                seed: None,
+                path: Some(shown(path)),
+                contents: pf.archive.as_ref().map(|(_, r)| BundleArchiveContents {
+                    files: r.stats.files,
+                    dirs: r.stats.dirs,
+                    symlinks: r.stats.symlinks,
+                    hardlinks: r.stats.hardlinks,
+                    bytes: r.stats.bytes,
+                    refused_entries: r.refused.len(),
+                }),
+            },
+        });
+        BundleVerifyJson {
+            schema: OUTPUT_SCHEMA_VERSION,
+            bundle: esc(&bundle.display().to_string()),
+            format: m.format,
+            packed_by: esc(&m.tool_version),
+            created: m.created.as_deref().map(esc),
+            files: m.files.len(),
+            bytes: m.total_bytes(),
+            scenario: esc(&s.name),
+            workload: s.workload.kind().to_string(),
+            cells: p.cells.len(),
+            filesystems: s
+                .matrix
+                .fs
+                .iter()
+                .map(|fs| {
+                    let spec = s.filesystems.get(fs);
+                    let all =
+                        |v: Option<&Vec<String>>| v.map(|v| v.iter().map(|x| esc(x)).collect()).unwrap_or_default();
+                    BundleFilesystem {
+                        name: esc(fs),
+                        mkfs: all(spec.map(|f| &f.mkfs)),
+                        mount: all(spec.map(|f| &f.mount)),
+                    }
+                })
+                .collect(),
+            backing,
+            needs_root: crate::bundle::needs_root(s, &p),
+            exec_steps: crate::bundle::exec_steps(s).iter().map(|e| esc(e)).collect(),
+            fixture,
+            kernels: s
+                .kernels
+                .iter()
+                .map(|k| BundleKernel { label: esc(&k.label), image: esc(&k.image.display().to_string()) })
+                .collect(),
+            // Already escaped by the preflight.
+            results: pf.results.as_ref().map(|r| BundleResults {
+                path: esc(&r.path),
+                label: r.label.clone(),
+                host: r.host.clone(),
+                kernel: r.kernel.clone(),
+                tool_version: r.tool_version.clone(),
+                cells: r.cells,
+                planned: r.planned,
+                matrix: r.matrix,
+            }),
+            refused: pf.refused.iter().map(|r| esc(r)).collect(),
+            flags_needed: crate::bundle::flags_needed(s).iter().map(|f| esc(f)).collect(),
+        }
+    }
+}
+
 /// A document as the commands print it: pretty JSON and a newline.
 pub fn to_json<T: Serialize>(doc: &T) -> String {
     serde_json::to_string_pretty(doc).expect("output documents serialize") + "\n"
@@ -157,5 +386,6 @@ pub fn schemas() -> Vec<(&'static str, String)> {
         ("plan.schema.json", text::<PlanJson>()),
         ("validate.schema.json", text::<ValidateJson>()),
         ("gate.schema.json", text::<GateJson>()),
+        ("bundle-verify.schema.json", text::<BundleVerifyJson>()),
     ]
 }

@@ -41,6 +41,9 @@ pub struct BundlePackArgs {
 pub struct BundleVerifyArgs {
     /// The bundle file.
     pub bundle: PathBuf,
+    /// Print JSON (`schemas/bundle-verify.schema.json`) instead of the summary; the exit code is the same.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `fsbench bundle run`.
@@ -104,7 +107,11 @@ pub fn verify(args: &BundleVerifyArgs) -> anyhow::Result<i32> {
     let origin = format!("{}:{SCENARIO_FILE}", args.bundle.display());
     let s = ob.scenario(&origin, &[]).map_err(BundleError::into_anyhow)?;
     let pf = preflight(&ob, &s);
-    print!("{}", describe(&args.bundle, &ob, &s, &pf));
+    if args.json {
+        print!("{}", crate::output::to_json(&crate::output::BundleVerifyJson::of(&args.bundle, &ob, &s, &pf)));
+    } else {
+        print!("{}", describe(&args.bundle, &ob, &s, &pf));
+    }
     refuse_if_any(&args.bundle, &pf)?;
     Ok(exit::SUCCESS)
 }

@@ -26,6 +26,13 @@ pub enum ReportFormat {
     Json,
 }
 
+impl ReportFormat {
+    /// The format chosen, `--json` being short for `--format json`.
+    pub fn or_json(self, json: bool) -> ReportFormat {
+        if json { ReportFormat::Json } else { self }
+    }
+}
+
 impl From<ReportFormat> for Format {
     fn from(f: ReportFormat) -> Self {
         match f {
@@ -47,6 +54,9 @@ pub struct ReportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ReportFormat,
+    /// Print JSON: the same as `--format json`.
+    #[arg(long)]
+    pub json: bool,
     /// Also write one PNG and one SVG plot per table into this directory.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
@@ -68,6 +78,9 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ReportFormat,
+    /// Print JSON: the same as `--format json`.
+    #[arg(long)]
+    pub json: bool,
     /// Also write one PNG and one SVG plot per table into this directory (steps: one chart
     /// per step with every label on one y axis, and one per-iteration chart per filesystem).
     #[arg(long, value_name = "DIR")]
@@ -105,7 +118,7 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
             ));
         }
     }
-    let format = Format::from(args.format);
+    let format = Format::from(args.format.or_json(args.json));
     // A scenario directory: the runs in it, to choose from.
     if let [dir] = args.runs.as_slice()
         && is_scenario_dir(dir)
@@ -244,7 +257,7 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
         }
     }
     let opts = CompareOptions { iterations: args.iterations, metric };
-    let text = render_compare_with(&runs, args.format.into(), &opts)
+    let text = render_compare_with(&runs, args.format.or_json(args.json).into(), &opts)
         .map_err(|e| InputError::anyhow(format!("cannot compare: {e}")))?;
     print!("{text}");
     if let Some(dir) = &args.plot {

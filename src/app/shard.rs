@@ -22,6 +22,9 @@ pub struct MergeArgs {
     /// Output format of the merged report.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ReportFormat,
+    /// Print JSON: the same as `--format json`.
+    #[arg(long)]
+    pub json: bool,
     /// Also write each merged run (one per host) as a run directory under this results root
     /// (`<DIR>/<scenario>/<run>-merged/`), for report, compare and gate like any other run.
     #[arg(long, value_name = "DIR")]
@@ -157,7 +160,7 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
     if let Some(out) = &args.out {
         super::check_output_dir("--out", out)?;
     }
-    let format = Format::from(args.format);
+    let format = Format::from(args.format.or_json(args.json));
     let dirs = find_run_dirs(&args.dirs).map_err(input)?;
     let mut runs = Vec::new();
     for d in &dirs {

@@ -273,6 +273,28 @@ pub fn preflight(ob: &OpenBundle, s: &Scenario) -> Preflight {
     pf
 }
 
+/// Whether any cell of the expansion `p` of `s` needs root.
+pub fn needs_root(s: &Scenario, p: &plan::Plan) -> bool {
+    p.cells.iter().any(|c| plan::needs(s, &c.params).iter().any(|n| n == "root" || n.starts_with("root (")))
+}
+
+/// The flags `bundle run` needs for what the bundle asks, as [`check_allowed`] checks them.
+pub fn flags_needed(s: &Scenario) -> Vec<String> {
+    let mut flags = Vec::new();
+    if !s.kernels.is_empty() {
+        flags.push("--allow-kernels".to_string());
+    }
+    if !exec_steps(s).is_empty() {
+        flags.push("--allow-exec".to_string());
+    }
+    match &s.backing {
+        Backing::Device { path } => flags.push(format!("--allow-device {}", path.display())),
+        Backing::Dir { path } if !path.as_os_str().is_empty() => flags.push("--set backing.path=DIR".to_string()),
+        _ => {}
+    }
+    flags
+}
+
 /// `[[kernels]]` as `LABEL=IMAGE` for messages.
 fn kernels_shown(s: &Scenario) -> String {
     s.kernels
@@ -315,8 +337,7 @@ pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario, pf: &Preflight) ->
         Backing::Device { path } => format!("device {}", path.display()),
     };
     let _ = writeln!(o, "  backing:     {backing}");
-    let root = p.cells.iter().any(|c| plan::needs(s, &c.params).iter().any(|n| n == "root" || n.starts_with("root (")));
-    let _ = writeln!(o, "  needs root:  {}", if root { "yes" } else { "no" });
+    let _ = writeln!(o, "  needs root:  {}", if needs_root(s, &p) { "yes" } else { "no" });
     let exec = exec_steps(s);
     if exec.is_empty() {
         let _ = writeln!(o, "  exec steps:  none");

@@ -385,6 +385,53 @@ fn exec_step_needs_allow_exec() {
     sb.assert_nothing_written("exec");
 }
 
+/// `bundle verify --json` in `sb`: exit code and the document, checked against its schema.
+fn verify_json(sb: &Sandbox, case: &str) -> (i32, serde_json::Value) {
+    let (code, stdout, stderr) = sb.cmd(&["bundle", "verify", "lab.fsb", "--json"]);
+    assert!(code == 0 || code == 2, "{case}: exit {code}\n{stderr}");
+    (code, crate::schemas::conforming("bundle-verify.schema.json", stdout.as_bytes(), case))
+}
+
+#[test]
+fn verify_json_says_what_the_bundle_asks_with_the_exit_codes_of_the_text() {
+    let exec = "schema = 1\nname = \"ex\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"dir\"\n[workload]\nkind = \"steps\"\niterations = 1\n\
+                steps = [{ op = \"exec\", argv = [\"touch\", \"pwned\"] }]\n";
+    let sb = Sandbox::new();
+    std::fs::write(sb.p("work/lab.fsb"), bundle_with(vec![], |_| {}, exec)).unwrap();
+    let (code, doc) = verify_json(&sb, "exec");
+    assert_eq!(code, 0);
+    assert_eq!(doc["scenario"], "ex");
+    assert_eq!(doc["workload"], "steps");
+    assert_eq!(doc["exec_steps"], serde_json::json!(["touch pwned"]));
+    assert_eq!(doc["flags_needed"], serde_json::json!(["--allow-exec"]));
+    assert_eq!(doc["refused"], serde_json::json!([]));
+    assert_eq!(doc["backing"], serde_json::json!({"kind": "dir", "path": null}));
+    assert_eq!(doc["files"], 1);
+    sb.assert_nothing_written("exec --json");
+
+    let device = SCENARIO.replace("kind = \"dir\"", "kind = \"device\"\npath = \"/dev/fsbench-no-such-disk\"");
+    let sb = Sandbox::new();
+    std::fs::write(sb.p("work/lab.fsb"), bundle_with(vec![], |_| {}, &device)).unwrap();
+    let (code, doc) = verify_json(&sb, "device");
+    assert_eq!(code, 0);
+    assert_eq!(doc["backing"]["kind"], "device");
+    assert_eq!(doc["flags_needed"], serde_json::json!(["--allow-device /dev/fsbench-no-such-disk"]));
+    assert_eq!(doc["cells"], 1);
+
+    // Refused whatever the flags: exit 2 as without --json, the reasons in the document too.
+    let mkfs = SCENARIO.replace("[backing]", "[filesystems.ext4]\nmkfs = [\"-d\", \"/etc\"]\n[backing]");
+    let sb = Sandbox::new();
+    std::fs::write(sb.p("work/lab.fsb"), bundle_with(vec![], |_| {}, &mkfs)).unwrap();
+    let (code, doc) = verify_json(&sb, "mkfs");
+    assert_eq!(code, 2);
+    assert_eq!(doc["filesystems"][0]["mkfs"], serde_json::json!(["-d", "/etc"]));
+    let refused = doc["refused"].as_array().unwrap();
+    assert!(refused.len() == 1 && refused[0].as_str().unwrap().contains("refusing mkfs argument `-d`"), "{doc}");
+    let (text_code, _, _) = sb.cmd(&["bundle", "verify", "lab.fsb"]);
+    assert_eq!(text_code, 2, "the same exit code as the text");
+    sb.assert_nothing_written("mkfs --json");
+}
+
 #[test]
 fn archive_outside_the_bundle() {
     let scenario = "schema = 1\nname = \"ar\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"dir\"\n[archive]\npath = \"/etc/hostname\"\n\

@@ -69,6 +69,13 @@ fn packed_here_runs_elsewhere_and_compares() {
     ] {
         assert!(v.contains(want), "verify lacks `{want}`:\n{v}");
     }
+    let json = ok(fsbench_at(&lab_b, &cache).args(["bundle", "verify", "lab.fsb", "--json"]));
+    let doc = crate::schemas::conforming("bundle-verify.schema.json", json.as_bytes(), "bundle verify --json");
+    assert_eq!(doc["results"]["label"], "A", "{doc}");
+    assert_eq!((doc["results"]["cells"].as_u64(), doc["results"]["planned"].as_u64()), (Some(2), Some(2)), "{doc}");
+    assert!(doc["results"]["host"].as_str().is_some_and(|h| !h.is_empty()) && doc["results"]["kernel"].is_string());
+    assert_eq!((doc["needs_root"].as_bool(), doc["cells"].as_u64()), (Some(false), Some(2)));
+    assert_eq!(doc["flags_needed"], serde_json::json!([]));
     ok(fsbench_at(&lab_b, &cache).args(["bundle", "run", "lab.fsb", "--quiet", "--out", "res", "--label", "B"]));
     // Lab B now holds the packer's run (imported from the bundle) and its own.
     let runs = run_dirs(&lab_b.join("res"));
@@ -169,6 +176,11 @@ fn real_archive_travels_as_a_file_and_generated_as_a_recipe() {
         v.contains("fixture:     fixtures/small.tar.gz") && v.contains("backing:     dir (a private directory)"),
         "{v}"
     );
+    let json = ok(fsbench_at(&lab_b, &cache).args(["bundle", "verify", "untar.fsb", "--json"]));
+    let doc = crate::schemas::conforming("bundle-verify.schema.json", json.as_bytes(), "untar.fsb");
+    assert_eq!(doc["fixture"]["path"], "fixtures/small.tar.gz", "{doc}");
+    assert!(doc["fixture"]["contents"]["files"].as_u64().is_some_and(|n| n > 0), "{doc}");
+    assert_eq!(doc["fixture"]["contents"]["refused_entries"], 0, "{doc}");
     ok(fsbench_at(&lab_b, &cache).args(["bundle", "run", "untar.fsb", "--quiet", "--out", "res"]));
     let run = run_dirs(&lab_b.join("res")).pop().unwrap();
     let cell: serde_json::Value =
@@ -184,6 +196,10 @@ fn real_archive_travels_as_a_file_and_generated_as_a_recipe() {
     assert_eq!(manifest_paths(&lab_a.join("gen.fsb")), ["manifest.json", "scenario.toml"]);
     let v = ok(fsbench_at(&lab_a, &cache).args(["bundle", "verify", "gen.fsb"]));
     assert!(v.contains("fixture:     generated linux-2.5.63, scale 0.01, seed 7"), "{v}");
+    let json = ok(fsbench_at(&lab_a, &cache).args(["bundle", "verify", "gen.fsb", "--json"]));
+    let doc = crate::schemas::conforming("bundle-verify.schema.json", json.as_bytes(), "gen.fsb");
+    assert_eq!(doc["fixture"]["kind"], "generated");
+    assert_eq!((doc["fixture"]["seed"].as_u64(), doc["fixture"]["scale"].as_f64()), (Some(7), Some(0.01)));
 }
 
 /// An archive that plants `src/evil -> <outside>` and then writes `src/evil/pwned` through it.

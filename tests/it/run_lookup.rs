@@ -57,6 +57,20 @@ fn a_scenario_directory_lists_its_runs() {
 }
 
 #[test]
+fn json_is_short_for_format_json_in_report_and_compare() {
+    let (tmp, root) = three_runs();
+    let run = |args: &[&str]| stdio(&fsbench().current_dir(tmp.path()).args(args).assert().success()).0;
+    let sdir = root.join("quota-smp");
+    let sdir = sdir.to_str().unwrap();
+    for args in [&["report", sdir][..], &["report", "@V3"], &["compare", "BASE=@BASE", "V3=@V3"]] {
+        let long = run(&[args, &["--format", "json"][..]].concat());
+        let short = run(&[args, &["--json"][..]].concat());
+        assert!(serde_json::from_str::<serde_json::Value>(&short).is_ok(), "{args:?}: {short}");
+        assert_eq!(short, long, "{args:?}");
+    }
+}
+
+#[test]
 fn labels_and_latest_name_runs_in_compare_report_and_gate() {
     let (tmp, root) = three_runs();
     let (out, err) = stdio(

@@ -58,12 +58,17 @@ fn conforms(schema: &str, args: &[&str], ok_codes: &[i32]) -> serde_json::Value 
         out.status.code(),
         String::from_utf8_lossy(&out.stderr)
     );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"));
-    let schema: serde_json::Value =
+    conforming(schema, &out.stdout, &format!("{args:?}"))
+}
+
+/// `stdout` of `what` is one JSON document that conforms to `schemas/<schema>`; the document.
+pub(crate) fn conforming(schema: &str, stdout: &[u8], what: &str) -> serde_json::Value {
+    let doc: serde_json::Value = serde_json::from_slice(stdout).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let schema_doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(crate_root().join("schemas").join(schema)).unwrap()).unwrap();
-    let errors = crate::support::jsonschema::validate(&schema, &doc);
-    assert!(errors.is_empty(), "{args:?} breaks {schema}:\n{}", errors.join("\n"));
-    assert_eq!(doc["schema"], 1, "{args:?}: documents carry their version");
+    let errors = crate::support::jsonschema::validate(&schema_doc, &doc);
+    assert!(errors.is_empty(), "{what} breaks {schema}:\n{}", errors.join("\n"));
+    assert_eq!(doc["schema"], 1, "{what}: documents carry their version");
     doc
 }
 

@@ -118,6 +118,8 @@ fn hosts_are_a_dimension_not_an_average() {
     m["host"]["hostname"] = "otherhost".into();
     std::fs::write(r2.join("run.json"), serde_json::to_string_pretty(&m).unwrap()).unwrap();
     let json = ok(&merge(&[&sb.out()], "json"));
+    let short = fsbench().arg("merge").arg(sb.out()).arg("--json").env_remove("FSBENCH_RUN_KEY").output().unwrap();
+    assert_eq!(ok(&short), json, "--json is --format json");
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     let labels: Vec<&str> = v["runs"].as_array().unwrap().iter().map(|r| r["label"].as_str().unwrap()).collect();
     assert_eq!(labels.len(), 2, "one entry per host: {labels:?}");
