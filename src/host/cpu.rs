@@ -142,6 +142,33 @@ pub fn account(
     Disturbance { wall_us, own_cpu_us, foreign_cpu_us, steal_us, share, disturbed }
 }
 
+/// How long a rerun waits, at most, for the machine to become quiet (see [`wait_until_quiet`]).
+pub const QUIET_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Sleep in windows of `step` until one of them is not disturbed at `threshold`, or
+/// until `max` has passed or `cancel()` says stop; returns how long it waited.
+///
+/// A disturbed repetition is rerun, and a neighbour that is busy now is likely still
+/// busy a moment later: rerunning at once mostly buys another disturbed repetition and
+/// spends the rerun budget. Waiting for one quiet window first makes the rerun count.
+pub fn wait_until_quiet(
+    threshold: f64,
+    step: std::time::Duration,
+    max: std::time::Duration,
+    cancel: &dyn Fn() -> bool,
+) -> std::time::Duration {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < max && !cancel() {
+        let w = Window::start();
+        std::thread::sleep(step);
+        match w.finish(threshold) {
+            Some(d) if d.disturbed => continue,
+            _ => break,
+        }
+    }
+    t0.elapsed()
+}
+
 /// A `timeval` in whole microseconds.
 pub fn timeval_us(tv: libc::timeval) -> u64 {
     tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64
@@ -214,4 +241,16 @@ mod tests {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
         assert!(d.own_cpu_us >= 100_000 && d.own_cpu_us <= cpus * d.wall_us + 10_000, "{d:?}");
     }
+
+    #[test]
+    fn waiting_for_quiet_stops_at_a_quiet_window_or_when_cancelled() {
+        let step = std::time::Duration::from_millis(20);
+        // Any window is quiet under an infinite threshold: one step.
+        let w = wait_until_quiet(f64::INFINITY, step, std::time::Duration::from_secs(5), &|| false);
+        assert!(w >= step && w < std::time::Duration::from_secs(5), "{w:?}");
+        // A cancelled wait returns at once, however busy the machine.
+        let w = wait_until_quiet(0.0, step, std::time::Duration::from_secs(5), &|| true);
+        assert!(w < step, "{w:?}");
+    }
+
 }

@@ -176,7 +176,8 @@ fn signal_name(signal: i32) -> &'static str {
 ///
 /// Each repetition is one accounting window ([`crate::host::cpu::Window`]) from
 /// spawning the workers to reaping them. A disturbed repetition is kept (marked)
-/// and replaced by another, at most `noise.max_reruns` times per cell. The cell
+/// and replaced by another, at most `noise.max_reruns` times per cell, after waiting
+/// (up to [`crate::host::cpu::QUIET_WAIT_MAX`]) for a quiet 200 ms window. The cell
 /// stops by [`crate::stats::adaptive_stop`] on the undisturbed samples, or when
 /// the rerun budget is spent; [`LatfsResult::stopped`] says which.
 pub fn run(run: &LatfsRun) -> Result<LatfsResult, LatfsError> {
@@ -221,6 +222,14 @@ pub fn run_monitored(
                 break StopReason::RerunBudget;
             }
             reruns += 1;
+            if let Some(t) = noise.disturbance {
+                crate::host::cpu::wait_until_quiet(
+                    t,
+                    Duration::from_millis(200),
+                    crate::host::cpu::QUIET_WAIT_MAX,
+                    &crate::signals::interrupted,
+                );
+            }
             continue;
         }
         let good: Vec<f64> = repetitions.iter().filter(|r| r.counts()).map(|r| r.total_loops_per_ms).collect();
