@@ -87,7 +87,7 @@ if per_it:
         print(f"iteration {i+1}: on {on:.3f}s off {off:.3f}s ratio {on/off:.3f} (off max/min {spread:.2f})")
     print(f"median ratio over iterations: {st.median(ratios):.3f}")
 def latfs(prefix, title, a, b):
-    tl = {}
+    tl, rounds_of = {}, {}
     for m in ("on", "off"):
         for r in range(1, rounds + 1):
             for c in cells(f"{prefix}-{m}-{r}"):
@@ -95,6 +95,7 @@ def latfs(prefix, title, a, b):
                     continue
                 for rep in c["latfs"]["repetitions"]:
                     tl.setdefault((m, c["params"]["test"]), []).append(rep["total_loops_per_ms"])
+                    rounds_of.setdefault((m, c["params"]["test"], r), []).append(rep["total_loops_per_ms"])
     if not tl:
         return
     print(title)
@@ -102,7 +103,11 @@ def latfs(prefix, title, a, b):
         if ("on", t) in tl and ("off", t) in tl:
             h, p = st.median(tl[("on", t)]), st.median(tl[("off", t)])
             cv = st.pstdev(tl[("off", t)]) / st.mean(tl[("off", t)])
-            print(f"{t}: {a} {h:.1f} {b} {p:.1f} ratio {h/p:.3f} ({b} CV {cv*100:.1f}%, n={len(tl[('off', t)])})")
+            # Paired by round (the two ran back to back): drift between rounds cancels.
+            paired = [st.median(rounds_of[("on", t, r)]) / st.median(rounds_of[("off", t, r)])
+                      for r in range(1, rounds + 1) if ("on", t, r) in rounds_of and ("off", t, r) in rounds_of]
+            print(f"{t}: {a} {h:.1f} {b} {p:.1f} ratio {h/p:.3f}, paired by round {st.median(paired):.3f} "
+                  f"({b} CV {cv*100:.1f}%, n={len(tl[('off', t)])})")
 latfs("latfs", "== lat_fs total_loops, histogram / mean (median over rounds x repetitions)", "histogram", "mean")
 latfs("base", "== lat_fs default loop, this build / BASELINE", "this", "baseline")
 EOF
