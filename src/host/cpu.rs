@@ -252,5 +252,4 @@ mod tests {
         let w = wait_until_quiet(0.0, step, std::time::Duration::from_secs(5), &|| true);
         assert!(w < step, "{w:?}");
     }
-
 }

@@ -144,14 +144,7 @@ fn draw_timeline<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, groups: &[&St
             .draw_secondary_series(DashedLineSeries::new(s.read_mbs.iter().copied(), 2, 3, tp.mix(0.8).stroke_width(1)))
             .map_err(|x| e(&x))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font(("sans-serif", 13))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.5))
-        .draw()
-        .map_err(|x| e(&x))?;
+    super::plot::draw_legend(&mut chart, SeriesLabelPosition::UpperRight, 13)?;
     root.present().map_err(|x| e(&x))?;
     Ok(())
 }
@@ -211,14 +204,7 @@ fn draw_cdf<DB: DrawingBackend>(
             .label(format!("{} {} (p99 {:.2} µs)", c.label, c.id, c.dist.p99_ns as f64 / 1e3))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font(("sans-serif", 13))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.5))
-        .draw()
-        .map_err(|x| e(&x))?;
+    super::plot::draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 13)?;
     root.present().map_err(|x| e(&x))?;
     Ok(())
 }

@@ -118,6 +118,26 @@ where
     Ok(svg)
 }
 
+/// The series legend every chart here draws: a framed, slightly transparent box at `pos`.
+pub(super) fn draw_legend<'a, DB, CT>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    pos: SeriesLabelPosition,
+    font_size: u32,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    CT: CoordTranslate,
+{
+    chart
+        .configure_series_labels()
+        .position(pos)
+        .label_font(("sans-serif", font_size))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.5))
+        .draw()
+        .map_err(|x| x.to_string())
+}
+
 pub(super) fn render_with<A, B>(stem: String, bitmap: A, svg_draw: B) -> Result<PlotImage, PlotError>
 where
     A: Fn(DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), String>,
@@ -192,14 +212,7 @@ fn draw_latfs<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &LatfsTable) 
             }))
             .map_err(|x| e(&x))?;
     }
-    chart
-        .configure_series_labels()
-        .position(legend_corner(t, n, ymax))
-        .label_font(("sans-serif", 15))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.5))
-        .draw()
-        .map_err(|x| e(&x))?;
+    draw_legend(&mut chart, legend_corner(t, n, ymax), 15)?;
     root.present().map_err(|x| e(&x))?;
     Ok(())
 }
@@ -277,14 +290,7 @@ fn draw_steps<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, g: &StepsGroup) 
             .label(format!("iteration {}", i + 1))
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font(("sans-serif", 15))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.5))
-        .draw()
-        .map_err(|x| e(&x))?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperRight, 15)?;
     root.present().map_err(|x| e(&x))?;
     Ok(())
 }
@@ -359,14 +365,7 @@ fn draw_step_compare<DB: DrawingBackend>(
             )
             .map_err(|x| e(&x))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font(("sans-serif", 15))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.5))
-        .draw()
-        .map_err(|x| e(&x))?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 15)?;
     root.present().map_err(|x| e(&x))?;
     Ok(())
 }
@@ -426,14 +425,7 @@ fn draw_iterations<DB: DrawingBackend>(
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
             chart.draw_series(pts.iter().map(|p| Circle::new(*p, 4, color.filled()))).map_err(|x| e(&x))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .label_font(("sans-serif", 13))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.5))
-            .draw()
-            .map_err(|x| e(&x))?;
+        draw_legend(&mut chart, SeriesLabelPosition::LowerRight, 13)?;
     }
     root.present().map_err(|x| e(&x))?;
     Ok(())
