@@ -179,7 +179,7 @@ pub struct BundleVerifyJson {
     /// `[[kernels]]` booted in qemu (refused unless `--allow-kernels`); empty: this machine's kernel.
     pub kernels: Vec<BundleKernel>,
     /// The packed results, when there are any and they load.
-    pub results: Option<BundleResults>,
+    pub results: Option<crate::bundle::PackedRun>,
     /// Why the bundle cannot run here whatever the flags, one line each; empty when nothing is.
     pub refused: Vec<String>,
     /// The flags `bundle run` needs for what the bundle asks (`--allow-exec`, ...).
@@ -247,27 +247,6 @@ pub struct BundleKernel {
     pub label: String,
     /// Kernel image on this machine.
     pub image: String,
-}
-
-/// A bundle's packed results.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct BundleResults {
-    /// `results/<scenario>/<run-id>` inside the bundle.
-    pub path: String,
-    /// The run's label.
-    pub label: Option<String>,
-    /// Host name.
-    pub host: String,
-    /// Kernel release.
-    pub kernel: String,
-    /// fsbench version that measured it.
-    pub tool_version: String,
-    /// Cells stored.
-    pub cells: usize,
-    /// Cells its run planned.
-    pub planned: usize,
-    /// Cells of the full matrix (more than `planned`: a subset, `--only` or a shard).
-    pub matrix: usize,
 }
 
 impl BundleVerifyJson {
@@ -354,16 +333,7 @@ impl BundleVerifyJson {
                 .map(|k| BundleKernel { label: esc(&k.label), image: esc(&k.image.display().to_string()) })
                 .collect(),
             // Already escaped by the preflight.
-            results: pf.results.as_ref().map(|r| BundleResults {
-                path: esc(&r.path),
-                label: r.label.clone(),
-                host: r.host.clone(),
-                kernel: r.kernel.clone(),
-                tool_version: r.tool_version.clone(),
-                cells: r.cells,
-                planned: r.planned,
-                matrix: r.matrix,
-            }),
+            results: pf.results.clone(),
             refused: pf.refused.iter().map(|r| esc(r)).collect(),
             flags_needed: crate::bundle::flags_needed(s).iter().map(|f| esc(f)).collect(),
         }

@@ -186,12 +186,13 @@ pub fn exec_steps(s: &Scenario) -> Vec<String> {
     }
 }
 
-/// The packed results, as `bundle verify` shows them.
-#[derive(Debug, Clone)]
+/// The packed results, as `bundle verify` shows them (and `--json` prints them); every
+/// string came from the bundle and is escaped for printing.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct PackedRun {
     /// `results/<scenario>/<run-id>` inside the bundle.
     pub path: String,
-    /// The run's label, host name, kernel release and fsbench version (escaped for printing).
+    /// The run's label.
     pub label: Option<String>,
     /// Host name.
     pub host: String,
@@ -258,7 +259,7 @@ pub fn preflight(ob: &OpenBundle, s: &Scenario) -> Preflight {
                 }
                 let esc = crate::text::escape_control;
                 pf.results = Some(PackedRun {
-                    path: rel.clone(),
+                    path: esc(rel),
                     label: run.meta.label.as_deref().map(esc),
                     host: esc(&run.meta.host.hostname),
                     kernel: esc(&run.meta.host.kernel_release),
