@@ -126,7 +126,10 @@ pub fn run(run: &TasksRun) -> Result<StepsResult, TasksError> {
     for (k, (target, archive_dir)) in run.targets.iter().zip(run.archive_dirs).enumerate() {
         let task = k as u32;
         let werr = |source| TasksError::Worker { task, exe: run.exe.to_path_buf(), source };
-        let mut child = Command::new(run.exe)
+        let mut cmd = Command::new(run.exe);
+        // Its own process group with a parent-death signal, as the lat_fs workers: a signal
+        // to fsbench alone is forwarded below, and a SIGKILLed fsbench takes its copies along.
+        let mut child = crate::workload::child::contain(&mut cmd)
             .arg("__steps-worker")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -166,10 +169,23 @@ pub fn run(run: &TasksRun) -> Result<StepsResult, TasksError> {
             source,
         })?;
     }
+    let pids: Vec<libc::pid_t> = reap.0.iter().map(|w| w.child.id() as libc::pid_t).collect();
     let mut copies = Vec::with_capacity(reap.0.len());
     let mut first_error = None;
     let mut interrupted = false;
+    let mut forwarded = false;
     for w in reap.0.iter_mut() {
+        // Wait for the reply, forwarding an interrupt to every copy's group once: each stops at
+        // its next entry and replies `interrupted` (SA_RESTART would keep a plain read blocked).
+        while !readable(&w.out) {
+            if crate::signals::interrupted() && !forwarded {
+                forwarded = true;
+                for pid in &pids {
+                    // SAFETY: kill(2) with a negative pid signals the group the copy leads.
+                    unsafe { libc::kill(-pid, libc::SIGTERM) };
+                }
+            }
+        }
         let mut text = String::new();
         // A reply is a few KB per iteration; the cap keeps a broken worker from filling memory.
         (&mut w.out).take(64 << 20).read_to_string(&mut text).map_err(|source| TasksError::Worker {
@@ -195,6 +211,21 @@ pub fn run(run: &TasksRun) -> Result<StepsResult, TasksError> {
         return Err(e);
     }
     Ok(StepsResult::aggregate(copies))
+}
+
+/// Whether the worker's reply (or its end of file) can be read, after waiting at most
+/// [`crate::signals::POLL`]; buffered data counts.
+fn readable(out: &BufReader<std::process::ChildStdout>) -> bool {
+    use std::os::fd::AsRawFd;
+    if !out.buffer().is_empty() {
+        return true;
+    }
+    let mut fd = libc::pollfd { fd: out.get_ref().as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let ms = crate::signals::POLL.as_millis() as libc::c_int;
+    // SAFETY: one valid pollfd for the duration of the call.
+    let n = unsafe { libc::poll(&mut fd, 1, ms) };
+    // Errors (EINTR from our own handler) mean "look again"; POLLHUP is the end of file.
+    n > 0
 }
 
 fn cut(s: &str) -> String {

@@ -215,3 +215,52 @@ fn off_target_archive_copy_was_left_in_the_work_root_after_every_run() {
     assert_no_leaks(sb.path());
     assert!(leaks(sb.path()).is_empty());
 }
+
+#[test]
+fn sigterm_to_main_pid_alone_let_steps_copies_run_to_their_end() {
+    // `tasks = 2` steps run as `__steps-worker` processes; a signal to fsbench alone did not
+    // reach them, and fsbench waited in a blocking read until every copy had finished.
+    skip_unless_root!();
+    let sb = Sandbox::new("fsbench-life-");
+    let fixture = crate::support::small_fixture();
+    let args = [
+        "run",
+        "kernel-untar",
+        "--archive",
+        fixture.to_str().unwrap(),
+        "--set",
+        "matrix.fs=ext4",
+        "--set",
+        "matrix.tasks=[2]",
+        "--set",
+        "matrix.layout=[\"S\"]",
+        "--set",
+        "workload.iterations=500",
+        "--set",
+        "backing.image_size=64MiB",
+    ];
+    let mut child = sb.fsbench(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    // A copy's command line is only `fsbench __steps-worker` (its work comes on stdin): find it by parent.
+    let copy = poll(Duration::from_secs(60), Duration::from_millis(10), || {
+        std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let ppid: u32 = stat.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()?;
+            let cmd = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).ok()?;
+            (ppid == child.id() && cmd.contains("__steps-worker")).then_some(pid)
+        })
+    })
+    .expect("no steps copy appeared");
+    std::thread::sleep(Duration::from_millis(500));
+    signal(&child, Signal::SIGTERM);
+    let (code, took) = exit_within(&mut child, Duration::from_secs(120));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(took < Duration::from_secs(10), "exit took {took:?}\n{stderr}");
+    let stat = std::fs::read_to_string(format!("/proc/{copy}/stat")).unwrap_or_default();
+    assert!(stat.is_empty() || stat.contains(") Z"), "a steps copy outlived the interrupt: {stat}");
+    let run = &sb.runs()[0];
+    assert!(cell_ids(run).is_empty(), "an interrupted steps cell is not stored");
+    assert_no_leaks(sb.path());
+}
