@@ -5,6 +5,7 @@ use std::io::Read;
 use std::path::Path;
 
 use super::MAX_PROC_FILE;
+use crate::model::VmCounters;
 
 /// Read a small kernel file whole, at most [`MAX_PROC_FILE`] bytes; `None` if it cannot be read.
 pub fn read_capped(path: &Path) -> Option<String> {
@@ -84,38 +85,11 @@ impl BlockStat {
     }
 }
 
-/// The `/proc/vmstat` counters we keep (all cumulative since boot).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct VmStat {
-    /// KiB paged in from block devices.
-    pub pgpgin: u64,
-    /// KiB paged out to block devices.
-    pub pgpgout: u64,
-    /// Pages swapped in.
-    pub pswpin: u64,
-    /// Pages swapped out.
-    pub pswpout: u64,
-    /// Pages dirtied.
-    pub nr_dirtied: u64,
-    /// Pages written back.
-    pub nr_written: u64,
-    /// Page faults.
-    pub pgfault: u64,
-    /// Major page faults.
-    pub pgmajfault: u64,
-    /// Direct reclaim stalls, summed over zones (`allocstall_*`; `allocstall` on old kernels).
-    pub allocstall: u64,
-    /// Pages scanned by kswapd.
-    pub pgscan_kswapd: u64,
-    /// Pages scanned by direct reclaim.
-    pub pgscan_direct: u64,
-    /// Pages reclaimed by kswapd.
-    pub pgsteal_kswapd: u64,
-    /// Pages reclaimed by direct reclaim.
-    pub pgsteal_direct: u64,
-}
+/// A `/proc/vmstat` snapshot: the fields of [`VmCounters`], holding absolute values
+/// (a window's counters are the difference of two snapshots).
+pub type VmStat = VmCounters;
 
-impl VmStat {
+impl VmCounters {
     /// Parse `/proc/vmstat`: `name value` lines; unknown names are ignored.
     pub fn parse(text: &str) -> VmStat {
         let mut s = VmStat::default();

@@ -45,6 +45,17 @@ fn processes_naming(needle: &str) -> Vec<i32> {
         .collect()
 }
 
+/// A child process of `parent` whose command line contains `needle`.
+fn child_naming(parent: &Child, needle: &str) -> Option<i32> {
+    std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let ppid: u32 = stat.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()?;
+        let cmd = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).ok()?;
+        (ppid == parent.id() && cmd.contains(needle)).then_some(pid)
+    })
+}
+
 fn cell_status(run: &Path, id: &str) -> Option<String> {
     let text = std::fs::read_to_string(run.join(format!("cells/{id}.json"))).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
@@ -136,15 +147,8 @@ steps = [ { op = "exec", argv = ["sleep", "30"] } ]
     .unwrap();
     let mut child =
         sb.fsbench(&["run", scenario.to_str().unwrap()]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    let sleeper = poll(Duration::from_secs(30), Duration::from_millis(10), || {
-        std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
-            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let ppid: u32 = stat.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()?;
-            (ppid == child.id() && stat.contains("(sleep)")).then_some(pid)
-        })
-    })
-    .expect("the exec step never started");
+    let sleeper = poll(Duration::from_secs(30), Duration::from_millis(10), || child_naming(&child, "sleep"))
+        .expect("the exec step never started");
     signal(&child, Signal::SIGHUP);
     let (code, took) = exit_within(&mut child, Duration::from_secs(60));
     assert_eq!(code, Some(130));
@@ -241,16 +245,8 @@ fn sigterm_to_main_pid_alone_let_steps_copies_run_to_their_end() {
     ];
     let mut child = sb.fsbench(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     // A copy's command line is only `fsbench __steps-worker` (its work comes on stdin): find it by parent.
-    let copy = poll(Duration::from_secs(60), Duration::from_millis(10), || {
-        std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
-            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let ppid: u32 = stat.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()?;
-            let cmd = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).ok()?;
-            (ppid == child.id() && cmd.contains("__steps-worker")).then_some(pid)
-        })
-    })
-    .expect("no steps copy appeared");
+    let copy = poll(Duration::from_secs(60), Duration::from_millis(10), || child_naming(&child, "__steps-worker"))
+        .expect("no steps copy appeared");
     std::thread::sleep(Duration::from_millis(500));
     signal(&child, Signal::SIGTERM);
     let (code, took) = exit_within(&mut child, Duration::from_secs(120));
