@@ -268,11 +268,7 @@ fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
     };
     match metric {
         Metric::TotalLoops => {
-            let samples = cell
-                .latfs
-                .as_ref()
-                .map(|l| l.repetitions.iter().filter(|r| r.counts()).map(|r| r.total_loops_per_ms).collect())
-                .unwrap_or_default();
+            let samples = cell.latfs.as_ref().map(|l| l.samples(|r| Some(r.total_loops_per_ms))).unwrap_or_default();
             let key = cell.params.test.map(|t| t.name().to_string()).unwrap_or_default();
             vec![Series { name: cell.id.clone(), key, samples, note: not_ok }]
         }
@@ -280,10 +276,7 @@ fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
             let samples: Vec<f64> = cell
                 .latfs
                 .as_ref()
-                .map(|l| {
-                    let dists = l.repetitions.iter().filter(|r| r.counts()).filter_map(|r| r.latency_dist.as_ref());
-                    dists.map(|d| p.of(d) as f64 / 1e3).collect()
-                })
+                .map(|l| l.samples(|r| r.latency_dist.as_ref().map(|d| p.of(d) as f64 / 1e3)))
                 .unwrap_or_default();
             let key = cell.params.test.map(|t| t.name().to_string()).unwrap_or_default();
             let note = not_ok.or_else(|| {

@@ -188,10 +188,10 @@ pub fn needs(s: &Scenario, p: &CellParams) -> Vec<String> {
     needs
 }
 
-/// Estimated run time of one cell (for plans and progress), excluding provisioning.
+/// Estimated run time of one cell (for plans and progress), over all its rounds, excluding provisioning.
 pub fn estimate(s: &Scenario) -> Duration {
     match &s.workload {
-        Workload::Latfs(l) => (l.warmup + l.duration) * l.repetitions + Duration::from_millis(200),
+        Workload::Latfs(l) => ((l.warmup + l.duration) * l.repetitions + Duration::from_millis(200)) * l.rounds.max(1),
         // Steps have no fixed length; seed 002's kernel untar takes seconds per step.
         Workload::Steps(st) => Duration::from_secs(2) * (st.steps.len() as u32) * st.iterations,
     }
@@ -261,8 +261,12 @@ pub fn render_plan_table(s: &Scenario, plan: &Plan, check: &HostCheck, width: u1
     let wrap = |t: &str| crate::text::wrap(t, w, "    ");
     let mut out =
         format!("{}\n{table}\n", wrap(&format!("scenario {} ({}): {}", s.name, s.source.origin, s.description)));
+    let rounds = match &s.workload {
+        Workload::Latfs(l) if l.rounds > 1 => format!(", each in {} rounds (provisioned afresh every round)", l.rounds),
+        _ => String::new(),
+    };
     out.push_str(&wrap(&format!(
-        "{}: {} ready, {skip_count} will be skipped here; estimated {} of measurement",
+        "{}: {} ready, {skip_count} will be skipped here{rounds}; estimated {} of measurement",
         crate::text::cells(total),
         total - skip_count,
         crate::text::human_duration(est)

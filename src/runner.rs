@@ -4,7 +4,7 @@
 //! one stage to the next and makes sure that whatever happens to a cell (skip,
 //! failure, Ctrl-C) its result file says so and its filesystems are gone.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -37,6 +37,9 @@ struct RunContext<'a> {
     archive: Option<PathBuf>,
     /// Real archives came with an untrusted scenario (a bundle).
     untrusted_archives: bool,
+    /// `round 2: ` while the second of several rounds runs (notes say which round they
+    /// are about); empty with one round.
+    round_note: String,
 }
 
 /// Where the cells' results go: a new run directory, or an interrupted run being finished.
@@ -58,8 +61,9 @@ pub enum RunTarget {
 pub struct Resumed {
     /// Writes the remaining cells into the existing run directory.
     pub writer: RunWriter,
-    /// Ids of cells already stored (and not failed).
-    pub done: BTreeSet<String>,
+    /// Cells already stored (and not failed), by id; with several rounds, some may have
+    /// only their first rounds.
+    pub stored: BTreeMap<String, CellResult>,
 }
 
 /// One run, as plain values: the loaded scenario, the cells to run and where things go.
@@ -127,15 +131,17 @@ pub struct RunOutcome {
     pub interrupted: bool,
 }
 
-/// If `dir` is a finished run with every planned cell stored, the number of cells stored.
+/// If `dir` is a finished, uninterrupted run with every planned cell stored, the number of cells stored.
 /// Checked before [`open_resumed`], which marks the run in progress again.
 pub fn resume_is_complete(dir: &Path) -> anyhow::Result<Option<usize>> {
     refuse_imported(dir)?;
     let Ok(run) = results::load_run(dir) else { return Ok(None) };
     let stored: BTreeSet<&str> =
         run.cells.iter().filter(|c| c.status != CellStatus::Failed).map(|c| c.id.as_str()).collect();
-    let complete =
-        run.meta.finished.is_some() && run.meta.planned_cells.iter().all(|p| stored.contains(p.id().as_str()));
+    // An interrupted run may have every cell stored and still miss rounds (`workload.rounds`).
+    let complete = run.meta.finished.is_some()
+        && !run.meta.interrupted
+        && run.meta.planned_cells.iter().all(|p| stored.contains(p.id().as_str()));
     Ok(complete.then_some(stored.len()))
 }
 
@@ -175,7 +181,7 @@ fn refuse_foreign_exec(dir: &Path, s: &Scenario, recorded_on: &str, allow_exec: 
 /// Re-open an interrupted run: its scenario text (with overrides) and planned cells are in run.json.
 pub fn open_resumed(dir: &Path, allow_exec: bool) -> anyhow::Result<(Scenario, Vec<Cell>, Resumed)> {
     refuse_imported(dir)?;
-    let (writer, meta, done) = RunWriter::resume(dir)
+    let (writer, meta, stored) = RunWriter::resume(dir)
         .map_err(|e| exit::InputError::anyhow(format!("cannot resume {}: {e}", dir.display())))?;
     let base = Path::new(&meta.scenario_origin)
         .parent()
@@ -186,7 +192,7 @@ pub fn open_resumed(dir: &Path, allow_exec: bool) -> anyhow::Result<(Scenario, V
     refuse_foreign_exec(dir, &s, &meta.host.hostname, allow_exec)?;
     let cells =
         meta.planned_cells.iter().enumerate().map(|(index, params)| Cell { index, params: params.clone() }).collect();
-    Ok((s, cells, Resumed { writer, done }))
+    Ok((s, cells, Resumed { writer, stored }))
 }
 
 /// Run the cells of one request: check, provision, measure and store each, then finish run.json.
@@ -214,8 +220,8 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
     }
     let cells = req.cells;
     let is_new = matches!(req.target, RunTarget::New { .. });
-    let (mut writer, done) = match req.target {
-        RunTarget::Resumed(r) => (r.writer, r.done),
+    let (mut writer, mut stored) = match req.target {
+        RunTarget::Resumed(r) => (r.writer, r.stored),
         RunTarget::New { out, label, shard } => {
             let planned: Vec<CellParams> = cells.iter().map(|c| c.params.clone()).collect();
             let writer = RunWriter::create_shard(&out, scenario, label.as_deref(), &planned, shard)
@@ -260,43 +266,85 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
         exe: std::env::current_exe().context("cannot find the fsbench executable for worker processes")?,
         archive: None,
         untrusted_archives: req.untrusted_archives,
+        round_note: String::new(),
     };
-    let (todo, order) = order_cells(cells.iter().filter(|c| !done.contains(&c.id())).collect(), req.order);
+    let rounds = scenario_rounds(scenario);
+    let previously_done = cells.iter().filter(|c| stored.get(&c.id()).is_some_and(|r| !wants_round(r, rounds))).count();
+    // Every round runs the cells that still want it, in the run's order (random: a new
+    // permutation per round, from the seed and the round).
+    let mut runs_of: Vec<Vec<&Cell>> = Vec::new();
+    let mut order: Option<results::RunOrder> = None;
+    for round in 0..rounds {
+        let wanted: Vec<&Cell> = cells
+            .iter()
+            .filter(|c| stored.get(&c.id()).is_none_or(|r| takes_rounds(r) && rounds_of(r) <= round))
+            .collect();
+        let shuffled = match req.order {
+            CellOrder::Random { seed } => CellOrder::Random { seed: seed.wrapping_add(round as u64) },
+            plan => plan,
+        };
+        let (todo, o) = order_cells(wanted, shuffled);
+        if let Some(o) = o {
+            match &mut order {
+                // The record names the run's seed and every cell run, round after round.
+                Some(all) => all.cells.extend(o.cells),
+                None => order = Some(o),
+            }
+        }
+        runs_of.push(todo);
+    }
     if req.environment.is_some() || order.is_some() {
         writer.record(req.environment, order).context("cannot record the environment in run.json")?;
     }
-    if !done.is_empty() {
+    if !stored.is_empty() {
         eprintln!(
             "fsbench: resuming {}: {} of {} cells done, {} to run",
             writer.dir().display(),
-            done.len(),
+            previously_done,
             cells.len(),
-            todo.len()
+            cells.len() - previously_done
         );
     }
 
-    let progress = Progress::new(todo.len(), req.quiet);
+    let progress = Progress::new(runs_of.iter().map(Vec::len).sum(), rounds, req.quiet);
+    let mut ran: BTreeSet<String> = BTreeSet::new();
+    'rounds: for (round, todo) in runs_of.iter().enumerate() {
+        let round = round as u32;
+        for cell in todo {
+            // A cell that failed or was skipped in an earlier round of this invocation has no more rounds.
+            if round > 0 && stored.get(&cell.id()).is_some_and(|r| !takes_rounds(r)) {
+                continue;
+            }
+            if interrupted() {
+                break 'rounds;
+            }
+            ctx.round_note = if rounds > 1 { format!("round {}: ", round + 1) } else { String::new() };
+            progress.start(cell, round);
+            let result = run_cell(&mut ctx, cell, &|what| progress.phase(cell, round, what));
+            // A cell that saw the signal did not finish as planned, whatever its status says
+            // (a workload that noticed late may still look `ok`): store nothing for it, so
+            // `--resume` runs it again.
+            if interrupted() {
+                break 'rounds;
+            }
+            let result = match stored.remove(&cell.id()) {
+                Some(earlier) if round > 0 => absorb_round(earlier, result, round),
+                _ => result,
+            };
+            writer.write_cell(&result).context("cannot store a cell result")?;
+            progress.finish(cell, round, &result);
+            ran.insert(result.id.clone());
+            stored.insert(result.id.clone(), result);
+        }
+    }
     let (mut failed, mut skipped, mut measured) = (0usize, 0usize, 0usize);
-    for cell in &todo {
-        if interrupted() {
-            break;
-        }
-        progress.start(cell);
-        let result = run_cell(&mut ctx, cell, &|what| progress.phase(cell, what));
-        // A cell that saw the signal did not finish as planned, whatever its status says
-        // (a workload that noticed late may still look `ok`): store nothing for it, so
-        // `--resume` runs it again.
-        if interrupted() {
-            break;
-        }
-        match result.status {
+    for r in ran.iter().filter_map(|id| stored.get(id)) {
+        match r.status {
             CellStatus::Failed => failed += 1,
             CellStatus::Skipped => skipped += 1,
             // A disturbed cell was measured; its samples are kept, marked unfit for statistics.
             CellStatus::Ok | CellStatus::Disturbed => measured += 1,
         }
-        writer.write_cell(&result).context("cannot store a cell result")?;
-        progress.finish(cell, &result);
     }
     progress.done();
     let _finishing = crate::signals::enter(crate::signals::Activity::Other);
@@ -307,7 +355,62 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
     release_scratch(&workdir);
     let _ = std::fs::remove_dir(&private);
     provision::workroot::release_run_dir(&workdir);
-    Ok(RunOutcome { dir, measured, failed, skipped, previously_done: done.len(), interrupted: was_interrupted })
+    Ok(RunOutcome { dir, measured, failed, skipped, previously_done, interrupted: was_interrupted })
+}
+
+/// Rounds the scenario asks for (`workload.rounds`; steps cells run one).
+fn scenario_rounds(s: &Scenario) -> u32 {
+    match &s.workload {
+        Workload::Latfs(l) => l.rounds.max(1),
+        Workload::Steps(_) => 1,
+    }
+}
+
+/// Rounds a stored cell has: lat_fs cells count theirs; any other stored cell has its one.
+fn rounds_of(r: &CellResult) -> u32 {
+    r.latfs.as_ref().map_or(1, |l| l.rounds_done().max(1))
+}
+
+/// Whether a stored cell goes on to later rounds: measured ones do; skipped or failed ones stop.
+fn takes_rounds(r: &CellResult) -> bool {
+    matches!(r.status, CellStatus::Ok | CellStatus::Disturbed) && r.latfs.is_some()
+}
+
+/// Whether a stored cell still wants a round of a run of `rounds`.
+fn wants_round(r: &CellResult, rounds: u32) -> bool {
+    takes_rounds(r) && rounds_of(r) < rounds
+}
+
+/// A stored cell with one more round: the measurement absorbed, the status and notes of both.
+///
+/// A later round that fails (or is skipped) makes the cell so, with its error; the
+/// repetitions of the rounds before are kept. Notes a later round adds (its disturbed
+/// repetitions, said with their round) are appended.
+fn absorb_round(earlier: CellResult, next: CellResult, round: u32) -> CellResult {
+    let mut r = earlier;
+    r.finished = next.finished;
+    // What provisioning says is the same every round; the noise notes name their round.
+    for n in next.notes {
+        if !r.notes.contains(&n) {
+            r.notes.push(n);
+        }
+    }
+    match next.status {
+        CellStatus::Ok | CellStatus::Disturbed => {
+            if let (Some(a), Some(b)) = (r.latfs.take(), next.latfs) {
+                let l = latfs::absorb_round(a, b, round);
+                // The cell is `disturbed` only when no round left a sample.
+                r.status = if l.total_loops.n == 0 { CellStatus::Disturbed } else { CellStatus::Ok };
+                r.latfs = Some(l);
+            }
+        }
+        other => {
+            r.status = other;
+            r.skip = next.skip;
+            r.error = next.error.map(|e| format!("round {}: {e}", round + 1));
+        }
+    }
+    r
 }
 
 fn new_result(p: &CellParams, status: CellStatus, started: &str) -> CellResult {
@@ -416,7 +519,7 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
             let test = p.test.expect("lat_fs cells have a test");
             let run = latfs::LatfsRun { test, spec: &spec, task_dirs: provisioned.task_dirs(), exe: &ctx.exe };
             latfs::run_monitored(&run, watch.as_ref(), &|i, n| phase(&format!("repetition {i}/{n}")))
-                .map(|res| note_noise(r, res))
+                .map(|res| note_noise(r, res, &ctx.round_note))
                 .map_err(anyhow::Error::new)
         }
         (Workload::Steps(spec), _) => {
@@ -439,11 +542,11 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
 
 /// Store a lat_fs result with what the noise guards did: reruns, the stop reason,
 /// and the `disturbed` status when no repetition was fit for statistics.
-fn note_noise(r: &mut CellResult, res: crate::model::LatfsResult) {
+fn note_noise(r: &mut CellResult, res: crate::model::LatfsResult, round: &str) {
     let disturbed = res.repetitions.iter().filter(|x| !x.counts()).count();
     if disturbed > 0 {
         r.notes.push(format!(
-            "{disturbed} of {} repetitions disturbed by other processes (kept, left out of statistics; {} rerun)",
+            "{round}{disturbed} of {} repetitions disturbed by other processes (kept, left out of statistics; {} rerun)",
             res.repetitions.len(),
             res.reruns
         ));
@@ -451,7 +554,7 @@ fn note_noise(r: &mut CellResult, res: crate::model::LatfsResult) {
     if res.total_loops.n == 0 && !res.repetitions.is_empty() {
         r.status = CellStatus::Disturbed;
         r.notes.push(format!(
-            "every repetition was disturbed and the rerun budget ({}) ran out: no statistics",
+            "{round}every repetition was disturbed and the rerun budget ({}) ran out: no statistics",
             res.reruns
         ));
     }
@@ -562,42 +665,52 @@ fn release_scratch(workdir: &Path) {
 }
 
 /// Progress: a bar with ETA on a terminal, one line per cell otherwise (unless --quiet).
+/// With several rounds, each line says the round and the total counts cell runs.
 struct Progress {
     bar: Option<indicatif::ProgressBar>,
     lines: bool,
     total: usize,
+    rounds: u32,
     started: Instant,
     done: std::cell::Cell<usize>,
 }
 
 impl Progress {
-    fn new(total: usize, quiet: bool) -> Progress {
+    fn new(total: usize, rounds: u32, quiet: bool) -> Progress {
         let tty = std::io::stderr().is_terminal();
         let bar = (tty && !quiet).then(|| {
             let bar = indicatif::ProgressBar::new(total as u64);
+            let unit = if rounds > 1 { "cell runs" } else { "cells" };
             bar.set_style(
-                indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} cells, ETA {eta}  {msg}")
-                    .expect("valid template"),
+                indicatif::ProgressStyle::with_template(&format!(
+                    "{{bar:30}} {{pos}}/{{len}} {unit}, ETA {{eta}}  {{msg}}"
+                ))
+                .expect("valid template"),
             );
             bar
         });
-        Progress { bar, lines: !tty && !quiet, total, started: Instant::now(), done: 0.into() }
+        Progress { bar, lines: !tty && !quiet, total, rounds, started: Instant::now(), done: 0.into() }
     }
 
-    fn start(&self, cell: &Cell) {
+    /// `round 2/3 ` before a cell's id when there are rounds; nothing otherwise.
+    fn round(&self, round: u32) -> String {
+        if self.rounds > 1 { format!("round {}/{} ", round + 1, self.rounds) } else { String::new() }
+    }
+
+    fn start(&self, cell: &Cell, round: u32) {
         if let Some(bar) = &self.bar {
-            bar.set_message(format!("{}: provisioning", cell.id()));
+            bar.set_message(format!("{}{}: provisioning", self.round(round), cell.id()));
         }
     }
 
     /// What the cell is doing now, shown after its id on the bar (a log would only fill up).
-    fn phase(&self, cell: &Cell, what: &str) {
+    fn phase(&self, cell: &Cell, round: u32, what: &str) {
         if let Some(bar) = &self.bar {
-            bar.set_message(format!("{}: {what}", cell.id()));
+            bar.set_message(format!("{}{}: {what}", self.round(round), cell.id()));
         }
     }
 
-    fn finish(&self, cell: &Cell, r: &CellResult) {
+    fn finish(&self, cell: &Cell, round: u32, r: &CellResult) {
         self.done.set(self.done.get() + 1);
         let what = match (r.status, &r.latfs, &r.steps) {
             (CellStatus::Ok, Some(l), _) => {
@@ -608,11 +721,15 @@ impl Progress {
                     _ => "",
                 };
                 let reruns = if l.reruns > 0 { format!(", {} disturbed rerun", l.reruns) } else { String::new() };
+                // With rounds, the statistics are over the rounds so far (their means).
+                let over = match l.rounds_done() {
+                    0 | 1 => format!("{} repetitions", l.total_loops.n),
+                    k => format!("{} rounds, {} repetitions", k, l.repetitions.iter().filter(|r| r.counts()).count()),
+                };
                 format!(
-                    "ok, {:.1} loops/ms (cv {:.1}%, {} repetitions{why}{reruns})",
+                    "ok, {:.1} loops/ms (cv {:.1}%, {over}{why}{reruns})",
                     l.total_loops.median,
-                    l.total_loops.cv * 100.0,
-                    l.total_loops.n
+                    l.total_loops.cv * 100.0
                 )
             }
             (CellStatus::Ok, _, Some(st)) => format!("ok, {} iterations", st.iterations.len()),
@@ -623,7 +740,7 @@ impl Progress {
             (CellStatus::Failed, _, _) => format!("FAILED: {}", r.error.as_deref().unwrap_or("")),
             (CellStatus::Disturbed, _, _) => format!("DISTURBED: {}", r.notes.last().map(String::as_str).unwrap_or("")),
         };
-        let line = format!("[{}/{}] {}: {what}", self.done.get(), self.total, cell.id());
+        let line = format!("[{}/{}] {}{}: {what}", self.done.get(), self.total, self.round(round), cell.id());
         match &self.bar {
             // Every cell's result stays on the terminal above the bar, not only failures.
             Some(bar) => {
@@ -641,11 +758,68 @@ impl Progress {
         }
         // The total stays too: on a terminal the bar that carried it is gone.
         if (self.lines || self.bar.is_some()) && self.done.get() > 0 {
-            eprintln!(
-                "fsbench: {} in {}",
-                crate::text::cells(self.done.get()),
-                crate::text::human_duration(self.started.elapsed())
-            );
+            let what = if self.rounds > 1 {
+                format!("{} cell runs ({} rounds)", self.done.get(), self.rounds)
+            } else {
+                crate::text::cells(self.done.get())
+            };
+            eprintln!("fsbench: {what} in {}", crate::text::human_duration(self.started.elapsed()));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Disturbance, LatfsRepetition, LatfsTest, Layout, QuotaMode};
+
+    fn params() -> CellParams {
+        CellParams {
+            fs: "ext4".into(),
+            layout: Layout::S,
+            quota: QuotaMode::Off,
+            tasks: 1,
+            test: Some(LatfsTest::Chown),
+        }
+    }
+
+    fn cell(status: CellStatus, loops: &[f64], disturbed: bool) -> CellResult {
+        let mut r = new_result(&params(), status, "t0");
+        let reps = loops
+            .iter()
+            .map(|&l| LatfsRepetition {
+                total_loops_per_ms: l,
+                disturbance: disturbed.then(|| Disturbance { disturbed: true, ..Disturbance::default() }),
+                ..LatfsRepetition::default()
+            })
+            .collect();
+        r.latfs = Some(latfs::result(reps));
+        r
+    }
+
+    #[test]
+    fn a_later_round_adds_its_repetitions_and_its_failure() {
+        let first = cell(CellStatus::Ok, &[10.0, 12.0], false);
+        let mut second = cell(CellStatus::Ok, &[20.0, 22.0], false);
+        second.notes.push("round 2: 1 of 3 repetitions disturbed".into());
+        second.finished = "t2".into();
+        let both = absorb_round(first.clone(), second, 1);
+        let l = both.latfs.as_ref().unwrap();
+        assert_eq!(l.repetitions.iter().map(|r| r.round).collect::<Vec<_>>(), vec![0, 0, 1, 1]);
+        // Two rounds: two samples, the rounds' means.
+        assert_eq!((l.total_loops.n, l.total_loops.mean), (2, 16.0));
+        assert_eq!((both.status, both.finished.as_str(), both.notes.len()), (CellStatus::Ok, "t2", 1));
+        // A first round left without samples is rescued by a later one, and the reverse keeps the cell ok.
+        let lost = cell(CellStatus::Disturbed, &[5.0], true);
+        let rescued = absorb_round(lost, cell(CellStatus::Ok, &[30.0], false), 1);
+        assert_eq!(rescued.status, CellStatus::Ok);
+        let kept = absorb_round(first.clone(), cell(CellStatus::Disturbed, &[5.0], true), 1);
+        assert_eq!((kept.status, kept.latfs.unwrap().total_loops.n), (CellStatus::Ok, 1));
+        // A failing round fails the cell with its error, and the earlier repetitions stay.
+        let mut failed = new_result(&params(), CellStatus::Failed, "t3");
+        failed.error = Some("mount: EIO".into());
+        let r = absorb_round(first, failed, 2);
+        assert_eq!((r.status, r.error.as_deref()), (CellStatus::Failed, Some("round 3: mount: EIO")));
+        assert_eq!(r.latfs.unwrap().repetitions.len(), 2);
     }
 }

@@ -8,12 +8,13 @@ use crate::monitor::latency::Percentile;
 use crate::results::LoadedRun;
 use crate::stats::summarize;
 
-/// One measured point: the summary of `total_loops_per_ms` and the raw repetitions.
+/// One measured point: the summary of `total_loops_per_ms` and its samples.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Point {
     /// Statistics over repetitions (recomputed from `samples` when there are any).
     pub summary: Summary,
-    /// `total_loops_per_ms` of every undisturbed repetition, in order.
+    /// `total_loops_per_ms` of every undisturbed repetition, in order; with several rounds,
+    /// each round's mean ([`crate::model::round_samples`]).
     pub samples: Vec<f64>,
     /// Repetitions left out because other processes disturbed them.
     #[serde(skip_serializing_if = "is_zero")]
@@ -138,12 +139,11 @@ pub fn point_by(cell: &CellResult, metric: Option<Percentile>) -> Option<Point> 
     let counted = || latfs.repetitions.iter().filter(|r| r.counts());
     let disturbed = latfs.repetitions.len() - counted().count();
     if let Some(p) = metric {
-        let samples: Vec<f64> =
-            counted().filter_map(|r| r.latency_dist.as_ref()).map(|d| p.of(d) as f64 / 1e3).collect();
+        let samples = latfs.samples(|r| r.latency_dist.as_ref().map(|d| p.of(d) as f64 / 1e3));
         let summary = summarize(&samples);
         return (summary.n > 0).then_some(Point { summary, samples, disturbed });
     }
-    let samples: Vec<f64> = counted().map(|r| r.total_loops_per_ms).collect();
+    let samples = latfs.samples(|r| Some(r.total_loops_per_ms));
     let summary = if samples.is_empty() && disturbed == 0 { latfs.total_loops.clone() } else { summarize(&samples) };
     if summary.n == 0 {
         return None;

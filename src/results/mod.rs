@@ -16,7 +16,7 @@ pub mod find;
 pub mod safe;
 
 mod printable;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -317,12 +317,12 @@ impl RunWriter {
         remove_half_made(&parent_fd, &id);
     }
 
-    /// Reopen an interrupted run: its metadata and the ids of the cells already stored.
+    /// Reopen an interrupted run: its metadata and the cells already stored, by id.
     ///
     /// Cells stored as `failed` and unreadable cell files are not counted as stored,
     /// so a resumed run retries them (their files are replaced). Leftover temporary
     /// files of a crashed write are removed. `finished` is cleared until `finish`.
-    pub fn resume(run_dir: &Path) -> Result<(RunWriter, RunMeta, BTreeSet<String>), ResultsError> {
+    pub fn resume(run_dir: &Path) -> Result<(RunWriter, RunMeta, BTreeMap<String, CellResult>), ResultsError> {
         let loaded = load_run(run_dir)?;
         let cells = run_dir.join(CELLS_DIR);
         let dir_fd = safe::open_dir_nofollow(run_dir).map_err(|e| io(run_dir, "open run directory", e))?;
@@ -344,14 +344,14 @@ impl RunWriter {
                 }
             }
         }
-        let done: BTreeSet<String> =
-            loaded.cells.iter().filter(|c| c.status != CellStatus::Failed).map(|c| c.id.clone()).collect();
+        let stored: BTreeMap<String, CellResult> =
+            loaded.cells.into_iter().filter(|c| c.status != CellStatus::Failed).map(|c| (c.id.clone(), c)).collect();
         let mut meta = loaded.meta;
         meta.finished = None;
         meta.interrupted = false;
         let writer = RunWriter { dir: run_dir.to_path_buf(), meta: meta.clone(), dir_fd, cells_fd };
         writer.write_meta()?;
-        Ok((writer, meta, done))
+        Ok((writer, meta, stored))
     }
 
     /// Store one finished cell as `<run-dir>/cells/<id>.json` (temp file, fsync, rename).

@@ -254,6 +254,13 @@ pub struct WorkloadFile {
     #[serde(default)]
     #[schemars(with = "Option<RepetitionsSchema>")]
     pub repetitions: Option<toml::Value>,
+    /// lat_fs: how many times the whole matrix runs (default 1). Each round provisions
+    /// every cell afresh and runs its repetitions, in the run's order (`run --order random`:
+    /// a new permutation per round), so slow drift of the machine lands inside every cell's
+    /// spread instead of between cells or runs. With more than one round, a cell's
+    /// statistics (and the gate's and compare's intervals) are over its rounds' means.
+    #[serde(default)]
+    pub rounds: Option<i64>,
     /// lat_fs: how many disturbed repetitions a cell may run again. Default 3.
     #[serde(default)]
     pub max_reruns: Option<i64>,

@@ -270,6 +270,9 @@ pub struct LatfsSpec {
     pub duration: Duration,
     /// Repetitions of warm-up + window per cell: the fixed count, or the most an adaptive cell runs.
     pub repetitions: u32,
+    /// Times the whole matrix runs (`workload.rounds`, default 1), each round provisioning
+    /// every cell afresh; with more than one, statistics are over the rounds' means.
+    pub rounds: u32,
     /// Adaptive repetitions, disturbance detection and CPU placement.
     pub noise: NoiseSpec,
     /// How iterations are timed: counted over the window, or each one into a histogram.

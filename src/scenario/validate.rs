@@ -749,6 +749,7 @@ fn validate_latfs(ctx: &Ctx, w: &WorkloadFile) -> Result<LatfsSpec, ScenarioErro
         warmup: duration_in(ctx, "workload.warmup", &w.warmup, "300ms", true)?,
         duration: duration_in(ctx, "workload.duration", &w.duration, "1s", false)?,
         repetitions,
+        rounds: int_in(ctx, "workload.rounds", w.rounds, 1, 1, 100)?,
         noise: NoiseSpec {
             min_repetitions,
             ci_target,
@@ -871,6 +872,7 @@ fn validate_steps(ctx: &Ctx, w: &WorkloadFile, archive: Option<&ArchiveSpec>) ->
             ("warmup", w.warmup.is_some()),
             ("duration", w.duration.is_some()),
             ("repetitions", w.repetitions.is_some()),
+            ("rounds", w.rounds.is_some()),
             ("max_reruns", w.max_reruns.is_some()),
             ("pin", w.pin.is_some()),
             ("latency", w.latency.is_some()),

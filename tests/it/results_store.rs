@@ -33,6 +33,7 @@ fn scenario() -> Scenario {
             warmup: Duration::from_millis(300),
             duration: Duration::from_secs(1),
             repetitions: 2,
+            rounds: 1,
             noise: Default::default(),
             latency: fsbench::scenario::LatencyMode::Mean,
         }),
@@ -109,10 +110,10 @@ fn resume_returns_what_is_stored_and_completes_the_run() {
     let interrupted = load_run(&dir).unwrap();
     assert!(interrupted.meta.finished.is_none());
 
-    let (mut w, meta, done) = RunWriter::resume(&dir).unwrap();
+    let (mut w, meta, stored) = RunWriter::resume(&dir).unwrap();
     assert_eq!(meta.label.as_deref(), Some("V3"));
     // The failed cell is retried; the ok one is not.
-    assert_eq!(done.into_iter().collect::<Vec<_>>(), vec![plan[0].id()]);
+    assert_eq!(stored.into_keys().collect::<Vec<_>>(), vec![plan[0].id()]);
     assert!(!dir.join("cells").join(".tmp-999-x.json").exists());
     for p in &plan[1..] {
         w.write_cell(&latfs_cell(p.clone(), &[2.0])).unwrap();

@@ -429,3 +429,58 @@ fn sighup_cleans_up_like_ctrl_c() {
     assert_eq!(status.code(), Some(130), "a hang-up is an interruption");
     assert_no_leaks(sb.path());
 }
+
+#[test]
+fn rounds_run_the_matrix_again_and_resume_finishes_the_missing_rounds() {
+    let sb = sandbox();
+    let mut args = vec![
+        "run",
+        "scenarios/quickstart.toml",
+        "--set",
+        "backing.kind=dir",
+        "--only",
+        "fs=ext4,tasks=1,test=open_close,chown",
+        "--set",
+        "workload.rounds=3",
+        "--order",
+        "random",
+        "--seed",
+        "3",
+    ];
+    args.extend_from_slice(QUICK);
+    let out = sb.fsbench(&args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let run = sb.runs()[0].clone();
+    let cell = |id: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(run.join("cells").join(format!("{id}.json"))).unwrap()).unwrap()
+    };
+    let rounds = |c: &serde_json::Value| -> Vec<u64> {
+        c["latfs"]["repetitions"].as_array().unwrap().iter().map(|r| r["round"].as_u64().unwrap_or(0)).collect()
+    };
+    for id in ["ext4-S-qoff-t1-open_close", "ext4-S-qoff-t1-chown"] {
+        let c = cell(id);
+        assert_eq!(rounds(&c), vec![0, 0, 1, 1, 2, 2], "{id}: two repetitions in each of three rounds");
+        // The statistics are over the three rounds' means.
+        assert_eq!(c["latfs"]["total_loops"]["n"], 3, "{c:#}");
+    }
+    // Every round ran both cells, each round in its own order from the seed.
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    assert_eq!(meta["order"]["cells"].as_array().unwrap().len(), 6, "{meta:#}");
+
+    // A run stopped in its last round: one cell has only two rounds stored.
+    let path = run.join("cells/ext4-S-qoff-t1-chown.json");
+    let mut c = cell("ext4-S-qoff-t1-chown");
+    c["latfs"]["repetitions"].as_array_mut().unwrap().truncate(4);
+    std::fs::write(&path, serde_json::to_vec_pretty(&c).unwrap()).unwrap();
+    let mut meta = meta;
+    meta["interrupted"] = true.into();
+    std::fs::write(run.join("run.json"), serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+    let untouched = std::fs::read(run.join("cells/ext4-S-qoff-t1-open_close.json")).unwrap();
+    let out = sb.fsbench(&["run", "--resume", run.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(rounds(&cell("ext4-S-qoff-t1-chown")), vec![0, 0, 1, 1, 2, 2], "the missing round ran");
+    assert_eq!(std::fs::read(run.join("cells/ext4-S-qoff-t1-open_close.json")).unwrap(), untouched);
+    assert_no_leaks(sb.path());
+}

@@ -15,6 +15,7 @@ pub fn spec(per_task_uid: bool, duration: Duration) -> LatfsSpec {
         warmup: Duration::from_millis(20),
         duration,
         repetitions: 2,
+        rounds: 1,
         noise: Default::default(),
         latency: fsbench::scenario::LatencyMode::Mean,
     }

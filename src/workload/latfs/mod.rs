@@ -275,11 +275,12 @@ pub fn repetition(tasks: Vec<TaskSample>) -> LatfsRepetition {
     LatfsRepetition { tasks, total_loops_per_ms, latency_us, ..LatfsRepetition::default() }
 }
 
-/// A cell's result: every repetition plus statistics over the undisturbed ones.
+/// A cell's result: every repetition plus statistics over the undisturbed ones
+/// (over the rounds' means when they span several rounds: [`crate::model::round_samples`]).
 pub fn result(repetitions: Vec<LatfsRepetition>) -> LatfsResult {
     let counted = || repetitions.iter().filter(|r| r.counts());
-    let totals: Vec<f64> = counted().map(|r| r.total_loops_per_ms).collect();
-    let latencies: Vec<f64> = counted().map(|r| r.latency_us).collect();
+    let totals = crate::model::round_samples(&repetitions, |r| Some(r.total_loops_per_ms));
+    let latencies = crate::model::round_samples(&repetitions, |r| Some(r.latency_us));
     let dists: Vec<&LatencyDist> = counted().filter_map(|r| r.latency_dist.as_ref()).collect();
     let latency_dist = (!dists.is_empty()).then(|| crate::monitor::latency::merge(dists));
     LatfsResult {
@@ -291,6 +292,19 @@ pub fn result(repetitions: Vec<LatfsRepetition>) -> LatfsResult {
         reruns: 0,
         pinned_cpus: Vec::new(),
     }
+}
+
+/// `earlier` (the rounds a cell has stored) with round `round` appended: its repetitions
+/// tagged with the round, statistics over every round, reruns added up; the stop reason
+/// and the pinning are the new round's.
+pub fn absorb_round(earlier: LatfsResult, next: LatfsResult, round: u32) -> LatfsResult {
+    let mut reps = earlier.repetitions;
+    reps.extend(next.repetitions.into_iter().map(|r| LatfsRepetition { round, ..r }));
+    let mut r = result(reps);
+    r.stopped = next.stopped;
+    r.reruns = earlier.reruns + next.reruns;
+    r.pinned_cpus = next.pinned_cpus;
+    r
 }
 
 /// What one repetition brings back: per-task samples, per-task latency
