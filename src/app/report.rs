@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 
 use crate::exit::{self, InputError};
+use crate::output::{OUTPUT_SCHEMA_VERSION, ReportsJson, to_json};
 use crate::report::{
     self, CompareOptions, Format, Iterations, check_compatible, render_compare_with, render_run,
     write_compare_plot_dir, write_plot_dir,
@@ -54,7 +55,8 @@ pub struct ReportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ReportFormat,
-    /// Print JSON: the same as `--format json`.
+    /// Print JSON (`schemas/report.schema.json`; several runs: `schemas/reports.schema.json`;
+    /// a scenario directory's runs: `schemas/run-list.schema.json`): the same as `--format json`.
     #[arg(long)]
     pub json: bool,
     /// Also write one PNG and one SVG plot per table into this directory.
@@ -78,7 +80,7 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ReportFormat,
-    /// Print JSON: the same as `--format json`.
+    /// Print JSON (`schemas/report.schema.json`, with the ratios): the same as `--format json`.
     #[arg(long)]
     pub json: bool,
     /// Also write one PNG and one SVG plot per table into this directory (steps: one chart
@@ -154,7 +156,6 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
     if loaded.is_empty() {
         return Ok(exit::USAGE);
     }
-    let mut outputs = Vec::new();
     for run in &loaded {
         for p in &run.problems {
             eprintln!("warning: {p}");
@@ -163,9 +164,14 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
         if !run.problems.is_empty() {
             code = exit::USAGE;
         }
-        outputs.push(render_run(run, format));
     }
-    print!("{}", report::join_outputs(outputs, format));
+    // Several runs in JSON are one document holding their reports, not several documents.
+    let text = if format == Format::Json && loaded.len() > 1 {
+        to_json(&ReportsJson { schema: OUTPUT_SCHEMA_VERSION, reports: loaded.iter().map(report::run_json).collect() })
+    } else {
+        report::join_outputs(loaded.iter().map(|run| render_run(run, format)).collect(), format)
+    };
+    print!("{text}");
     if let Some(dir) = &args.plot {
         for run in &loaded {
             // Several runs would overwrite each other's plots: one subdirectory per run then.

@@ -7,10 +7,13 @@ use clap::{Args, Subcommand};
 
 use super::report::ReportFormat;
 use crate::exit::{self, InputError};
+use crate::output::{DuplicatedShard, MergeJson, MergedGroup, OUTPUT_SCHEMA_VERSION, to_json};
 use crate::report::Format;
 use crate::results::{load_run, write_atomic};
 use crate::scenario::Scenario;
-use crate::shard::merge::{MergeError, completeness, describe, find_run_dirs, group_runs, merge_by_host, render_group};
+use crate::shard::merge::{
+    MergeError, completeness, describe, find_run_dirs, group_json, group_runs, merge_by_host, render_group,
+};
 use crate::shard::slurm::{SlurmJob, absolute, sbatch, scenario_arg};
 
 /// `fsbench merge`.
@@ -22,7 +25,8 @@ pub struct MergeArgs {
     /// Output format of the merged report.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ReportFormat,
-    /// Print JSON: the same as `--format json`.
+    /// Print JSON (`schemas/merge.schema.json`: every merged run with its missing and duplicated
+    /// shards, which also go to stderr): the same as `--format json`.
     #[arg(long)]
     pub json: bool,
     /// Also write each merged run (one per host) as a run directory under this results root
@@ -176,6 +180,7 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
     }
     let mut code = exit::SUCCESS;
     let mut outputs = Vec::new();
+    let mut merged = Vec::new();
     for g in &groups {
         let c = completeness(g);
         let summary = describe(g, &c);
@@ -206,6 +211,24 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
         if hosts.iter().any(|(_, r)| !r.problems.is_empty()) {
             code = exit::FAILURE;
         }
+        if format == Format::Json {
+            merged.push(MergedGroup {
+                scenario: g.scenario.clone(),
+                key: g.key.clone(),
+                shards: g.count,
+                runs: g.runs.len(),
+                missing: c.missing.clone(),
+                duplicated: c
+                    .duplicated
+                    .iter()
+                    .map(|(shard, dirs)| DuplicatedShard { shard: *shard, dirs: dirs.clone() })
+                    .collect(),
+                complete: c.is_complete(),
+                finished: !unfinished,
+                report: group_json(&hosts).map_err(input)?,
+            });
+            continue;
+        }
         let body = render_group(&hosts, format).map_err(input)?;
         outputs.push(match format {
             Format::Table => format!("{}\n\n{body}", summary.join("\n")),
@@ -216,8 +239,7 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
         });
     }
     let text = match format {
-        _ if outputs.len() == 1 => outputs.remove(0),
-        Format::Json => format!("[\n{}]\n", outputs.iter().map(|o| o.trim_end()).collect::<Vec<_>>().join(",\n")),
+        Format::Json => to_json(&MergeJson { schema: OUTPUT_SCHEMA_VERSION, merged }),
         _ => outputs.join("\n"),
     };
     print!("{text}");

@@ -13,6 +13,7 @@
 //! - per cell present in both runs: differing mount options or mkfs arguments
 //!   (device paths removed) are shown.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::latfs_tables::{LatfsTable, Point};
@@ -42,7 +43,7 @@ pub enum CompareError {
 }
 
 /// Result of Welch's two-sample t-test.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema)]
 pub struct Welch {
     /// t statistic (b - a).
     pub t: f64,
@@ -159,13 +160,16 @@ fn ln_gamma(x: f64) -> f64 {
 }
 
 /// One ratio cell: a label's median over the reference label's median, same configuration.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Ratio {
     /// median(label) / median(reference).
     pub ratio: f64,
     /// Lower end of the 95% CI of mean(label) / mean(reference) (Welch, as the gate computes it).
+    #[schemars(with = "Option<f64>")]
     pub ci_low: f64,
-    /// Upper end of that interval; both ends are infinite with fewer than 2 repetitions on a side.
+    /// Upper end of that interval; both ends are infinite with fewer than 2 repetitions on a side
+    /// (`null` in JSON).
+    #[schemars(with = "Option<f64>")]
     pub ci_high: f64,
     /// Welch's test on the repetitions, when both sides have at least two.
     pub welch: Option<Welch>,
@@ -218,7 +222,7 @@ pub fn ratio(reference: &Point, other: &Point) -> Option<Ratio> {
 
 /// The ratio table under a merged table: for each non-reference column, the
 /// matching reference column (same quota) and the ratio per task count.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RatioTable {
     /// `V3/BASE-ext2-M-qoff`, one per non-reference column that has a reference.
     pub columns: Vec<String>,

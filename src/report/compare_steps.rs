@@ -21,6 +21,7 @@
 
 use std::str::FromStr;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::compare::{ALPHA, Welch, welch};
@@ -30,7 +31,7 @@ use crate::model::StepTiming;
 use crate::stats::{summarize, welch_interval};
 
 /// Which iterations of each cell a comparison uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Iterations {
     /// Every iteration.
@@ -112,7 +113,7 @@ impl Iterations {
 }
 
 /// One cell of a step table: a label's elapsed seconds over the chosen iterations.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct StepStat {
     /// Chosen iterations, from 1.
     pub iterations: Vec<usize>,
@@ -125,11 +126,11 @@ pub struct StepStat {
 }
 
 /// A label's mean over the reference's, with its interval and test.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct StepRatio {
     /// mean(label) / mean(reference).
     pub ratio: f64,
-    /// 95% interval of the ratio; `None` when a side has fewer than two samples.
+    /// 95% interval of the ratio as `[low, high]`; `None` (`null`) when a side has fewer than two samples.
     pub ci95: Option<(f64, f64)>,
     /// Welch's test, when both sides have two samples and some spread.
     pub welch: Option<Welch>,
@@ -166,18 +167,18 @@ impl StepRatio {
 }
 
 /// One row: a filesystem (or variant, or configuration) across the labels.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct StepRow {
     /// Configuration name (`ext4`, `ext4-nodelalloc`, `ext4-S-t2`).
     pub config: String,
-    /// Per label, in label order; `None` where the label has no such cell or step.
+    /// Per label, in label order; `None` (`null`) where the label has no such cell or step.
     pub values: Vec<Option<StepStat>>,
     /// Per label after the first: the ratio to the first label.
     pub ratios: Vec<Option<StepRatio>>,
 }
 
 /// One step's table.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct StepTable {
     /// Step index in the sequence, from 0.
     pub step: usize,
@@ -188,7 +189,7 @@ pub struct StepTable {
 }
 
 /// Steps runs compared: one table per step.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct StepsComparison {
     /// Run labels; the first is the reference.
     pub labels: Vec<String>,

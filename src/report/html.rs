@@ -84,6 +84,8 @@ pub struct Html {
     body: String,
     in_list: bool,
     headings: Vec<(usize, String)>,
+    /// Where the front matter (title, run list) ends: the contents list goes there.
+    front_end: Option<usize>,
 }
 
 impl Html {
@@ -92,12 +94,22 @@ impl Html {
             self.body.push_str("</ul>\n");
         }
     }
+
+    /// Start a block of the body proper: anything but the title and the run list under it.
+    fn body_block(&mut self) {
+        self.block();
+        self.front_end.get_or_insert(self.body.len());
+    }
 }
 
 impl Markup for Html {
     fn heading(&mut self, level: usize, text: &str) {
-        self.block();
         let level = level.clamp(1, 6);
+        if level == 1 {
+            self.block();
+        } else {
+            self.body_block();
+        }
         if level == 1 && self.title.is_empty() {
             self.title = text.to_string();
         }
@@ -116,12 +128,12 @@ impl Markup for Html {
     }
 
     fn paragraph(&mut self, text: &str) {
-        self.block();
+        self.body_block();
         let _ = writeln!(self.body, "<p>{}</p>", escape(text));
     }
 
     fn table(&mut self, header: &[String], rows: &[Vec<String>]) {
-        self.block();
+        self.body_block();
         self.body.push_str("<table>\n<thead><tr>");
         for h in header {
             let _ = write!(self.body, "<th scope=\"col\">{}</th>", escape(h));
@@ -146,7 +158,7 @@ impl Markup for Html {
     }
 
     fn note(&mut self, text: &str) {
-        self.block();
+        self.body_block();
         let _ = writeln!(self.body, "<p class=\"note\">{}</p>", escape(text));
     }
 
@@ -154,12 +166,12 @@ impl Markup for Html {
         if text.is_empty() {
             return;
         }
-        self.block();
+        self.body_block();
         let _ = writeln!(self.body, "<pre>{}</pre>", escape(text.trim_end_matches('\n')));
     }
 
     fn figure(&mut self, svg: &str, caption: &str) {
-        self.block();
+        self.body_block();
         // Our own plotters output, whose texts plotters escapes; what precedes the root element
         // (an XML declaration) has no place inside HTML.
         let svg = svg.find("<svg").map(|i| &svg[i..]).unwrap_or("");
@@ -191,8 +203,8 @@ impl Markup for Html {
             }
             toc.push_str("</ul>\n</nav>\n");
         }
-        // The contents go after the title and the run list: the first <h2> or table starts the body.
-        let split = self.body.find("<h2").or_else(|| self.body.find("<p>")).unwrap_or(self.body.len());
+        // The contents go right after the title and the run list, before any other block.
+        let split = self.front_end.unwrap_or(self.body.len());
         let (head, rest) = self.body.split_at(split);
         format!(
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
@@ -257,7 +269,9 @@ pub(super) fn render(
         let groups = build_groups(runs);
         let figures = groups.iter().map(plot::svg_steps).collect::<Result<Vec<_>, _>>()?;
         if with_ratios {
-            // Side by side first, over the steady iterations, as `compare` prints them.
+            // Side by side first, over the steady iterations, as `compare` prints them; a section
+            // of its own, so the contents list it.
+            m.heading(2, "Steps side by side");
             let labels: Vec<String> = runs.iter().map(|(l, _)| l.to_string()).collect();
             let cmp = super::compare_steps::compare_steps(&groups, &labels, super::Iterations::Steady);
             super::compare_steps::write_tables(&mut m, &cmp);

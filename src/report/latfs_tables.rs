@@ -1,6 +1,7 @@
 //! lat_fs tables in seed 000's layout: one table per (fs, layout, test), a row
 //! per task count, a column per configuration `<label>-<fs>-<layout>-q<off|on>`.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::model::{CellResult, CellStatus, LatfsTest, Layout, QuotaMode, Summary};
@@ -9,7 +10,7 @@ use crate::results::LoadedRun;
 use crate::stats::summarize;
 
 /// One measured point: the summary of `total_loops_per_ms` and its samples.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Point {
     /// Statistics over repetitions (recomputed from `samples` when there are any).
     pub summary: Summary,
@@ -26,7 +27,7 @@ fn is_zero(n: &usize) -> bool {
 }
 
 /// One column of a table: a label and a quota mode.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Column {
     /// Run label (`BASE`), `run` when the run had none.
     pub label: String,
@@ -37,7 +38,7 @@ pub struct Column {
 }
 
 /// One seed-style table.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct LatfsTable {
     /// Filesystem type.
     pub fs: String,
@@ -49,7 +50,7 @@ pub struct LatfsTable {
     pub columns: Vec<Column>,
     /// Task counts, ascending: the rows.
     pub tasks: Vec<u32>,
-    /// `values[row][col]`; `None` where the cell is missing, skipped or failed.
+    /// `values[row][col]`; `None` (`null`) where the cell is missing, skipped or failed.
     pub values: Vec<Vec<Option<Point>>>,
 }
 

@@ -26,6 +26,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::model::CellStatus;
+use crate::output::{LatfsReportJson, LatfsTableJson, OUTPUT_SCHEMA_VERSION, ReportJson, ReportRun, StepsReportJson};
 use crate::results::LoadedRun;
 
 pub use compare::{CompareError, check_compatible};
@@ -47,6 +48,35 @@ pub fn render_run(run: &LoadedRun, format: Format) -> String {
 /// label and significance marks; refuses incompatible runs (see [`compare`]).
 pub fn render_compare(runs: &[(String, LoadedRun)], format: Format) -> Result<String, CompareError> {
     render_compare_with(runs, format, &CompareOptions::default())
+}
+
+/// One run as a report document (`fsbench report RUN --json`).
+pub fn run_json(run: &LoadedRun) -> ReportJson {
+    report_json(&[(run.label(), run)], &[], None)
+}
+
+/// Several labelled runs compared as one report document (`fsbench compare --json`), with
+/// ratios to the first label; refuses incompatible runs as [`render_compare`] does.
+pub fn compare_json(runs: &[(String, LoadedRun)], opts: &CompareOptions) -> Result<ReportJson, CompareError> {
+    let warnings = check_compatible(runs)?;
+    let refs: Vec<(&str, &LoadedRun)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
+    Ok(report_json(&refs, &warnings, Some(opts)))
+}
+
+/// The document of a report, or with `compare` of a comparison.
+fn report_json(runs: &[(&str, &LoadedRun)], warnings: &[String], compare: Option<&CompareOptions>) -> ReportJson {
+    if is_steps(runs) {
+        let groups = build_groups(runs);
+        let cmp = compare.map(|o| {
+            let labels: Vec<String> = runs.iter().map(|(l, _)| l.to_string()).collect();
+            compare_steps::compare_steps(&groups, &labels, o.iterations)
+        });
+        ReportJson::Steps(steps_json(runs, warnings, groups, cmp))
+    } else {
+        let metric = compare.and_then(|o| o.metric);
+        let tables = latfs_tables::build_tables_by(runs, metric);
+        ReportJson::LatFs(latfs_json(runs, warnings, tables, compare.is_some(), metric))
+    }
 }
 
 /// How a comparison chooses its samples.
@@ -206,14 +236,19 @@ fn render(runs: &[(&str, &LoadedRun)], ratios: bool, warnings: &[String], format
 }
 
 /// A cell that has no number: skipped, failed, or planned but never stored.
-#[derive(Debug, Clone, Serialize)]
-struct NotMeasured {
-    label: String,
-    id: String,
-    status: String,
-    reason: String,
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct NotMeasured {
+    /// Run label.
+    pub label: String,
+    /// Cell id.
+    pub id: String,
+    /// `skipped`, `disturbed` (every repetition), `failed`, or `missing` (planned, no result file).
+    pub status: String,
+    /// Why, as the cell file or the run says it.
+    pub reason: String,
+    /// What would let the cell run, when the skip says.
     #[serde(skip_serializing_if = "Option::is_none")]
-    remedy: Option<String>,
+    pub remedy: Option<String>,
 }
 
 fn not_measured(runs: &[(&str, &LoadedRun)]) -> Vec<NotMeasured> {
@@ -340,30 +375,17 @@ fn all_problems(runs: &[(&str, &LoadedRun)]) -> Vec<String> {
     runs.iter().flat_map(|(_, r)| r.problems.iter().cloned()).collect()
 }
 
-#[derive(Serialize)]
-struct JsonRun<'a> {
-    label: &'a str,
-    dir: &'a Path,
-    run_id: &'a str,
-    scenario_sha256: &'a str,
-    tool_version: &'a str,
-    host: &'a crate::results::HostInfo,
-    started: &'a str,
-    finished: Option<&'a str>,
-    interrupted: bool,
-}
-
-fn json_runs<'a>(runs: &'a [(&'a str, &'a LoadedRun)]) -> Vec<JsonRun<'a>> {
+fn json_runs(runs: &[(&str, &LoadedRun)]) -> Vec<ReportRun> {
     runs.iter()
-        .map(|(l, r)| JsonRun {
-            label: l,
-            dir: &r.dir,
-            run_id: &r.meta.run_id,
-            scenario_sha256: &r.meta.scenario_sha256,
-            tool_version: &r.meta.tool_version,
-            host: &r.meta.host,
-            started: &r.meta.started,
-            finished: r.meta.finished.as_deref(),
+        .map(|(l, r)| ReportRun {
+            label: l.to_string(),
+            dir: r.dir.clone(),
+            run_id: r.meta.run_id.clone(),
+            scenario_sha256: r.meta.scenario_sha256.clone(),
+            tool_version: r.meta.tool_version.clone(),
+            host: r.meta.host.clone(),
+            started: r.meta.started.clone(),
+            finished: r.meta.finished.clone(),
             interrupted: r.meta.interrupted,
         })
         .collect()
@@ -421,7 +443,9 @@ fn render_latfs(
         ),
         Format::Markdown => (Box::new(Markdown::default()), LATFS_NUMBERS_SHORT),
         Format::Csv => return latfs_csv(runs, &tables, reference, with_ratios),
-        Format::Json => return latfs_json(runs, warnings, &tables, with_ratios, reference),
+        Format::Json => {
+            return crate::output::to_json(&ReportJson::LatFs(latfs_json(runs, warnings, tables, with_ratios, metric)));
+        }
     };
     m.heading(1, &format!("Results for {}", scenario_name(runs)));
     run_list(&mut *m, runs, warnings);
@@ -607,53 +631,31 @@ fn latfs_csv(runs: &[(&str, &LoadedRun)], tables: &[LatfsTable], reference: &str
     out
 }
 
-/// The lat_fs report as JSON: the tables whole, with ratio tables when comparing.
+/// The lat_fs report as a document: the tables whole, with ratio tables when comparing.
 fn latfs_json(
     runs: &[(&str, &LoadedRun)],
     warnings: &[String],
-    tables: &[LatfsTable],
+    tables: Vec<LatfsTable>,
     with_ratios: bool,
-    reference: &str,
-) -> String {
-    #[derive(Serialize)]
-    struct Out<'a> {
-        workload: &'static str,
-        scenario: &'a str,
-        runs: Vec<JsonRun<'a>>,
-        warnings: &'a [String],
-        tables: Vec<JsonTable<'a>>,
-        #[serde(skip_serializing_if = "Vec::is_empty")]
-        counters: Vec<monitors::CellCounters>,
-        #[serde(skip_serializing_if = "Vec::is_empty")]
-        latency: Vec<monitors::CellLatency>,
-        not_measured: &'a [NotMeasured],
-        problems: &'a [String],
-    }
-    #[derive(Serialize)]
-    struct JsonTable<'a> {
-        #[serde(flatten)]
-        table: &'a LatfsTable,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        ratios: Option<compare::RatioTable>,
-    }
-    let nm = not_measured(runs);
-    let problems = all_problems(runs);
-    let jt = tables
-        .iter()
-        .map(|t| JsonTable { table: t, ratios: with_ratios.then(|| compare::ratio_table(t, reference)) })
+    metric: Option<crate::monitor::latency::Percentile>,
+) -> LatfsReportJson {
+    let reference = runs.first().map(|(l, _)| *l).unwrap_or("run");
+    let tables = tables
+        .into_iter()
+        .map(|t| LatfsTableJson { ratios: with_ratios.then(|| compare::ratio_table(&t, reference)), table: t })
         .collect();
-    let out = Out {
-        workload: "lat_fs",
-        scenario: scenario_name(runs),
+    LatfsReportJson {
+        schema: OUTPUT_SCHEMA_VERSION,
+        scenario: scenario_name(runs).to_string(),
+        metric: metric.map(|p| p.name()).unwrap_or("total_loops").to_string(),
         runs: json_runs(runs),
-        warnings,
-        tables: jt,
+        warnings: warnings.to_vec(),
+        tables,
         counters: monitors::latfs_counters(runs),
         latency: monitors::latfs_latencies(runs),
-        not_measured: &nm,
-        problems: &problems,
-    };
-    serde_json::to_string_pretty(&out).expect("report serializes") + "\n"
+        not_measured: not_measured(runs),
+        problems: all_problems(runs),
+    }
 }
 
 /// A steps report, or (with `compare`) a steps comparison: the seed's lines of one
@@ -674,7 +676,7 @@ fn render_steps(
         Format::Table => (Box::new(Plain::default()), true),
         Format::Markdown => (Box::new(Markdown::default()), false),
         Format::Csv => return cmp.map(|c| compare_steps::csv(&c)).unwrap_or_else(|| steps_csv(&groups)),
-        Format::Json => return steps_json(runs, warnings, &groups, cmp.as_ref()),
+        Format::Json => return crate::output::to_json(&ReportJson::Steps(steps_json(runs, warnings, groups, cmp))),
     };
     m.heading(1, &format!("Results for {}", scenario_name(runs)));
     run_list(&mut *m, runs, warnings);
@@ -820,38 +822,23 @@ fn steps_csv(groups: &[StepsGroup]) -> String {
     out
 }
 
-/// The steps report as JSON: every group with its iterations and flags, and the comparison when comparing.
+/// The steps report as a document: every group with its iterations and flags, and the comparison when comparing.
 fn steps_json(
     runs: &[(&str, &LoadedRun)],
     warnings: &[String],
-    groups: &[StepsGroup],
-    comparison: Option<&StepsComparison>,
-) -> String {
-    #[derive(Serialize)]
-    struct Out<'a> {
-        workload: &'static str,
-        scenario: &'a str,
-        runs: Vec<JsonRun<'a>>,
-        warnings: &'a [String],
-        groups: &'a [StepsGroup],
-        #[serde(skip_serializing_if = "Option::is_none")]
-        comparison: Option<&'a StepsComparison>,
-        not_measured: &'a [NotMeasured],
-        problems: &'a [String],
-    }
-    let nm = not_measured(runs);
-    let problems = all_problems(runs);
-    let out = Out {
-        workload: "steps",
-        scenario: scenario_name(runs),
+    groups: Vec<StepsGroup>,
+    comparison: Option<StepsComparison>,
+) -> StepsReportJson {
+    StepsReportJson {
+        schema: OUTPUT_SCHEMA_VERSION,
+        scenario: scenario_name(runs).to_string(),
         runs: json_runs(runs),
-        warnings,
+        warnings: warnings.to_vec(),
         groups,
         comparison,
-        not_measured: &nm,
-        problems: &problems,
-    };
-    serde_json::to_string_pretty(&out).expect("report serializes") + "\n"
+        not_measured: not_measured(runs),
+        problems: all_problems(runs),
+    }
 }
 
 /// Write the plots and the seed-exact `report.txt` into `dir`; returns the number of plots.
@@ -863,11 +850,11 @@ pub fn write_plot_dir(dir: &Path, runs: &[(&str, &LoadedRun)]) -> anyhow::Result
     Ok(images.len())
 }
 
-/// Several rendered runs as one output: one JSON array, one CSV with one header, else joined.
+/// Several rendered runs as one output: one CSV with one header, else joined. (JSON is one
+/// [`crate::output::ReportsJson`] document of [`run_json`]s instead.)
 pub fn join_outputs(outputs: Vec<String>, format: Format) -> String {
     match format {
         _ if outputs.len() == 1 => outputs.into_iter().next().unwrap_or_default(),
-        Format::Json => format!("[\n{}]\n", outputs.iter().map(|o| o.trim_end()).collect::<Vec<_>>().join(",\n")),
         // One CSV: keep the first header only.
         Format::Csv => outputs
             .iter()

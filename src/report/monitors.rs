@@ -4,6 +4,7 @@
 //! share of the window with I/O in flight (iostat's %util); peak dirty is the highest
 //! `Dirty` of /proc/meminfo sampled during the step. A `-` means "not monitored".
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::model::{CellStatus, Counters, LatencyDist, StepTiming};
@@ -44,7 +45,7 @@ fn util(c: &Counters) -> String {
 }
 
 /// The kernel counters of one lat_fs cell over its repetitions.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct CellCounters {
     /// Run label.
     pub label: String,
@@ -54,14 +55,14 @@ pub struct CellCounters {
     pub write_ios: Vec<u64>,
     /// MB written per repetition.
     pub mb_written: Vec<f64>,
-    /// Median utilisation of the busiest device, percent (`None` without devices).
+    /// Median utilisation of the busiest device, percent (`None`, `null` in JSON, without devices).
     pub util_percent: Option<f64>,
     /// Median context switches per second, system-wide.
     pub context_switches_per_s: Option<f64>,
 }
 
 /// The latency distribution of one lat_fs cell, merged over tasks and repetitions.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct CellLatency {
     /// Run label.
     pub label: String,

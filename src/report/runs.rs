@@ -2,10 +2,9 @@
 
 use std::path::Path;
 
-use serde::Serialize;
-
 use super::Format;
 use super::format::{csv_record, markdown};
+use crate::output::{ListedRun, OUTPUT_SCHEMA_VERSION, RunListJson};
 use crate::results::find::RunSummary;
 use crate::text::{escape_control, first_line_cut};
 
@@ -43,24 +42,34 @@ fn name(r: &RunSummary) -> String {
     r.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
+/// The listing of `dir`'s runs (oldest first) as a document (`fsbench report SCENARIO_DIR --json`).
+pub fn run_list_json(dir: &Path, runs: &[RunSummary]) -> RunListJson {
+    RunListJson {
+        schema: OUTPUT_SCHEMA_VERSION,
+        dir: dir.to_path_buf(),
+        runs: runs
+            .iter()
+            .map(|r| ListedRun {
+                run: name(r),
+                dir: r.dir.clone(),
+                label: r.meta.label.clone(),
+                host: r.meta.host.hostname.clone(),
+                kernel: r.meta.host.kernel_release.clone(),
+                started: r.meta.started.clone(),
+                finished: r.meta.finished.clone(),
+                state: r.state().to_string(),
+                planned: r.planned,
+                ok: r.ok,
+                skipped: r.skipped,
+                failed: r.failed,
+                unreadable: r.unreadable,
+            })
+            .collect(),
+    }
+}
+
 /// The listing of `dir`'s runs (oldest first) in `format`.
 pub fn render_run_list(dir: &Path, runs: &[RunSummary], format: Format) -> String {
-    #[derive(Serialize)]
-    struct Row<'a> {
-        run: String,
-        dir: &'a Path,
-        label: Option<&'a str>,
-        host: &'a str,
-        kernel: &'a str,
-        started: &'a str,
-        finished: Option<&'a str>,
-        state: &'static str,
-        planned: usize,
-        ok: usize,
-        skipped: usize,
-        failed: usize,
-        unreadable: usize,
-    }
     let header: Vec<String> =
         ["run", "label", "host", "kernel", "started", "cells measured"].map(String::from).to_vec();
     // Host names and kernel releases are other people's text: shown, never obeyed, and cut so
@@ -81,27 +90,7 @@ pub fn render_run_list(dir: &Path, runs: &[RunSummary], format: Format) -> Strin
     let rows: Vec<Vec<String>> =
         rows.into_iter().map(|r| r.into_iter().map(|c| escape_control(&c)).collect()).collect();
     match format {
-        Format::Json => {
-            let out: Vec<Row> = runs
-                .iter()
-                .map(|r| Row {
-                    run: name(r),
-                    dir: &r.dir,
-                    label: r.meta.label.as_deref(),
-                    host: &r.meta.host.hostname,
-                    kernel: &r.meta.host.kernel_release,
-                    started: &r.meta.started,
-                    finished: r.meta.finished.as_deref(),
-                    state: r.state(),
-                    planned: r.planned,
-                    ok: r.ok,
-                    skipped: r.skipped,
-                    failed: r.failed,
-                    unreadable: r.unreadable,
-                })
-                .collect();
-            serde_json::to_string_pretty(&out).expect("run list serializes") + "\n"
-        }
+        Format::Json => crate::output::to_json(&run_list_json(dir, runs)),
         Format::Csv => {
             let mut s = csv_record(&header);
             for r in &rows {

@@ -30,6 +30,7 @@
 //! same tree — a shift at iteration 2 that MAD alone misses, because the slow
 //! iterations are themselves noisy.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::model::{CellStatus, StepTiming, StepsCopy, Timeline};
@@ -47,7 +48,7 @@ pub const FLAG_TREND_CHANGE: f64 = 0.20;
 pub const FLAG_TREND_MIN_POINTS: usize = 3;
 
 /// All iterations of one (label, configuration).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct StepsGroup {
     /// Run label.
     pub label: String,
@@ -109,7 +110,7 @@ pub fn loop_warnings(iterations: &[Vec<StepTiming>]) -> Vec<String> {
 }
 
 /// A step whose elapsed time depends on the iteration.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct StepFlag {
     /// Step index.
     pub step: usize,
@@ -117,7 +118,8 @@ pub struct StepFlag {
     pub label: String,
     /// Elapsed seconds per iteration.
     pub elapsed_s: Vec<f64>,
-    /// max/min.
+    /// max/min (infinite when the shortest is 0: `null` in JSON).
+    #[schemars(with = "Option<f64>")]
     pub ratio: f64,
     /// The first iteration (from 1) of a new regime, when the change is a shift.
     pub shift_at: Option<usize>,
@@ -130,7 +132,7 @@ pub struct StepFlag {
 }
 
 /// A step that grows (or shrinks) from each iteration to the next.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema)]
 pub struct Trend {
     /// First iteration of the trend, from 1.
     pub from: usize,

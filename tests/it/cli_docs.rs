@@ -21,16 +21,36 @@ fn command_paths() -> Vec<Vec<String>> {
     out
 }
 
+/// Every hidden command's name (`__latfs-worker`), at any depth.
+fn hidden_commands() -> Vec<String> {
+    fn walk(cmd: &clap::Command, out: &mut Vec<String>) {
+        for sub in cmd.get_subcommands() {
+            if sub.is_hide_set() {
+                out.push(sub.get_name().to_string());
+            }
+            walk(sub, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&fsbench::app::Cli::command(), &mut out);
+    out
+}
+
 #[test]
-fn completions_name_every_subcommand() {
+fn completions_name_every_subcommand_and_no_hidden_one() {
     let paths = command_paths();
     assert!(paths.len() > 15 && paths.iter().any(|p| p == &["bundle", "pack"]), "{paths:?}");
+    let hidden = hidden_commands();
+    assert!(hidden.iter().any(|h| h == "__latfs-worker"), "{hidden:?}");
     for shell in ["bash", "zsh", "fish"] {
         let out = fsbench().args(["completions", shell]).assert().success().get_output().stdout.clone();
         let script = String::from_utf8(out).unwrap();
         for p in &paths {
             let name = p.last().unwrap();
             assert!(script.contains(name.as_str()), "{shell} completion lacks `{}`", p.join(" "));
+        }
+        for h in &hidden {
+            assert!(!script.contains(h.as_str()), "{shell} completion offers the hidden `{h}`");
         }
     }
     fsbench().args(["completions", "tcsh"]).assert().code(2);

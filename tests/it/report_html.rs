@@ -34,6 +34,14 @@ fn untar_page(tmp: &Path) -> PathBuf {
     page
 }
 
+/// The contents list comes after the title and the run list, before the first table.
+fn contents_come_first(html: &str) {
+    let nav = html.find("<nav>").expect("a contents list");
+    assert!(html.find("</ul>").unwrap() < nav, "the run list comes before the contents");
+    assert!(nav < html.find("<table>").unwrap(), "the contents come before the first table");
+    assert!(nav < html.find("<h2 id=").unwrap(), "the contents come before the first section");
+}
+
 /// Every value of seed 000's tables, as the report prints it.
 fn seed_values() -> Vec<String> {
     parse_seed000().iter().flat_map(|t| t.rows.iter().flat_map(|r| r[1..].to_vec())).collect()
@@ -48,6 +56,7 @@ fn quota_smp_page_holds_every_table_plot_and_number_and_loads_nothing() {
     assert_eq!(html.matches("<figure>").count(), tables, "one plot per table");
     assert_eq!(html.matches("<svg").count(), tables);
     assert_eq!(html.matches("<table>").count(), 2 * tables + 2 * 2, "values + ratios per table, provenance per run");
+    contents_come_first(&html);
     for v in seed_values() {
         assert!(html.contains(&format!("<td class=\"num\">{v}</td>")), "{v} missing");
     }
@@ -178,6 +187,9 @@ fn kernel_untar_page_renders_in_chromium_with_every_iteration() {
     let html = std::fs::read_to_string(&page).unwrap();
     // Two runs × two filesystems: one table and one per-iteration chart each.
     assert_eq!(html.matches("<figure>").count(), 4);
+    // The side-by-side step tables open the page: the contents come before them, and list them.
+    contents_come_first(&html);
+    assert!(html.contains("<li><a href=\"#s2\">Steps side by side</a></li>"), "{html}");
     let Some(dom) = render_in_chromium(&test_name!(), &page) else { return };
     assert_eq!(dom.matches("<svg").count(), 4);
     // ext4's untar of iteration 2 in the first run: 7100 * 10 + 5000 ms.

@@ -50,10 +50,10 @@ fn a_scenario_directory_lists_its_runs() {
     assert!(out.contains("fsbench report ") && out.contains("quota-smp@BASE"), "{out}");
     let (json, _) =
         stdio(&fsbench().args(["report", "--format", "json"]).arg(root.join("quota-smp")).assert().success());
-    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert_eq!(v.as_array().unwrap().len(), 3);
-    assert_eq!(v[1]["label"], "V3");
-    assert_eq!(v[2]["ok"], 128);
+    let v = crate::schemas::conforming("run-list.schema.json", json.as_bytes(), "report SCENARIO_DIR --json");
+    assert_eq!(v["runs"].as_array().unwrap().len(), 3);
+    assert_eq!(v["runs"][1]["label"], "V3");
+    assert_eq!(v["runs"][2]["ok"], 128);
 }
 
 #[test]

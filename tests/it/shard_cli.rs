@@ -120,7 +120,10 @@ fn hosts_are_a_dimension_not_an_average() {
     let json = ok(&merge(&[&sb.out()], "json"));
     let short = fsbench().arg("merge").arg(sb.out()).arg("--json").env_remove("FSBENCH_RUN_KEY").output().unwrap();
     assert_eq!(ok(&short), json, "--json is --format json");
-    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let v = crate::schemas::conforming("merge.schema.json", json.as_bytes(), "merge --json");
+    assert_eq!(v["merged"].as_array().unwrap().len(), 1, "one sharded run");
+    assert_eq!((v["merged"][0]["complete"].as_bool(), v["merged"][0]["shards"].as_u64()), (Some(true), Some(2)));
+    let v = &v["merged"][0]["report"];
     let labels: Vec<&str> = v["runs"].as_array().unwrap().iter().map(|r| r["label"].as_str().unwrap()).collect();
     assert_eq!(labels.len(), 2, "one entry per host: {labels:?}");
     assert!(labels.contains(&"otherhost"), "{labels:?}");
@@ -142,6 +145,7 @@ fn hosts_are_a_dimension_not_an_average() {
     m["host"]["hostname"] = "otherhost".into();
     std::fs::write(r2.join("run.json"), serde_json::to_string_pretty(&m).unwrap()).unwrap();
     let v: serde_json::Value = serde_json::from_str(&ok(&merge(&[&sb.out()], "json"))).unwrap();
+    let v = &v["merged"][0]["report"];
     for t in v["tables"].as_array().unwrap() {
         let cols: Vec<&str> = t["columns"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
         assert_eq!(cols.len(), 2, "a column per host in {}: {cols:?}", t["test"]);

@@ -252,8 +252,7 @@ disturbance = "off"
 "#;
 
 /// What a report's JSON says about layout: tables (fs, layout, test, columns, task rows) and cells without a number.
-fn layout_of(json: &str) -> serde_json::Value {
-    let v: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("not JSON ({e}):\n{json}"));
+fn layout_of(v: &serde_json::Value) -> serde_json::Value {
     let tables: Vec<serde_json::Value> = v["tables"]
         .as_array()
         .unwrap()
@@ -370,8 +369,10 @@ fn four_shard_array_merges_to_the_single_machine_run() {
     assert!(merged.status.success(), "{}", String::from_utf8_lossy(&merged.stderr));
     let report = fsbench().arg("report").arg(&single[0]).args(["--format", "json"]).output().unwrap();
     assert!(report.status.success());
-    let (m, s) =
-        (layout_of(&String::from_utf8_lossy(&merged.stdout)), layout_of(&String::from_utf8_lossy(&report.stdout)));
+    let merged = crate::schemas::conforming("merge.schema.json", &merged.stdout, "merge --json");
+    assert_eq!(merged["merged"][0]["complete"], true, "{merged}");
+    let report = crate::schemas::conforming("report.schema.json", &report.stdout, "report --json");
+    let (m, s) = (layout_of(&merged["merged"][0]["report"]), layout_of(&report));
     assert_eq!(m, s, "merged report and single-machine report differ in layout");
     assert!(!m["tables"].as_array().unwrap().is_empty());
 

@@ -1,6 +1,6 @@
 //! A small JSON Schema validator for the subset schemars writes (draft 2020-12: type, enum,
-//! const, properties, required, additionalProperties, items, $ref into $defs, oneOf, anyOf,
-//! allOf, minimum, maximum). A full validator crate would bring ~40 crates (URL and Unicode
+//! const, properties, required, additionalProperties, items, prefixItems, minItems, maxItems,
+//! $ref into $defs, oneOf, anyOf, allOf, minimum, maximum). A full validator crate would bring ~40 crates (URL and Unicode
 //! tables) into every test build for four documents. Any other validation keyword in a
 //! schema fails the check instead of being skipped silently.
 
@@ -27,6 +27,9 @@ const KEYWORDS: &[&str] = &[
     "required",
     "additionalProperties",
     "items",
+    "prefixItems",
+    "minItems",
+    "maxItems",
     "$ref",
     "oneOf",
     "anyOf",
@@ -76,19 +79,19 @@ fn check(root: &Value, schema: &Value, v: &Value, at: &str, errors: &mut Vec<Str
             _ => panic!("bad type at {at}"),
         };
         if !types.iter().any(|t| type_ok(t, v)) {
-            errors.push(format!("{at}: {v} is not of type {}", types.join(" or ")));
+            errors.push(format!("{at}: {} is not of type {}", short(v), types.join(" or ")));
             return;
         }
     }
     if let Some(e) = s.get("enum").and_then(Value::as_array)
         && !e.contains(v)
     {
-        errors.push(format!("{at}: {v} is not one of {}", Value::Array(e.clone())));
+        errors.push(format!("{at}: {} is not one of {}", short(v), Value::Array(e.clone())));
     }
     if let Some(c) = s.get("const")
         && c != v
     {
-        errors.push(format!("{at}: {v} is not {c}"));
+        errors.push(format!("{at}: {} is not {c}", short(v)));
     }
     if let Some(n) = v.as_f64() {
         if let Some(min) = s.get("minimum").and_then(Value::as_f64)
@@ -122,30 +125,68 @@ fn check(root: &Value, schema: &Value, v: &Value, at: &str, errors: &mut Vec<Str
             }
         }
     }
-    if let (Value::Array(items), Some(sub)) = (v, s.get("items")) {
-        for (i, item) in items.iter().enumerate() {
+    if let Value::Array(items) = v {
+        // Tuples: `prefixItems` for the first elements, `items` for the rest.
+        let prefix = s.get("prefixItems").map(|p| p.as_array().expect("prefixItems is an array"));
+        let skip = prefix.map_or(0, Vec::len);
+        for (i, (item, sub)) in items.iter().zip(prefix.into_iter().flatten()).enumerate() {
             check(root, sub, item, &format!("{at}/{i}"), errors);
         }
+        if let Some(sub) = s.get("items") {
+            for (i, item) in items.iter().enumerate().skip(skip) {
+                check(root, sub, item, &format!("{at}/{i}"), errors);
+            }
+        }
+        if let Some(min) = s.get("minItems").and_then(Value::as_u64)
+            && (items.len() as u64) < min
+        {
+            errors.push(format!("{at}: {} items < minItems {min}", items.len()));
+        }
+        if let Some(max) = s.get("maxItems").and_then(Value::as_u64)
+            && (items.len() as u64) > max
+        {
+            errors.push(format!("{at}: {} items > maxItems {max}", items.len()));
+        }
     }
-    let passes = |sub: &Value| {
+    let branch_errors = |sub: &Value| {
         let mut e = Vec::new();
         check(root, sub, v, at, &mut e);
-        e.is_empty()
+        e
     };
     if let Some(all) = s.get("allOf").and_then(Value::as_array) {
         for sub in all {
             check(root, sub, v, at, errors);
         }
     }
-    if let Some(any) = s.get("anyOf").and_then(Value::as_array)
-        && !any.iter().any(passes)
-    {
-        errors.push(format!("{at}: {v} matches none of anyOf"));
-    }
-    if let Some(one) = s.get("oneOf").and_then(Value::as_array) {
-        let n = one.iter().filter(|sub| passes(sub)).count();
-        if n != 1 {
-            errors.push(format!("{at}: {v} matches {n} of oneOf, not exactly 1"));
+    if let Some(any) = s.get("anyOf").and_then(Value::as_array) {
+        let failed: Vec<Vec<String>> = any.iter().map(branch_errors).collect();
+        if failed.iter().all(|e| !e.is_empty()) {
+            errors.push(format!("{at}: {} matches none of anyOf{}", short(v), why(&failed)));
         }
     }
+    if let Some(one) = s.get("oneOf").and_then(Value::as_array) {
+        let failed: Vec<Vec<String>> = one.iter().map(branch_errors).collect();
+        let n = failed.iter().filter(|e| e.is_empty()).count();
+        if n != 1 {
+            errors.push(format!("{at}: {} matches {n} of oneOf, not exactly 1{}", short(v), why(&failed)));
+        }
+    }
+}
+
+/// A value as an error message shows it: cut, since a document can be megabytes.
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    match s.char_indices().nth(80) {
+        Some((i, _)) => format!("{}...", &s[..i]),
+        None => s,
+    }
+}
+
+/// Why each alternative failed, its first errors indented under the message.
+fn why(failed: &[Vec<String>]) -> String {
+    let mut out = String::new();
+    for (i, e) in failed.iter().enumerate().filter(|(_, e)| !e.is_empty()) {
+        out.push_str(&format!("\n  alternative {i}: {}", e.iter().take(3).cloned().collect::<Vec<_>>().join("; ")));
+    }
+    out
 }
