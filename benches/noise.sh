@@ -3,7 +3,10 @@
 #
 # Runs PAIRS A/A pairs (the same build, the same scenario, back to back) of a
 # quickstart-sized lat_fs scenario (ext4 over loop over tmpfs, layout S, 1 and 2
-# tasks, the four tests; adaptive repetitions min 3, max 10, ci 2%) while an
+# tasks, the four tests; ROUNDS rounds of REPETITIONS repetitions, so the gate compares
+# round means and its interval covers the drift between freshly made filesystems and
+# over the run; the repetitions of one round agree with each other far better than
+# rounds do, which is why the rounds get the budget) while an
 # intermittent CPU hog runs on one core (busy HOG_ON_S seconds, idle HOG_OFF_S
 # seconds, pinned with taskset). Each pair is gated at THRESHOLD. Then the same
 # pairs are gated again with every candidate sample scaled by SCALE (a synthetic
@@ -14,7 +17,9 @@
 # Needs root (loop device, mount, per-task uids). Not a test: its figures depend on
 # the machine and go into the README's Performance table.
 #
-# Knobs (environment): PAIRS=5 THRESHOLD=5% SCALE=0.8 HOG_ON_S=2 HOG_OFF_S=2 HOG_CPU=1
+# Knobs (environment): PAIRS=5 THRESHOLD=5% SCALE=0.8 HOG_ON_S=2 HOG_OFF_S=2 HOG_CPU=1 ROUNDS=8
+#                      REPETITIONS=3 (ROUNDS=1 REPETITIONS='{ min = 3, max = 10, ci = "2%" }':
+#                      repetitions only, to see the drift between runs such a gate misses)
 #                      DISTURBANCE= (workload.disturbance: unset = the scenario default 25%,
 #                      "off" to see what the gate does without disturbance detection)
 #                      FSBENCH=target/release/fsbench KEEP=0 (keep the results directory)
@@ -27,6 +32,8 @@ HOG_ON_S=${HOG_ON_S:-2}
 HOG_OFF_S=${HOG_OFF_S:-2}
 HOG_CPU=${HOG_CPU:-1}
 KEEP=${KEEP:-0}
+ROUNDS=${ROUNDS:-8}
+REPETITIONS=${REPETITIONS:-3}
 DISTURBANCE=${DISTURBANCE:-}
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -48,7 +55,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-cat > "$work/noise.toml" <<'EOF'
+cat > "$work/noise.toml" <<EOF
 schema = 1
 name = "noise"
 description = "quickstart-sized lat_fs with adaptive repetitions, for the noise benchmark"
@@ -67,7 +74,8 @@ image_size = "1GiB"
 kind = "lat_fs"
 warmup = "50ms"
 duration = "200ms"
-repetitions = { min = 3, max = 10, ci = "2%" }
+repetitions = ${REPETITIONS}
+rounds = ${ROUNDS}
 max_reruns = 4
 EOF
 

@@ -161,6 +161,7 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
             &scenario,
             &scenario.kernels,
             &args.scenario_options.only,
+            crate::runner::CellOrder::Plan,
             &args.out,
             &args.workdir.clone().unwrap_or_else(crate::provision::workroot::default_workdir),
             args.quiet,

@@ -304,6 +304,14 @@ pub fn preflight() -> crate::host::environment::Environment {
             busy.join("; ")
         );
     }
+    if let Some(c) = env.cpu_steadiness.as_ref().filter(|c| c.cv > crate::host::environment::STEADY_CV) {
+        eprintln!(
+            "fsbench: note: the same CPU work took {:.1}% more or less time from one {:.0} ms window to the next \
+             (a shared host or changing clocks): repetitions cannot agree better than that here",
+            c.cv * 100.0,
+            c.window_ms
+        );
+    }
     env
 }
 
@@ -350,6 +358,7 @@ pub(crate) fn run_under_kernels(
     scenario: &crate::scenario::Scenario,
     kernels: &[crate::scenario::KernelSpec],
     only: &[String],
+    order: crate::runner::CellOrder,
     out: &std::path::Path,
     work_root: &std::path::Path,
     quiet: bool,
@@ -358,7 +367,7 @@ pub(crate) fn run_under_kernels(
     let qemu_bin = crate::qemu::prepare(scenario, kernels, allow_device)?;
     // Validate the plan (and --only) on the host, before any boot.
     let plan = crate::plan::plan_for(scenario, only)?;
-    let req = crate::qemu::KernelsRequest { scenario, kernels, only, cells: plan.cells.len(), out, quiet };
+    let req = crate::qemu::KernelsRequest { scenario, kernels, only, order, cells: plan.cells.len(), out, quiet };
     let mut worst = exit::SUCCESS;
     // qemu's scratch is journaled under the same work root as a host run's.
     crate::provision::workroot::set_scratch_root(work_root);

@@ -205,6 +205,7 @@ fn run_in_kernels(args: &RunArgs, scenario: &Scenario, kernels: &[KernelSpec]) -
         scenario,
         kernels,
         &args.scenario_options.only,
+        cell_order(args)?,
         &args.out,
         &workroot(args),
         args.quiet,

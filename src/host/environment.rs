@@ -7,6 +7,12 @@
 //! times a short interval apart ([`Environment::sample`]); fsbench itself is
 //! left out. Process names are the kernel's `comm`, which anyone can set:
 //! [`printable`] escapes them before they reach a terminal.
+//!
+//! The sample's interval is not slept through: fsbench times a fixed CPU-bound loop
+//! in short windows meanwhile ([`CpuSteadiness`]). How much the same work's time
+//! varies from window to window is the machine's own noise floor (a host shared
+//! with other guests, frequency changes), under which no CPU-bound measurement's
+//! spread can go, however quiet the guest is.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -27,6 +33,88 @@ pub const BUSY_PROCESS_SHARE: f64 = 0.10;
 /// saw other work (the load average trails by a minute: alone, it would call a machine
 /// busy just after `cargo run` finished compiling fsbench).
 pub const BUSY_LOAD_PER_CPU: f64 = 0.5;
+
+/// Length of one window of the steadiness probe.
+pub const STEADINESS_WINDOW: Duration = Duration::from_millis(20);
+
+/// A CPU steadiness reading below which fsbench says nothing (2%: the spread the
+/// benchmarks ask of an idle machine).
+pub const STEADY_CV: f64 = 0.02;
+
+/// How steady the CPU's speed was during the sample: a fixed loop timed in windows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CpuSteadiness {
+    /// Windows timed.
+    pub windows: u32,
+    /// Mean length of one window, ms.
+    pub window_ms: f64,
+    /// Coefficient of variation of the windows' lengths: the same work took this much
+    /// more or less time from one window to the next.
+    pub cv: f64,
+}
+
+/// Time the same CPU-bound work in windows of about `window` until `interval` has passed.
+///
+/// The work per window is calibrated first (the fastest of a few tries); the loop is a
+/// multiply-add chain the compiler cannot fold, touching no memory. `None` when the
+/// interval holds fewer than three windows.
+pub fn cpu_steadiness(interval: Duration, window: Duration) -> Option<CpuSteadiness> {
+    let t0 = Instant::now();
+    let spin = |n: u64| {
+        let mut x = 1u64;
+        for _ in 0..n {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407));
+        }
+        std::hint::black_box(x);
+    };
+    // Calibrate: double the work until it takes a tenth of a window, then scale it to a window.
+    let mut n = 1_000u64;
+    let took = loop {
+        let t = Instant::now();
+        spin(n);
+        let e = t.elapsed();
+        if e >= window / 10 || n >= 1 << 40 {
+            break e;
+        }
+        n *= 2;
+    };
+    // The fastest of a few: a preemption during calibration would shorten every window.
+    let took = (0..3)
+        .map(|_| {
+            let t = Instant::now();
+            spin(n);
+            t.elapsed()
+        })
+        .fold(took, Duration::min);
+    let per_window = (n as f64 * window.as_secs_f64() / took.as_secs_f64().max(1e-9)).max(1.0) as u64;
+    let mut times = Vec::new();
+    while t0.elapsed() + window <= interval {
+        let t = Instant::now();
+        spin(per_window);
+        times.push(t.elapsed().as_secs_f64());
+    }
+    let s = crate::stats::summarize(&times);
+    (s.n >= 3).then(|| CpuSteadiness { windows: s.n as u32, window_ms: s.mean * 1e3, cv: s.cv })
+}
+
+/// The state of DAMON's kdamonds: each one running samples (and with schemes acts on)
+/// page-access bits in the background, a source of TLB flushes a benchmark shares.
+fn damon() -> Option<String> {
+    let root = "/sys/kernel/mm/damon/admin/kdamonds";
+    let n: u32 = read(&format!("{root}/nr_kdamonds"))?.parse().ok()?;
+    let mut on = Vec::new();
+    for i in 0..n.min(64) {
+        if read(&format!("{root}/{i}/state")).as_deref() == Some("on") {
+            let ops = read(&format!("{root}/{i}/contexts/0/operations")).unwrap_or_else(|| "?".into());
+            let schemes = read(&format!("{root}/{i}/contexts/0/schemes/nr_schemes")).unwrap_or_else(|| "0".into());
+            on.push(format!("{ops}, {schemes} scheme{}", if schemes == "1" { "" } else { "s" }));
+        }
+    }
+    Some(match on.len() {
+        0 => "off".into(),
+        k => format!("on: {k} kdamond{} ({})", if k == 1 { "" } else { "s" }, on.join("; ")),
+    })
+}
 
 /// Another process and the share of one CPU it used during the sample.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -84,6 +172,13 @@ pub struct Environment {
     /// Length of the sample in milliseconds.
     #[serde(default)]
     pub sample_ms: u64,
+    /// DAMON, the kernel's data-access monitor (`on: 1 kdamond (paddr, 1 scheme)`, `off`);
+    /// absent when the kernel has no DAMON sysfs interface.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub damon: Option<String>,
+    /// How steady the CPU's speed was during the sample; absent in older runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_steadiness: Option<CpuSteadiness>,
 }
 
 /// `s` with control characters and backslashes escaped, safe to print.
@@ -203,7 +298,11 @@ impl Environment {
             .unwrap_or(false);
         let own = vec![std::process::id()];
         let (p0, c0, t0) = (process_times(), CpuTotals::read().ok(), Instant::now());
-        std::thread::sleep(interval);
+        // The interval is spent timing a fixed loop; fsbench's own CPU time is not counted as a neighbour's.
+        let cpu_steadiness = cpu_steadiness(interval, STEADINESS_WINDOW);
+        if let Some(rest) = interval.checked_sub(t0.elapsed()) {
+            std::thread::sleep(rest);
+        }
         let (p1, c1, wall) = (process_times(), CpuTotals::read().ok(), t0.elapsed());
         let tick = super::cpu::tick_us();
         let steal_share = match (c0, c1) {
@@ -227,6 +326,8 @@ impl Environment {
             virtual_machine,
             steal_share,
             sample_ms: wall.as_millis() as u64,
+            damon: damon(),
+            cpu_steadiness,
         }
     }
 
@@ -330,6 +431,32 @@ impl Environment {
                 },
             ),
             (
+                "DAMON (data-access monitor)".into(),
+                opt(&self.damon),
+                if self.damon.as_deref().is_some_and(|d| d.starts_with("on")) {
+                    "it samples page-access bits in the background: write off to its kdamonds' state while benchmarking, if the machine is yours".into()
+                } else {
+                    String::new()
+                },
+            ),
+            (
+                "CPU speed steadiness".into(),
+                match &self.cpu_steadiness {
+                    Some(c) => format!(
+                        "a fixed loop varied {:.1}% (CV) over {} windows of {:.0} ms",
+                        c.cv * 100.0,
+                        c.windows,
+                        c.window_ms
+                    ),
+                    None => "not measured".into(),
+                },
+                if self.cpu_steadiness.as_ref().is_some_and(|c| c.cv > STEADY_CV) {
+                    "the CPU's own speed moves (a shared host, frequency changes): lat_fs spreads cannot go below this; use dedicated CPUs, or rounds and a threshold above it".into()
+                } else {
+                    String::new()
+                },
+            ),
+            (
                 "kernel cmdline".into(),
                 crate::text::first_line_cut(&printable(&opt(&self.kernel_cmdline)), 160),
                 String::new(),
@@ -383,9 +510,17 @@ impl Environment {
         cmp("CPUs online", o(&a.cpus_online), o(&b.cpus_online));
         cmp("kernel cmdline", o(&a.kernel_cmdline), o(&b.kernel_cmdline));
         cmp("virtual machine", a.virtual_machine.to_string(), b.virtual_machine.to_string());
+        cmp("DAMON", o(&a.damon), o(&b.damon));
         let keys: std::collections::BTreeSet<&String> = a.mitigations.keys().chain(b.mitigations.keys()).collect();
         for k in keys {
             cmp(&format!("mitigation {k}"), o(&a.mitigations.get(k).cloned()), o(&b.mitigations.get(k).cloned()));
+        }
+        // Steadiness too: said when one side's CPU was unsteady and the other's was not.
+        let unsteady = |e: &Environment| e.cpu_steadiness.as_ref().map(|c| (c.cv > STEADY_CV, c.cv));
+        if let (Some((ua, ca)), Some((ub, cb))) = (unsteady(a), unsteady(b))
+            && ua != ub
+        {
+            out.push(format!("CPU speed steadiness (CV of a fixed loop): {:.1}% vs {:.1}%", ca * 100.0, cb * 100.0));
         }
         // Load is a state, not a setting: call it out only when one side was visibly busy.
         let (ba, bb) = (a.busy_reasons(), b.busy_reasons());
@@ -444,6 +579,18 @@ mod tests {
         let d = Environment::differences(&quiet, &other);
         assert_eq!(d, ["cpu governor: - vs powersave"]);
         assert!(Environment::differences(&quiet, &e).iter().any(|l| l.starts_with("machine at start: quiet vs busy")));
+        // A CPU whose speed moved on one side only is said; two steady ones or two unsteady ones are not news.
+        let steady = |cv| Environment {
+            cpu_steadiness: Some(CpuSteadiness { windows: 15, window_ms: 20.0, cv }),
+            ..quiet.clone()
+        };
+        let d = Environment::differences(&steady(0.004), &steady(0.061));
+        assert_eq!(d, ["CPU speed steadiness (CV of a fixed loop): 0.4% vs 6.1%"]);
+        assert!(Environment::differences(&steady(0.004), &steady(0.011)).is_empty());
+        assert!(Environment::differences(&steady(0.05), &steady(0.09)).is_empty());
+        assert!(steady(0.061).rows().iter().any(|(n, v, remedy)| n == "CPU speed steadiness"
+            && v.contains("6.1% (CV) over 15 windows of 20 ms")
+            && remedy.contains("cannot go below")));
     }
 
     #[test]
@@ -452,5 +599,18 @@ mod tests {
         assert!(e.cpus_online.is_some() && e.loadavg.is_some() && e.kernel_cmdline.is_some(), "{e:?}");
         assert!(e.sample_ms >= 100 && e.busiest.iter().all(|p| p.pid != std::process::id()));
         assert!(!e.rows().is_empty());
+        let c = e.cpu_steadiness.expect("100 ms hold several 20 ms windows");
+        assert!(c.windows >= 3 && c.cv.is_finite() && c.cv >= 0.0, "{c:?}");
+    }
+
+    #[test]
+    fn the_steadiness_probe_times_windows_of_the_asked_length() {
+        let c = cpu_steadiness(Duration::from_millis(300), Duration::from_millis(20)).unwrap();
+        // The windows are calibrated to about 20 ms; a loaded machine stretches them, and
+        // calibration error cannot halve them.
+        assert!(c.windows >= 3 && c.windows <= 30, "{c:?}");
+        assert!(c.window_ms > 10.0 && c.window_ms < 200.0, "{c:?}");
+        // An interval that holds fewer than three windows says nothing rather than a CV of one.
+        assert!(cpu_steadiness(Duration::from_millis(30), Duration::from_millis(20)).is_none());
     }
 }

@@ -36,10 +36,27 @@ pub struct GuestConfig {
     pub scenario: String,
     /// `--only` filters.
     pub only: Vec<String>,
+    /// The seed of `--order random`, when the host run was asked for it; absent: the plan's order.
+    #[serde(default)]
+    pub order_seed: Option<u64>,
     /// Kernel modules to load, in order (guest paths).
     pub modules: Vec<String>,
     /// Extra environment for the runner (`LD_LIBRARY_PATH`, ...).
     pub env: Vec<(String, String)>,
+}
+
+/// The guest's `fsbench run` arguments: the scenario, the kernel's label, and the host
+/// run's `--only` filters and `--order`.
+fn run_args(cfg: &GuestConfig) -> Vec<String> {
+    let mut a: Vec<String> =
+        ["run", &cfg.scenario, "--out", GUEST_RESULTS, "--label", &cfg.label].map(String::from).into();
+    for o in &cfg.only {
+        a.extend(["--only".into(), o.clone()]);
+    }
+    if let Some(seed) = cfg.order_seed {
+        a.extend(["--order".into(), "random".into(), "--seed".into(), seed.to_string()]);
+    }
+    a
 }
 
 /// Entry point when the kernel runs fsbench as init (`/fsbench __guest-init`). Never returns.
@@ -97,10 +114,7 @@ fn run_init() -> anyhow::Result<i32> {
         }
     }
     let mut cmd = Command::new(GUEST_EXE);
-    cmd.args(["run", &cfg.scenario, "--out", GUEST_RESULTS, "--label", &cfg.label]);
-    for o in &cfg.only {
-        cmd.args(["--only", o]);
-    }
+    cmd.args(run_args(&cfg));
     cmd.env_clear()
         .env("PATH", "/sbin:/bin:/usr/sbin:/usr/bin")
         .env("HOME", "/root")
@@ -242,6 +256,27 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_guest_run_gets_the_host_runs_filters_and_order() {
+        let mut cfg = GuestConfig {
+            label: "v6.1".into(),
+            scenario: "/fsbench.d/s.toml".into(),
+            only: vec!["fs=ext4".into()],
+            order_seed: None,
+            modules: Vec::new(),
+            env: Vec::new(),
+        };
+        let a = run_args(&cfg);
+        assert_eq!(a[..6], ["run", "/fsbench.d/s.toml", "--out", GUEST_RESULTS, "--label", "v6.1"]);
+        assert_eq!(a[6..], ["--only", "fs=ext4"]);
+        cfg.order_seed = Some(42);
+        assert!(run_args(&cfg).ends_with(&["--order".into(), "random".into(), "--seed".into(), "42".into()]));
+        // A host of an older fsbench sends no seed: the plan's order.
+        let old: GuestConfig =
+            serde_json::from_str(r#"{"label":"a","scenario":"s","only":[],"modules":[],"env":[]}"#).unwrap();
+        assert_eq!(old.order_seed, None);
+    }
 
     #[test]
     fn channel_round_trips_and_detects_truncation() {

@@ -169,6 +169,8 @@ pub struct KernelsRequest<'a> {
     pub kernels: &'a [KernelSpec],
     /// `--only` filters, passed on to the guest's run.
     pub only: &'a [String],
+    /// The order the guest's run takes its cells in (`run --order`).
+    pub order: crate::runner::CellOrder,
     /// How many cells each guest runs (for its deadlines).
     pub cells: usize,
     /// The results root; each kernel's run directory is adopted under it.
@@ -273,7 +275,7 @@ fn run_kernel(
         .context("cannot create qemu's scratch directory")?;
     let started = std::time::Instant::now();
     let initrd = files.join("initramfs.cpio.gz");
-    let size = build_initramfs(s, k, req.only, &initrd)?;
+    let size = build_initramfs(s, k, req, &initrd)?;
     if !req.quiet {
         eprintln!(
             "fsbench: kernel {}: initramfs {:.1} MiB built in {}",
@@ -386,7 +388,7 @@ fn run_kernel(
 }
 
 /// Collect what the guest needs and write the initramfs; returns its size.
-fn build_initramfs(s: &Scenario, k: &KernelSpec, only: &[String], dest: &Path) -> anyhow::Result<u64> {
+fn build_initramfs(s: &Scenario, k: &KernelSpec, req: &KernelsRequest, dest: &Path) -> anyhow::Result<u64> {
     let exe = std::env::current_exe().context("cannot find the fsbench executable")?;
     let mut c = Contents::default();
     // Debug builds carry ~60 MiB of debug info the guest never reads; without it the
@@ -473,7 +475,11 @@ fn build_initramfs(s: &Scenario, k: &KernelSpec, only: &[String], dest: &Path) -
     let cfg = GuestConfig {
         label: k.label.clone(),
         scenario: scenario_path,
-        only: only.to_vec(),
+        only: req.only.to_vec(),
+        order_seed: match req.order {
+            crate::runner::CellOrder::Random { seed } => Some(seed),
+            crate::runner::CellOrder::Plan => None,
+        },
         modules: guest_modules,
         env: vec![("LD_LIBRARY_PATH".into(), initramfs::library_dirs(&libs).join(":"))],
     };

@@ -749,8 +749,9 @@ fn steps_body(m: &mut dyn Markup, groups: &[StepsGroup], figures: &[String]) {
                 it.iter().map(move |s| {
                     let tf = s.time_format();
                     let f: Vec<&str> = tf.split(' ').collect();
-                    let mut row =
-                        vec![(i + 1).to_string(), s.label.clone(), f[0].into(), f[1].into(), f[2].into(), f[3].into()];
+                    // A disturbed step is kept and shown, marked: it is not in any statistic.
+                    let label = if s.counts() { s.label.clone() } else { format!("{} (disturbed)", s.label) };
+                    let mut row = vec![(i + 1).to_string(), label, f[0].into(), f[1].into(), f[2].into(), f[3].into()];
                     if monitored {
                         row.extend(monitors::step_columns(s));
                     }
@@ -759,6 +760,24 @@ fn steps_body(m: &mut dyn Markup, groups: &[StepsGroup], figures: &[String]) {
             })
             .collect();
         m.table(&header, &rows);
+        let disturbed: Vec<String> = g
+            .iterations
+            .iter()
+            .enumerate()
+            .flat_map(|(i, it)| {
+                it.iter().filter_map(move |s| {
+                    let d = s.disturbance.as_ref().filter(|d| d.disturbed)?;
+                    Some(format!("iteration {} {} ({:.2} CPU)", i + 1, s.op, d.share))
+                })
+            })
+            .collect();
+        if !disturbed.is_empty() {
+            let label = m.strong("disturbed:");
+            m.note(&format!(
+                "{label} {}: other processes and steal time used more than `workload.disturbance` of a CPU; kept here, left out of comparisons and the gate",
+                disturbed.join(", ")
+            ));
+        }
         for f in &g.flags {
             let flag = m.strong(&f.describe());
             m.note(&flag);

@@ -267,3 +267,33 @@ fn disturbed_repetitions_and_cells_are_left_out_and_said_so() {
     let line = gout.lines().find(|l| l.contains("t2-chown")).unwrap_or_else(|| panic!("{gout}"));
     assert!(line.contains("missing"), "{gout}");
 }
+
+#[test]
+fn a_disturbed_step_is_marked_in_markdown_and_html_tables() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut it = vec![
+        step("rm -rf linux-2.5.63", "rm_rf", 20, 1710, 2160),
+        step("tar zxf linux-2.5.63.tar.gz", "untar", 4830, 5860, 9000),
+    ];
+    it[1].disturbance = disturbance(true);
+    let clean = vec![
+        step("rm -rf linux-2.5.63", "rm_rf", 20, 1710, 2160),
+        step("tar zxf linux-2.5.63.tar.gz", "untar", 4830, 5860, 7000),
+    ];
+    let cell = steps_cell("ext3", vec![clean, it]);
+    let planned = vec![cell.params.clone()];
+    let m = meta(Some("BASE"), "kernel-untar", &steps_scenario_text("kernel-untar"), "steps", planned);
+    let run = write_run(&tmp.path().join("r"), &m, &[cell]);
+    let o = fsbench().arg("report").arg(&run).args(["--format", "markdown"]).assert().success();
+    let (md, _) = out(&o);
+    assert_eq!(md.matches("(disturbed)").count(), 1, "{md}");
+    assert!(md.contains("tar zxf linux-2.5.63.tar.gz (disturbed)"), "{md}");
+    assert!(md.contains("iteration 2 untar (0.83 CPU)") && md.contains("left out of comparisons"), "{md}");
+    let html = tmp.path().join("r.html");
+    fsbench().arg("report").arg(&run).arg("--html").arg(&html).assert().success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("(disturbed)") && page.contains("iteration 2 untar (0.83 CPU)"),
+        "the HTML page shares the walk"
+    );
+}
