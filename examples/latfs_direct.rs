@@ -56,6 +56,7 @@ fn main() {
         warmup: Duration::from_millis(a.warmup_ms),
         duration: Duration::from_millis(a.duration_ms),
         repetitions: a.reps,
+        rounds: 1,
         noise: Default::default(),
         latency: Default::default(),
     };

@@ -73,6 +73,14 @@ elif ! cargo fmt --check >/dev/null 2>&1; then
     exit 1
 fi
 
+# Lints too, for the same reason (the tests build with the same flags, so this costs a check build).
+if ! cargo clippy --version >/dev/null 2>&1; then
+    echo "test.sh: clippy is not installed (rustup component add clippy): lints not checked" >&2
+elif ! cargo clippy --locked --all-targets --quiet -- -D warnings; then
+    echo "test.sh: clippy found the warnings above: fix them and commit" >&2
+    exit 1
+fi
+
 # Keep cargo's output as it is, then close with the totals over every test binary
 # (cargo's own last line is the doc-test binary's, which has no tests of its own).
 log=$(mktemp)

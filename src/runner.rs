@@ -657,10 +657,10 @@ fn stage_archive(ctx: &mut RunContext, a: &ArchiveSpec, target: &Path) -> anyhow
 /// per cell): the off-target archive copy.
 fn release_scratch(workdir: &Path) {
     let archive = workdir.join(provision::workroot::ARCHIVE_SCRATCH);
-    if std::fs::symlink_metadata(&archive).is_ok_and(|m| m.is_dir()) {
-        if let Err(e) = std::fs::remove_dir_all(&archive) {
-            eprintln!("fsbench: cannot remove the archive copy {}: {e}", archive.display());
-        }
+    if std::fs::symlink_metadata(&archive).is_ok_and(|m| m.is_dir())
+        && let Err(e) = std::fs::remove_dir_all(&archive)
+    {
+        eprintln!("fsbench: cannot remove the archive copy {}: {e}", archive.display());
     }
 }
 

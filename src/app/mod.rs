@@ -354,6 +354,8 @@ pub fn strict_policy(code: i32, o: &crate::runner::RunOutcome, strict: bool) -> 
 
 /// Every cell under each kernel in qemu, one ordinary run directory per kernel, each
 /// reported; shared by `run` (--kernel, [[kernels]]) and `bundle run --allow-kernels`.
+/// Plain values from both commands' arguments, hence their number.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_under_kernels(
     scenario: &crate::scenario::Scenario,
     kernels: &[crate::scenario::KernelSpec],

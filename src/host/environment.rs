@@ -94,7 +94,7 @@ pub fn cpu_steadiness(interval: Duration, window: Duration) -> Option<CpuSteadin
         times.push(t.elapsed().as_secs_f64());
     }
     let s = crate::stats::summarize(&times);
-    (s.n >= 3).then(|| CpuSteadiness { windows: s.n as u32, window_ms: s.mean * 1e3, cv: s.cv })
+    (s.n >= 3).then_some(CpuSteadiness { windows: s.n as u32, window_ms: s.mean * 1e3, cv: s.cv })
 }
 
 /// The state of DAMON's kdamonds: each one running samples (and with schemes acts on)

@@ -240,11 +240,7 @@ fn only_scenario(spec: &str, label: Option<&str>, root: &Path) -> Result<PathBuf
         _ => Err(FindError::NoScenario {
             spec: spec.into(),
             which,
-            why: format!(
-                "{} holds {}",
-                root.display(),
-                scenarios.iter().map(|p| name(p)).collect::<Vec<_>>().join(", ")
-            ),
+            why: format!("{} holds {}", root.display(), scenarios.iter().map(name).collect::<Vec<_>>().join(", ")),
             example: name(&scenarios[0]),
         }),
     }

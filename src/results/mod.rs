@@ -336,11 +336,11 @@ impl RunWriter {
         if let Ok(rd) = fs::read_dir(&cells) {
             for entry in rd.flatten() {
                 let name = entry.file_name();
-                if name.to_string_lossy().starts_with(safe::TMP_PREFIX) {
-                    if let Ok(c) = std::ffi::CString::new(name.as_encoded_bytes()) {
-                        // SAFETY: cells_fd is an open directory; c a valid name inside it.
-                        unsafe { libc::unlinkat(std::os::fd::AsRawFd::as_raw_fd(&cells_fd), c.as_ptr(), 0) };
-                    }
+                if name.to_string_lossy().starts_with(safe::TMP_PREFIX)
+                    && let Ok(c) = std::ffi::CString::new(name.as_encoded_bytes())
+                {
+                    // SAFETY: cells_fd is an open directory; c a valid name inside it.
+                    unsafe { libc::unlinkat(std::os::fd::AsRawFd::as_raw_fd(&cells_fd), c.as_ptr(), 0) };
                 }
             }
         }

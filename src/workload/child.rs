@@ -152,6 +152,8 @@ pub fn stop_group(pid: libc::pid_t, fd: &OwnedFd) {
 }
 
 #[cfg(test)]
+// The children are reaped by pid (waitpid inside `wait_or_stop`), not through `Child::wait`.
+#[allow(clippy::zombie_processes)]
 mod tests {
     use super::*;
     use std::cell::Cell;
