@@ -19,6 +19,9 @@ use serde::{Deserialize, Serialize};
 /// the files and skip what they do not know, and files without them load here.
 pub const RESULT_SCHEMA_VERSION: u32 = 1;
 
+/// Version of every command's JSON document (`crate::output`, `crate::report::json`).
+pub const OUTPUT_SCHEMA_VERSION: u32 = 1;
+
 /// How the filesystems of one cell are laid out across tasks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 pub enum Layout {

@@ -13,6 +13,7 @@ pub mod compare;
 pub mod compare_steps;
 pub mod format;
 pub mod html;
+pub mod json;
 pub mod latfs_tables;
 mod markup;
 pub mod monitor_plot;
@@ -26,8 +27,9 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::model::CellStatus;
-use crate::output::{LatfsReportJson, LatfsTableJson, OUTPUT_SCHEMA_VERSION, ReportJson, ReportRun, StepsReportJson};
+use crate::model::OUTPUT_SCHEMA_VERSION;
 use crate::results::LoadedRun;
+use json::{LatfsReportJson, LatfsTableJson, ReportJson, ReportRun, StepsReportJson};
 
 pub use compare::{CompareError, check_compatible};
 pub use compare_steps::{Iterations, StepsComparison};
@@ -444,7 +446,7 @@ fn render_latfs(
         Format::Markdown => (Box::new(Markdown::default()), LATFS_NUMBERS_SHORT),
         Format::Csv => return latfs_csv(runs, &tables, reference, with_ratios),
         Format::Json => {
-            return crate::output::to_json(&ReportJson::LatFs(latfs_json(runs, warnings, tables, with_ratios, metric)));
+            return json::to_json(&ReportJson::LatFs(latfs_json(runs, warnings, tables, with_ratios, metric)));
         }
     };
     m.heading(1, &format!("Results for {}", scenario_name(runs)));
@@ -676,7 +678,7 @@ fn render_steps(
         Format::Table => (Box::new(Plain::default()), true),
         Format::Markdown => (Box::new(Markdown::default()), false),
         Format::Csv => return cmp.map(|c| compare_steps::csv(&c)).unwrap_or_else(|| steps_csv(&groups)),
-        Format::Json => return crate::output::to_json(&ReportJson::Steps(steps_json(runs, warnings, groups, cmp))),
+        Format::Json => return json::to_json(&ReportJson::Steps(steps_json(runs, warnings, groups, cmp))),
     };
     m.heading(1, &format!("Results for {}", scenario_name(runs)));
     run_list(&mut *m, runs, warnings);
@@ -870,7 +872,7 @@ pub fn write_plot_dir(dir: &Path, runs: &[(&str, &LoadedRun)]) -> anyhow::Result
 }
 
 /// Several rendered runs as one output: one CSV with one header, else joined. (JSON is one
-/// [`crate::output::ReportsJson`] document of [`run_json`]s instead.)
+/// [`json::ReportsJson`] document of [`run_json`]s instead.)
 pub fn join_outputs(outputs: Vec<String>, format: Format) -> String {
     match format {
         _ if outputs.len() == 1 => outputs.into_iter().next().unwrap_or_default(),

@@ -4,7 +4,8 @@ use std::path::Path;
 
 use super::Format;
 use super::format::{csv_record, markdown};
-use crate::output::{ListedRun, OUTPUT_SCHEMA_VERSION, RunListJson};
+use super::json::{ListedRun, RunListJson};
+use crate::model::OUTPUT_SCHEMA_VERSION;
 use crate::results::find::RunSummary;
 use crate::text::{escape_control, first_line_cut};
 
@@ -90,7 +91,7 @@ pub fn render_run_list(dir: &Path, runs: &[RunSummary], format: Format) -> Strin
     let rows: Vec<Vec<String>> =
         rows.into_iter().map(|r| r.into_iter().map(|c| escape_control(&c)).collect()).collect();
     match format {
-        Format::Json => crate::output::to_json(&run_list_json(dir, runs)),
+        Format::Json => super::json::to_json(&run_list_json(dir, runs)),
         Format::Csv => {
             let mut s = csv_record(&header);
             for r in &rows {

@@ -359,7 +359,7 @@ pub fn render_group(hosts: &[(String, LoadedRun)], format: Format) -> Result<Str
 }
 
 /// A merged group as a report document: one host as a single run, several hosts side by side.
-pub fn group_json(hosts: &[(String, LoadedRun)]) -> Result<crate::output::ReportJson, MergeError> {
+pub fn group_json(hosts: &[(String, LoadedRun)]) -> Result<crate::report::json::ReportJson, MergeError> {
     match hosts {
         [(_, run)] => Ok(crate::report::run_json(run)),
         _ => Ok(crate::report::compare_json(hosts, &crate::report::CompareOptions::default())?),
