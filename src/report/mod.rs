@@ -451,7 +451,18 @@ fn render_latfs(
     };
     m.heading(1, &format!("Results for {}", scenario_name(runs)));
     run_list(&mut *m, runs, warnings);
-    m.paragraph(by_metric.as_deref().unwrap_or(numbers));
+    // With rounds, every statistic is over the rounds' means (`model::round_samples`): say so.
+    let rounds =
+        runs.iter().flat_map(|(_, r)| &r.cells).filter_map(|c| c.latfs.as_ref()).map(|l| l.rounds_done()).max();
+    let numbers = by_metric.as_deref().unwrap_or(numbers);
+    let numbers = match rounds {
+        Some(k) if k > 1 => numbers.replace(
+            "median over repetitions",
+            &format!("median over the means of the cell's rounds (up to {k}; `workload.rounds`)"),
+        ),
+        _ => numbers.to_string(),
+    };
+    m.paragraph(&numbers);
     m.paragraph(LAYOUT_LEGEND);
     latfs_body(&mut *m, runs, &tables, with_ratios, reference, &[]);
     m.preformatted(&text_footer(&not_measured(runs), &all_problems(runs)));

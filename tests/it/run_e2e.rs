@@ -464,6 +464,9 @@ fn rounds_run_the_matrix_again_and_resume_finishes_the_missing_rounds() {
         // The statistics are over the three rounds' means.
         assert_eq!(c["latfs"]["total_loops"]["n"], 3, "{c:#}");
     }
+    // The report says what its numbers are over.
+    let rep = crate::support::fsbench().arg("report").arg(&run).output().unwrap();
+    assert!(String::from_utf8_lossy(&rep.stdout).contains("median over the means of the cell's rounds (up to 3"));
     // Every round ran both cells, each round in its own order from the seed.
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
