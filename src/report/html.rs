@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use super::markup::Markup;
 use super::{
-    LATFS_NUMBERS_SHORT, LAYOUT_LEGEND, all_problems, build_groups, build_tables, is_steps, latfs_body, not_measured,
-    plot, run_list, scenario_name, steps_body, text_footer,
+    LAYOUT_LEGEND, all_problems, build_groups, build_tables, is_steps, latfs_body, latfs_numbers, not_measured, plot,
+    run_list, scenario_name, steps_body, text_footer,
 };
 use crate::results::LoadedRun;
 
@@ -282,7 +282,7 @@ pub(super) fn render(
         let tables = build_tables(runs);
         let figures = tables.iter().map(plot::svg_latfs).collect::<Result<Vec<_>, _>>()?;
         let reference = runs.first().map(|(l, _)| *l).unwrap_or("run");
-        m.paragraph(LATFS_NUMBERS_SHORT);
+        m.paragraph(&latfs_numbers(runs, None, false));
         m.paragraph(LAYOUT_LEGEND);
         latfs_body(&mut m, runs, &tables, with_ratios, reference, &figures);
     }

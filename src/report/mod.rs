@@ -430,20 +430,11 @@ fn render_latfs(
     metric: Option<crate::monitor::latency::Percentile>,
 ) -> String {
     let tables = latfs_tables::build_tables_by(runs, metric);
-    let by_metric = metric.map(|p| {
-        format!(
-            "Numbers: {} latency of one operation in µs (runs with latency = \"histogram\"), median over repetitions; lower is better.",
-            p.name()
-        )
-    });
     let reference = runs.first().map(|(l, _)| *l).unwrap_or("run");
     // The terminal report names lmbench's counter for those who know the seed; Markdown keeps the line short.
-    let (mut m, numbers): (Box<dyn Markup>, &str) = match format {
-        Format::Table => (
-            Box::new(Plain::default()),
-            "Numbers: total loops per millisecond over all tasks (lmbench total_loops), median over repetitions; higher is better.",
-        ),
-        Format::Markdown => (Box::new(Markdown::default()), LATFS_NUMBERS_SHORT),
+    let (mut m, long): (Box<dyn Markup>, bool) = match format {
+        Format::Table => (Box::new(Plain::default()), true),
+        Format::Markdown => (Box::new(Markdown::default()), false),
         Format::Csv => return latfs_csv(runs, &tables, reference, with_ratios),
         Format::Json => {
             return json::to_json(&ReportJson::LatFs(latfs_json(runs, warnings, tables, with_ratios, metric)));
@@ -451,18 +442,7 @@ fn render_latfs(
     };
     m.heading(1, &format!("Results for {}", scenario_name(runs)));
     run_list(&mut *m, runs, warnings);
-    // With rounds, every statistic is over the rounds' means (`model::round_samples`): say so.
-    let rounds =
-        runs.iter().flat_map(|(_, r)| &r.cells).filter_map(|c| c.latfs.as_ref()).map(|l| l.rounds_done()).max();
-    let numbers = by_metric.as_deref().unwrap_or(numbers);
-    let numbers = match rounds {
-        Some(k) if k > 1 => numbers.replace(
-            "median over repetitions",
-            &format!("median over the means of the cell's rounds (up to {k}; `workload.rounds`)"),
-        ),
-        _ => numbers.to_string(),
-    };
-    m.paragraph(&numbers);
+    m.paragraph(&latfs_numbers(runs, metric, long));
     m.paragraph(LAYOUT_LEGEND);
     latfs_body(&mut *m, runs, &tables, with_ratios, reference, &[]);
     m.preformatted(&text_footer(&not_measured(runs), &all_problems(runs)));
@@ -472,8 +452,33 @@ fn render_latfs(
 /// What the seed's short names in titles and columns mean, said once per report.
 const LAYOUT_LEGEND: &str = "mounttype:M (and -M- in columns): one filesystem per task; mounttype:S: one filesystem shared by all tasks; qoff/qon: quota off/on.";
 
-/// What a lat_fs number is, in one short line.
-const LATFS_NUMBERS_SHORT: &str = "Numbers: total loops/ms over all tasks, median over repetitions; higher is better.";
+/// What a lat_fs report's numbers are, in one line: the metric and what the median is over
+/// (repetitions, or with `workload.rounds` the rounds' means: `model::round_samples`). The
+/// terminal's `long` line names lmbench's counter for those who know the seed.
+fn latfs_numbers(
+    runs: &[(&str, &LoadedRun)],
+    metric: Option<crate::monitor::latency::Percentile>,
+    long: bool,
+) -> String {
+    let rounds =
+        runs.iter().flat_map(|(_, r)| &r.cells).filter_map(|c| c.latfs.as_ref()).map(|l| l.rounds_done()).max();
+    let over = match rounds {
+        Some(k) if k > 1 => format!("median over the means of the cell's rounds (up to {k}; `workload.rounds`)"),
+        _ => "median over repetitions".into(),
+    };
+    match (metric, long) {
+        (Some(p), _) => format!(
+            "Numbers: {} latency of one operation in µs (runs with latency = \"histogram\"), {over}; lower is better.",
+            p.name()
+        ),
+        (None, true) => {
+            format!(
+                "Numbers: total loops per millisecond over all tasks (lmbench total_loops), {over}; higher is better."
+            )
+        }
+        (None, false) => format!("Numbers: total loops/ms over all tasks, {over}; higher is better."),
+    }
+}
 
 /// The lat_fs tables (one walk for every markup), each followed by its ratio table when
 /// comparing and by `figures[i]` (an SVG plot of table i) when there is one, then the

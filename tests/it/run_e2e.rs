@@ -64,12 +64,18 @@ const QUICK: &[&str] = &[
     "workload.disturbance=off",
 ];
 
+/// `fsbench run scenarios/quickstart.toml` on the dir backing, kept short ([`QUICK`]), with `extra`.
+fn quick_dir_run(sb: &Sandbox, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["run", "scenarios/quickstart.toml", "--set", "backing.kind=dir"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(QUICK);
+    sb.fsbench(&args).output().unwrap()
+}
+
 #[test]
 fn dir_backing_runs_without_provisioning() {
     let sb = sandbox();
-    let mut args = vec!["run", "scenarios/quickstart.toml", "--set", "backing.kind=dir", "--only", "fs=ext4,tasks=1"];
-    args.extend_from_slice(QUICK);
-    let out = sb.fsbench(&args).output().unwrap();
+    let out = quick_dir_run(&sb, &["--only", "fs=ext4,tasks=1"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}\n{}", stdout, String::from_utf8_lossy(&out.stderr));
     let runs = sb.runs();
@@ -105,20 +111,7 @@ fn dir_backing_runs_without_provisioning() {
 #[test]
 fn random_order_and_the_environment_are_recorded_in_run_json() {
     let sb = sandbox();
-    let mut args = vec![
-        "run",
-        "scenarios/quickstart.toml",
-        "--set",
-        "backing.kind=dir",
-        "--only",
-        "fs=ext4,tasks=1",
-        "--order",
-        "random",
-        "--seed",
-        "7",
-    ];
-    args.extend_from_slice(QUICK);
-    let out = sb.fsbench(&args).output().unwrap();
+    let out = quick_dir_run(&sb, &["--only", "fs=ext4,tasks=1", "--order", "random", "--seed", "7"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let run: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(sb.runs()[0].join("run.json")).unwrap()).unwrap();
@@ -433,22 +426,19 @@ fn sighup_cleans_up_like_ctrl_c() {
 #[test]
 fn rounds_run_the_matrix_again_and_resume_finishes_the_missing_rounds() {
     let sb = sandbox();
-    let mut args = vec![
-        "run",
-        "scenarios/quickstart.toml",
-        "--set",
-        "backing.kind=dir",
-        "--only",
-        "fs=ext4,tasks=1,test=open_close,chown",
-        "--set",
-        "workload.rounds=3",
-        "--order",
-        "random",
-        "--seed",
-        "3",
-    ];
-    args.extend_from_slice(QUICK);
-    let out = sb.fsbench(&args).output().unwrap();
+    let out = quick_dir_run(
+        &sb,
+        &[
+            "--only",
+            "fs=ext4,tasks=1,test=open_close,chown",
+            "--set",
+            "workload.rounds=3",
+            "--order",
+            "random",
+            "--seed",
+            "3",
+        ],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let run = sb.runs()[0].clone();
