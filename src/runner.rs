@@ -270,29 +270,7 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
     };
     let rounds = scenario_rounds(scenario);
     let previously_done = cells.iter().filter(|c| stored.get(&c.id()).is_some_and(|r| !wants_round(r, rounds))).count();
-    // Every round runs the cells that still want it, in the run's order (random: a new
-    // permutation per round, from the seed and the round).
-    let mut runs_of: Vec<Vec<&Cell>> = Vec::new();
-    let mut order: Option<results::RunOrder> = None;
-    for round in 0..rounds {
-        let wanted: Vec<&Cell> = cells
-            .iter()
-            .filter(|c| stored.get(&c.id()).is_none_or(|r| takes_rounds(r) && rounds_of(r) <= round))
-            .collect();
-        let shuffled = match req.order {
-            CellOrder::Random { seed } => CellOrder::Random { seed: seed.wrapping_add(round as u64) },
-            plan => plan,
-        };
-        let (todo, o) = order_cells(wanted, shuffled);
-        if let Some(o) = o {
-            match &mut order {
-                // The record names the run's seed and every cell run, round after round.
-                Some(all) => all.cells.extend(o.cells),
-                None => order = Some(o),
-            }
-        }
-        runs_of.push(todo);
-    }
+    let (runs_of, order) = plan_rounds(&cells, &stored, rounds, req.order);
     if req.environment.is_some() || order.is_some() {
         writer.record(req.environment, order).context("cannot record the environment in run.json")?;
     }
@@ -356,6 +334,38 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
     let _ = std::fs::remove_dir(&private);
     provision::workroot::release_run_dir(&workdir);
     Ok(RunOutcome { dir, measured, failed, skipped, previously_done, interrupted: was_interrupted })
+}
+
+/// The cells each round runs, in order, and what to record of the order: every round runs
+/// the cells that still want it (none stored, or measured with fewer rounds), in the run's
+/// order (random: a new permutation per round, from the seed and the round).
+fn plan_rounds<'c>(
+    cells: &'c [Cell],
+    stored: &BTreeMap<String, CellResult>,
+    rounds: u32,
+    order: CellOrder,
+) -> (Vec<Vec<&'c Cell>>, Option<results::RunOrder>) {
+    let mut runs_of = Vec::new();
+    let mut record: Option<results::RunOrder> = None;
+    for round in 0..rounds {
+        let wanted: Vec<&Cell> = cells
+            .iter()
+            .filter(|c| stored.get(&c.id()).is_none_or(|r| takes_rounds(r) && rounds_of(r) <= round))
+            .collect();
+        let shuffled = match order {
+            CellOrder::Random { seed } => CellOrder::Random { seed: seed.wrapping_add(round as u64) },
+            plan => plan,
+        };
+        let (todo, o) = order_cells(wanted, shuffled);
+        match (&mut record, o) {
+            // The record names the run's seed and every cell run, round after round.
+            (Some(all), Some(o)) => all.cells.extend(o.cells),
+            (None, o) => record = o,
+            (Some(_), None) => {}
+        }
+        runs_of.push(todo);
+    }
+    (runs_of, record)
 }
 
 /// Rounds the scenario asks for (`workload.rounds`; steps cells run one).
