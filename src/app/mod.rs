@@ -89,12 +89,6 @@ pub enum Command {
     Completions(completions::CompletionsArgs),
     /// Print the manual page, or write one per command into a directory.
     Man(man::ManArgs),
-    /// Internal: a lat_fs worker process (started by `fsbench run`, not by users).
-    #[command(name = "__latfs-worker", hide = true)]
-    LatfsWorker(WorkerArgs),
-    /// Internal: one copy of a steps cell with `tasks = N` (started by `fsbench run`).
-    #[command(name = "__steps-worker", hide = true)]
-    StepsWorker,
 }
 
 /// Options that change a scenario before it is expanded (run, plan, validate, bundle run).
@@ -167,14 +161,6 @@ pub fn resolve_runs(specs: &[&str], lookup: &RunLookup) -> anyhow::Result<Vec<st
         .collect())
 }
 
-/// Internal arguments of a lat_fs worker process.
-#[derive(Debug, Clone, Args)]
-pub struct WorkerArgs {
-    /// Raw arguments, interpreted by the worker.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub args: Vec<String>,
-}
-
 /// Parse the process's command line, run the command, and return the process exit code.
 pub fn main() -> i32 {
     // Inside a qemu guest the kernel runs fsbench as init with this one argument
@@ -191,6 +177,10 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    if let Some(code) = internal(&args) {
+        return code;
+    }
     // Like every Unix filter: `fsbench plan ... | head` ends quietly instead of panicking.
     // SAFETY: setting a signal disposition to SIG_DFL, before this command starts any thread.
     unsafe {
@@ -249,16 +239,31 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Submit(shard::SubmitCommand::K8s(args)) => shard::submit_k8s(&args),
         Command::Completions(args) => completions::completions(&args),
         Command::Man(args) => man::man(&args),
-        Command::LatfsWorker(args) => Ok(match crate::workload::latfs::worker_main(&args.args) {
+    }
+}
+
+/// The worker processes fsbench starts of itself (`__latfs-worker ARGS`, `__steps-worker`):
+/// internal entry points, like `__guest-init`, that are not part of the command line users
+/// see, complete or read about; `None` for every other command line.
+fn internal(args: &[OsString]) -> Option<i32> {
+    let first = args.get(1)?;
+    if first == crate::workload::latfs::WORKER_SUBCOMMAND {
+        let Some(rest) = args[2..].iter().map(|a| a.clone().into_string().ok()).collect::<Option<Vec<_>>>() else {
+            return Some(exit::USAGE);
+        };
+        return Some(match crate::workload::latfs::worker_main(&rest) {
             crate::workload::latfs::WorkerEnd::Measured => exit::SUCCESS,
             crate::workload::latfs::WorkerEnd::Failed => exit::FAILURE,
             crate::workload::latfs::WorkerEnd::BadArguments => exit::USAGE,
-        }),
-        Command::StepsWorker => Ok(match crate::workload::steps_tasks::worker_main() {
+        });
+    }
+    if first == crate::workload::steps_tasks::WORKER_SUBCOMMAND {
+        return Some(match crate::workload::steps_tasks::worker_main() {
             crate::workload::steps_tasks::WorkerEnd::Replied => exit::SUCCESS,
             crate::workload::steps_tasks::WorkerEnd::BadInput => exit::USAGE,
-        }),
+        });
     }
+    None
 }
 
 /// Check an output file option before any work: a file path in an existing directory.

@@ -27,6 +27,9 @@ use super::untar::{Trust, UnpackLimits};
 use crate::model::{StepsCopy, StepsResult};
 use crate::scenario::StepsSpec;
 
+/// The first argument that makes the fsbench binary one copy of a steps cell.
+pub const WORKER_SUBCOMMAND: &str = "__steps-worker";
+
 /// What one worker runs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkerConfig {
@@ -130,7 +133,7 @@ pub fn run(run: &TasksRun) -> Result<StepsResult, TasksError> {
         // Its own process group with a parent-death signal, as the lat_fs workers: a signal
         // to fsbench alone is forwarded below, and a SIGKILLed fsbench takes its copies along.
         let mut child = crate::workload::child::contain(&mut cmd)
-            .arg("__steps-worker")
+            .arg(WORKER_SUBCOMMAND)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()

@@ -21,19 +21,14 @@ fn command_paths() -> Vec<Vec<String>> {
     out
 }
 
-/// Every hidden command's name (`__latfs-worker`), at any depth.
+/// The internal entry points fsbench starts of itself (workers, the qemu guest's init):
+/// never offered to users.
 fn hidden_commands() -> Vec<String> {
-    fn walk(cmd: &clap::Command, out: &mut Vec<String>) {
-        for sub in cmd.get_subcommands() {
-            if sub.is_hide_set() {
-                out.push(sub.get_name().to_string());
-            }
-            walk(sub, out);
-        }
-    }
-    let mut out = Vec::new();
-    walk(&fsbench::app::Cli::command(), &mut out);
-    out
+    vec![
+        fsbench::workload::latfs::WORKER_SUBCOMMAND.to_string(),
+        fsbench::workload::steps_tasks::WORKER_SUBCOMMAND.to_string(),
+        "__guest-init".to_string(),
+    ]
 }
 
 #[test]
