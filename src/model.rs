@@ -250,9 +250,15 @@ impl TaskSample {
 pub struct Disturbance {
     /// Wall time of the window in µs (a lat_fs repetition from spawn to reap, or one step).
     pub wall_us: u64,
-    /// fsbench's own CPU time in the window (itself and its reaped children), µs.
+    /// The run's own CPU time in the window: fsbench and every process under it
+    /// (workers, copies, exec'd commands), with their reaped children, µs.
     pub own_cpu_us: u64,
-    /// CPU time of everything else: /proc/stat busy time minus `own_cpu_us`, µs.
+    /// Kernel threads and interrupts (writeback, loop workers, journal threads:
+    /// mostly work the run's own I/O caused), µs. Recorded, not a disturbance.
+    #[serde(default)]
+    pub kernel_cpu_us: u64,
+    /// CPU time of other processes: /proc/stat process time minus `own_cpu_us`
+    /// and the kernel threads' time, µs.
     pub foreign_cpu_us: u64,
     /// Steal time of all CPUs (a virtual machine's CPUs given to others), µs.
     pub steal_us: u64,
@@ -645,7 +651,8 @@ pub struct StepsCopy {
 
 impl StepsResult {
     /// The aggregate of concurrent copies: per (iteration, step) the slowest elapsed, the summed
-    /// CPU and entries, the largest RSS; over the iterations every copy completed.
+    /// CPU and entries, the largest RSS, and the most disturbed copy's disturbance (the step
+    /// is disturbed when any copy's was); over the iterations every copy completed.
     pub fn aggregate(copies: Vec<StepsCopy>) -> StepsResult {
         let n = copies.iter().map(|c| c.iterations.len()).min().unwrap_or(0);
         let iterations = (0..n)
@@ -663,6 +670,11 @@ impl StepsResult {
                             elapsed_us: all.iter().map(|t| t.elapsed_us).max().unwrap_or(0),
                             max_rss_kib: all.iter().map(|t| t.max_rss_kib).max().unwrap_or(0),
                             entries: all.iter().map(|t| t.entries).sum(),
+                            disturbance: all.iter().filter_map(|t| t.disturbance.clone()).max_by(|a, b| {
+                                (a.disturbed, a.share)
+                                    .partial_cmp(&(b.disturbed, b.share))
+                                    .unwrap_or(std::cmp::Ordering::Equal)
+                            }),
                             ..StepTiming::default()
                         }
                     })
@@ -738,6 +750,27 @@ mod tests {
             max_rss_kib: 0,
             ..StepTiming::default()
         }
+    }
+
+    #[test]
+    fn the_aggregate_of_copies_is_the_slowest_the_sum_and_the_most_disturbed() {
+        let disturbed = |share: f64, disturbed: bool| Some(Disturbance { share, disturbed, ..Disturbance::default() });
+        let copy = |task: u32, elapsed_us: u64, d: Option<Disturbance>| StepsCopy {
+            task,
+            started_unix_us: 0,
+            finished_unix_us: 0,
+            iterations: vec![vec![StepTiming { disturbance: d, entries: Some(3), ..timing(10, 20, elapsed_us) }]],
+        };
+        let r = StepsResult::aggregate(vec![
+            copy(0, 500, disturbed(0.1, false)),
+            copy(1, 900, disturbed(0.6, true)),
+            copy(2, 700, None),
+        ]);
+        let t = &r.iterations[0][0];
+        assert_eq!((t.user_us, t.system_us, t.elapsed_us, t.entries), (30, 60, 900, Some(9)));
+        assert_eq!(t.disturbance, disturbed(0.6, true));
+        let r = StepsResult::aggregate(vec![copy(0, 1, None), copy(1, 1, None)]);
+        assert_eq!(r.iterations[0][0].disturbance, None);
     }
 
     #[test]

@@ -622,6 +622,7 @@ fn run_steps(
         archive_dir: archive_dir.as_deref().unwrap_or(target),
         cancel: &cancel,
         trust: &trust,
+        run_root: std::process::id(),
     };
     steps::run_monitored(&run, watch, &|i, n, label| phase(&format!("iteration {i}/{n}: {label}")))
         .map_err(anyhow::Error::new)

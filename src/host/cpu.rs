@@ -1,22 +1,33 @@
-//! Who else used the CPUs during a window: `/proc/stat` totals minus fsbench's own rusage.
+//! Who else used the CPUs during a window: `/proc/stat` totals minus the run's own processes.
 //!
 //! A repetition's numbers are only as good as the machine was quiet while they were
 //! taken. [`Window::start`] snapshots the system-wide CPU totals (`cpu` line of
-//! /proc/stat, in clock ticks) and fsbench's own CPU time (getrusage of itself and
-//! of its reaped children: the lat_fs workers are reaped inside the window, so
-//! their whole CPU time is in it); [`Window::finish`] takes the differences:
+//! /proc/stat, in clock ticks) and the CPU time of every process in `/proc`
+//! ([`Processes`]); [`Window::finish`] takes the differences:
 //!
-//! - `foreign_cpu_us` = busy time of all CPUs (user + nice + system + irq +
-//!   softirq) minus our own user + system time: what other processes (and the
-//!   kernel on their behalf) consumed;
-//! - `steal_us` = time the hypervisor gave our virtual CPUs to someone else.
+//! - **ours** (`own_cpu_us`): the run's process tree, the process given as its root
+//!   and all its descendants, each counted with its reaped children
+//!   (utime + stime + cutime + cstime). A worker that is reaped inside the window
+//!   leaves the tree and its time moves to its parent's cutime, so the sum stays
+//!   whole; the copies of a steps cell count each other as ours;
+//! - **the kernel's** (`kernel_cpu_us`): kernel threads (writeback, loop workers,
+//!   journal threads: mostly work the run's own I/O caused) and interrupt time. It is
+//!   recorded, but it is not a disturbance: it cannot be told apart from our own work;
+//! - **foreign** (`foreign_cpu_us`): the rest of the busy time (user + nice + system):
+//!   other processes, including the short-lived ones no snapshot saw;
+//! - `steal_us`: time the hypervisor gave our virtual CPUs to someone else.
 //!
 //! A window is **disturbed** when `(foreign + steal) / wall` exceeds the threshold,
 //! a fraction of one CPU (default [`DEFAULT_THRESHOLD`] = 25%: a neighbour that
-//! keeps a quarter of a CPU busy for the whole window). The totals tick at
+//! keeps a quarter of a CPU busy for the whole window). All of it ticks at
 //! USER_HZ (10 ms), so a short window has a granularity of about one tick per
 //! CPU: a window is also never disturbed by less than [`MIN_TICKS`] ticks of
 //! foreign + steal time, so tick jitter alone cannot mark a 100 ms window.
+//!
+//! Why a process tree and not getrusage: getrusage(RUSAGE_CHILDREN) adds a child's
+//! whole life when it is reaped, so any long-lived child reaped inside a window
+//! (or, in a test binary, another test's) made the window look quiet, and a copy
+//! of a steps cell saw its sibling copies as neighbours.
 
 use std::io;
 
@@ -87,59 +98,150 @@ pub fn tick_us() -> u64 {
     if hz > 0 { 1_000_000 / hz as u64 } else { 10_000 }
 }
 
-/// fsbench's own CPU time so far: user + system of this process and of its reaped children, µs.
-pub fn own_cpu_us() -> u64 {
-    let get = |who| {
-        // SAFETY: rusage is plain old data; getrusage fills it.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: ru is a valid out-pointer.
-        if unsafe { libc::getrusage(who, &mut ru) } != 0 {
-            return 0;
+/// `PF_KTHREAD` in the flags field of `/proc/<pid>/stat`.
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+/// One process's line of `/proc/<pid>/stat`, the fields accounting needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    /// Parent process id.
+    pub ppid: u32,
+    /// A kernel thread (`PF_KTHREAD`).
+    pub kernel_thread: bool,
+    /// utime + stime + cutime + cstime: the process and its reaped children, in ticks.
+    pub ticks: u64,
+}
+
+impl ProcStat {
+    /// Parse a `/proc/<pid>/stat` text; `None` when it is malformed. The command
+    /// name is in parentheses and may itself hold `)` and spaces: fields are
+    /// counted from the last `)`.
+    pub fn parse(stat: &str) -> Option<ProcStat> {
+        let rest = &stat[stat.rfind(')')? + 1..];
+        // After the name: state(3) ppid(4) ... flags(9) ... utime(14) stime(15) cutime(16) cstime(17).
+        let f: Vec<&str> = rest.split_whitespace().take(15).collect();
+        let num = |i: usize| f.get(i)?.parse::<u64>().ok();
+        // cutime and cstime are signed in the kernel's format; they are never negative in practice.
+        let signed = |i: usize| f.get(i)?.parse::<i64>().ok().map(|v| v.max(0) as u64);
+        Some(ProcStat {
+            ppid: u32::try_from(num(1)?).ok()?,
+            kernel_thread: num(6)? & PF_KTHREAD != 0,
+            ticks: num(11)? + num(12)? + signed(13)? + signed(14)?,
+        })
+    }
+}
+
+/// The CPU time of every process in `/proc` at one moment, split by whose it is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Processes {
+    /// The run's tree: its root and every descendant, with their reaped children, in ticks.
+    pub ours: u64,
+    /// Kernel threads, in ticks.
+    pub kernel: u64,
+}
+
+impl Processes {
+    /// Split `(pid, stat)` pairs into the tree under `root` and the kernel threads (pure, for tests).
+    pub fn split(procs: &[(u32, ProcStat)], root: u32) -> Processes {
+        let parent: std::collections::HashMap<u32, u32> = procs.iter().map(|(pid, s)| (*pid, s.ppid)).collect();
+        let in_tree = |mut pid: u32| {
+            // A parent chain is short; the bound only guards against a cycle in a racy read.
+            for _ in 0..procs.len() + 1 {
+                if pid == root {
+                    return true;
+                }
+                match parent.get(&pid) {
+                    Some(&p) if p != 0 && p != pid => pid = p,
+                    _ => return false,
+                }
+            }
+            false
+        };
+        let mut out = Processes::default();
+        for (pid, s) in procs {
+            if s.kernel_thread {
+                out.kernel += s.ticks;
+            } else if in_tree(*pid) {
+                out.ours += s.ticks;
+            }
         }
-        timeval_us(ru.ru_utime) + timeval_us(ru.ru_stime)
-    };
-    get(libc::RUSAGE_SELF) + get(libc::RUSAGE_CHILDREN)
+        out
+    }
+
+    /// Read every process of `/proc` now. A process that exits while it is read is
+    /// skipped: its time is either in its parent's cutime or, once the window
+    /// closes, foreign.
+    pub fn read(root: u32) -> io::Result<Processes> {
+        let mut procs = Vec::new();
+        for entry in std::fs::read_dir("/proc")? {
+            let entry = entry?;
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+            let Ok(text) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+            if let Some(s) = ProcStat::parse(&text) {
+                procs.push((pid, s));
+            }
+        }
+        Ok(Processes::split(&procs, root))
+    }
+}
+
+/// The snapshot a window starts from.
+#[derive(Debug, Clone, Copy)]
+struct Snapshot {
+    totals: CpuTotals,
+    procs: Processes,
+}
+
+impl Snapshot {
+    fn read(root: u32) -> Option<Snapshot> {
+        Some(Snapshot { totals: CpuTotals::read().ok()?, procs: Processes::read(root).ok()? })
+    }
 }
 
 /// An open accounting window.
 #[derive(Debug, Clone, Copy)]
 pub struct Window {
-    totals: Option<CpuTotals>,
-    own_us: u64,
+    root: u32,
+    start: Option<Snapshot>,
     started: std::time::Instant,
 }
 
 impl Window {
-    /// Snapshot the totals and our own CPU time.
-    pub fn start() -> Window {
-        Window { totals: CpuTotals::read().ok(), own_us: own_cpu_us(), started: std::time::Instant::now() }
+    /// Snapshot the totals and the processes; `root` is the run's process (the
+    /// fsbench that runs the cell): it and its descendants are ours.
+    pub fn start(root: u32) -> Window {
+        Window { root, start: Snapshot::read(root), started: std::time::Instant::now() }
     }
 
-    /// Close the window; `None` when /proc/stat cannot be read (nothing to judge by).
+    /// Close the window; `None` when /proc cannot be read (nothing to judge by).
     pub fn finish(&self, threshold: f64) -> Option<Disturbance> {
-        let after = CpuTotals::read().ok()?;
+        let end = Snapshot::read(self.root)?;
         let wall_us = self.started.elapsed().as_micros() as u64;
-        Some(account(&self.totals?, &after, self.own_us, own_cpu_us(), wall_us, tick_us(), threshold))
+        Some(account(&self.start?, &end, wall_us, tick_us(), threshold))
     }
 }
 
 /// The disturbance of a window from its two snapshots (pure, for tests).
-pub fn account(
-    before: &CpuTotals,
-    after: &CpuTotals,
-    own_before_us: u64,
-    own_after_us: u64,
-    wall_us: u64,
-    tick_us: u64,
-    threshold: f64,
-) -> Disturbance {
-    let busy_us = after.busy().saturating_sub(before.busy()) * tick_us;
-    let own_cpu_us = own_after_us.saturating_sub(own_before_us);
-    let foreign_cpu_us = busy_us.saturating_sub(own_cpu_us);
-    let steal_us = after.steal.saturating_sub(before.steal) * tick_us;
+fn account(before: &Snapshot, after: &Snapshot, wall_us: u64, tick_us: u64, threshold: f64) -> Disturbance {
+    let delta = |a: u64, b: u64| b.saturating_sub(a) * tick_us;
+    let (b, a) = (&before.totals, &after.totals);
+    let process_us = delta(b.user + b.nice + b.system, a.user + a.nice + a.system);
+    let interrupt_us = delta(b.irq + b.softirq, a.irq + a.softirq);
+    let own_cpu_us = delta(before.procs.ours, after.procs.ours);
+    let kernel_threads_us = delta(before.procs.kernel, after.procs.kernel);
+    let foreign_cpu_us = process_us.saturating_sub(own_cpu_us + kernel_threads_us);
+    let steal_us = delta(b.steal, a.steal);
     let share = if wall_us == 0 { 0.0 } else { (foreign_cpu_us + steal_us) as f64 / wall_us as f64 };
     let disturbed = share > threshold && foreign_cpu_us + steal_us >= MIN_TICKS * tick_us;
-    Disturbance { wall_us, own_cpu_us, foreign_cpu_us, steal_us, share, disturbed }
+    Disturbance {
+        wall_us,
+        own_cpu_us,
+        kernel_cpu_us: kernel_threads_us + interrupt_us,
+        foreign_cpu_us,
+        steal_us,
+        share,
+        disturbed,
+    }
 }
 
 /// How long a rerun waits, at most, for the machine to become quiet (see [`wait_until_quiet`]).
@@ -147,11 +249,13 @@ pub const QUIET_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(5
 
 /// Sleep in windows of `step` until one of them is not disturbed at `threshold`, or
 /// until `max` has passed or `cancel()` says stop; returns how long it waited.
+/// `root`'s tree is ours, as in [`Window::start`].
 ///
 /// A disturbed repetition is rerun, and a neighbour that is busy now is likely still
 /// busy a moment later: rerunning at once mostly buys another disturbed repetition and
 /// spends the rerun budget. Waiting for one quiet window first makes the rerun count.
 pub fn wait_until_quiet(
+    root: u32,
     threshold: f64,
     step: std::time::Duration,
     max: std::time::Duration,
@@ -159,7 +263,7 @@ pub fn wait_until_quiet(
 ) -> std::time::Duration {
     let t0 = std::time::Instant::now();
     while t0.elapsed() < max && !cancel() {
-        let w = Window::start();
+        let w = Window::start(root);
         std::thread::sleep(step);
         match w.finish(threshold) {
             Some(d) if d.disturbed => continue,
@@ -193,63 +297,126 @@ mod tests {
         assert_eq!(CpuTotals::parse("cpu  1 2 3 4\n").unwrap().steal, 0);
     }
 
-    #[test]
-    fn foreign_time_is_busy_time_minus_our_own() {
-        let before = CpuTotals { user: 100, system: 50, ..Default::default() };
-        // 60 ticks of busy time (600 ms) in a 1 s window, of which 450 ms were ours.
-        let after = CpuTotals { user: 140, system: 70, steal: 5, ..before };
-        let d = account(&before, &after, 1_000, 451_000, 1_000_000, 10_000, 0.25);
-        assert_eq!((d.own_cpu_us, d.foreign_cpu_us, d.steal_us), (450_000, 150_000, 50_000));
-        assert!((d.share - 0.2).abs() < 1e-12 && !d.disturbed);
-        let d = account(&before, &after, 1_000, 351_000, 1_000_000, 10_000, 0.25);
-        assert!(d.disturbed, "{d:?}");
-        // Our own time beyond the tick-sampled totals never makes a negative foreign time.
-        let d = account(&before, &after, 0, 2_000_000, 1_000_000, 10_000, 0.25);
-        assert_eq!(d.foreign_cpu_us, 0);
-        // Two ticks of foreign time in a 50 ms window is 40% of a CPU, but within tick jitter.
-        let after = CpuTotals { user: 102, ..before };
-        let d = account(&before, &after, 0, 0, 50_000, 10_000, 0.25);
-        assert!(d.share > 0.25 && !d.disturbed, "{d:?}");
+    fn stat(ppid: u32, kernel_thread: bool, ticks: u64) -> ProcStat {
+        ProcStat { ppid, kernel_thread, ticks }
     }
 
     #[test]
-    fn a_synthetic_busy_process_is_foreign_and_our_own_loop_is_not() {
-        // A busy child that is not reaped inside the window is someone else's CPU time to us.
-        let mut hog = std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap();
+    fn a_proc_stat_line_is_read_past_a_name_with_parentheses_and_spaces() {
+        // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime ...
+        let line = "4242 (a) b (c) S 17 4242 4242 0 -1 4194560 10 0 0 0 7 3 20 -1 20 0 1 0 99 0 0\n";
+        assert_eq!(ProcStat::parse(line), Some(stat(17, false, 7 + 3 + 20)));
+        let kthread = "77 (kworker/u4:2-loop0) I 2 0 0 0 -1 69238880 0 0 0 0 0 150 0 0 20 0 1 0 5 0 0\n";
+        assert_eq!(ProcStat::parse(kthread), Some(stat(2, true, 150)));
+        assert_eq!(ProcStat::parse("12 (x) S 1 2 3"), None);
+        assert_eq!(ProcStat::parse("no parenthesis at all"), None);
+    }
+
+    #[test]
+    fn the_tree_under_the_root_is_ours_and_kernel_threads_are_the_kernels() {
+        let procs = [
+            (1, stat(0, false, 1000)),
+            (2, stat(0, true, 5)),
+            (10, stat(1, false, 100)), // the root
+            (11, stat(10, false, 40)), // a worker
+            (12, stat(11, false, 2)),  // the worker's child
+            (20, stat(1, false, 300)), // a neighbour
+            (21, stat(20, false, 30)), // its child
+            (30, stat(2, true, 60)),   // a kworker
+        ];
+        assert_eq!(Processes::split(&procs, 10), Processes { ours: 142, kernel: 65 });
+        assert_eq!(Processes::split(&procs, 20), Processes { ours: 330, kernel: 65 });
+        // A racy read with a parent cycle ends.
+        let cycle = [(5, stat(6, false, 1)), (6, stat(5, false, 1))];
+        assert_eq!(Processes::split(&cycle, 10), Processes::default());
+    }
+
+    #[test]
+    fn foreign_time_is_process_time_minus_ours_and_the_kernels() {
+        let snap = |user, system, irq, steal, ours, kernel| Snapshot {
+            totals: CpuTotals { user, system, irq, steal, ..Default::default() },
+            procs: Processes { ours, kernel },
+        };
+        // A 1 s window: 60 ticks of process time, 30 ours and 10 the kernel threads'.
+        let before = snap(100, 50, 0, 0, 500, 70);
+        let after = snap(140, 70, 4, 5, 530, 80);
+        let d = account(&before, &after, 1_000_000, 10_000, 0.25);
+        assert_eq!((d.own_cpu_us, d.kernel_cpu_us, d.foreign_cpu_us, d.steal_us), (300_000, 140_000, 200_000, 50_000));
+        assert!((d.share - 0.25).abs() < 1e-12 && !d.disturbed, "{d:?}");
+        assert!(account(&before, &after, 1_000_000, 10_000, 0.2).disturbed);
+        // A worker reaped inside the window: its 40 ticks moved into its parent's cutime,
+        // so the tree's sum grows by what it did in the window only.
+        let procs = |parent: u64, worker: Option<u64>| {
+            let mut v = vec![(10, stat(1, false, parent))];
+            v.extend(worker.map(|t| (11, stat(10, false, t))));
+            Processes::split(&v, 10)
+        };
+        let (b, a) = (procs(100, Some(30)), procs(100 + 40, None));
+        assert_eq!(a.ours - b.ours, 10);
+        // Ours beyond the tick-sampled totals never makes a negative foreign time.
+        let d = account(&before, &snap(110, 50, 0, 0, 900, 70), 1_000_000, 10_000, 0.25);
+        assert_eq!(d.foreign_cpu_us, 0);
+        // Two ticks of foreign time in a 50 ms window is 40% of a CPU, but within tick jitter.
+        let d = account(&before, &snap(102, 50, 0, 0, 500, 70), 50_000, 10_000, 0.25);
+        assert!(d.share > 0.25 && !d.disturbed, "{d:?}");
+    }
+
+    /// A busy loop that is not ours: started through a shell that exits, so it is
+    /// reparented away from this process. Killed on drop.
+    struct Neighbour(i32);
+
+    impl Neighbour {
+        fn start() -> Neighbour {
+            let out = std::process::Command::new("sh")
+                .args(["-c", "(while :; do :; done) </dev/null >/dev/null 2>&1 & echo $!"])
+                .output()
+                .unwrap();
+            Neighbour(String::from_utf8_lossy(&out.stdout).trim().parse().unwrap())
+        }
+    }
+
+    impl Drop for Neighbour {
+        fn drop(&mut self) {
+            // SAFETY: kill(2) of the pid we started; ESRCH is harmless.
+            unsafe { libc::kill(self.0, libc::SIGKILL) };
+        }
+    }
+
+    #[test]
+    fn a_busy_neighbour_is_foreign_and_a_busy_child_is_ours() {
+        let root = std::process::id();
+        let neighbour = Neighbour::start();
         std::thread::sleep(std::time::Duration::from_millis(50));
-        let w = Window::start();
+        let w = Window::start(root);
         std::thread::sleep(std::time::Duration::from_millis(600));
-        let d = w.finish(DEFAULT_THRESHOLD).expect("/proc/stat is readable");
-        let _ = hog.kill();
-        let _ = hog.wait();
-        // The hog ran for (nearly) the whole window unless the machine is saturated;
+        let d = w.finish(DEFAULT_THRESHOLD).expect("/proc is readable");
+        drop(neighbour);
+        // The neighbour ran for (nearly) the whole window unless the machine is saturated;
         // a third of a CPU is a floor that holds even when it shares its core.
         assert!(d.foreign_cpu_us as f64 >= 0.3 * d.wall_us as f64, "{d:?}");
         assert!(d.disturbed, "{d:?}");
-        // Our own busy loop is ours: it shows up as own time. Own time is the whole process's
-        // (other tests run in parallel threads of this binary), so it is bounded by all CPUs.
-        let w = Window::start();
-        let (t, cpu0) = (std::time::Instant::now(), own_cpu_us());
-        let mut x = 0u64;
-        while own_cpu_us() - cpu0 < 100_000 && t.elapsed() < std::time::Duration::from_secs(20) {
-            for _ in 0..10_000 {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-            }
+        // The same loop as our child is ours, reaped inside the window or not.
+        let w = Window::start(root);
+        let mut child = std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(600));
+        let running = w.finish(DEFAULT_THRESHOLD).unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        let reaped = w.finish(DEFAULT_THRESHOLD).unwrap();
+        for d in [&running, &reaped] {
+            assert!(d.own_cpu_us as f64 >= 0.3 * 600_000.0, "{d:?}");
         }
-        std::hint::black_box(x);
-        let d = w.finish(DEFAULT_THRESHOLD).unwrap();
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
-        assert!(d.own_cpu_us >= 100_000 && d.own_cpu_us <= cpus * d.wall_us + 10_000, "{d:?}");
+        assert!(reaped.own_cpu_us >= running.own_cpu_us, "{running:?} {reaped:?}");
     }
 
     #[test]
     fn waiting_for_quiet_stops_at_a_quiet_window_or_when_cancelled() {
         let step = std::time::Duration::from_millis(20);
         // Any window is quiet under an infinite threshold: one step.
-        let w = wait_until_quiet(f64::INFINITY, step, std::time::Duration::from_secs(5), &|| false);
+        let w = wait_until_quiet(std::process::id(), f64::INFINITY, step, std::time::Duration::from_secs(5), &|| false);
         assert!(w >= step && w < std::time::Duration::from_secs(5), "{w:?}");
         // A cancelled wait returns at once, however busy the machine.
-        let w = wait_until_quiet(0.0, step, std::time::Duration::from_secs(5), &|| true);
+        let w = wait_until_quiet(std::process::id(), 0.0, step, std::time::Duration::from_secs(5), &|| true);
         assert!(w < step, "{w:?}");
     }
 }

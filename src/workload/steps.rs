@@ -34,6 +34,10 @@ pub struct StepsRun<'a> {
     /// How far the archive is trusted: [`Trust::Fixture`] for a scenario's own archive
     /// (GNU tar's exact system calls), [`Trust::Untrusted`] for one that came in a bundle.
     pub trust: &'a Trust,
+    /// The process at the root of the run (the fsbench that runs the cell): it and
+    /// everything under it, the other copies of a cell included, are the run's own
+    /// CPU when a step is judged for disturbance ([`crate::host::cpu::Window`]).
+    pub run_root: u32,
 }
 
 /// Why a steps run stopped.
@@ -204,7 +208,7 @@ fn rusage(who: i32) -> (u64, u64, u64) {
 
 /// Time one step as `time <cmd>` would.
 fn time_step(run: &StepsRun, step: &Step) -> Result<StepTiming, StepError> {
-    let window = run.spec.disturbance.map(|t| (t, crate::host::cpu::Window::start()));
+    let window = run.spec.disturbance.map(|t| (t, crate::host::cpu::Window::start(run.run_root)));
     let (u0, s0, _) = rusage(libc::RUSAGE_SELF);
     let t0 = Instant::now();
     let (child, entries) = exec_or_op(run, step)?;

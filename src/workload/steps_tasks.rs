@@ -39,6 +39,8 @@ pub struct WorkerConfig {
     pub spec: StepsSpec,
     /// The copy's directory on the filesystem under test.
     pub target: PathBuf,
+    /// The fsbench that runs the cell: it and all its copies are the run's own CPU.
+    pub run_root: u32,
     /// Where its archive is.
     pub archive_dir: PathBuf,
     /// The archive came in a bundle: checked entry by entry.
@@ -142,6 +144,7 @@ pub fn run(run: &TasksRun) -> Result<StepsResult, TasksError> {
             task,
             spec: run.spec.clone(),
             target: target.clone(),
+            run_root: std::process::id(),
             archive_dir: archive_dir.clone(),
             untrusted: run.untrusted,
         };
@@ -274,6 +277,7 @@ pub fn worker_main() -> WorkerEnd {
         archive_dir: &config.archive_dir,
         cancel: &cancel,
         trust: &trust,
+        run_root: config.run_root,
     });
     let finished_unix_us = unix_us();
     let (result, error, interrupted) = match outcome {

@@ -97,13 +97,22 @@ fn a_stale_test_file_of_another_uid_does_not_break_the_run() {
 }
 
 /// Busy-loop processes that stop when dropped (a synthetic noisy neighbour).
-struct Hogs(Vec<std::process::Child>);
+/// Busy loops that are not ours: each started through a shell that exits, so it is
+/// reparented away from this process (a child would count as the run's own CPU).
+/// Killed on drop.
+struct Hogs(Vec<i32>);
 
 impl Hogs {
     fn start(n: usize) -> Hogs {
         Hogs(
             (0..n)
-                .map(|_| std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap())
+                .map(|_| {
+                    let out = std::process::Command::new("sh")
+                        .args(["-c", "(while :; do :; done) </dev/null >/dev/null 2>&1 & echo $!"])
+                        .output()
+                        .unwrap();
+                    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+                })
                 .collect(),
         )
     }
@@ -111,9 +120,8 @@ impl Hogs {
 
 impl Drop for Hogs {
     fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
+        for pid in &self.0 {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), nix::sys::signal::Signal::SIGKILL);
         }
     }
 }

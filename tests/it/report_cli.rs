@@ -228,6 +228,7 @@ fn disturbance(disturbed: bool) -> Option<Disturbance> {
     Some(Disturbance {
         wall_us: 300_000,
         own_cpu_us: 290_000,
+        kernel_cpu_us: 4_000,
         foreign_cpu_us: if disturbed { 250_000 } else { 1_000 },
         steal_us: 0,
         share: if disturbed { 0.83 } else { 0.003 },

@@ -44,6 +44,7 @@ fn seed_loop_keeps_every_iteration_in_time_format() {
         archive_dir: &fixtures(),
         cancel: &|| false,
         trust: &Trust::Fixture,
+        run_root: std::process::id(),
     })
     .unwrap();
     assert_eq!(r.iterations.len(), 3);
@@ -90,6 +91,7 @@ fn exec_counts_the_childs_cpu() {
         archive_dir: d.path(),
         cancel: &|| false,
         trust: &Trust::Fixture,
+        run_root: std::process::id(),
     })
     .unwrap();
     let t = &r.iterations[0][0];
@@ -119,6 +121,7 @@ fn exec_runs_in_the_target_and_reports_failure() {
         archive_dir: d.path(),
         cancel: &|| false,
         trust: &Trust::Fixture,
+        run_root: std::process::id(),
     })
     .unwrap();
     assert_eq!(r.iterations.len(), 2);
@@ -133,6 +136,7 @@ fn exec_runs_in_the_target_and_reports_failure() {
         archive_dir: d.path(),
         cancel: &|| false,
         trust: &Trust::Fixture,
+        run_root: std::process::id(),
     }) {
         Err(StepsError::Step { iteration: 1, label, source: StepError::ExecFailed { .. }, completed }) => {
             assert_eq!(label, "false");
@@ -159,6 +163,7 @@ fn cancel_stops_early_with_what_was_timed() {
         archive_dir: &fixtures(),
         cancel: &cancel,
         trust: &Trust::Fixture,
+        run_root: std::process::id(),
     })
     .unwrap_err();
     match e {
@@ -176,6 +181,7 @@ fn cancel_stops_early_with_what_was_timed() {
         archive_dir: &fixtures(),
         cancel: &cancel_now,
         trust: &Trust::Fixture,
+        run_root: std::process::id(),
     })
     .unwrap_err();
     assert!(matches!(e, StepsError::Interrupted { iteration: 1, .. }));
@@ -191,6 +197,7 @@ fn step_paths_cannot_leave_the_target() {
         archive_dir: d.path(),
         cancel: &|| false,
         trust: &Trust::Fixture,
+        run_root: std::process::id(),
     })
     .unwrap_err();
     assert!(e.to_string().contains("not inside the filesystem under test"), "{e}");
@@ -206,6 +213,7 @@ fn drop_caches_needs_root() {
         archive_dir: d.path(),
         cancel: &|| false,
         trust: &Trust::Fixture,
+        run_root: std::process::id(),
     });
     if is_root() {
         assert_eq!(r.unwrap().iterations[0][0].label, "drop_caches");
@@ -231,6 +239,7 @@ fn step_paths_do_not_pass_through_symlinks() {
             archive_dir: d.path(),
             cancel: &|| false,
             trust: &Trust::Fixture,
+            run_root: std::process::id(),
         })
         .unwrap_err();
         assert!(e.to_string().contains("passes through the symlink"), "{e}");
@@ -239,7 +248,14 @@ fn step_paths_do_not_pass_through_symlinks() {
     assert!(!outside.path().join("new").exists());
     // The link itself may be removed: rm_rf does not follow it.
     let spec = StepsSpec { disturbance: None, iterations: 1, steps: vec![Step::RmRf { path: "link".into() }] };
-    run(&StepsRun { spec: &spec, target: d.path(), archive_dir: d.path(), cancel: &|| false, trust: &Trust::Fixture })
-        .unwrap();
+    run(&StepsRun {
+        spec: &spec,
+        target: d.path(),
+        archive_dir: d.path(),
+        cancel: &|| false,
+        trust: &Trust::Fixture,
+        run_root: std::process::id(),
+    })
+    .unwrap();
     assert!(outside.path().join("victim").exists());
 }

@@ -73,3 +73,37 @@ fn two_tasks_run_two_concurrent_untar_loops() {
     );
     assert_no_leaks(sb.path());
 }
+
+#[test]
+fn the_copies_of_a_cell_are_each_others_own_cpu_not_a_disturbance() {
+    skip_unless_root!();
+    let sb = Sandbox::new("fsbench-steps-tasks-own-");
+    // Each copy keeps a CPU busy for 0.6 s; they start together at the barrier.
+    let scenario = sb.path().join("busy.toml");
+    std::fs::write(
+        &scenario,
+        "schema = 1\nname = \"busy\"\n[matrix]\nfs = [\"ext4\"]\ntasks = [2]\n[backing]\nkind = \"dir\"\n\
+         [workload]\nkind = \"steps\"\niterations = 1\n\
+         steps = [{ op = \"exec\", argv = [\"sh\", \"-c\", \"timeout 0.6 sh -c 'while :; do :; done'; exit 0\"] }]\n",
+    )
+    .unwrap();
+    // Disturbance is measured (the sandbox turns it off otherwise); what the neighbours of
+    // this test do changes the foreign time, never the own time asserted below.
+    let args = ["run", scenario.to_str().unwrap(), "--allow-exec", "--set", "workload.disturbance=25%"];
+    let out = sb.fsbench(&args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = &sb.runs()[0];
+    let id = &crate::support::sandbox::cell_ids(run)[0];
+    let cell: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join(format!("cells/{id}.json"))).unwrap()).unwrap();
+    let copies = cell["steps"]["copies"].as_array().unwrap_or_else(|| panic!("{cell:#}"));
+    let step = |c: usize| &copies[c]["iterations"][0][0];
+    let cpu = |c: usize| step(c)["user_us"].as_u64().unwrap() + step(c)["system_us"].as_u64().unwrap();
+    for (me, other) in [(0, 1), (1, 0)] {
+        let own = step(me)["disturbance"]["own_cpu_us"].as_u64().unwrap_or_else(|| panic!("{cell:#}"));
+        // The window of one copy counts its own loop and (most of) its sibling's, which
+        // ran at the same time: the sibling is the run, not a neighbour.
+        assert!(own as f64 >= cpu(me) as f64 + 0.5 * cpu(other) as f64, "copy {me}: own {own} µs\n{cell:#}");
+    }
+    assert_no_leaks(sb.path());
+}

@@ -208,7 +208,7 @@ pub fn run_monitored(
             return Err(LatfsError::Stopped);
         }
         starting(repetitions.len() as u32 + 1, run.spec.repetitions + noise.max_reruns);
-        let window = noise.disturbance.map(|t| (t, crate::host::cpu::Window::start()));
+        let window = noise.disturbance.map(|t| (t, crate::host::cpu::Window::start(std::process::id())));
         let (tasks, latency, counters) = run_once(run, &cpus, watch)?;
         let mut rep = repetition(tasks);
         rep.disturbance = window.and_then(|(t, w)| w.finish(t));
@@ -224,6 +224,7 @@ pub fn run_monitored(
             reruns += 1;
             if let Some(t) = noise.disturbance {
                 crate::host::cpu::wait_until_quiet(
+                    std::process::id(),
                     t,
                     Duration::from_millis(200),
                     crate::host::cpu::QUIET_WAIT_MAX,
