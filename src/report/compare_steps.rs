@@ -28,7 +28,7 @@ use super::compare::{ALPHA, Welch, welch};
 use super::markup::Markup;
 use super::steps::StepsGroup;
 use crate::model::StepTiming;
-use crate::stats::{summarize, welch_interval};
+use crate::stats::{ratio_interval, summarize};
 
 /// Which iterations of each cell a comparison uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, JsonSchema)]
@@ -130,7 +130,8 @@ pub struct StepStat {
 pub struct StepRatio {
     /// mean(label) / mean(reference).
     pub ratio: f64,
-    /// 95% interval of the ratio as `[low, high]`; `None` (`null`) when a side has fewer than two samples.
+    /// Fieller's 95% interval of the ratio as `[low, high]` ([`crate::stats::ratio_interval`]); `None`
+    /// (`null`) when a side has fewer than two samples or the reference is within noise of zero.
     pub ci95: Option<(f64, f64)>,
     /// Welch's test, when both sides have two samples and some spread.
     pub welch: Option<Welch>,
@@ -146,10 +147,8 @@ impl StepRatio {
         }
         let ratio = other.mean_s / reference.mean_s;
         let (a, b) = (summarize(&reference.samples_s), summarize(&other.samples_s));
-        let ci95 = welch_interval(&a, &b).map(|(half, _)| {
-            let h = half / reference.mean_s.abs();
-            (ratio - h, ratio + h)
-        });
+        // Unbounded when the reference mean is within noise of zero: shown as no interval.
+        let ci95 = ratio_interval(&a, &b).filter(|(l, h)| l.is_finite() && h.is_finite());
         let welch = welch(&reference.samples_s, &other.samples_s);
         Some(Self { ratio, ci95, welch, significant: welch.is_some_and(|w| w.p < ALPHA) })
     }
