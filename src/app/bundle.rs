@@ -74,6 +74,9 @@ pub struct BundleRunArgs {
     /// No progress display.
     #[arg(long, short)]
     pub quiet: bool,
+    /// For CI: exit 1 when any cell was skipped (a missing mkfs tool, a kernel without the fs).
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// `fsbench bundle pack`.
@@ -166,6 +169,7 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
             &args.workdir.clone().unwrap_or_else(crate::provision::workroot::default_workdir),
             args.quiet,
             args.allow_device.is_some(),
+            args.strict,
         )?;
         drop(ob);
         return Ok(code);
@@ -184,5 +188,5 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
         order: crate::runner::CellOrder::Plan,
     })?;
     drop(ob);
-    Ok(super::finish_run(&outcome))
+    Ok(super::strict_policy(super::finish_run(&outcome), outcome.skipped, args.strict))
 }

@@ -348,10 +348,11 @@ pub fn finish_run(o: &crate::runner::RunOutcome) -> i32 {
     if o.failed > 0 { exit::FAILURE } else { exit::SUCCESS }
 }
 
-/// `run --strict`: a run that skipped any cell fails a CI job (exit 1), even if the rest ran.
-pub fn strict_policy(code: i32, o: &crate::runner::RunOutcome, strict: bool) -> i32 {
-    if strict && code == exit::SUCCESS && o.skipped > 0 {
-        eprintln!("fsbench: --strict: {} skipped (see the reasons above)", crate::text::cells(o.skipped));
+/// `--strict` (run, bundle run): a run that skipped any of its cells fails a CI job
+/// (exit 1), even if the rest ran; `skipped` counts them (over every kernel's run).
+pub fn strict_policy(code: i32, skipped: usize, strict: bool) -> i32 {
+    if strict && code == exit::SUCCESS && skipped > 0 {
+        eprintln!("fsbench: --strict: {} skipped (see the reasons above)", crate::text::cells(skipped));
         return exit::FAILURE;
     }
     code
@@ -370,6 +371,7 @@ pub(crate) fn run_under_kernels(
     work_root: &std::path::Path,
     quiet: bool,
     allow_device: bool,
+    strict: bool,
 ) -> anyhow::Result<i32> {
     let qemu_bin = crate::qemu::prepare(scenario, kernels, allow_device)?;
     // Validate the plan (and --only) on the host, before any boot.
@@ -392,10 +394,12 @@ pub(crate) fn run_under_kernels(
             worst = code;
         }
     }
+    let mut skipped = 0;
     for k in &runs {
         let Some(dir) = &k.dir else { continue };
         match crate::results::load_run(dir) {
             Ok(run) => {
+                skipped += run.cells.iter().filter(|c| c.status == crate::model::CellStatus::Skipped).count();
                 println!("== kernel {} ==", k.label);
                 print!("{}", crate::report::render_run(&run, crate::report::Format::Table));
             }
@@ -406,7 +410,7 @@ pub(crate) fn run_under_kernels(
     if crate::signals::interrupted() {
         return Ok(exit::INTERRUPTED);
     }
-    Ok(worst)
+    Ok(strict_policy(worst, skipped, strict))
 }
 
 #[cfg(test)]

@@ -141,7 +141,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         environment: Some(super::preflight()),
         order,
     })?;
-    Ok(super::strict_policy(super::finish_run(&outcome), &outcome, args.strict))
+    Ok(super::strict_policy(super::finish_run(&outcome), outcome.skipped, args.strict))
 }
 
 /// `--resume`: finish an interrupted run as it was planned.
@@ -182,7 +182,7 @@ fn resume(args: &RunArgs, dir: &std::path::Path) -> anyhow::Result<i32> {
         environment: None,
         order: runner::CellOrder::Plan,
     })?;
-    Ok(super::strict_policy(super::finish_run(&outcome), &outcome, args.strict))
+    Ok(super::strict_policy(super::finish_run(&outcome), outcome.skipped, args.strict))
 }
 
 fn workroot(args: &RunArgs) -> PathBuf {
@@ -210,5 +210,6 @@ fn run_in_kernels(args: &RunArgs, scenario: &Scenario, kernels: &[KernelSpec]) -
         &workroot(args),
         args.quiet,
         args.allow_device.is_some(),
+        args.strict,
     )
 }

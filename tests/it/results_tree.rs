@@ -123,6 +123,18 @@ repetitions = 1
     let o = sb.fsbench(&["run", scenario.to_str().unwrap(), "--strict"]).output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("--strict: 1 cell skipped"), "{}", text(&o));
+    // The same scenario from a bundle: `bundle run` takes --strict too.
+    let bundle = sb.path().join("strict.fsb");
+    let o = crate::support::fsbench()
+        .args(["bundle", "pack", scenario.to_str().unwrap(), "-o", bundle.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = sb.fsbench(&["bundle", "run", bundle.to_str().unwrap()]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "without --strict a skip is normal: {}", text(&o));
+    let o = sb.fsbench(&["bundle", "run", bundle.to_str().unwrap(), "--strict"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("--strict: 1 cell skipped"), "{}", text(&o));
 }
 
 #[test]
