@@ -154,6 +154,15 @@ fn strictly_inside(p: &Path, dir: &Path) -> bool {
 /// these checks are ignored and reported. Returns a line per object.
 pub fn undo_cell(cell_dir: &Path, entries: &[Entry]) -> Result<Vec<String>, ProvisionError> {
     let mut done = Vec::new();
+    // The images this cell attached: a queue setting is put back only on a loop device
+    // still backed by one of them (a device number is reused by whoever attaches next).
+    let images: Vec<&Path> = entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Loop(image) if strictly_inside(image, cell_dir) => Some(image.as_path()),
+            _ => None,
+        })
+        .collect();
     for e in entries.iter().rev() {
         match e {
             Entry::Owner { .. } => {}
@@ -189,6 +198,10 @@ pub fn undo_cell(cell_dir: &Path, entries: &[Entry]) -> Result<Vec<String>, Prov
                     done.push(format!("ignored journal entry for an unknown setting: {}", e.line()));
                     continue;
                 }
+                if let Err(why) = queue_device_is_ours(path, &images) {
+                    done.push(format!("left {} alone: {why}", path.display()));
+                    continue;
+                }
                 match std::fs::write(path, old) {
                     Ok(()) => done.push(format!("restored {} = {old}", path.display())),
                     Err(err) => done.push(format!("could not restore {} = {old}: {err}", path.display())),
@@ -205,6 +218,24 @@ pub fn undo_cell(cell_dir: &Path, entries: &[Entry]) -> Result<Vec<String>, Prov
         }
     }
     Ok(done)
+}
+
+/// Whether the device of a queue setting (`/sys/block/<dev>/queue/<key>`) is still the
+/// one the cell set it on. A loop device must still be backed by one of the cell's
+/// `images`: once detached, its number goes to whoever attaches next. A named disk
+/// (`backing.kind = "device"`, allowed with --allow-device) keeps its name. `/proc/sys`
+/// settings are the machine's own and always go back.
+fn queue_device_is_ours(path: &Path, images: &[&Path]) -> Result<(), String> {
+    let parts: Vec<&str> = path.iter().filter_map(|c| c.to_str()).collect();
+    let ["/", "sys", "block", dev, "queue", _] = parts.as_slice() else { return Ok(()) };
+    if !dev.starts_with("loop") {
+        return Ok(());
+    }
+    match loopdev::backing_file(dev) {
+        Some(b) if images.contains(&b.as_path()) => Ok(()),
+        Some(b) => Err(format!("/dev/{dev} is now backed by {}, not by this cell's image", b.display())),
+        None => Err(format!("/dev/{dev} is no longer attached to this cell's image")),
+    }
 }
 
 /// Whether a journal's scratch path may be deleted: Ok(false) when it is gone,
@@ -392,6 +423,18 @@ mod tests {
         let done = undo_cell(dir.path(), &[Entry::Tunable { path: victim.clone(), old: "x".into() }]).unwrap();
         assert!(done[0].starts_with("ignored journal entry"), "{done:?}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        // A loop device's queue setting without that device backed by the cell's image is
+        // left alone (here: no such device at all).
+        let image = dir.path().join("fs.img");
+        let queue = PathBuf::from("/sys/block/loop98765/queue/read_ahead_kb");
+        let entries = [Entry::Loop(image), Entry::Tunable { path: queue, old: "128".into() }];
+        let done = undo_cell(dir.path(), &entries).unwrap();
+        assert_eq!(
+            done,
+            [
+                "left /sys/block/loop98765/queue/read_ahead_kb alone: /dev/loop98765 is no longer attached to this cell's image"
+            ]
+        );
     }
 
     #[test]

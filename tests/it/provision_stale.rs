@@ -237,3 +237,49 @@ fn busy_mount_at_teardown_is_detached_and_nothing_is_left() {
     }
     assert_no_leaks(tmp.path());
 }
+
+/// `losetup -f --show image`: a loop device no fd of this process holds, as `loopN`.
+fn losetup(image: &Path) -> String {
+    let f = std::fs::File::create(image).unwrap();
+    f.set_len(8 * MIB).unwrap();
+    let out = std::process::Command::new("losetup").args(["-f", "--show"]).arg(image).output().unwrap();
+    assert!(out.status.success(), "losetup: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().trim_start_matches("/dev/").to_string()
+}
+
+#[test]
+fn a_queue_setting_goes_back_only_onto_the_loop_device_of_the_cells_own_image() {
+    skip_unless_root!();
+    if loopdev::loop_control_available().is_err() {
+        return crate::support::skip(&test_name!(), "no /dev/loop-control");
+    }
+    let tmp = tempfile::Builder::new().prefix("fsbench-test-queue-").tempdir().unwrap();
+    let root = work_root(tmp.path());
+    let cell = root.join("run/cell");
+    std::fs::create_dir_all(&cell).unwrap();
+    // The cell's own device, and one that took the number of a device the cell once had:
+    // attached by someone else to an image of theirs.
+    let (ours_image, theirs_image) = (cell.join("img0"), tmp.path().join("theirs.img"));
+    let (ours, theirs) = (losetup(&ours_image), losetup(&theirs_image));
+    let queue = |dev: &str| PathBuf::from(format!("/sys/block/{dev}/queue/read_ahead_kb"));
+    let read = |dev: &str| std::fs::read_to_string(queue(dev)).unwrap().trim().to_string();
+    let (ours_old, theirs_old) = (read(&ours), read(&theirs));
+    std::fs::write(queue(&ours), "1024").unwrap();
+    std::fs::write(queue(&theirs), "2048").unwrap();
+    dead_journal(
+        &cell,
+        &[
+            format!("loop {}", ours_image.display()),
+            format!("tunable {}\t{ours_old}", queue(&ours).display()),
+            format!("tunable {}\t{theirs_old}", queue(&theirs).display()),
+        ],
+    );
+    let cleaned = provision::cleanup_stale(&root).unwrap();
+    let theirs_now = read(&theirs);
+    let _ = std::process::Command::new("losetup").arg("-d").arg(format!("/dev/{theirs}")).status();
+    assert_eq!(theirs_now, "2048", "another's device was written: {cleaned:?}");
+    assert!(cleaned.iter().any(|l| l.contains(&format!("left {} alone", queue(&theirs).display()))), "{cleaned:?}");
+    assert!(cleaned.iter().any(|l| l == &format!("restored {} = {ours_old}", queue(&ours).display())), "{cleaned:?}");
+    assert!(cleaned.iter().any(|l| l.starts_with(&format!("detached /dev/{ours}"))), "{cleaned:?}");
+    assert!(!cell.exists());
+}
