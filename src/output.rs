@@ -109,7 +109,8 @@ pub struct PlanJson {
 pub struct GateJson {
     /// Document version ([`OUTPUT_SCHEMA_VERSION`]).
     pub schema: u32,
-    /// Whether any comparison regressed (the exit code is 1 then).
+    /// Whether any comparison regressed (the exit code is 1 then; with `--inconclusive fail`
+    /// an inconclusive one fails too).
     pub regressed: bool,
     /// Comparisons per verdict.
     pub counts: GateCounts,
@@ -124,8 +125,10 @@ pub struct GateCounts {
     pub regressed: usize,
     /// Significantly better beyond the threshold.
     pub improved: usize,
-    /// Neither.
+    /// The whole interval inside ±threshold: a change as large as the threshold is ruled out.
     pub unchanged: usize,
+    /// The interval straddles the threshold: the data cannot tell.
+    pub inconclusive: usize,
     /// On one side only, or without samples.
     pub missing: usize,
 }
@@ -138,6 +141,7 @@ impl GateJson {
             regressed: report.count(Verdict::Regressed),
             improved: report.count(Verdict::Improved),
             unchanged: report.count(Verdict::Unchanged),
+            inconclusive: report.count(Verdict::Inconclusive),
             missing: report.count(Verdict::Missing),
         };
         GateJson { schema: OUTPUT_SCHEMA_VERSION, regressed: counts.regressed > 0, counts, report }

@@ -94,6 +94,13 @@ fn doctor_list_plan_validate_and_gate_json_conform_to_their_schemas() {
     let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
     let doc = conforms("gate.schema.json", &["gate", "--baseline", a, "--candidate", b, "--json"], &[0, 1]);
     assert_eq!(doc["report"]["rows"].as_array().unwrap().len(), 128);
+    // Every comparison is counted under its verdict, `inconclusive` included.
+    let counts = doc["counts"].as_object().unwrap();
+    assert_eq!(counts.len(), 5, "{counts:?}");
+    for (verdict, n) in counts {
+        let rows = doc["report"]["rows"].as_array().unwrap().iter().filter(|r| r["verdict"] == **verdict).count();
+        assert_eq!(n.as_u64().unwrap() as usize, rows, "{verdict}");
+    }
 }
 
 #[test]
