@@ -37,9 +37,6 @@ struct RunContext<'a> {
     archive: Option<PathBuf>,
     /// Real archives came with an untrusted scenario (a bundle).
     untrusted_archives: bool,
-    /// `round 2: ` while the second of several rounds runs (notes say which round they
-    /// are about); empty with one round.
-    round_note: String,
 }
 
 /// Where the cells' results go: a new run directory, or an interrupted run being finished.
@@ -266,7 +263,6 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
         exe: std::env::current_exe().context("cannot find the fsbench executable for worker processes")?,
         archive: None,
         untrusted_archives: req.untrusted_archives,
-        round_note: String::new(),
     };
     let rounds = scenario_rounds(scenario);
     let previously_done = cells.iter().filter(|c| stored.get(&c.id()).is_some_and(|r| !wants_round(r, rounds))).count();
@@ -296,7 +292,6 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
             if interrupted() {
                 break 'rounds;
             }
-            ctx.round_note = if rounds > 1 { format!("round {}: ", round + 1) } else { String::new() };
             progress.start(cell, round);
             let result = run_cell(&mut ctx, cell, &|what| progress.phase(cell, round, what));
             // A cell that saw the signal did not finish as planned, whatever its status says
@@ -394,13 +389,16 @@ fn wants_round(r: &CellResult, rounds: u32) -> bool {
 /// A stored cell with one more round: the measurement absorbed, the status and notes of both.
 ///
 /// A later round that fails (or is skipped) makes the cell so, with its error; the
-/// repetitions of the rounds before are kept. Notes a later round adds (its disturbed
-/// repetitions, said with their round) are appended.
+/// repetitions of the rounds before are kept. Notes a later round adds are appended,
+/// except the noise notes, which are said again over all the rounds ([`noise_notes`]).
 fn absorb_round(earlier: CellResult, next: CellResult, round: u32) -> CellResult {
     let mut r = earlier;
     r.finished = next.finished;
-    // What provisioning says is the same every round; the noise notes name their round.
-    for n in next.notes {
+    // The noise notes are said over all rounds: both sides' give way to those of the whole.
+    let stale: Vec<String> = [&r.latfs, &next.latfs].into_iter().flatten().flat_map(noise_notes).collect();
+    r.notes.retain(|n| !stale.contains(n));
+    // What provisioning says is the same every round.
+    for n in next.notes.into_iter().filter(|n| !stale.contains(n)) {
         if !r.notes.contains(&n) {
             r.notes.push(n);
         }
@@ -419,6 +417,9 @@ fn absorb_round(earlier: CellResult, next: CellResult, round: u32) -> CellResult
             r.skip = next.skip;
             r.error = next.error.map(|e| format!("round {}: {e}", round + 1));
         }
+    }
+    if let Some(l) = &r.latfs {
+        r.notes.extend(noise_notes(l));
     }
     r
 }
@@ -529,7 +530,7 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
             let test = p.test.expect("lat_fs cells have a test");
             let run = latfs::LatfsRun { test, spec: &spec, task_dirs: provisioned.task_dirs(), exe: &ctx.exe };
             latfs::run_monitored(&run, watch.as_ref(), &|i, n| phase(&format!("repetition {i}/{n}")))
-                .map(|res| note_noise(r, res, &ctx.round_note))
+                .map(|res| note_noise(r, res))
                 .map_err(anyhow::Error::new)
         }
         (Workload::Steps(spec), _) => {
@@ -550,25 +551,46 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
     Ok(())
 }
 
-/// Store a lat_fs result with what the noise guards did: reruns, the stop reason,
-/// and the `disturbed` status when no repetition was fit for statistics.
-fn note_noise(r: &mut CellResult, res: crate::model::LatfsResult, round: &str) {
-    let disturbed = res.repetitions.iter().filter(|x| !x.counts()).count();
-    if disturbed > 0 {
-        r.notes.push(format!(
-            "{round}{disturbed} of {} repetitions disturbed by other processes (kept, left out of statistics; {} rerun)",
+/// Store a lat_fs result with what the noise guards did ([`noise_notes`]), and the
+/// `disturbed` status when no repetition was fit for statistics.
+fn note_noise(r: &mut CellResult, res: crate::model::LatfsResult) {
+    r.notes.extend(noise_notes(&res));
+    if res.total_loops.n == 0 && !res.repetitions.is_empty() {
+        r.status = CellStatus::Disturbed;
+    }
+    r.latfs = Some(res);
+}
+
+/// What the noise guards did to a lat_fs cell, said once over all its rounds: how many
+/// repetitions were disturbed, in which rounds, how many were rerun, and that there are
+/// no statistics when no repetition was fit for them. A function of the result alone, so
+/// a later round replaces these notes exactly ([`absorb_round`]).
+fn noise_notes(res: &crate::model::LatfsResult) -> Vec<String> {
+    let mut notes = Vec::new();
+    let disturbed: Vec<&crate::model::LatfsRepetition> = res.repetitions.iter().filter(|x| !x.counts()).collect();
+    if !disturbed.is_empty() {
+        let mut rounds: Vec<u32> = disturbed.iter().map(|x| x.round + 1).collect();
+        rounds.dedup();
+        let within = if res.rounds_done() > 1 {
+            let list: Vec<String> = rounds.iter().map(u32::to_string).collect();
+            format!(" in round{} {}", if list.len() == 1 { "" } else { "s" }, list.join(", "))
+        } else {
+            String::new()
+        };
+        notes.push(format!(
+            "{} of {} repetitions disturbed by other processes{within} (kept, left out of statistics; {} rerun)",
+            disturbed.len(),
             res.repetitions.len(),
             res.reruns
         ));
     }
     if res.total_loops.n == 0 && !res.repetitions.is_empty() {
-        r.status = CellStatus::Disturbed;
-        r.notes.push(format!(
-            "{round}every repetition was disturbed and the rerun budget ({}) ran out: no statistics",
+        notes.push(format!(
+            "every repetition was disturbed and the rerun budget ran out ({} rerun): no statistics",
             res.reruns
         ));
     }
-    r.latfs = Some(res);
+    notes
 }
 
 /// Where a steps cell runs: its filesystem's root, and with `tasks > 1` one directory per copy.
@@ -806,6 +828,40 @@ mod tests {
             .collect();
         r.latfs = Some(latfs::result(reps));
         r
+    }
+
+    #[test]
+    fn the_noise_notes_of_rounds_are_one_note_over_all_of_them() {
+        let mut first = cell(CellStatus::Ok, &[10.0, 12.0], false);
+        let mut noisy = cell(CellStatus::Ok, &[9.0], true);
+        let l = first.latfs.as_mut().unwrap();
+        l.repetitions.extend(noisy.latfs.take().unwrap().repetitions);
+        *l = latfs::result(std::mem::take(&mut l.repetitions));
+        first.notes = noise_notes(first.latfs.as_ref().unwrap());
+        first.notes.insert(0, "sysctl vm.dirty_ratio = 5 (was 20)".into());
+        assert_eq!(
+            first.notes[1],
+            "1 of 3 repetitions disturbed by other processes (kept, left out of statistics; 0 rerun)"
+        );
+        let mut second = cell(CellStatus::Disturbed, &[5.0, 6.0], true);
+        second.notes = vec!["sysctl vm.dirty_ratio = 5 (was 20)".into()];
+        second.notes.extend(noise_notes(second.latfs.as_ref().unwrap()));
+        let mut third = cell(CellStatus::Ok, &[11.0], false);
+        third.notes = second.notes[..1].to_vec();
+        let both = absorb_round(absorb_round(first, second, 1), third, 2);
+        assert_eq!(
+            both.notes,
+            [
+                "sysctl vm.dirty_ratio = 5 (was 20)",
+                "3 of 6 repetitions disturbed by other processes in rounds 1, 2 (kept, left out of statistics; 0 rerun)"
+            ]
+        );
+        // A cell that no round left a sample says so once.
+        let lost =
+            absorb_round(cell(CellStatus::Disturbed, &[1.0], true), cell(CellStatus::Disturbed, &[2.0], true), 1);
+        assert_eq!(lost.status, CellStatus::Disturbed);
+        assert_eq!(lost.notes.len(), 2, "{:?}", lost.notes);
+        assert!(lost.notes[1].starts_with("every repetition was disturbed"), "{:?}", lost.notes);
     }
 
     #[test]

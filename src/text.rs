@@ -13,6 +13,14 @@ pub fn plural(n: usize, one: &str, many: &str) -> String {
     if n == 1 { format!("1 {one}") } else { format!("{n} {many}") }
 }
 
+/// `a, b, c` or, past `max` names, `a, b, c and 4 more`.
+pub fn some_of(names: &[&str], max: usize) -> String {
+    if names.len() <= max {
+        return names.join(", ");
+    }
+    format!("{} and {} more", names[..max].join(", "), names.len() - max)
+}
+
 /// `1h02m`, `3m05s`, `12s`.
 pub fn human_duration(d: Duration) -> String {
     let s = d.as_secs();
@@ -110,6 +118,12 @@ mod tests {
         assert_eq!(wrap("  remedy: do it", 12, "    "), "  remedy: do\n    it");
         assert_eq!(wrap("averyveryverylongword x", 5, ""), "averyveryverylongword\nx");
         assert!(wrap(&"word ".repeat(50), 100, "    ").lines().all(|l| l.chars().count() <= 100));
+    }
+
+    #[test]
+    fn a_long_list_of_names_is_cut_with_a_count() {
+        assert_eq!(some_of(&["a", "b"], 3), "a, b");
+        assert_eq!(some_of(&["a", "b", "c", "d", "e"], 3), "a, b, c and 2 more");
     }
 
     #[test]

@@ -20,6 +20,13 @@ pub struct Point {
     /// Repetitions left out because other processes disturbed them.
     #[serde(skip_serializing_if = "is_zero")]
     pub disturbed: usize,
+    /// Repetitions measured, disturbed ones included (with rounds, more than `samples`).
+    pub repetitions: usize,
+}
+
+/// `1 task`, `2 tasks`.
+fn tasks(n: u32) -> String {
+    crate::text::plural(n as usize, "task", "tasks")
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -96,7 +103,7 @@ impl LatfsTable {
         for (t, vals) in self.tasks.iter().zip(&self.values) {
             for (col, v) in self.columns.iter().zip(vals) {
                 if let Some(p) = v.as_ref().filter(|p| p.summary.n > 1 && p.summary.cv > NOISY_CV) {
-                    out.push(format!("{t} tasks {} (CV {:.1}%)", col.name, p.summary.cv * 100.0));
+                    out.push(format!("{} {} (CV {:.1}%)", tasks(*t), col.name, p.summary.cv * 100.0));
                 }
             }
         }
@@ -109,7 +116,7 @@ impl LatfsTable {
         for (t, vals) in self.tasks.iter().zip(&self.values) {
             for (col, v) in self.columns.iter().zip(vals) {
                 if let Some(p) = v.as_ref().filter(|p| p.disturbed > 0) {
-                    out.push(format!("{t} tasks {} ({} of {})", col.name, p.disturbed, p.disturbed + p.samples.len()));
+                    out.push(format!("{} {} ({} of {})", tasks(*t), col.name, p.disturbed, p.repetitions));
                 }
             }
         }
@@ -138,18 +145,19 @@ pub fn point_by(cell: &CellResult, metric: Option<Percentile>) -> Option<Point> 
     }
     let latfs = cell.latfs.as_ref()?;
     let counted = || latfs.repetitions.iter().filter(|r| r.counts());
-    let disturbed = latfs.repetitions.len() - counted().count();
+    let repetitions = latfs.repetitions.len();
+    let disturbed = repetitions - counted().count();
     if let Some(p) = metric {
         let samples = latfs.samples(|r| r.latency_dist.as_ref().map(|d| p.of(d) as f64 / 1e3));
         let summary = summarize(&samples);
-        return (summary.n > 0).then_some(Point { summary, samples, disturbed });
+        return (summary.n > 0).then_some(Point { summary, samples, disturbed, repetitions });
     }
     let samples = latfs.samples(|r| Some(r.total_loops_per_ms));
     let summary = if samples.is_empty() && disturbed == 0 { latfs.total_loops.clone() } else { summarize(&samples) };
     if summary.n == 0 {
         return None;
     }
-    Some(Point { summary, samples, disturbed })
+    Some(Point { summary, samples, disturbed, repetitions })
 }
 
 /// Build the tables of several labelled runs, merged: fs and layouts in the

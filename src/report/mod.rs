@@ -398,22 +398,57 @@ fn scenario_name<'a>(runs: &[(&str, &'a LoadedRun)]) -> &'a str {
     runs.first().map(|(_, r)| r.meta.scenario_name.as_str()).unwrap_or("")
 }
 
+/// The notes to show under a run's line, each once: `(note, None)` for one every cell of
+/// the run carries (a dir backing measured the host's own filesystem), `(note, Some(cells))`
+/// for one only some carry, naming them (at most [`NOTED_CELLS`] of those notes); and how
+/// many more of those there are.
+fn cell_notes(r: &LoadedRun) -> (Vec<RunNote<'_>>, usize) {
+    let mut distinct: Vec<(&str, Vec<&str>)> = Vec::new();
+    for c in &r.cells {
+        for n in &c.notes {
+            match distinct.iter_mut().find(|(d, _)| d == n) {
+                Some((_, cells)) => cells.push(&c.id),
+                None => distinct.push((n, vec![&c.id])),
+            }
+        }
+    }
+    let (mut out, mut some, mut more) = (Vec::new(), 0, 0);
+    for (n, cells) in distinct {
+        if cells.len() == r.cells.len() {
+            out.push((n, None));
+        } else if some < NOTED_CELLS {
+            some += 1;
+            out.push((n, Some(cells)));
+        } else {
+            more += 1;
+        }
+    }
+    (out, more)
+}
+
+/// A note to show under a run's line, and the cells that carry it (`None`: all of them).
+type RunNote<'a> = (&'a str, Option<Vec<&'a str>>);
+
+/// Notes of only some cells shown under a run's line; the tables' own lines say the rest.
+const NOTED_CELLS: usize = 5;
+
 /// The list under a report's title: one line per run, then the comparison's warnings.
 fn run_list(m: &mut dyn Markup, runs: &[(&str, &LoadedRun)], warnings: &[String]) {
     for (l, r) in runs {
         m.item(&run_line(l, r));
-        // What a reader must know to read the numbers (a dir backing measured the host's own
-        // filesystem): once per run, however many cells say it.
-        let mut notes: Vec<&str> = Vec::new();
-        for n in r.cells.iter().flat_map(|c| &c.notes) {
-            if !notes.contains(&n.as_str()) {
-                notes.push(n);
+        let who = if r.meta.label.is_none() && *l == r.label() { String::new() } else { format!("{l} ") };
+        let (notes, more) = cell_notes(r);
+        for (n, cells) in notes {
+            let note = m.strong("note");
+            let text = crate::text::escape_control(n);
+            match cells {
+                None => m.item(&format!("{who}{note}: {text}")),
+                Some(cells) => m.item(&format!("{who}{note} ({}): {text}", crate::text::some_of(&cells, 3))),
             }
         }
-        let who = if r.meta.label.is_none() && *l == r.label() { String::new() } else { format!("{l} ") };
-        for n in notes {
-            let note = m.strong("note:");
-            m.item(&format!("{who}{note} {}", crate::text::escape_control(n)));
+        if more > 0 {
+            let s = if more == 1 { "" } else { "s" };
+            m.item(&format!("{who}… and {more} more note{s} of some cells, in their cell files' `notes`"));
         }
     }
     for w in warnings {
