@@ -387,10 +387,15 @@ pub fn evaluate(baseline: &LoadedRun, candidate: &LoadedRun, opts: &GateOptions)
         let threshold = spec.threshold_for(key);
         let change = relative_change(b, c);
         let mut v = Verdict::decide(change, threshold, metric.direction());
-        let note = note.or_else(|| {
-            (v == Verdict::Inconclusive && (b.len() < 2 || c.len() < 2))
-                .then(|| "fewer than 2 samples on a side: cannot be significant".to_string())
-        });
+        let note = note
+            .or_else(|| {
+                (v == Verdict::Inconclusive && !b.is_empty() && b.iter().all(|x| *x == 0.0))
+                    .then(|| "the baseline measured 0 (below the clock's resolution): no relative change".to_string())
+            })
+            .or_else(|| {
+                (v == Verdict::Inconclusive && (b.len() < 2 || c.len() < 2))
+                    .then(|| "fewer than 2 samples on a side: cannot be significant".to_string())
+            });
         if b.is_empty() || c.is_empty() {
             v = Verdict::Missing;
         }
@@ -674,7 +679,10 @@ mod tests {
         assert_eq!(Verdict::decide(relative_change(&[100.0], &[50.0]), 0.05, up), Verdict::Inconclusive);
         assert_eq!(Verdict::decide(relative_change(&[100.0], &[100.0]), 0.05, up), Verdict::Inconclusive);
         assert_eq!(Verdict::decide(relative_change(&[], &[1.0]), 0.05, up), Verdict::Missing);
-        assert_eq!(Verdict::decide(relative_change(&[0.0, 0.0], &[1.0, 1.0]), 0.05, up), Verdict::Missing);
+        // A step faster than the clock's microsecond: no relative change, but not missing either.
+        assert_eq!(Verdict::decide(relative_change(&[0.0, 0.0], &[1.0, 1.0]), 0.05, up), Verdict::Inconclusive);
+        assert_eq!(Verdict::decide(relative_change(&[0.0], &[0.0]), 0.05, up), Verdict::Inconclusive);
+        assert_eq!(Verdict::decide(relative_change(&[0.0, 0.0], &[0.0, 0.0]), 0.05, up), Verdict::Unchanged);
     }
 
     #[test]

@@ -61,7 +61,8 @@ pub fn summarize(samples: &[f64]) -> Summary {
 /// Relative change of the means with its 95% confidence interval, as fractions.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Change {
-    /// `(mean_c - mean_b) / mean_b`.
+    /// `(mean_c - mean_b) / mean_b` (infinite, `null` in JSON, when only the baseline's mean is zero).
+    #[schemars(with = "Option<f64>")]
     pub mean: f64,
     /// Lower end of the 95% interval (`-inf` with fewer than two samples on a side: `null` in JSON).
     #[schemars(with = "Option<f64>")]
@@ -71,15 +72,23 @@ pub struct Change {
     pub ci_high: f64,
 }
 
-/// The relative change of `candidate` against `baseline`; `None` when either is
-/// empty or the baseline mean is zero.
+/// The relative change of `candidate` against `baseline`; `None` when either is empty.
+///
+/// A baseline mean of zero (a step faster than the clock's microsecond) has no relative
+/// change: zero on both sides is no change, anything else an unbounded one.
 pub fn relative_change(baseline: &[f64], candidate: &[f64]) -> Option<Change> {
     if baseline.is_empty() || candidate.is_empty() {
         return None;
     }
     let (b, c) = (summarize(baseline), summarize(candidate));
     if b.mean == 0.0 {
-        return None;
+        let nothing = b.stddev == 0.0 && c.mean == 0.0 && c.stddev == 0.0 && b.n > 1 && c.n > 1;
+        return Some(if nothing {
+            Change { mean: 0.0, ci_low: 0.0, ci_high: 0.0 }
+        } else {
+            let mean = if c.mean == 0.0 { 0.0 } else { f64::INFINITY.copysign(c.mean) };
+            Change { mean, ci_low: f64::NEG_INFINITY, ci_high: f64::INFINITY }
+        });
     }
     let mean = (c.mean - b.mean) / b.mean;
     if b.n < 2 || c.n < 2 {
