@@ -482,14 +482,57 @@ pub fn table_cells(rep: &GateReport) -> (Vec<String>, Vec<Vec<String>>, String) 
     (header, rows, summary_line(rep))
 }
 
-/// The terminal table plus a summary line.
-pub fn render_table(rep: &GateReport) -> String {
-    let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED).set_header(HEADER);
+/// The terminal table, laid out for `width` columns, plus the rule and a summary line.
+///
+/// Narrower than the other formats' table so that it fits a pipe's 100 columns: what each
+/// metric is (unit, which way is worse) is said once under the table instead of on every
+/// row, the medians go without their unit, the change and its interval share a column, and
+/// the metric column is left out when every row has the same metric.
+pub fn render_table(rep: &GateReport, width: u16) -> String {
+    let mut metrics: Vec<Metric> = Vec::new();
     for r in &rep.rows {
-        t.add_row(cells_of(r));
+        if !metrics.contains(&r.metric) {
+            metrics.push(r.metric);
+        }
     }
-    format!("{t}\n{RULE}\ngate: {}\n", summary_line(rep))
+    let one_metric = metrics.len() <= 1;
+    let mut header = vec!["cell", "metric", "baseline", "candidate", "change [95% CI]", "verdict"];
+    if one_metric {
+        header.remove(1);
+    }
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
+        .set_width(width)
+        .set_header(header);
+    // Names and verdicts are read whole; the numbers' column gives way first.
+    for i in [0, t.column_count() - 1] {
+        if let Some(c) = t.column_mut(i) {
+            c.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+        }
+    }
+    for r in &rep.rows {
+        let median = |s: &Summary| if s.n == 0 { "-".to_string() } else { format!("{:.4}", s.median) };
+        let change = match r.change {
+            Some(c) => format!("{} [{}, {}]", pct(c.mean), pct(c.ci_low), pct(c.ci_high)),
+            None => "-".into(),
+        };
+        let mut row =
+            vec![r.name.clone(), r.metric.name().to_string(), median(&r.baseline), median(&r.candidate), change];
+        row.push(r.verdict.name().into());
+        if one_metric {
+            row.remove(1);
+        }
+        t.add_row(row);
+    }
+    let described: Vec<String> = metrics.iter().map(|m| m.described()).collect();
+    let wrap = |text: &str| crate::text::wrap(text, width as usize, "  ");
+    format!(
+        "{t}\n{}\n{}\ngate: {}\n",
+        wrap(&format!("metric: {}; baseline, candidate: medians; change: of the means", described.join("; "))),
+        wrap(RULE),
+        summary_line(rep)
+    )
 }
 
 /// A Markdown summary for a CI job summary or a PR comment.

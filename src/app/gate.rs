@@ -107,18 +107,19 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
         &GateOptions { threshold, metric: args.metric.clone(), allow_missing: args.allow_missing },
     )?;
     if rep.rows.iter().all(|r| r.verdict == Verdict::Missing) {
-        print!("{}", render_table(&rep));
+        print!("{}", render_table(&rep, super::output_width()));
         return Err(InputError::anyhow(
             "nothing to compare: no cell has samples in both runs (did the candidate run measure anything?)",
         ));
     }
+    let width = super::output_width() as usize;
     for w in &rep.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("{}", crate::text::wrap(&format!("warning: {w}"), width, "  "));
     }
     if args.json {
         print!("{}", crate::output::to_json(&crate::output::GateJson::of(rep.clone())));
     } else {
-        print!("{}", render_table(&rep));
+        print!("{}", render_table(&rep, super::output_width()));
     }
     let inconclusive_fails = args.inconclusive == InconclusivePolicy::Fail;
     if let Some(p) = &args.markdown {
@@ -144,10 +145,12 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
     let inconclusive = rep.count(Verdict::Inconclusive);
     if inconclusive > 0 && !args.bisect {
         let what = if inconclusive_fails { "failing (--inconclusive fail)" } else { "passing anyway" };
-        eprintln!(
+        let line = format!(
             "WARNING: {inconclusive} comparison(s) INCONCLUSIVE: their 95% CI straddles the threshold, so this gate \
-             cannot tell a change beyond it from noise; {what}. More repetitions or a quieter machine narrow the CI."
+             cannot tell a change beyond it from noise; {what}. More rounds (`workload.rounds`), more repetitions \
+             or a quieter machine narrow the CI."
         );
+        eprintln!("{}", crate::text::wrap(&line, width, "  "));
     }
     let missing = rep.count(Verdict::Missing);
     if missing > 0 && !args.allow_missing && !args.bisect {

@@ -42,6 +42,15 @@ impl Plain {
     }
 }
 
+/// Columns a plain text report's prose wraps at: it is piped into logs, mails and PR
+/// comments as often as it is read on a terminal, so it does not depend on one.
+pub const PLAIN_WIDTH: usize = 100;
+
+/// Each line of `text` wrapped at [`PLAIN_WIDTH`], continuations indented by two spaces.
+fn wrap_prose(text: &str) -> String {
+    text.lines().map(|l| crate::text::wrap(l, PLAIN_WIDTH, "  ")).collect::<Vec<_>>().join("\n")
+}
+
 impl Markup for Plain {
     fn heading(&mut self, _level: usize, text: &str) {
         // The seed marks no levels: every heading is a line of its own.
@@ -53,13 +62,13 @@ impl Markup for Plain {
     fn item(&mut self, text: &str) {
         // No blank line between or after items: the run list reads as one block of header lines.
         self.close_table();
-        self.out.push_str(text);
+        self.out.push_str(&wrap_prose(text));
         self.out.push('\n');
     }
 
     fn paragraph(&mut self, text: &str) {
         self.close_table();
-        self.out.push_str(text);
+        self.out.push_str(&wrap_prose(text));
         self.out.push_str("\n\n");
     }
 
@@ -70,7 +79,7 @@ impl Markup for Plain {
     }
 
     fn note(&mut self, text: &str) {
-        self.out.push_str(text);
+        self.out.push_str(&wrap_prose(text));
         self.out.push('\n');
     }
 

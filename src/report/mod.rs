@@ -567,6 +567,7 @@ fn latfs_body(
     let counters = monitors::latfs_counters(runs);
     if !counters.is_empty() {
         m.heading(2, "Kernel counters per repetition (the cell's block devices; context switches system-wide)");
+        m.paragraph("MB written, util % and context switches are medians over the repetitions.");
         let (header, rows) = monitors::counters_table(&counters);
         m.table(&header, &rows);
     }
@@ -750,10 +751,10 @@ fn render_steps(
     } else if time_lines {
         // The intro explains the `!` marks, which only the seed's layout has; the last newline is
         // the blank line before the footer.
-        m.preformatted(&format!(
-            "Each step timed as time(1) prints it; every iteration kept. `!` marks a step whose elapsed time changes across iterations.\n{}\n",
-            steps::seed_text(&groups)
-        ));
+        m.note(
+            "Each step timed as time(1) prints it; every iteration kept. `!` marks a step whose elapsed time changes across iterations.",
+        );
+        m.preformatted(&format!("{}\n", steps::seed_text(&groups)));
         for g in groups.iter().filter(|g| g.iterations.iter().flatten().any(|s| s.counters.is_some())) {
             m.heading(2, &format!("{} {}: devices and dirty memory per step", g.label, g.config));
             let header: Vec<String> =

@@ -117,15 +117,14 @@ pub fn latfs_latencies(runs: &[(&str, &LoadedRun)]) -> Vec<CellLatency> {
 
 /// Header and rows of the per-repetition counter table.
 pub fn counters_table(rows: &[CellCounters]) -> (Vec<String>, Vec<Vec<String>>) {
-    let header = ["cell", "write IOs per repetition", "MB written (median)", "util % (median)", "ctx switches/s"]
-        .map(String::from)
-        .to_vec();
+    let header =
+        ["cell", "write IOs per repetition", "MB written", "util %", "ctx switches/s"].map(String::from).to_vec();
     let body = rows
         .iter()
         .map(|r| {
             vec![
                 format!("{} {}", r.label, r.id),
-                r.write_ios.iter().map(u64::to_string).collect::<Vec<_>>().join(" "),
+                per_repetition(&r.write_ios),
                 format!("{:.2}", summarize(&r.mb_written).median),
                 r.util_percent.map(|u| format!("{u:.0}")).unwrap_or_else(|| "-".into()),
                 r.context_switches_per_s.map(|c| format!("{c:.0}")).unwrap_or_else(|| "-".into()),
@@ -134,6 +133,23 @@ pub fn counters_table(rows: &[CellCounters]) -> (Vec<String>, Vec<Vec<String>>) 
         .collect();
     (header, body)
 }
+
+/// Values listed one per repetition, as long as a table cell can hold them: past
+/// [`LISTED_REPETITIONS`] (rounds multiply them) `0 ×28`, or `12–40, median 31 (28 reps)`.
+fn per_repetition(v: &[u64]) -> String {
+    if v.len() <= LISTED_REPETITIONS {
+        return v.iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
+    }
+    let (min, max) = (v.iter().min().copied().unwrap_or(0), v.iter().max().copied().unwrap_or(0));
+    if min == max {
+        return format!("{min} ×{}", v.len());
+    }
+    let median = summarize(&v.iter().map(|&x| x as f64).collect::<Vec<_>>()).median;
+    format!("{min}–{max}, median {median:.0} ({} reps)", v.len())
+}
+
+/// Repetitions whose values a counter table lists one by one.
+const LISTED_REPETITIONS: usize = 8;
 
 /// Header and rows of the latency percentile table (microseconds).
 pub fn latency_table(rows: &[CellLatency]) -> (Vec<String>, Vec<Vec<String>>) {
@@ -161,6 +177,14 @@ pub fn latency_table(rows: &[CellLatency]) -> (Vec<String>, Vec<Vec<String>>) {
 mod tests {
     use super::*;
     use crate::model::DeviceCounters;
+
+    #[test]
+    fn many_repetitions_are_summed_up_in_one_cell() {
+        assert_eq!(per_repetition(&[3, 0, 12]), "3 0 12");
+        assert_eq!(per_repetition(&[0; 28]), "0 ×28");
+        let v: Vec<u64> = (1..=9).collect();
+        assert_eq!(per_repetition(&v), "1–9, median 5 (9 reps)");
+    }
 
     #[test]
     fn step_columns_read_at_a_glance() {

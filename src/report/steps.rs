@@ -331,7 +331,9 @@ pub fn seed_text(groups: &[StepsGroup]) -> String {
         }
         out.push_str(&format!("{}:\n", g.config));
         if !g.copies.is_empty() {
-            out.push_str(&format!("({})\n", copies_line(&g.copies)));
+            let line = format!("({})", copies_line(&g.copies));
+            out.push_str(&crate::text::wrap(&line, super::markup::PLAIN_WIDTH, " "));
+            out.push('\n');
         }
         for (i, it) in g.iterations.iter().enumerate() {
             out.push_str(&format!("iteration {}:\n", i + 1));

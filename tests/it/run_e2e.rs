@@ -99,9 +99,11 @@ fn dir_backing_runs_without_provisioning() {
         fs["fs"].as_str().unwrap(),
         dir.display()
     );
+    // Prose wraps at 100 columns, continuation lines indented: read it as one line.
+    let flat = stdout.replace("\n  ", " ");
     assert!(
-        stdout.contains(&note)
-            && stdout.contains("nothing was formatted or mounted, so mkfs and mount options were not applied"),
+        flat.contains(&note)
+            && flat.contains("nothing was formatted or mounted, so mkfs and mount options were not applied"),
         "{stdout}"
     );
     assert_eq!(stdout.matches("note: backing dir").count(), 1, "said once per run: {stdout}");
@@ -456,7 +458,8 @@ fn rounds_run_the_matrix_again_and_resume_finishes_the_missing_rounds() {
     }
     // The report says what its numbers are over.
     let rep = crate::support::fsbench().arg("report").arg(&run).output().unwrap();
-    assert!(String::from_utf8_lossy(&rep.stdout).contains("median over the means of the cell's rounds (up to 3"));
+    let flat = String::from_utf8_lossy(&rep.stdout).replace("\n  ", " ");
+    assert!(flat.contains("median over the means of the cell's rounds (up to 3"), "{flat}");
     // Every round ran both cells, each round in its own order from the seed.
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();

@@ -85,7 +85,7 @@ fn a_variant_axis_runs_with_its_own_mount_options_and_compares() {
     assert!(text.contains("iterations 2,3"), "{text}");
     let gate = fsbench().args(["gate", "--baseline"]).arg(&runs[0]).arg("--candidate").arg(&runs[1]).output().unwrap();
     let g = String::from_utf8_lossy(&gate.stdout);
-    assert!(g.contains("ext4-nodelalloc-S-qoff-t1#1 untar") && g.contains(" s "), "{g}");
+    assert!(g.contains("ext4-nodelalloc-S-qoff-t1#1 untar") && g.contains("metric: elapsed [s]"), "{g}");
     assert_no_leaks(sb.path());
 }
 
