@@ -164,7 +164,7 @@ fn ln_gamma(x: f64) -> f64 {
 pub struct Ratio {
     /// median(label) / median(reference).
     pub ratio: f64,
-    /// Lower end of the 95% CI of mean(label) / mean(reference) (Welch, as the gate computes it).
+    /// Lower end of the 95% CI of mean(label) / mean(reference) (Fieller's, as the gate computes it).
     #[schemars(with = "Option<f64>")]
     pub ci_low: f64,
     /// Upper end of that interval; both ends are infinite with fewer than 2 repetitions on a side
