@@ -629,6 +629,7 @@ fn run_steps(
             archive_dirs: &archive_dirs,
             untrusted: from_bundle,
             exe: &ctx.exe,
+            watch,
         };
         return crate::workload::steps_tasks::run(&run).map_err(anyhow::Error::new);
     }

@@ -30,7 +30,7 @@ pub use sampler::{SAMPLE_INTERVAL, Sampler};
 pub const MAX_PROC_FILE: u64 = 256 * 1024;
 
 /// One block device to watch: its kernel name and its `stat` file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WatchedDevice {
     /// Kernel name (`loop3`), as reported in results.
     pub name: String,
@@ -39,7 +39,8 @@ pub struct WatchedDevice {
 }
 
 /// The devices of one cell, and where the system-wide counters live (tests point these elsewhere).
-#[derive(Debug, Clone)]
+/// Serialized for the copies of a steps cell, which watch the cell's devices themselves.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Watch {
     /// Block devices under test, deduplicated.
     pub devices: Vec<WatchedDevice>,

@@ -26,8 +26,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::model::CellStatus;
 use crate::model::OUTPUT_SCHEMA_VERSION;
+use crate::model::{CellStatus, StepTiming};
 use crate::results::LoadedRun;
 use json::{LatfsReportJson, LatfsTableJson, ReportJson, ReportRun, StepsReportJson};
 
@@ -755,31 +755,40 @@ fn render_steps(
             "Each step timed as time(1) prints it; every iteration kept. `!` marks a step whose elapsed time changes across iterations.",
         );
         m.preformatted(&format!("{}\n", steps::seed_text(&groups)));
-        for g in groups.iter().filter(|g| g.iterations.iter().flatten().any(|s| s.counters.is_some())) {
-            m.heading(2, &format!("{} {}: devices and dirty memory per step", g.label, g.config));
-            let header: Vec<String> =
-                ["iteration", "step", "elapsed"].into_iter().chain(monitors::STEP_HEADERS).map(String::from).collect();
-            let rows: Vec<Vec<String>> = g
-                .iterations
-                .iter()
-                .enumerate()
-                .flat_map(|(i, it)| {
-                    it.iter().map(move |s| {
-                        let elapsed = format!("{:.2}s", s.elapsed_us as f64 / 1e6);
-                        [(i + 1).to_string(), s.label.clone(), elapsed]
-                            .into_iter()
-                            .chain(monitors::step_columns(s))
-                            .collect()
-                    })
-                })
-                .collect();
-            m.table(&header, &rows);
+        let monitored = |its: &[Vec<StepTiming>]| its.iter().flatten().any(|s| s.counters.is_some());
+        for g in &groups {
+            if monitored(&g.iterations) {
+                step_counters(&mut *m, &format!("{} {}", g.label, g.config), &g.iterations);
+            }
+            // N copies at once: each read the cell's devices around its own steps.
+            for c in g.copies.iter().filter(|c| monitored(&c.iterations)) {
+                step_counters(&mut *m, &format!("{} {} task {}", g.label, g.config, c.task), &c.iterations);
+                m.note("the cell's devices during this copy's steps: the other copies' I/O is in them too");
+            }
         }
     } else {
         steps_body(&mut *m, &groups, &[]);
     }
     m.preformatted(&text_footer(&not_measured(runs), &all_problems(runs)));
     m.finish()
+}
+
+/// The devices and dirty memory table of one series of iterations (a cell, or one copy of it).
+fn step_counters(m: &mut dyn Markup, title: &str, iterations: &[Vec<StepTiming>]) {
+    m.heading(2, &format!("{title}: devices and dirty memory per step"));
+    let header: Vec<String> =
+        ["iteration", "step", "elapsed"].into_iter().chain(monitors::STEP_HEADERS).map(String::from).collect();
+    let rows: Vec<Vec<String>> = iterations
+        .iter()
+        .enumerate()
+        .flat_map(|(i, it)| {
+            it.iter().map(move |s| {
+                let elapsed = format!("{:.2}s", s.elapsed_us as f64 / 1e6);
+                [(i + 1).to_string(), s.label.clone(), elapsed].into_iter().chain(monitors::step_columns(s)).collect()
+            })
+        })
+        .collect();
+    m.table(&header, &rows);
 }
 
 /// One table per steps group (every iteration, every step) with its flags, then

@@ -45,6 +45,8 @@ pub struct WorkerConfig {
     pub archive_dir: PathBuf,
     /// The archive came in a bundle: checked entry by entry.
     pub untrusted: bool,
+    /// The cell's devices, read around each of the copy's steps (monitors on).
+    pub watch: Option<crate::monitor::Watch>,
 }
 
 /// What a worker answers after its copy.
@@ -70,6 +72,9 @@ pub struct TasksRun<'a> {
     pub untrusted: bool,
     /// The fsbench binary, re-executed as `fsbench __steps-worker`.
     pub exe: &'a Path,
+    /// The cell's devices: each copy reads their counters around its own steps. The
+    /// counters are the devices', so in layout S they include the other copies' I/O.
+    pub watch: Option<&'a crate::monitor::Watch>,
 }
 
 /// Why concurrent copies failed.
@@ -147,6 +152,7 @@ pub fn run(run: &TasksRun) -> Result<StepsResult, TasksError> {
             run_root: std::process::id(),
             archive_dir: archive_dir.clone(),
             untrusted: run.untrusted,
+            watch: run.watch.cloned(),
         };
         let mut line = serde_json::to_string(&config).expect("config serializes");
         line.push('\n');
@@ -271,14 +277,16 @@ pub fn worker_main() -> WorkerEnd {
     let trust = if config.untrusted { Trust::Untrusted(UnpackLimits::default()) } else { Trust::Fixture };
     let cancel = crate::signals::interrupted;
     let started_unix_us = unix_us();
-    let outcome = super::steps::run(&StepsRun {
+    let steps = StepsRun {
         spec: &config.spec,
         target: &config.target,
         archive_dir: &config.archive_dir,
         cancel: &cancel,
         trust: &trust,
         run_root: config.run_root,
-    });
+    };
+    // The copy's own timeline is not kept: the counters around its steps are.
+    let outcome = super::steps::run_monitored(&steps, config.watch.as_ref(), &|_, _, _| {});
     let finished_unix_us = unix_us();
     let (result, error, interrupted) = match outcome {
         Ok(r) => (r, None, false),

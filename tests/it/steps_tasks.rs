@@ -57,6 +57,11 @@ fn two_tasks_run_two_concurrent_untar_loops() {
             assert_eq!(e(&agg, "user_us"), e(&a, "user_us") + e(&b, "user_us"), "{id}");
             assert_eq!(e(&agg, "system_us"), e(&a, "system_us") + e(&b, "system_us"), "{id}");
         }
+        // Each copy read the cell's devices around its own steps.
+        for c in copies {
+            let untar = &c["iterations"][0][1];
+            assert!(untar["counters"]["devices"].as_array().is_some_and(|d| !d.is_empty()), "{id}: {untar:#}");
+        }
         // Steady iterations: iteration 2's rm_rf removed each copy's tree.
         assert!(copies.iter().all(|c| c["iterations"][1][0]["entries"].as_u64().unwrap() > 0), "{id}");
         if id.contains("-M-") {
@@ -71,6 +76,7 @@ fn two_tasks_run_two_concurrent_untar_loops() {
         text.contains("2 copies at once") && text.contains("  task 0: tar zxf") && text.contains("  task 1: rm -rf"),
         "{text}"
     );
+    assert!(text.contains("ext4-M task 1: devices and dirty memory per step"), "{text}");
     assert_no_leaks(sb.path());
 }
 
