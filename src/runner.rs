@@ -613,7 +613,6 @@ fn run_steps(
         && matches!(ctx.scenario.archive.as_ref().map(|a| &a.source), Some(crate::scenario::ArchiveSource::Path(_)));
     let (target, task_dirs) = (at.target, at.task_dirs);
     if at.tasks > 1 {
-        // Each copy is a process of its own: no progress inside the cell and no in-process monitors.
         // N copies at once, each in its own directory (S) or filesystem (M), each with its
         // own tarball on it when the archive lives on the filesystem under test.
         let mut archive_dirs = Vec::with_capacity(task_dirs.len());
@@ -631,6 +630,8 @@ fn run_steps(
             exe: &ctx.exe,
             watch,
         };
+        // Each copy is a process of its own; progress says how many run, not their steps.
+        phase(&format!("{} copies at once, {} iterations each", at.tasks, spec.iterations));
         return crate::workload::steps_tasks::run(&run).map_err(anyhow::Error::new);
     }
     let archive_dir = match &ctx.scenario.archive {
