@@ -85,9 +85,14 @@ impl CpuTotals {
         CpuTotals::parse(&text).ok_or_else(|| io::Error::other("/proc/stat has no readable `cpu` line"))
     }
 
-    /// Busy ticks: everything but idle, iowait and steal.
-    pub fn busy(&self) -> u64 {
-        self.user + self.nice + self.system + self.irq + self.softirq
+    /// Ticks spent running processes: user + nice + system.
+    pub fn processes(&self) -> u64 {
+        self.user + self.nice + self.system
+    }
+
+    /// Ticks spent servicing interrupts: irq + softirq.
+    pub fn interrupts(&self) -> u64 {
+        self.irq + self.softirq
     }
 }
 
@@ -225,8 +230,8 @@ impl Window {
 fn account(before: &Snapshot, after: &Snapshot, wall_us: u64, tick_us: u64, threshold: f64) -> Disturbance {
     let delta = |a: u64, b: u64| b.saturating_sub(a) * tick_us;
     let (b, a) = (&before.totals, &after.totals);
-    let process_us = delta(b.user + b.nice + b.system, a.user + a.nice + a.system);
-    let interrupt_us = delta(b.irq + b.softirq, a.irq + a.softirq);
+    let process_us = delta(b.processes(), a.processes());
+    let interrupt_us = delta(b.interrupts(), a.interrupts());
     let own_cpu_us = delta(before.procs.ours, after.procs.ours);
     let kernel_threads_us = delta(before.procs.kernel, after.procs.kernel);
     let foreign_cpu_us = process_us.saturating_sub(own_cpu_us + kernel_threads_us);
@@ -291,7 +296,7 @@ mod tests {
             (t.user, t.nice, t.system, t.idle, t.iowait, t.irq, t.softirq, t.steal),
             (100, 5, 50, 1000, 10, 3, 2, 7)
         );
-        assert_eq!(t.busy(), 160);
+        assert_eq!((t.processes(), t.interrupts()), (155, 5));
         assert!(CpuTotals::parse("cpu0 1 2 3 4\n").is_none());
         assert!(CpuTotals::parse("cpu  1 x 3 4\n").is_none());
         assert_eq!(CpuTotals::parse("cpu  1 2 3 4\n").unwrap().steal, 0);

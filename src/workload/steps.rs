@@ -213,8 +213,9 @@ fn time_step(run: &StepsRun, step: &Step) -> Result<StepTiming, StepError> {
     let t0 = Instant::now();
     let (child, entries) = exec_or_op(run, step)?;
     let elapsed = t0.elapsed();
-    let disturbance = window.and_then(|(t, w)| w.finish(t));
+    // Our CPU first: closing the window scans /proc, which is not the step's work.
     let (u1, s1, self_rss) = rusage(libc::RUSAGE_SELF);
+    let disturbance = window.and_then(|(t, w)| w.finish(t));
     let (mut user_us, mut system_us) = (u1.saturating_sub(u0), s1.saturating_sub(s0));
     let mut max_rss_kib = self_rss;
     if let Some((cu, cs, crss)) = child {
