@@ -86,29 +86,6 @@ pub fn copies_line(copies: &[StepsCopy]) -> String {
     )
 }
 
-/// Warnings about the loop: an `rm_rf` after the first iteration that removed nothing
-/// while the iteration before it unpacked entries measures a filesystem growing every
-/// iteration, not the seed's remove-and-unpack loop.
-pub fn loop_warnings(iterations: &[Vec<StepTiming>]) -> Vec<String> {
-    let mut out = Vec::new();
-    for i in 1..iterations.len() {
-        let created: u64 = iterations[i - 1].iter().filter(|s| s.op == "untar").filter_map(|s| s.entries).sum();
-        if created == 0 {
-            continue;
-        }
-        for s in iterations[i].iter().filter(|s| s.op == "rm_rf" && s.entries == Some(0)) {
-            out.push(format!(
-                "iteration {}: `{}` removed nothing although iteration {} unpacked {created} entries; \
-                 the path is not what the archive unpacks (write path = \"{{archive.top}}\")",
-                i + 1,
-                s.label,
-                i
-            ));
-        }
-    }
-    out
-}
-
 /// A step whose elapsed time depends on the iteration.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct StepFlag {
@@ -303,7 +280,7 @@ pub fn build_groups(runs: &[(&str, &LoadedRun)]) -> Vec<StepsGroup> {
             let copies = c.steps.as_ref().map(|s| s.copies.clone()).unwrap_or_default();
             let flags = flag_steps(&iterations);
             let timeline = c.steps.as_ref().and_then(|s| s.timeline.clone());
-            let warnings = loop_warnings(&iterations);
+            let warnings = crate::workload::steps_loop::loop_warnings(&iterations);
             groups.push(StepsGroup {
                 label: label.to_string(),
                 config,
@@ -402,31 +379,6 @@ mod tests {
         assert!(f[0].describe().contains("changes from iteration 2 on"), "{}", f[0].describe());
         // ext2 shows it from the third iteration.
         assert_eq!(flag_steps(&it(&[500, 520, 6000, 9000, 7000]))[0].shift_at, Some(3));
-    }
-
-    #[test]
-    fn an_rm_rf_that_misses_the_tree_is_warned_about() {
-        let step = |op: &str, label: &str, entries| StepTiming {
-            label: label.into(),
-            op: op.into(),
-            user_us: 0,
-            system_us: 0,
-            elapsed_us: 1000,
-            max_rss_kib: 0,
-            entries,
-            ..StepTiming::default()
-        };
-        let it = |rm| {
-            vec![step("rm_rf", "rm -rf linux-2.5.63", Some(rm)), step("untar", "tar zxf linux-6.1.tar.gz", Some(900))]
-        };
-        let w = loop_warnings(&[it(0), it(0), it(0)]);
-        assert_eq!(w.len(), 2, "{w:?}");
-        assert!(
-            w[0].starts_with("iteration 2: `rm -rf linux-2.5.63` removed nothing although iteration 1 unpacked 900"),
-            "{}",
-            w[0]
-        );
-        assert!(loop_warnings(&[it(0), it(900), it(900)]).is_empty());
     }
 
     #[test]

@@ -5,5 +5,6 @@ pub mod child;
 pub mod latfs;
 pub mod rusage;
 pub mod steps;
+pub mod steps_loop;
 pub mod steps_tasks;
 pub mod untar;
