@@ -1,0 +1,169 @@
+//! Drives one run: for each cell, check, provision, run the workload, store the result.
+//!
+//! The runner owns no measurement and no formatting: it moves plain data from
+//! one stage to the next and makes sure that whatever happens to a cell (skip,
+//! failure, Ctrl-C) its result file says so and its filesystems are gone.
+//!
+//! Where to read on: [`run`] is the pipeline; [`workdir`] opens and closes a run's
+//! directories, [`rounds`] plans and runs the rounds over the cells, [`cell`] measures one
+//! cell behind the [`cell::CellExecutor`] seam, [`steps_stage`] stages a steps cell's
+//! archive, [`resume`] reopens an interrupted run and [`progress`] shows how far it got.
+
+mod cell;
+mod progress;
+mod resume;
+mod rounds;
+mod steps_stage;
+mod workdir;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::model::CellResult;
+use crate::plan::Cell;
+use crate::results::RunWriter;
+use crate::scenario::{Backing, Scenario};
+
+pub use resume::{open_resumed, resume_is_complete};
+pub use rounds::{CellOrder, order_cells};
+
+/// True once SIGINT or SIGTERM has been received.
+pub fn interrupted() -> bool {
+    crate::signals::interrupted()
+}
+
+/// Everything the cells of one run share.
+struct RunContext<'a> {
+    scenario: &'a Scenario,
+    /// The backing with a private `dir` resolved to a directory of this run.
+    backing: Backing,
+    workdir: PathBuf,
+    allow_device: Option<&'a Path>,
+    exe: PathBuf,
+    /// The archive for untar steps, resolved (generated or found) once per run.
+    archive: Option<PathBuf>,
+    /// Real archives came with an untrusted scenario (a bundle).
+    untrusted_archives: bool,
+}
+
+/// Where the cells' results go: a new run directory, or an interrupted run being finished.
+pub enum RunTarget {
+    /// A new run directory under `out` (`<out>/<scenario>/<run-id>/`).
+    New {
+        /// The results root.
+        out: PathBuf,
+        /// The run's label (`BASE`, `V3`), already checked against the label rule.
+        label: Option<String>,
+        /// The shard this run is, when the matrix is split.
+        shard: Option<crate::results::RunShard>,
+    },
+    /// An interrupted run reopened by [`open_resumed`].
+    Resumed(Box<Resumed>),
+}
+
+/// An interrupted run, reopened: its writer and the cells it already stored.
+pub struct Resumed {
+    /// Writes the remaining cells into the existing run directory.
+    pub writer: RunWriter,
+    /// Cells already stored (and not failed), by id; with several rounds, some may have
+    /// only their first rounds.
+    pub stored: BTreeMap<String, CellResult>,
+}
+
+/// One run, as plain values: the loaded scenario, the cells to run and where things go.
+pub struct RunRequest<'a> {
+    /// The scenario, loaded once by the caller.
+    pub scenario: &'a Scenario,
+    /// The cells to run (already filtered by `--only` and the shard), in order.
+    pub cells: Vec<Cell>,
+    /// Where results go.
+    pub target: RunTarget,
+    /// The work root for mounts (`/tmp/fsbench` by default); checked and cleaned here.
+    pub workroot: PathBuf,
+    /// The only block device that may be formatted.
+    pub allow_device: Option<PathBuf>,
+    /// No progress display.
+    pub quiet: bool,
+    /// Real archives came with an untrusted scenario (a bundle): unpack them as untrusted input.
+    pub untrusted_archives: bool,
+    /// The environment preflight taken before the run, recorded in `run.json`.
+    pub environment: Option<crate::host::environment::Environment>,
+    /// The order to run the cells in.
+    pub order: CellOrder,
+}
+
+/// What a run did, for the caller to report and turn into an exit code.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// Cells measured, failed and skipped in this invocation.
+    pub measured: usize,
+    /// Cells that failed.
+    pub failed: usize,
+    /// Cells skipped (with a reason stored in their result).
+    pub skipped: usize,
+    /// Cells a resumed run had stored before this invocation.
+    pub previously_done: usize,
+    /// A signal stopped the run; `--resume` finishes it.
+    pub interrupted: bool,
+}
+
+/// Run the cells of one request: check, provision, measure and store each, then finish run.json.
+/// Signals stop it between cells (and inside a workload where it can stop); the outcome says so.
+pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
+    let scenario = req.scenario;
+    workdir::refuse_unconfirmed_device(scenario, req.allow_device.as_deref())?;
+    let workroot = workdir::prepare_workroot(&req.workroot)?;
+    let cells = req.cells;
+    let workdir::Opened { mut writer, mut stored, workdir } = workdir::open(req.target, scenario, &cells, &workroot)?;
+    let mut ctx = RunContext {
+        scenario,
+        backing: provision_backing(scenario, &workdir),
+        workdir: workdir.clone(),
+        allow_device: req.allow_device.as_deref(),
+        exe: std::env::current_exe().context("cannot find the fsbench executable for worker processes")?,
+        archive: None,
+        untrusted_archives: req.untrusted_archives,
+    };
+
+    let plan = rounds::RoundPlan::new(rounds::scenario_rounds(scenario), &cells, &stored, req.order);
+    if req.environment.is_some() || plan.order.is_some() {
+        writer.record(req.environment, plan.order.clone()).context("cannot record the environment in run.json")?;
+    }
+    if !stored.is_empty() {
+        eprintln!(
+            "fsbench: resuming {}: {} of {} cells done, {} to run",
+            writer.dir().display(),
+            plan.previously_done,
+            cells.len(),
+            cells.len() - plan.previously_done
+        );
+    }
+    let progress = progress::Progress::new(plan.cell_runs(), plan.rounds, req.quiet);
+    let mut store = |r: &CellResult| writer.write_cell(r).map(drop).context("cannot store a cell result");
+    let ran = rounds::run_rounds(&plan.runs_of, &mut stored, &mut ctx, &mut store, &progress, &interrupted)?;
+    let tally = rounds::Tally::of(&ran, &stored);
+    progress.done();
+
+    let _finishing = crate::signals::enter(crate::signals::Activity::Other);
+    let was_interrupted = interrupted();
+    let dir = writer.dir().to_path_buf();
+    writer.finish(was_interrupted).context("cannot finish run.json")?;
+    workdir::close(&workdir);
+    Ok(RunOutcome {
+        dir,
+        measured: tally.measured,
+        failed: tally.failed,
+        skipped: tally.skipped,
+        previously_done: plan.previously_done,
+        interrupted: was_interrupted,
+    })
+}
+
+/// The scenario's backing with a private `dir` resolved to the run's own directory.
+fn provision_backing(scenario: &Scenario, workdir: &Path) -> Backing {
+    crate::provision::workroot::resolve_backing(&scenario.backing, &workdir.join("dir"))
+}

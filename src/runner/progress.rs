@@ -1,0 +1,111 @@
+//! How far a run got: a bar with ETA on a terminal, one line per cell otherwise.
+
+use std::io::IsTerminal;
+use std::time::Instant;
+
+use crate::model::{CellResult, CellStatus};
+use crate::plan::Cell;
+
+/// Progress: a bar with ETA on a terminal, one line per cell otherwise (unless --quiet).
+/// With several rounds, each line says the round and the total counts cell runs.
+pub(super) struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    lines: bool,
+    total: usize,
+    rounds: u32,
+    started: Instant,
+    done: std::cell::Cell<usize>,
+}
+
+impl Progress {
+    pub(super) fn new(total: usize, rounds: u32, quiet: bool) -> Progress {
+        let tty = std::io::stderr().is_terminal();
+        let bar = (tty && !quiet).then(|| {
+            let bar = indicatif::ProgressBar::new(total as u64);
+            let unit = if rounds > 1 { "cell runs" } else { "cells" };
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(&format!(
+                    "{{bar:30}} {{pos}}/{{len}} {unit}, ETA {{eta}}  {{msg}}"
+                ))
+                .expect("valid template"),
+            );
+            bar
+        });
+        Progress { bar, lines: !tty && !quiet, total, rounds, started: Instant::now(), done: 0.into() }
+    }
+
+    /// `round 2/3 ` before a cell's id when there are rounds; nothing otherwise.
+    fn round(&self, round: u32) -> String {
+        if self.rounds > 1 { format!("round {}/{} ", round + 1, self.rounds) } else { String::new() }
+    }
+
+    pub(super) fn start(&self, cell: &Cell, round: u32) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!("{}{}: provisioning", self.round(round), cell.id()));
+        }
+    }
+
+    /// What the cell is doing now, shown after its id on the bar (a log would only fill up).
+    pub(super) fn phase(&self, cell: &Cell, round: u32, what: &str) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!("{}{}: {what}", self.round(round), cell.id()));
+        }
+    }
+
+    pub(super) fn finish(&self, cell: &Cell, round: u32, r: &CellResult) {
+        self.done.set(self.done.get() + 1);
+        let what = match (r.status, &r.latfs, &r.steps) {
+            (CellStatus::Ok, Some(l), _) => {
+                let why = match l.stopped {
+                    Some(crate::model::StopReason::CiTarget) => ", CI target reached",
+                    Some(crate::model::StopReason::MaxRepetitions) => ", CI target not reached by max",
+                    Some(crate::model::StopReason::RerunBudget) => ", rerun budget spent",
+                    _ => "",
+                };
+                let reruns = if l.reruns > 0 { format!(", {} disturbed rerun", l.reruns) } else { String::new() };
+                // With rounds, the statistics are over the rounds so far (their means).
+                let over = match l.rounds_done() {
+                    0 | 1 => format!("{} repetitions", l.total_loops.n),
+                    k => format!("{} rounds, {} repetitions", k, l.repetitions.iter().filter(|r| r.counts()).count()),
+                };
+                format!(
+                    "ok, {:.1} loops/ms (cv {:.1}%, {over}{why}{reruns})",
+                    l.total_loops.median,
+                    l.total_loops.cv * 100.0
+                )
+            }
+            (CellStatus::Ok, _, Some(st)) => format!("ok, {} iterations", st.iterations.len()),
+            (CellStatus::Ok, _, _) => "ok".into(),
+            (CellStatus::Skipped, _, _) => {
+                format!("skipped: {}", r.skip.as_ref().map(|s| s.reason.as_str()).unwrap_or(""))
+            }
+            (CellStatus::Failed, _, _) => format!("FAILED: {}", r.error.as_deref().unwrap_or("")),
+            (CellStatus::Disturbed, _, _) => format!("DISTURBED: {}", r.notes.last().map(String::as_str).unwrap_or("")),
+        };
+        let line = format!("[{}/{}] {}{}: {what}", self.done.get(), self.total, self.round(round), cell.id());
+        match &self.bar {
+            // Every cell's result stays on the terminal above the bar, not only failures.
+            Some(bar) => {
+                bar.println(line);
+                bar.inc(1);
+            }
+            None if self.lines => eprintln!("{line}"),
+            None => {}
+        }
+    }
+
+    pub(super) fn done(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+        // The total stays too: on a terminal the bar that carried it is gone.
+        if (self.lines || self.bar.is_some()) && self.done.get() > 0 {
+            let what = if self.rounds > 1 {
+                format!("{} cell runs ({} rounds)", self.done.get(), self.rounds)
+            } else {
+                crate::text::cells(self.done.get())
+            };
+            eprintln!("fsbench: {what} in {}", crate::text::human_duration(self.started.elapsed()));
+        }
+    }
+}
