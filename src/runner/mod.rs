@@ -14,6 +14,8 @@ mod progress;
 mod resume;
 mod rounds;
 mod steps_stage;
+#[cfg(test)]
+mod tests;
 mod workdir;
 
 use std::collections::BTreeMap;
