@@ -97,3 +97,30 @@ fn no_command_calls_another() {
     }
     assert!(bad.is_empty(), "a command calls another command's handler:\n{}", bad.join("\n"));
 }
+
+#[test]
+fn only_the_command_layer_the_gate_and_the_merge_read_the_report() {
+    // Renderers sit at the end of the data flow: measuring, storing or provisioning a cell
+    // never formats one. The gate judges the report's comparison and merge renders its
+    // groups. `output.rs` holds every command's JSON document and re-exports those the
+    // report builds (`report`, `compare`, `merge`), so the schemas are generated in one place.
+    let allowed = ["src/gate.rs", "src/shard/merge.rs", "src/output.rs"];
+    let mut bad = Vec::new();
+    for (rel, text) in sources() {
+        if in_app(&rel)
+            || rel.starts_with("src/report/")
+            || allowed.contains(&rel.as_str())
+            || rel == "src/layout_rules.rs"
+        {
+            continue;
+        }
+        // Doc comments may point at the report; only code imports it.
+        let code = text.lines().enumerate().filter(|(_, l)| !l.trim_start().starts_with("//"));
+        for (n, line) in code {
+            if ["crate::report", "fsbench::report"].iter().any(|needle| contains_word(line, needle)) {
+                bad.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "the report imported outside src/app/, src/report/ and {allowed:?}:\n{}", bad.join("\n"));
+}
