@@ -50,6 +50,26 @@ struct RunContext<'a> {
     untrusted_archives: bool,
 }
 
+impl<'a> RunContext<'a> {
+    /// What the cells of a run in `workdir` share; the archive is resolved by the first cell that needs it.
+    fn new(
+        scenario: &'a Scenario,
+        workdir: &Path,
+        allow_device: Option<&'a Path>,
+        untrusted_archives: bool,
+    ) -> anyhow::Result<RunContext<'a>> {
+        Ok(RunContext {
+            scenario,
+            backing: crate::provision::workroot::resolve_backing(&scenario.backing, &workdir.join("dir")),
+            workdir: workdir.to_path_buf(),
+            allow_device,
+            exe: std::env::current_exe().context("cannot find the fsbench executable for worker processes")?,
+            archive: None,
+            untrusted_archives,
+        })
+    }
+}
+
 /// Where the cells' results go: a new run directory, or an interrupted run being finished.
 pub enum RunTarget {
     /// A new run directory under `out` (`<out>/<scenario>/<run-id>/`).
@@ -121,15 +141,7 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
     let workroot = workdir::prepare_workroot(&req.workroot)?;
     let cells = req.cells;
     let workdir::Opened { mut writer, mut stored, workdir } = workdir::open(req.target, scenario, &cells, &workroot)?;
-    let mut ctx = RunContext {
-        scenario,
-        backing: provision_backing(scenario, &workdir),
-        workdir: workdir.clone(),
-        allow_device: req.allow_device.as_deref(),
-        exe: std::env::current_exe().context("cannot find the fsbench executable for worker processes")?,
-        archive: None,
-        untrusted_archives: req.untrusted_archives,
-    };
+    let mut ctx = RunContext::new(scenario, &workdir, req.allow_device.as_deref(), req.untrusted_archives)?;
 
     let plan = rounds::RoundPlan::new(rounds::scenario_rounds(scenario), &cells, &stored, req.order);
     if req.environment.is_some() || plan.order.is_some() {
@@ -163,9 +175,4 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
         previously_done: plan.previously_done,
         interrupted: was_interrupted,
     })
-}
-
-/// The scenario's backing with a private `dir` resolved to the run's own directory.
-fn provision_backing(scenario: &Scenario, workdir: &Path) -> Backing {
-    crate::provision::workroot::resolve_backing(&scenario.backing, &workdir.join("dir"))
 }

@@ -18,6 +18,7 @@ pub(super) struct Progress {
 }
 
 impl Progress {
+    /// Progress over `total` cell runs of `rounds` rounds; nothing at all when `quiet`.
     pub(super) fn new(total: usize, rounds: u32, quiet: bool) -> Progress {
         let tty = std::io::stderr().is_terminal();
         let bar = (tty && !quiet).then(|| {
@@ -39,6 +40,7 @@ impl Progress {
         if self.rounds > 1 { format!("round {}/{} ", round + 1, self.rounds) } else { String::new() }
     }
 
+    /// A cell run begins: the bar names it (it provisions first).
     pub(super) fn start(&self, cell: &Cell, round: u32) {
         if let Some(bar) = &self.bar {
             bar.set_message(format!("{}{}: provisioning", self.round(round), cell.id()));
@@ -52,6 +54,7 @@ impl Progress {
         }
     }
 
+    /// A cell run is stored: one line with its outcome, above the bar or on its own.
     pub(super) fn finish(&self, cell: &Cell, round: u32, r: &CellResult) {
         self.done.set(self.done.get() + 1);
         let what = match (r.status, &r.latfs, &r.steps) {
@@ -94,6 +97,7 @@ impl Progress {
         }
     }
 
+    /// The run's cells are through: the bar goes, and a line with the count and the time stays.
     pub(super) fn done(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
