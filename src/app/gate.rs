@@ -157,7 +157,7 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
         // A cell that did not run on one side was not checked: a gate must not pass over it.
         eprintln!(
             "fsbench: gate: {} missing on one side (see the table); pass --allow-missing to accept that",
-            crate::text::cells(missing)
+            crate::text::cell_count(missing)
         );
     }
     Ok(exit_code(&rep, args.inconclusive, args.bisect, args.allow_missing))

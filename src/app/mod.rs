@@ -352,7 +352,7 @@ pub fn finish_run(o: &crate::runner::RunOutcome) -> i32 {
 /// (exit 1), even if the rest ran; `skipped` counts them (over every kernel's run).
 pub fn strict_policy(code: i32, skipped: usize, strict: bool) -> i32 {
     if strict && code == exit::SUCCESS && skipped > 0 {
-        eprintln!("fsbench: --strict: {} skipped (see the reasons above)", crate::text::cells(skipped));
+        eprintln!("fsbench: --strict: {} skipped (see the reasons above)", crate::text::cell_count(skipped));
         return exit::FAILURE;
     }
     code

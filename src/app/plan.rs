@@ -91,7 +91,7 @@ pub fn validate(args: &ValidateArgs) -> anyhow::Result<i32> {
         for f in &files {
             match (&f.error, &f.workload, f.cells) {
                 (Some(e), _, _) => eprintln!("error: {e}"),
-                (None, Some(w), Some(n)) => println!("{}: ok ({w} workload, {})", f.file, crate::text::cells(n)),
+                (None, Some(w), Some(n)) => println!("{}: ok ({w} workload, {})", f.file, crate::text::cell_count(n)),
                 _ => {}
             }
         }

@@ -157,7 +157,7 @@ fn resume(args: &RunArgs, dir: &std::path::Path) -> anyhow::Result<i32> {
     }
     // Nothing to do: leave the run (and its finish time) exactly as it was.
     if let Some(stored) = runner::resume_is_complete(dir)? {
-        eprintln!("fsbench: {} is complete: all {} are stored", dir.display(), crate::text::cells(stored));
+        eprintln!("fsbench: {} is complete: all {} are stored", dir.display(), crate::text::cell_count(stored));
         return Ok(exit::SUCCESS);
     }
     if !args.scenario_options.set.is_empty()
