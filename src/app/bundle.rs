@@ -111,7 +111,7 @@ pub fn verify(args: &BundleVerifyArgs) -> anyhow::Result<i32> {
     let s = ob.scenario(&origin, &[]).map_err(BundleError::into_anyhow)?;
     let pf = preflight(&ob, &s);
     if args.json {
-        print!("{}", crate::output::to_json(&crate::output::BundleVerifyJson::of(&args.bundle, &ob, &s, &pf)));
+        print!("{}", super::output::to_json(&super::output::BundleVerifyJson::of(&args.bundle, &ob, &s, &pf)));
     } else {
         print!("{}", describe(&args.bundle, &ob, &s, &pf));
     }

@@ -27,8 +27,8 @@ pub fn doctor(args: &DoctorArgs) -> anyhow::Result<i32> {
     if args.json {
         let interrupted = crate::signals::interrupted();
         let doc =
-            crate::output::DoctorJson { schema: crate::output::OUTPUT_SCHEMA_VERSION, capabilities: rows, interrupted };
-        print!("{}", crate::output::to_json(&doc));
+            super::output::DoctorJson { schema: super::output::OUTPUT_SCHEMA_VERSION, capabilities: rows, interrupted };
+        print!("{}", super::output::to_json(&doc));
         return Ok(if interrupted { exit::INTERRUPTED } else { exit::SUCCESS });
     }
     let mut table = Table::new();

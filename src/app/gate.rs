@@ -117,7 +117,7 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
         eprintln!("{}", crate::text::wrap(&format!("warning: {w}"), width, "  "));
     }
     if args.json {
-        print!("{}", crate::output::to_json(&crate::output::GateJson::of(rep.clone())));
+        print!("{}", super::output::to_json(&super::output::GateJson::of(rep.clone())));
     } else {
         print!("{}", render_table(&rep, super::output_width()));
     }

@@ -12,6 +12,7 @@ pub mod doctor;
 pub mod fixture;
 pub mod gate;
 pub mod man;
+pub mod output;
 pub mod plan;
 pub mod report;
 pub mod run;

@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
+use super::output::{OUTPUT_SCHEMA_VERSION, ReportsJson, to_json};
 use crate::exit::{self, InputError};
-use crate::output::{OUTPUT_SCHEMA_VERSION, ReportsJson, to_json};
 use crate::report::{
     self, CompareOptions, Format, Iterations, check_compatible, render_compare_with, render_run,
     write_compare_plot_dir, write_plot_dir,

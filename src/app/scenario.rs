@@ -2,8 +2,8 @@
 
 use clap::{Args, ValueEnum};
 
+use super::output::{ListJson, ListedScenario};
 use crate::exit;
-use crate::output::{ListJson, ListedScenario};
 use crate::scenario::file::EMBEDDED;
 
 /// `fsbench schema`.
@@ -97,7 +97,7 @@ pub fn list(args: &ListArgs) -> anyhow::Result<i32> {
     if args.json {
         print!(
             "{}",
-            crate::output::to_json(&ListJson { schema: crate::output::OUTPUT_SCHEMA_VERSION, scenarios: rows })
+            super::output::to_json(&ListJson { schema: super::output::OUTPUT_SCHEMA_VERSION, scenarios: rows })
         );
         return Ok(exit::SUCCESS);
     }

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
+use super::output::{DuplicatedShard, MergeJson, MergedGroup, OUTPUT_SCHEMA_VERSION, to_json};
 use super::report::ReportFormat;
 use crate::exit::{self, InputError};
-use crate::output::{DuplicatedShard, MergeJson, MergedGroup, OUTPUT_SCHEMA_VERSION, to_json};
 use crate::report::Format;
 use crate::results::{load_run, write_atomic};
 use crate::scenario::Scenario;
