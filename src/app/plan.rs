@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::ScenarioOptions;
+use super::scenario_options::ScenarioOptions;
 use crate::exit;
 use crate::model::CellParams;
 use crate::plan::{self, needs, render_plan_table};
@@ -113,7 +113,7 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
     let format = if args.json { PlanFormat::Json } else { args.format };
     match format {
         PlanFormat::Table => {
-            print!("{}", render_plan_table(&s, &plan, &check, super::output_width()));
+            print!("{}", render_plan_table(&s, &plan, &check, super::print::output_width()));
             if in_guests {
                 let labels: Vec<&str> = s.kernels.iter().map(|k| k.label.as_str()).collect();
                 println!(

@@ -104,7 +104,7 @@ pub fn list(args: &ListArgs) -> anyhow::Result<i32> {
     let mut table = comfy_table::Table::new();
     table.load_style(comfy_table::presets::NOTHING);
     // Descriptions wrap to the terminal (or to 100 columns when piped) instead of running on.
-    table.set_content_arrangement(comfy_table::ContentArrangement::Dynamic).set_width(super::output_width());
+    table.set_content_arrangement(comfy_table::ContentArrangement::Dynamic).set_width(super::print::output_width());
     table.set_header(["scenario", "source", "cells", "description"]);
     for r in rows {
         let (description, cells) = match &r.error {
