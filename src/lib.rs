@@ -17,7 +17,6 @@ pub mod gate;
 pub mod host;
 pub mod model;
 pub mod monitor;
-pub mod output;
 pub mod plan;
 pub mod provision;
 pub mod qemu;

@@ -267,7 +267,7 @@ pub fn render_plan_table(s: &Scenario, plan: &Plan, check: &HostCheck, width: u1
     };
     out.push_str(&wrap(&format!(
         "{}: {} ready, {skip_count} will be skipped here{rounds}; estimated {} of measurement",
-        crate::text::cells(total),
+        crate::text::cell_count(total),
         total - skip_count,
         crate::text::human_duration(est)
     )));
@@ -284,7 +284,7 @@ pub fn render_plan_table(s: &Scenario, plan: &Plan, check: &HostCheck, width: u1
     }
     for (reason, (n, remedy)) in &skipped {
         out.push('\n');
-        out.push_str(&wrap(&format!("skipped ({}): {reason}", crate::text::cells(*n))));
+        out.push_str(&wrap(&format!("skipped ({}): {reason}", crate::text::cell_count(*n))));
         if let Some(r) = remedy {
             out.push('\n');
             out.push_str(&wrap(&format!("  remedy: {r}")));

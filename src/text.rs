@@ -3,9 +3,15 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-/// `1 cell`, `2 cells`.
-pub fn cells(n: usize) -> String {
+/// A count of cells as words: `1 cell`, `2 cells`.
+pub fn cell_count(n: usize) -> String {
     plural(n, "cell", "cells")
+}
+
+/// The old name of [`cell_count`], kept so that code written against it still builds.
+#[deprecated(note = "renamed to `cell_count`")]
+pub fn cells(n: usize) -> String {
+    cell_count(n)
 }
 
 /// `1 file`, `3 files`: a count with the noun that agrees with it.
@@ -136,8 +142,8 @@ mod tests {
 
     #[test]
     fn counts_and_durations_read_naturally() {
-        assert_eq!(cells(1), "1 cell");
-        assert_eq!(cells(0), "0 cells");
+        assert_eq!(cell_count(1), "1 cell");
+        assert_eq!(cell_count(0), "0 cells");
         assert_eq!(human_duration(Duration::from_millis(300)), "1s");
         assert_eq!(human_duration(Duration::ZERO), "0s");
         assert_eq!(human_duration(Duration::from_secs(185)), "3m05s");

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 
-use super::ScenarioOptions;
+use super::scenario_options::ScenarioOptions;
 use crate::bundle::{
     BundleError, Preflight, check_allowed, describe, import_results, manifest::SCENARIO_FILE, open_bundle, pack,
     preflight,
@@ -81,7 +81,7 @@ pub struct BundleRunArgs {
 
 /// `fsbench bundle pack`.
 pub fn pack(args: &BundlePackArgs) -> anyhow::Result<i32> {
-    super::check_output_file("--output", &args.output)?;
+    super::checks::check_output_file("--output", &args.output)?;
     let packed =
         pack::pack(&args.scenario, args.with_results.as_deref(), &args.output).map_err(BundleError::into_anyhow)?;
     for n in &packed.notes {
@@ -111,7 +111,7 @@ pub fn verify(args: &BundleVerifyArgs) -> anyhow::Result<i32> {
     let s = ob.scenario(&origin, &[]).map_err(BundleError::into_anyhow)?;
     let pf = preflight(&ob, &s);
     if args.json {
-        print!("{}", crate::output::to_json(&crate::output::BundleVerifyJson::of(&args.bundle, &ob, &s, &pf)));
+        print!("{}", super::output::to_json(&super::output::BundleVerifyJson::of(&args.bundle, &ob, &s, &pf)));
     } else {
         print!("{}", describe(&args.bundle, &ob, &s, &pf));
     }
@@ -130,12 +130,12 @@ fn refuse_if_any(bundle: &Path, pf: &Preflight) -> anyhow::Result<()> {
 /// `fsbench bundle run`: every check first, then the bundle's scenario through the ordinary runner.
 pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
     crate::signals::install();
-    super::check_output_dir("--out", &args.out)?;
+    super::checks::check_output_dir("--out", &args.out)?;
     if let Some(w) = &args.workdir {
-        super::check_output_dir("--workdir", w)?;
+        super::checks::check_output_dir("--workdir", w)?;
     }
     if let Some(l) = &args.label {
-        super::check_label("--label", l)?;
+        super::checks::check_label("--label", l)?;
     }
     require_file(&args.bundle)?;
     let ob = open_bundle(&args.bundle).map_err(BundleError::into_anyhow)?;
@@ -160,7 +160,7 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
     }
     if !scenario.kernels.is_empty() {
         // Allowed above: the same guests `fsbench run` boots for [[kernels]].
-        let code = super::run_under_kernels(
+        let code = super::measure::run_under_kernels(
             &scenario,
             &scenario.kernels,
             &args.scenario_options.only,
@@ -184,9 +184,9 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
         quiet: args.quiet,
         // The bundle's own archive is as untrusted as the bundle.
         untrusted_archives: true,
-        environment: Some(super::preflight()),
+        environment: Some(super::measure::preflight()),
         order: crate::runner::CellOrder::Plan,
     })?;
     drop(ob);
-    Ok(super::strict_policy(super::finish_run(&outcome), outcome.skipped, args.strict))
+    Ok(super::strict_policy(super::measure::finish_run(&outcome), outcome.skipped, args.strict))
 }

@@ -27,8 +27,8 @@ pub fn doctor(args: &DoctorArgs) -> anyhow::Result<i32> {
     if args.json {
         let interrupted = crate::signals::interrupted();
         let doc =
-            crate::output::DoctorJson { schema: crate::output::OUTPUT_SCHEMA_VERSION, capabilities: rows, interrupted };
-        print!("{}", crate::output::to_json(&doc));
+            super::output::DoctorJson { schema: super::output::OUTPUT_SCHEMA_VERSION, capabilities: rows, interrupted };
+        print!("{}", super::output::to_json(&doc));
         return Ok(if interrupted { exit::INTERRUPTED } else { exit::SUCCESS });
     }
     let mut table = Table::new();
@@ -36,7 +36,7 @@ pub fn doctor(args: &DoctorArgs) -> anyhow::Result<i32> {
     table
         .load_style(UTF8_FULL_CONDENSED)
         .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
-        .set_width(super::output_width())
+        .set_width(super::print::output_width())
         .set_header(vec!["capability", "state", "detail", "remedy"]);
     for r in &rows {
         table.add_row(vec![r.name.clone(), r.state.clone(), r.detail.clone(), r.remedy.clone()]);
@@ -47,14 +47,14 @@ pub fn doctor(args: &DoctorArgs) -> anyhow::Result<i32> {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED)
         .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
-        .set_width(super::output_width())
+        .set_width(super::print::output_width())
         .set_header(vec!["environment", "state", "remedy"]);
     for (name, state, remedy) in env.rows() {
         t.add_row(vec![name, state, remedy]);
     }
     println!("{t}");
     for why in env.busy_reasons() {
-        println!("{}", crate::text::wrap(&format!("busy: {why}"), super::output_width() as usize, "      "));
+        println!("{}", crate::text::wrap(&format!("busy: {why}"), super::print::output_width() as usize, "      "));
     }
     if crate::signals::interrupted() {
         eprintln!("fsbench: doctor interrupted; rows marked unknown were not checked");

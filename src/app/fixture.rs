@@ -34,7 +34,7 @@ pub struct KernelTreeArgs {
 /// `fsbench fixture kernel-tree`: write the archive and print what it holds.
 pub fn kernel_tree(args: &KernelTreeArgs) -> anyhow::Result<i32> {
     check_args(&args.profile, args.scale).map_err(|e| InputError::anyhow(e.to_string()))?;
-    super::check_output_file("--output", &args.output)?;
+    super::checks::check_output_file("--output", &args.output)?;
     let stats = generate_kernel_tree(&args.profile, args.scale, args.seed, &args.output)?;
     println!(
         "wrote {} (profile {}, scale {}, seed {}, generator v{})",

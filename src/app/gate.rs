@@ -57,7 +57,7 @@ pub struct GateArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub lookup: super::RunLookup,
+    pub lookup: super::runs::RunLookup,
 }
 
 /// `fsbench gate`: exit 1 when a cell regressed, 0 when none did, 2 on bad input (see `--bisect`).
@@ -82,12 +82,12 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
     // Output files are checked before the work, so exit 1 can only mean "regressed".
     for (opt, path) in [("--markdown", &args.markdown), ("--junit", &args.junit), ("--html", &args.html)] {
         if let Some(p) = path {
-            super::check_output_file(opt, p)?;
+            super::checks::check_output_file(opt, p)?;
         }
     }
     let load = |side: &str, p: &Path| load_run(p).map_err(|e| InputError::anyhow(format!("--{side}: {e}")));
     let (b, c) = (args.baseline.to_string_lossy(), args.candidate.to_string_lossy());
-    let dirs = super::resolve_runs(&[&b, &c], &args.lookup)?;
+    let dirs = super::runs::resolve_runs(&[&b, &c], &args.lookup)?;
     let baseline = load("baseline", &dirs[0])?;
     let candidate = load("candidate", &dirs[1])?;
     // A gate must not pass on data it could not read.
@@ -107,19 +107,19 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
         &GateOptions { threshold, metric: args.metric.clone(), allow_missing: args.allow_missing },
     )?;
     if rep.rows.iter().all(|r| r.verdict == Verdict::Missing) {
-        print!("{}", render_table(&rep, super::output_width()));
+        print!("{}", render_table(&rep, super::print::output_width()));
         return Err(InputError::anyhow(
             "nothing to compare: no cell has samples in both runs (did the candidate run measure anything?)",
         ));
     }
-    let width = super::output_width() as usize;
+    let width = super::print::output_width() as usize;
     for w in &rep.warnings {
         eprintln!("{}", crate::text::wrap(&format!("warning: {w}"), width, "  "));
     }
     if args.json {
-        print!("{}", crate::output::to_json(&crate::output::GateJson::of(rep.clone())));
+        print!("{}", super::output::to_json(&super::output::GateJson::of(rep.clone())));
     } else {
-        print!("{}", render_table(&rep, super::output_width()));
+        print!("{}", render_table(&rep, super::print::output_width()));
     }
     let inconclusive_fails = args.inconclusive == InconclusivePolicy::Fail;
     if let Some(p) = &args.markdown {
@@ -157,7 +157,7 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
         // A cell that did not run on one side was not checked: a gate must not pass over it.
         eprintln!(
             "fsbench: gate: {} missing on one side (see the table); pass --allow-missing to accept that",
-            crate::text::cells(missing)
+            crate::text::cell_count(missing)
         );
     }
     Ok(exit_code(&rep, args.inconclusive, args.bisect, args.allow_missing))

@@ -39,7 +39,7 @@ pub fn man(args: &ManArgs) -> anyhow::Result<i32> {
     match &args.dir {
         None => std::io::stdout().write_all(&pages[0].1)?,
         Some(dir) => {
-            super::check_output_dir("--dir", dir)?;
+            super::checks::check_output_dir("--dir", dir)?;
             std::fs::create_dir_all(dir)?;
             for (name, page) in &pages {
                 crate::results::write_atomic(&dir.join(name), page)?;

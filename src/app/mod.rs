@@ -4,24 +4,39 @@
 //! One file per command holds its clap arguments and its handler. A handler turns
 //! arguments into plain requests, loads a scenario at most once, calls the stages
 //! below, prints, and returns an exit code. Handlers never call each other; what
-//! two of them share lives here ([`ScenarioOptions`], output-path checks).
+//! two of them share has a file of its own: [`scenario_options`] (`--set`, `--only`,
+//! `--archive`), [`runs`] (finding runs by name), [`checks`] (output paths and labels),
+//! [`print`] (table width), [`measure`] (a run's preflight and end, runs under other
+//! kernels) and [`output`] (the `--json` documents).
 
 pub mod bundle;
+pub mod checks;
 pub mod completions;
 pub mod doctor;
 pub mod fixture;
 pub mod gate;
 pub mod man;
+pub mod measure;
+pub mod output;
 pub mod plan;
+pub mod print;
 pub mod report;
 pub mod run;
+pub mod runs;
 pub mod scenario;
+pub mod scenario_options;
 pub mod shard;
 
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+// The shared helpers' paths from when they lived in this file.
+pub use checks::{check_label, check_output_dir, check_output_file};
+pub use measure::{finish_run, preflight};
+pub use print::output_width;
+pub use runs::{RunLookup, resolve_runs};
+pub use scenario_options::ScenarioOptions;
 
-use clap::{Args, Parser, Subcommand};
+use std::ffi::OsString;
+
+use clap::{Parser, Subcommand};
 
 use crate::exit::{self, InputError};
 
@@ -89,76 +104,6 @@ pub enum Command {
     Completions(completions::CompletionsArgs),
     /// Print the manual page, or write one per command into a directory.
     Man(man::ManArgs),
-}
-
-/// Options that change a scenario before it is expanded (run, plan, validate, bundle run).
-#[derive(Debug, Clone, Args, Default)]
-pub struct ScenarioOptions {
-    /// Override a scenario value by its dotted TOML path, typed and validated like the file.
-    ///
-    /// Examples: `--set workload.duration=200ms`, `--set backing.kind=dir`,
-    /// `--set 'matrix.tasks=[1,2]'`. May be repeated.
-    #[arg(long = "set", value_name = "PATH=VALUE")]
-    pub set: Vec<String>,
-    /// Keep only cells whose axis values match: `--only fs=ext4,tasks=1`.
-    ///
-    /// Keys are axis names (fs, layout, quota, tasks, test). A value without a key
-    /// is one more value of the key before it: `--only fs=xfs,btrfs,tasks=1` keeps
-    /// xfs and btrfs cells with 1 task (`fs=xfs,fs=btrfs` says the same). Repeated
-    /// `--only` options combine with AND.
-    #[arg(long, value_name = "AXIS=VALUE[,VALUE..][,AXIS=..]")]
-    pub only: Vec<String>,
-    /// Unpack this real .tar.gz instead of the scenario's archive (`--set archive.path=FILE`,
-    /// relative to the current directory; a generated archive's settings are dropped).
-    #[arg(long, value_name = "FILE")]
-    pub archive: Option<PathBuf>,
-}
-
-impl ScenarioOptions {
-    /// The `--set` overrides, with `--archive FILE` as `archive.path=<absolute FILE>` last.
-    pub fn overrides(&self) -> anyhow::Result<Vec<String>> {
-        let mut out = self.set.clone();
-        if let Some(a) = &self.archive {
-            let abs =
-                std::path::absolute(a).map_err(|e| InputError::anyhow(format!("--archive {}: {e}", a.display())))?;
-            // A TOML string: quotes and backslashes in the path stay part of it.
-            out.push(format!("archive.path={}", toml_edit::Value::from(abs.to_string_lossy().as_ref())));
-        }
-        Ok(out)
-    }
-}
-
-/// The width tables are laid out for: the terminal's, or 100 columns when output is piped
-/// (a log, a mail, a PR comment), so nothing depends on how wide the writer's terminal was.
-pub fn output_width() -> u16 {
-    use std::io::IsTerminal as _;
-    let tty = std::io::stdout().is_terminal();
-    let cols = if tty { comfy_table::Table::new().width() } else { None };
-    cols.unwrap_or(100).clamp(40, 1000)
-}
-
-/// Where run names (`@LABEL`, `latest`, `SCENARIO@LABEL`) are looked up (report, compare, gate).
-#[derive(Debug, Clone, Args)]
-pub struct RunLookup {
-    /// The results root that `SCENARIO@LABEL` and `latest` look in (`run --out`'s default).
-    #[arg(long, value_name = "DIR", default_value = "results")]
-    pub results: std::path::PathBuf,
-}
-
-/// Resolve run names given together to run directories, saying which run a name chose.
-/// A name that matches nothing is bad input (exit 2).
-pub fn resolve_runs(specs: &[&str], lookup: &RunLookup) -> anyhow::Result<Vec<std::path::PathBuf>> {
-    let resolved = crate::results::find::resolve_runs(specs, &lookup.results)
-        .map_err(|e| InputError::anyhow(crate::text::escape_control(&e.to_string())))?;
-    Ok(resolved
-        .into_iter()
-        .map(|r| {
-            if let Some(n) = &r.note {
-                eprintln!("fsbench: {}", crate::text::escape_control(n));
-            }
-            r.dir
-        })
-        .collect())
 }
 
 /// Parse the process's command line, run the command, and return the process exit code.
@@ -266,151 +211,14 @@ fn internal(args: &[OsString]) -> Option<i32> {
     None
 }
 
-/// Check an output file option before any work: a file path in an existing directory.
-/// Failing late would waste the work and report a usage error as a failure.
-pub fn check_output_file(opt: &str, path: &Path) -> anyhow::Result<()> {
-    let parent = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if path.is_dir() || !parent.is_dir() {
-        return Err(InputError::anyhow(format!("{opt} {}: not a file path in an existing directory", path.display())));
-    }
-    Ok(())
-}
-
-/// Check an output directory option before any work: a directory, or a path that can become one.
-pub fn check_output_dir(opt: &str, path: &Path) -> anyhow::Result<()> {
-    if let Some(existing) = path.ancestors().find(|a| a.exists())
-        && !existing.is_dir()
-    {
-        return Err(InputError::anyhow(format!("{opt} {}: {} is not a directory", path.display(), existing.display())));
-    }
-    Ok(())
-}
-
-/// Check a `--label`: labels become column names and directory names.
-pub fn check_label(what: &str, label: &str) -> anyhow::Result<()> {
-    if crate::model::is_valid_label(label) {
-        return Ok(());
-    }
-    Err(InputError::anyhow(format!("{what} `{label}`: use {}", crate::model::LABEL_RULE)))
-}
-
-/// How long `run` watches the other processes before it starts.
-const PREFLIGHT_SAMPLE: std::time::Duration = std::time::Duration::from_millis(300);
-
-/// The environment preflight of `run` and `bundle run`: sample it, and warn before
-/// starting when the machine is visibly busy.
-pub fn preflight() -> crate::host::environment::Environment {
-    let env = crate::host::environment::Environment::sample(PREFLIGHT_SAMPLE);
-    let busy = env.busy_reasons();
-    if !busy.is_empty() {
-        eprintln!(
-            "fsbench: warning: this machine is busy ({}); disturbed repetitions will be rerun or left out, \
-             and numbers may not compare with a quiet run (see `fsbench doctor`)",
-            busy.join("; ")
-        );
-    }
-    if let Some(c) = env.cpu_steadiness.as_ref().filter(|c| c.cv > crate::host::environment::STEADY_CV) {
-        eprintln!(
-            "fsbench: note: the same CPU work took {:.1}% more or less time from one {:.0} ms window to the next \
-             (a shared host or changing clocks): repetitions cannot agree better than that here",
-            c.cv * 100.0,
-            c.window_ms
-        );
-    }
-    env
-}
-
-/// Print a finished run (its tables and where it is) and decide the exit code.
-/// `run` and `bundle run` both end here.
-pub fn finish_run(o: &crate::runner::RunOutcome) -> i32 {
-    match crate::results::load_run(&o.dir) {
-        Ok(run) => print!("{}", crate::report::render_run(&run, crate::report::Format::Table)),
-        Err(e) => eprintln!("fsbench: cannot read back {}: {e}", o.dir.display()),
-    }
-    eprintln!(
-        "fsbench: results in {}{}",
-        o.dir.display(),
-        match (o.failed, o.skipped) {
-            (0, 0) => String::new(),
-            (f, s) => format!(" ({f} failed, {s} skipped)"),
-        }
-    );
-    if o.interrupted {
-        eprintln!("fsbench: interrupted; finish it with `fsbench run --resume {}`", o.dir.display());
-        return exit::INTERRUPTED;
-    }
-    if o.measured == 0 && o.skipped > 0 && o.previously_done == 0 {
-        // Skips are normal in a run that measured something; a run that measured
-        // nothing at all must not pass a CI job.
-        eprintln!("fsbench: no cell could run on this host, nothing was measured (see the reasons above)");
-        return exit::FAILURE;
-    }
-    if o.failed > 0 { exit::FAILURE } else { exit::SUCCESS }
-}
-
 /// `--strict` (run, bundle run): a run that skipped any of its cells fails a CI job
 /// (exit 1), even if the rest ran; `skipped` counts them (over every kernel's run).
 pub fn strict_policy(code: i32, skipped: usize, strict: bool) -> i32 {
     if strict && code == exit::SUCCESS && skipped > 0 {
-        eprintln!("fsbench: --strict: {} skipped (see the reasons above)", crate::text::cells(skipped));
+        eprintln!("fsbench: --strict: {} skipped (see the reasons above)", crate::text::cell_count(skipped));
         return exit::FAILURE;
     }
     code
-}
-
-/// Every cell under each kernel in qemu, one ordinary run directory per kernel, each
-/// reported; shared by `run` (--kernel, [[kernels]]) and `bundle run --allow-kernels`.
-/// Plain values from both commands' arguments, hence their number.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn run_under_kernels(
-    scenario: &crate::scenario::Scenario,
-    kernels: &[crate::scenario::KernelSpec],
-    only: &[String],
-    order: crate::runner::CellOrder,
-    out: &std::path::Path,
-    work_root: &std::path::Path,
-    quiet: bool,
-    allow_device: bool,
-    strict: bool,
-) -> anyhow::Result<i32> {
-    let qemu_bin = crate::qemu::prepare(scenario, kernels, allow_device)?;
-    // Validate the plan (and --only) on the host, before any boot.
-    let plan = crate::plan::plan_for(scenario, only)?;
-    let req = crate::qemu::KernelsRequest { scenario, kernels, only, order, cells: plan.cells.len(), out, quiet };
-    let mut worst = exit::SUCCESS;
-    // qemu's scratch is journaled under the same work root as a host run's.
-    crate::provision::workroot::set_scratch_root(work_root);
-    let runs = crate::qemu::run_kernels(&req, &qemu_bin)?;
-    for k in &runs {
-        let code = match &k.end {
-            Ok(crate::qemu::GuestEnd::Interrupted) => exit::INTERRUPTED,
-            Ok(crate::qemu::GuestEnd::Exited(code)) => *code,
-            Err(e) => {
-                eprintln!("fsbench: kernel {}: {e:#}", k.label);
-                exit::FAILURE
-            }
-        };
-        if code != exit::SUCCESS && worst != exit::INTERRUPTED && (worst == exit::SUCCESS || k.end.is_ok()) {
-            worst = code;
-        }
-    }
-    let mut skipped = 0;
-    for k in &runs {
-        let Some(dir) = &k.dir else { continue };
-        match crate::results::load_run(dir) {
-            Ok(run) => {
-                skipped += run.cells.iter().filter(|c| c.status == crate::model::CellStatus::Skipped).count();
-                println!("== kernel {} ==", k.label);
-                print!("{}", crate::report::render_run(&run, crate::report::Format::Table));
-            }
-            Err(e) => eprintln!("fsbench: cannot read back {}: {e}", dir.display()),
-        }
-        eprintln!("fsbench: kernel {}: results in {}", k.label, dir.display());
-    }
-    if crate::signals::interrupted() {
-        return Ok(exit::INTERRUPTED);
-    }
-    Ok(strict_policy(worst, skipped, strict))
 }
 
 #[cfg(test)]

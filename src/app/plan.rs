@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::ScenarioOptions;
+use super::scenario_options::ScenarioOptions;
 use crate::exit;
 use crate::model::CellParams;
 use crate::plan::{self, needs, render_plan_table};
@@ -52,7 +52,7 @@ pub fn validate(args: &ValidateArgs) -> anyhow::Result<i32> {
     let mut files = Vec::new();
     for file in &args.files {
         let name = file.display().to_string();
-        let bad = |error: String| crate::output::ValidatedFile {
+        let bad = |error: String| super::output::ValidatedFile {
             file: name.clone(),
             ok: false,
             workload: None,
@@ -72,7 +72,7 @@ pub fn validate(args: &ValidateArgs) -> anyhow::Result<i32> {
                 for w in crate::provision::capability::fs_type_warnings(&s) {
                     eprintln!("warning: {name}: {w}");
                 }
-                crate::output::ValidatedFile {
+                super::output::ValidatedFile {
                     file: name.clone(),
                     ok: true,
                     workload: Some(s.workload.kind().to_string()),
@@ -85,13 +85,13 @@ pub fn validate(args: &ValidateArgs) -> anyhow::Result<i32> {
     }
     let failed = files.iter().filter(|f| !f.ok).count();
     if args.json {
-        let doc = crate::output::ValidateJson { schema: crate::output::OUTPUT_SCHEMA_VERSION, files };
-        print!("{}", crate::output::to_json(&doc));
+        let doc = super::output::ValidateJson { schema: super::output::OUTPUT_SCHEMA_VERSION, files };
+        print!("{}", super::output::to_json(&doc));
     } else {
         for f in &files {
             match (&f.error, &f.workload, f.cells) {
                 (Some(e), _, _) => eprintln!("error: {e}"),
-                (None, Some(w), Some(n)) => println!("{}: ok ({w} workload, {})", f.file, crate::text::cells(n)),
+                (None, Some(w), Some(n)) => println!("{}: ok ({w} workload, {})", f.file, crate::text::cell_count(n)),
                 _ => {}
             }
         }
@@ -113,7 +113,7 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
     let format = if args.json { PlanFormat::Json } else { args.format };
     match format {
         PlanFormat::Table => {
-            print!("{}", render_plan_table(&s, &plan, &check, super::output_width()));
+            print!("{}", render_plan_table(&s, &plan, &check, super::print::output_width()));
             if in_guests {
                 let labels: Vec<&str> = s.kernels.iter().map(|k| k.label.as_str()).collect();
                 println!(
@@ -126,7 +126,7 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
             let cells = plan
                 .cells
                 .iter()
-                .map(|c| crate::output::PlannedCell {
+                .map(|c| super::output::PlannedCell {
                     index: c.index,
                     id: c.id(),
                     params: c.params.clone(),
@@ -134,12 +134,12 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
                     skip: check(&s, &c.params),
                 })
                 .collect();
-            let doc = crate::output::PlanJson {
-                schema: crate::output::OUTPUT_SCHEMA_VERSION,
+            let doc = super::output::PlanJson {
+                schema: super::output::OUTPUT_SCHEMA_VERSION,
                 scenario: s.name.clone(),
                 cells,
             };
-            print!("{}", crate::output::to_json(&doc));
+            print!("{}", super::output::to_json(&doc));
         }
     }
     // A probe cut short by the signal answered nothing: the plan above is incomplete.

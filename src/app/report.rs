@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
+use super::output::{OUTPUT_SCHEMA_VERSION, ReportsJson, to_json};
 use crate::exit::{self, InputError};
-use crate::output::{OUTPUT_SCHEMA_VERSION, ReportsJson, to_json};
 use crate::report::{
     self, CompareOptions, Format, Iterations, check_compatible, render_compare_with, render_run,
     write_compare_plot_dir, write_plot_dir,
@@ -66,7 +66,7 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     #[command(flatten)]
-    pub lookup: super::RunLookup,
+    pub lookup: super::runs::RunLookup,
 }
 
 /// `fsbench compare`.
@@ -100,7 +100,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     #[command(flatten)]
-    pub lookup: super::RunLookup,
+    pub lookup: super::runs::RunLookup,
 }
 
 fn parse_iterations(s: &str) -> Result<Iterations, String> {
@@ -110,10 +110,10 @@ fn parse_iterations(s: &str) -> Result<Iterations, String> {
 /// `fsbench report`.
 pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
     if let Some(dir) = &args.plot {
-        super::check_output_dir("--plot", dir)?;
+        super::checks::check_output_dir("--plot", dir)?;
     }
     if let Some(file) = &args.html {
-        super::check_output_file("--html", file)?;
+        super::checks::check_output_file("--html", file)?;
         if args.runs.len() > 1 {
             return Err(InputError::anyhow(
                 "--html writes one run's page: give one run (or use `fsbench compare --html`)",
@@ -141,7 +141,7 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
         return Ok(if unreadable.is_empty() { exit::SUCCESS } else { exit::USAGE });
     }
     let specs: Vec<String> = args.runs.iter().map(|p| p.to_string_lossy().into_owned()).collect();
-    let dirs = super::resolve_runs(&specs.iter().map(String::as_str).collect::<Vec<_>>(), &args.lookup)?;
+    let dirs = super::runs::resolve_runs(&specs.iter().map(String::as_str).collect::<Vec<_>>(), &args.lookup)?;
     let mut code = exit::SUCCESS;
     let mut loaded = Vec::new();
     for dir in &dirs {
@@ -209,10 +209,10 @@ fn parse_run_arg(arg: &str) -> (Option<String>, String) {
 /// `fsbench compare`.
 pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
     if let Some(dir) = &args.plot {
-        super::check_output_dir("--plot", dir)?;
+        super::checks::check_output_dir("--plot", dir)?;
     }
     if let Some(file) = &args.html {
-        super::check_output_file("--html", file)?;
+        super::checks::check_output_file("--html", file)?;
     }
     let metric = match args.metric.as_deref() {
         None | Some("total_loops") => None,
@@ -232,7 +232,7 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
         labels.push(label);
         specs.push(spec);
     }
-    let dirs = super::resolve_runs(&specs.iter().map(String::as_str).collect::<Vec<_>>(), &args.lookup)?;
+    let dirs = super::runs::resolve_runs(&specs.iter().map(String::as_str).collect::<Vec<_>>(), &args.lookup)?;
     let mut runs = Vec::new();
     for ((label, dir), arg) in labels.into_iter().zip(dirs).zip(&args.runs) {
         let run = match load_run(&dir) {

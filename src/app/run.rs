@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::ScenarioOptions;
+use super::scenario_options::ScenarioOptions;
 use crate::exit::{self, InputError};
 use crate::plan;
 use crate::qemu;
@@ -91,12 +91,12 @@ fn cell_order(args: &RunArgs) -> anyhow::Result<runner::CellOrder> {
 /// `fsbench run`.
 pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     crate::signals::install();
-    super::check_output_dir("--out", &args.out)?;
+    super::checks::check_output_dir("--out", &args.out)?;
     if let Some(w) = &args.workdir {
-        super::check_output_dir("--workdir", w)?;
+        super::checks::check_output_dir("--workdir", w)?;
     }
     if let Some(l) = &args.label {
-        super::check_label("--label", l)?;
+        super::checks::check_label("--label", l)?;
     }
     if let Some(dir) = &args.resume {
         return resume(args, dir);
@@ -138,10 +138,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         allow_device: args.allow_device.clone(),
         quiet: args.quiet,
         untrusted_archives: false,
-        environment: Some(super::preflight()),
+        environment: Some(super::measure::preflight()),
         order,
     })?;
-    Ok(super::strict_policy(super::finish_run(&outcome), outcome.skipped, args.strict))
+    Ok(super::strict_policy(super::measure::finish_run(&outcome), outcome.skipped, args.strict))
 }
 
 /// `--resume`: finish an interrupted run as it was planned.
@@ -157,7 +157,7 @@ fn resume(args: &RunArgs, dir: &std::path::Path) -> anyhow::Result<i32> {
     }
     // Nothing to do: leave the run (and its finish time) exactly as it was.
     if let Some(stored) = runner::resume_is_complete(dir)? {
-        eprintln!("fsbench: {} is complete: all {} are stored", dir.display(), crate::text::cells(stored));
+        eprintln!("fsbench: {} is complete: all {} are stored", dir.display(), crate::text::cell_count(stored));
         return Ok(exit::SUCCESS);
     }
     if !args.scenario_options.set.is_empty()
@@ -182,7 +182,7 @@ fn resume(args: &RunArgs, dir: &std::path::Path) -> anyhow::Result<i32> {
         environment: None,
         order: runner::CellOrder::Plan,
     })?;
-    Ok(super::strict_policy(super::finish_run(&outcome), outcome.skipped, args.strict))
+    Ok(super::strict_policy(super::measure::finish_run(&outcome), outcome.skipped, args.strict))
 }
 
 fn workroot(args: &RunArgs) -> PathBuf {
@@ -201,7 +201,7 @@ fn run_in_kernels(args: &RunArgs, scenario: &Scenario, kernels: &[KernelSpec]) -
             "--label names a host run; under --kernel/[[kernels]] each run is labelled with its kernel's label",
         ));
     }
-    super::run_under_kernels(
+    super::measure::run_under_kernels(
         scenario,
         kernels,
         &args.scenario_options.only,

@@ -2,8 +2,8 @@
 
 use clap::{Args, ValueEnum};
 
+use super::output::{ListJson, ListedScenario};
 use crate::exit;
-use crate::output::{ListJson, ListedScenario};
 use crate::scenario::file::EMBEDDED;
 
 /// `fsbench schema`.
@@ -97,14 +97,14 @@ pub fn list(args: &ListArgs) -> anyhow::Result<i32> {
     if args.json {
         print!(
             "{}",
-            crate::output::to_json(&ListJson { schema: crate::output::OUTPUT_SCHEMA_VERSION, scenarios: rows })
+            super::output::to_json(&ListJson { schema: super::output::OUTPUT_SCHEMA_VERSION, scenarios: rows })
         );
         return Ok(exit::SUCCESS);
     }
     let mut table = comfy_table::Table::new();
     table.load_style(comfy_table::presets::NOTHING);
     // Descriptions wrap to the terminal (or to 100 columns when piped) instead of running on.
-    table.set_content_arrangement(comfy_table::ContentArrangement::Dynamic).set_width(super::output_width());
+    table.set_content_arrangement(comfy_table::ContentArrangement::Dynamic).set_width(super::print::output_width());
     table.set_header(["scenario", "source", "cells", "description"]);
     for r in rows {
         let (description, cells) = match &r.error {

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
+use super::output::{DuplicatedShard, MergeJson, MergedGroup, OUTPUT_SCHEMA_VERSION, to_json};
 use super::report::ReportFormat;
 use crate::exit::{self, InputError};
-use crate::output::{DuplicatedShard, MergeJson, MergedGroup, OUTPUT_SCHEMA_VERSION, to_json};
 use crate::report::Format;
 use crate::results::{load_run, write_atomic};
 use crate::scenario::Scenario;
@@ -162,7 +162,7 @@ pub fn submit_k8s(args: &SubmitK8sArgs) -> anyhow::Result<i32> {
 pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
     let input = |e: MergeError| InputError::anyhow(e.to_string());
     if let Some(out) = &args.out {
-        super::check_output_dir("--out", out)?;
+        super::checks::check_output_dir("--out", out)?;
     }
     let format = Format::from(args.format.or_json(args.json));
     let dirs = find_run_dirs(&args.dirs).map_err(input)?;

@@ -324,7 +324,8 @@ pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario, pf: &Preflight) ->
         m.total_bytes()
     );
     let p = plan::expand(s);
-    let _ = writeln!(o, "  scenario:    {} ({}), {}", s.name, s.workload.kind(), crate::text::cells(p.cells.len()));
+    let _ =
+        writeln!(o, "  scenario:    {} ({}), {}", s.name, s.workload.kind(), crate::text::cell_count(p.cells.len()));
     let _ = writeln!(o, "  filesystems: {}", s.matrix.fs.join(", "));
     for (fs, spec) in &s.filesystems {
         if !spec.mkfs.is_empty() || !spec.mount.is_empty() {

@@ -1,7 +1,7 @@
 //! The JSON documents of `report`, `compare` and `merge` (`--json`), built from the report's
 //! own types; versioned by `schema` like every command's document
 //! ([`crate::model::OUTPUT_SCHEMA_VERSION`]) and listed with the others' schemas by
-//! `crate::output::schemas`.
+//! the command layer's `output::schemas`.
 
 use schemars::JsonSchema;
 use serde::Serialize;

@@ -107,7 +107,7 @@ impl Progress {
             let what = if self.rounds > 1 {
                 format!("{} cell runs ({} rounds)", self.done.get(), self.rounds)
             } else {
-                crate::text::cells(self.done.get())
+                crate::text::cell_count(self.done.get())
             };
             eprintln!("fsbench: {what} in {}", crate::text::human_duration(self.started.elapsed()));
         }

@@ -44,7 +44,7 @@ fn run_schema_is_current() {
 
 #[test]
 fn command_output_schemas_are_current() {
-    for (file, text) in fsbench::output::schemas() {
+    for (file, text) in fsbench::app::output::schemas() {
         check(&format!("schemas/{file}"), text);
     }
 }

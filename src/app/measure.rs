@@ -1,0 +1,114 @@
+//! The start and the end of a measuring run, shared by `run` and `bundle run`: the
+//! environment preflight, printing the finished run with its exit code, and running
+//! every cell under other kernels in qemu.
+
+use crate::exit;
+
+/// How long `run` watches the other processes before it starts.
+const PREFLIGHT_SAMPLE: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// The environment preflight of `run` and `bundle run`: sample it, and warn before
+/// starting when the machine is visibly busy.
+pub fn preflight() -> crate::host::environment::Environment {
+    let env = crate::host::environment::Environment::sample(PREFLIGHT_SAMPLE);
+    let busy = env.busy_reasons();
+    if !busy.is_empty() {
+        eprintln!(
+            "fsbench: warning: this machine is busy ({}); disturbed repetitions will be rerun or left out, \
+             and numbers may not compare with a quiet run (see `fsbench doctor`)",
+            busy.join("; ")
+        );
+    }
+    if let Some(c) = env.cpu_steadiness.as_ref().filter(|c| c.cv > crate::host::environment::STEADY_CV) {
+        eprintln!(
+            "fsbench: note: the same CPU work took {:.1}% more or less time from one {:.0} ms window to the next \
+             (a shared host or changing clocks): repetitions cannot agree better than that here",
+            c.cv * 100.0,
+            c.window_ms
+        );
+    }
+    env
+}
+
+/// Print a finished run (its tables and where it is) and decide the exit code.
+/// `run` and `bundle run` both end here.
+pub fn finish_run(o: &crate::runner::RunOutcome) -> i32 {
+    match crate::results::load_run(&o.dir) {
+        Ok(run) => print!("{}", crate::report::render_run(&run, crate::report::Format::Table)),
+        Err(e) => eprintln!("fsbench: cannot read back {}: {e}", o.dir.display()),
+    }
+    eprintln!(
+        "fsbench: results in {}{}",
+        o.dir.display(),
+        match (o.failed, o.skipped) {
+            (0, 0) => String::new(),
+            (f, s) => format!(" ({f} failed, {s} skipped)"),
+        }
+    );
+    if o.interrupted {
+        eprintln!("fsbench: interrupted; finish it with `fsbench run --resume {}`", o.dir.display());
+        return exit::INTERRUPTED;
+    }
+    if o.measured == 0 && o.skipped > 0 && o.previously_done == 0 {
+        // Skips are normal in a run that measured something; a run that measured
+        // nothing at all must not pass a CI job.
+        eprintln!("fsbench: no cell could run on this host, nothing was measured (see the reasons above)");
+        return exit::FAILURE;
+    }
+    if o.failed > 0 { exit::FAILURE } else { exit::SUCCESS }
+}
+
+/// Every cell under each kernel in qemu, one ordinary run directory per kernel, each
+/// reported; shared by `run` (--kernel, [[kernels]]) and `bundle run --allow-kernels`.
+/// Plain values from both commands' arguments, hence their number.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_under_kernels(
+    scenario: &crate::scenario::Scenario,
+    kernels: &[crate::scenario::KernelSpec],
+    only: &[String],
+    order: crate::runner::CellOrder,
+    out: &std::path::Path,
+    work_root: &std::path::Path,
+    quiet: bool,
+    allow_device: bool,
+    strict: bool,
+) -> anyhow::Result<i32> {
+    let qemu_bin = crate::qemu::prepare(scenario, kernels, allow_device)?;
+    // Validate the plan (and --only) on the host, before any boot.
+    let plan = crate::plan::plan_for(scenario, only)?;
+    let req = crate::qemu::KernelsRequest { scenario, kernels, only, order, cells: plan.cells.len(), out, quiet };
+    let mut worst = exit::SUCCESS;
+    // qemu's scratch is journaled under the same work root as a host run's.
+    crate::provision::workroot::set_scratch_root(work_root);
+    let runs = crate::qemu::run_kernels(&req, &qemu_bin)?;
+    for k in &runs {
+        let code = match &k.end {
+            Ok(crate::qemu::GuestEnd::Interrupted) => exit::INTERRUPTED,
+            Ok(crate::qemu::GuestEnd::Exited(code)) => *code,
+            Err(e) => {
+                eprintln!("fsbench: kernel {}: {e:#}", k.label);
+                exit::FAILURE
+            }
+        };
+        if code != exit::SUCCESS && worst != exit::INTERRUPTED && (worst == exit::SUCCESS || k.end.is_ok()) {
+            worst = code;
+        }
+    }
+    let mut skipped = 0;
+    for k in &runs {
+        let Some(dir) = &k.dir else { continue };
+        match crate::results::load_run(dir) {
+            Ok(run) => {
+                skipped += run.cells.iter().filter(|c| c.status == crate::model::CellStatus::Skipped).count();
+                println!("== kernel {} ==", k.label);
+                print!("{}", crate::report::render_run(&run, crate::report::Format::Table));
+            }
+            Err(e) => eprintln!("fsbench: cannot read back {}: {e}", dir.display()),
+        }
+        eprintln!("fsbench: kernel {}: results in {}", k.label, dir.display());
+    }
+    if crate::signals::interrupted() {
+        return Ok(exit::INTERRUPTED);
+    }
+    Ok(super::strict_policy(worst, skipped, strict))
+}
