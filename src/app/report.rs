@@ -248,7 +248,7 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
         });
         runs.push((label, run));
     }
-    if metric.is_some() && runs.iter().any(|(_, r)| r.meta.workload != "lat_fs") {
+    if metric.is_some() && runs.iter().any(|(_, r)| r.meta.workload != crate::model::WorkloadKind::LatFs) {
         return Err(InputError::anyhow("--metric with a percentile needs lat_fs runs (steps compare elapsed times)"));
     }
     let warnings = check_compatible(&runs).map_err(|e| InputError::anyhow(format!("cannot compare: {e}")))?;

@@ -313,7 +313,7 @@ pub fn check_compatible(runs: &[(String, LoadedRun)]) -> Result<Vec<String>, Com
         return Err(CompareError::ScenarioMismatch(list(&|r| r.meta.scenario_name.clone())));
     }
     if runs.iter().any(|(_, r)| r.meta.workload != r0.meta.workload) {
-        return Err(CompareError::WorkloadMismatch(list(&|r| r.meta.workload.clone())));
+        return Err(CompareError::WorkloadMismatch(list(&|r| r.meta.workload.to_string())));
     }
     let mut warnings = Vec::new();
     for (label, run) in &runs[1..] {

@@ -226,7 +226,7 @@ pub fn seed_text(runs: &[(&str, &LoadedRun)], image_prefix: Option<&str>) -> Str
 }
 
 fn is_steps(runs: &[(&str, &LoadedRun)]) -> bool {
-    runs.first().is_some_and(|(_, r)| r.meta.workload == "steps")
+    runs.first().is_some_and(|(_, r)| r.meta.workload == crate::model::WorkloadKind::Steps)
 }
 
 fn render(runs: &[(&str, &LoadedRun)], ratios: bool, warnings: &[String], format: Format) -> String {
