@@ -78,8 +78,9 @@ impl<'a> LatfsReport<'a> {
             }
         }
         if self.with_ratios {
+            // The interval is `stats::ratio_interval`'s (through `stats::relative_change`); the marks are Welch's test.
             let legend = m.literal(&format!(
-                "ratio = median / median of {reference}, [..] its 95% CI as a ratio of means (Welch); * significant (Welch's t-test on repetitions, Holm–Bonferroni-corrected per table, alpha {}), no mark: not significant, ? untestable (fewer than 2 repetitions or no spread)",
+                "ratio = median / median of {reference}, [..] the 95% CI of mean / mean of {reference} (Fieller's interval); * significant (Welch's t-test on repetitions, Holm–Bonferroni-corrected per table, alpha {}), no mark: not significant, ? untestable (fewer than 2 repetitions or no spread)",
                 compare::ALPHA
             ));
             m.paragraph(&legend);
