@@ -1,5 +1,6 @@
 //! Comparing lat_fs runs: ratios to the first label, and Welch's t-test on the
 //! repetitions (whether runs may be compared at all: `report::compatible`).
+
 use schemars::JsonSchema;
 use serde::Serialize;
 
