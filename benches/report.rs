@@ -102,7 +102,7 @@ fn main() {
         scenario_origin: "bench".into(),
         scenario_text: String::new(),
         scenario_sha256: String::new(),
-        workload: "lat_fs".into(),
+        workload: fsbench::model::WorkloadKind::LatFs,
         label: Some("BENCH".into()),
         host: HostInfo::default(),
         started: "2025-01-01T00:00:00Z".into(),

@@ -39,7 +39,7 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
 
 use crate::exit::InputError;
-use crate::model::{CellResult, CellStatus, Summary};
+use crate::model::{CellResult, CellStatus, Summary, WorkloadKind};
 use crate::results::LoadedRun;
 use crate::scenario::GateSpec;
 use crate::stats::summarize;
@@ -58,9 +58,6 @@ pub enum GateError {
         /// The metric it has.
         expected: &'static str,
     },
-    /// The workload is unknown to the gate.
-    #[error("unknown workload `{0}` in run.json")]
-    Workload(String),
 }
 
 /// The metric a gate compares; serialized as its `--metric` name.
@@ -312,11 +309,10 @@ fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
     }
 }
 
-fn metric_for(workload: &str, requested: Option<&str>) -> Result<Metric, GateError> {
+fn metric_for(workload: WorkloadKind, requested: Option<&str>) -> Result<Metric, GateError> {
     let own = match workload {
-        "lat_fs" => Metric::TotalLoops,
-        "steps" => Metric::Elapsed,
-        other => return Err(GateError::Workload(other.into())),
+        WorkloadKind::LatFs => Metric::TotalLoops,
+        WorkloadKind::Steps => Metric::Elapsed,
     };
     if own == Metric::TotalLoops
         && let Some(p) = requested.and_then(crate::monitor::latency::Percentile::parse)
@@ -325,7 +321,9 @@ fn metric_for(workload: &str, requested: Option<&str>) -> Result<Metric, GateErr
     }
     let expected = if own == Metric::TotalLoops { "total_loops, or p50, p90, p99, p99.9, max" } else { own.name() };
     match requested {
-        Some(m) if m != own.name() => Err(GateError::Metric { metric: m.into(), workload: workload.into(), expected }),
+        Some(m) if m != own.name() => {
+            Err(GateError::Metric { metric: m.into(), workload: workload.to_string(), expected })
+        }
         _ => Ok(own),
     }
 }
@@ -370,7 +368,7 @@ pub fn evaluate(baseline: &LoadedRun, candidate: &LoadedRun, opts: &GateOptions)
     let pair = vec![("baseline".to_string(), baseline.clone()), ("candidate".to_string(), candidate.clone())];
     let mut warnings = crate::report::check_compatible(&pair).map_err(|e| InputError::anyhow(e.to_string()))?;
     let metric =
-        metric_for(&baseline.meta.workload, opts.metric.as_deref()).map_err(|e| InputError::anyhow(e.to_string()))?;
+        metric_for(baseline.meta.workload, opts.metric.as_deref()).map_err(|e| InputError::anyhow(e.to_string()))?;
     let spec = match opts.threshold {
         Some(t) => GateSpec { threshold: t, per_key: Default::default() },
         None => gate_spec_of(baseline, &mut warnings),

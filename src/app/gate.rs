@@ -139,7 +139,7 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
             _ => ("baseline".to_string(), "candidate".to_string()),
         };
         let runs = vec![(bl, baseline), (cl, candidate)];
-        let page = crate::report::render_compare_html(&runs, Some(&verdicts))?;
+        let page = crate::report::Comparison::checked_by_gate(&runs).html(Some(&verdicts))?;
         write_atomic(p, page.as_bytes())?;
     }
     let inconclusive = rep.count(Verdict::Inconclusive);

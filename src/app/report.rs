@@ -7,11 +7,10 @@ use clap::{Args, ValueEnum};
 use super::output::{OUTPUT_SCHEMA_VERSION, ReportsJson, to_json};
 use crate::exit::{self, InputError};
 use crate::report::{
-    self, CompareOptions, Format, Iterations, check_compatible, render_compare_with, render_run,
-    write_compare_plot_dir, write_plot_dir,
+    self, CompareOptions, Comparison, Format, Iterations, render_run, write_compare_plot_dir, write_plot_dir,
 };
 use crate::results::find::{is_scenario_dir, list_runs};
-use crate::results::{LoadedRun, load_run, write_atomic};
+use crate::results::{load_run, write_atomic};
 
 /// Output format of reports, as the flag spells it.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
@@ -248,11 +247,12 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
         });
         runs.push((label, run));
     }
-    if metric.is_some() && runs.iter().any(|(_, r)| r.meta.workload != "lat_fs") {
+    if metric.is_some() && runs.iter().any(|(_, r)| r.meta.workload != crate::model::WorkloadKind::LatFs) {
         return Err(InputError::anyhow("--metric with a percentile needs lat_fs runs (steps compare elapsed times)"));
     }
-    let warnings = check_compatible(&runs).map_err(|e| InputError::anyhow(format!("cannot compare: {e}")))?;
-    for w in &warnings {
+    // Checked once: the text, the plots and the page are all of this comparison.
+    let cmp = Comparison::check(&runs).map_err(|e| InputError::anyhow(format!("cannot compare: {e}")))?;
+    for w in cmp.warnings() {
         eprintln!("warning: {w}");
     }
     let mut code = exit::SUCCESS;
@@ -263,19 +263,13 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
         }
     }
     let opts = CompareOptions { iterations: args.iterations, metric };
-    let text = render_compare_with(&runs, args.format.or_json(args.json).into(), &opts)
-        .map_err(|e| InputError::anyhow(format!("cannot compare: {e}")))?;
-    print!("{text}");
+    print!("{}", cmp.render(args.format.or_json(args.json).into(), &opts));
     if let Some(dir) = &args.plot {
-        let refs: Vec<(&str, &LoadedRun)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
-        let n = write_compare_plot_dir(dir, &refs, &opts)?;
+        let n = write_compare_plot_dir(dir, cmp.runs(), &opts)?;
         eprintln!("wrote {n} plots (PNG and SVG) and report.txt to {}", dir.display());
     }
     if let Some(file) = &args.html {
-        let page = report::render_compare_html(&runs, None).map_err(|e| match e {
-            report::HtmlError::Compare(e) => InputError::anyhow(format!("cannot compare: {e}")),
-            e => anyhow::Error::new(e),
-        })?;
+        let page = cmp.html(None)?;
         write_atomic(file, page.as_bytes())?;
         eprintln!("wrote {}", file.display());
     }

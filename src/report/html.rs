@@ -11,10 +11,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::markup::Markup;
-use super::{
-    LAYOUT_LEGEND, all_problems, build_groups, build_tables, is_steps, latfs_body, latfs_numbers, not_measured, plot,
-    run_list, scenario_name, steps_body, text_footer,
-};
+use super::{WorkloadReport, all_problems, not_measured, plot, run_list, scenario_name, text_footer};
 use crate::results::LoadedRun;
 
 /// Gate verdicts shown near the top of a page, already worded by the gate.
@@ -252,11 +249,12 @@ footer { color: #57606a; font-size: .85em; margin-top: 3rem; border-top: 1px sol
 }
 "#;
 
-/// The page of `runs` (ratios to the first when comparing), with `verdicts` when a gate judged them.
+/// The page of `runs` with the workload's `body` (ratios to the first when comparing), with
+/// `verdicts` when a gate judged them.
 pub(super) fn render(
     runs: &[(&str, &LoadedRun)],
-    with_ratios: bool,
     warnings: &[String],
+    body: Box<dyn WorkloadReport + '_>,
     verdicts: Option<&Verdicts>,
 ) -> Result<String, plot::PlotError> {
     let mut m = Html::default();
@@ -265,27 +263,7 @@ pub(super) fn render(
     if let Some(v) = verdicts {
         gate_section(&mut m, v);
     }
-    if is_steps(runs) {
-        let groups = build_groups(runs);
-        let figures = groups.iter().map(plot::svg_steps).collect::<Result<Vec<_>, _>>()?;
-        if with_ratios {
-            // Side by side first, over the steady iterations, as `compare` prints them; a section
-            // of its own, so the contents list it.
-            m.heading(2, "Steps side by side");
-            let labels: Vec<String> = runs.iter().map(|(l, _)| l.to_string()).collect();
-            let cmp = super::compare_steps::compare_steps(&groups, &labels, super::Iterations::Steady);
-            super::compare_steps::write_tables(&mut m, &cmp);
-        }
-        m.paragraph("Each step timed as time(1) reports it (user, system, elapsed, CPU); every iteration kept.");
-        steps_body(&mut m, &groups, &figures);
-    } else {
-        let tables = build_tables(runs);
-        let figures = tables.iter().map(plot::svg_latfs).collect::<Result<Vec<_>, _>>()?;
-        let reference = runs.first().map(|(l, _)| *l).unwrap_or("run");
-        m.paragraph(&latfs_numbers(runs, None, false));
-        m.paragraph(LAYOUT_LEGEND);
-        latfs_body(&mut m, runs, &tables, with_ratios, reference, &figures);
-    }
+    body.write_html(&mut m)?;
     let footer = text_footer(&not_measured(runs), &all_problems(runs));
     if !footer.is_empty() {
         m.heading(2, "Not measured");

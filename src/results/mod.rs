@@ -159,7 +159,7 @@ pub struct RunMeta {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archive: Option<ArchiveFacts>,
     /// `lat_fs` or `steps`.
-    pub workload: String,
+    pub workload: crate::model::WorkloadKind,
     /// `--label` (e.g. the kernel under test).
     #[serde(default)]
     pub label: Option<String>,
@@ -266,7 +266,7 @@ impl RunWriter {
             scenario_text: scenario.source.text.clone(),
             scenario_sha256: sha256_hex(scenario.source.text.as_bytes()),
             archive: archive_facts(scenario)?,
-            workload: scenario.workload.kind().to_string(),
+            workload: scenario.workload.kind(),
             label: label.map(str::to_string),
             host,
             started,
@@ -812,5 +812,18 @@ mod tests {
         let h = HostInfo::detect();
         assert!(!h.kernel_release.is_empty());
         assert!(h.cpu_count >= 1 && h.memory_bytes > 0);
+    }
+
+    #[test]
+    fn workload_kind_keeps_its_json_and_an_unknown_one_is_a_load_error() {
+        let mut m = RunMeta { workload: crate::model::WorkloadKind::Steps, ..Default::default() };
+        let text = serde_json::to_string(&m).unwrap();
+        assert!(text.contains(r#""workload":"steps""#), "{text}");
+        m.workload = crate::model::WorkloadKind::LatFs;
+        assert!(serde_json::to_string(&m).unwrap().contains(r#""workload":"lat_fs""#));
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join(RUN_FILE), text.replace(r#""workload":"steps""#, r#""workload":"fio""#)).unwrap();
+        let e = load_run(t.path()).unwrap_err().to_string();
+        assert!(e.contains("unknown variant `fio`") && e.contains("`lat_fs`"), "{e}");
     }
 }

@@ -22,7 +22,6 @@ pub(super) fn escape_text(run: &mut LoadedRun) {
         &mut m.run_id,
         &mut m.scenario_name,
         &mut m.scenario_origin,
-        &mut m.workload,
         &mut m.host.hostname,
         &mut m.host.kernel_release,
         &mut m.host.kernel_version,

@@ -247,10 +247,10 @@ pub enum Workload {
 
 impl Workload {
     /// `lat_fs` or `steps`.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::model::WorkloadKind {
         match self {
-            Workload::Latfs(_) => "lat_fs",
-            Workload::Steps(_) => "steps",
+            Workload::Latfs(_) => crate::model::WorkloadKind::LatFs,
+            Workload::Steps(_) => crate::model::WorkloadKind::Steps,
         }
     }
 }

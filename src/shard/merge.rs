@@ -386,7 +386,7 @@ mod tests {
             scenario_text: String::new(),
             scenario_sha256: sha.into(),
             archive: None,
-            workload: "steps".into(),
+            workload: crate::model::WorkloadKind::Steps,
             label: None,
             host: HostInfo { hostname: host.into(), ..Default::default() },
             started: format!("2026-01-01T00:00:0{index}Z"),

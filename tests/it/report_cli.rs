@@ -62,6 +62,9 @@ fn significant_differences_are_marked_and_noise_is_not() {
     assert!(stdout.contains("V3/BASE-ext4-M-qoff") && stdout.contains("V3/BASE-ext4-M-qon"), "{stdout}");
     // Under each ratio table: how many comparisons the correction counted.
     assert!(stdout.contains("after Holm–Bonferroni correction over the 4 comparisons in this table"), "{stdout}");
+    // The legend says which interval the brackets are (the one `stats::ratio_interval` computes).
+    let words = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("[..] the 95% CI of mean / mean of BASE (Fieller's interval)"), "{stdout}");
     assert!(plots.join("ext4-M-lat_fs_chown.png").exists());
     // The PNG decodes and has the plot's size.
     let img = image::open(plots.join("ext4-M-lat_fs_chown.png")).unwrap();
@@ -117,9 +120,13 @@ fn incompatible_runs_are_refused_with_the_reason() {
     // Only the repetitions differ: a warning, and the comparison runs.
     let fewer = latfs_scenario_text("quota-smp", "repetitions = 3\n");
     let d = five_rep_run(&tmp.path().join("d"), "V3", &fewer, |_, _| 10.0);
-    let (stdout, err) = out(&fsbench().arg("compare").arg(&a).arg(&d).assert().success());
+    let page = tmp.path().join("d.html");
+    let (stdout, err) = out(&fsbench().arg("compare").arg(&a).arg(&d).arg("--html").arg(&page).assert().success());
     assert!(err.contains("warning: scenario texts differ"), "{err}");
     assert!(stdout.contains("V3-ext4-M-qoff"));
+    // The page shows the one check's warnings, once.
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("scenario texts differ").count(), 1, "{html}");
     // Mount options differ in a cell both runs have.
     cells[0].filesystems[0].mount_options_requested.push("barrier=0".into());
     let planned = cells.iter().map(|c| c.params.clone()).collect();

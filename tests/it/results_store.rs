@@ -72,7 +72,7 @@ fn create_write_finish_load() {
     assert_eq!(run.cells.iter().map(|c| c.params.clone()).collect::<Vec<_>>(), plan);
     let m = &run.meta;
     assert_eq!(
-        (m.label.as_deref(), m.workload.as_str(), m.scenario_name.as_str()),
+        (m.label.as_deref(), m.workload.name(), m.scenario_name.as_str()),
         (Some("BASE"), "lat_fs", "quota-smp")
     );
     assert_eq!(m.scenario_sha256, fsbench::results::sha256_hex(m.scenario_text.as_bytes()));

@@ -65,7 +65,7 @@ pub fn meta(label: Option<&str>, scenario: &str, text: &str, workload: &str, pla
         scenario_origin: "scenarios/quota-smp.toml".into(),
         scenario_text: text.into(),
         scenario_sha256: sha256_hex(text.as_bytes()),
-        workload: workload.into(),
+        workload: serde_json::from_value(serde_json::Value::from(workload)).expect("`lat_fs` or `steps`"),
         label: label.map(String::from),
         host: HostInfo {
             hostname: "xeon-w5580".into(),

@@ -90,7 +90,7 @@ impl LatfsTable {
             .map(|(t, vals)| {
                 std::iter::once(t.to_string())
                     .chain(vals.iter().map(|v| {
-                        v.as_ref().map(|p| super::format::fmt4(p.summary.median)).unwrap_or_else(|| "-".into())
+                        v.as_ref().map(|p| crate::report::format::fmt4(p.summary.median)).unwrap_or_else(|| "-".into())
                     }))
                     .collect()
             })
@@ -249,7 +249,7 @@ pub fn seed_text(tables: &[LatfsTable], image_prefix: Option<&str>) -> String {
             last_section = section;
         }
         out.push_str(&format!("{}\n\n\n", t.title()));
-        out.push_str(&super::format::tab_separated(&t.header(), &t.rows()));
+        out.push_str(&crate::report::format::tab_separated(&t.header(), &t.rows()));
         if let Some(prefix) = image_prefix {
             out.push_str(&format!("\n{prefix}{}.png\n", t.file_stem()));
         }

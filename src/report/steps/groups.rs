@@ -309,7 +309,7 @@ pub fn seed_text(groups: &[StepsGroup]) -> String {
         out.push_str(&format!("{}:\n", g.config));
         if !g.copies.is_empty() {
             let line = format!("({})", copies_line(&g.copies));
-            out.push_str(&crate::text::wrap(&line, super::markup::PLAIN_WIDTH, " "));
+            out.push_str(&crate::text::wrap(&line, crate::report::markup::PLAIN_WIDTH, " "));
             out.push('\n');
         }
         for (i, it) in g.iterations.iter().enumerate() {

@@ -24,10 +24,10 @@ use std::str::FromStr;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::compare::{ALPHA, Welch, welch};
-use super::markup::Markup;
-use super::steps::StepsGroup;
+use super::StepsGroup;
 use crate::model::StepTiming;
+use crate::report::compare::{ALPHA, Welch, welch};
+use crate::report::markup::Markup;
 use crate::stats::{ratio_interval, summarize};
 
 /// Which iterations of each cell a comparison uses.
@@ -153,7 +153,7 @@ impl StepRatio {
         Some(Self { ratio, ci95, welch, significant: welch.is_some_and(|w| w.p < ALPHA) })
     }
 
-    /// `1.0213* [0.9912, 1.0514]`, `1.0213?` when untestable; marks as [`super::compare::Ratio::display`].
+    /// `1.0213* [0.9912, 1.0514]`, `1.0213?` when untestable; marks as [`crate::report::compare::Ratio::display`].
     pub fn display(&self) -> String {
         let mark = match (&self.welch, self.significant) {
             (None, _) => "?",
@@ -198,7 +198,7 @@ pub struct StepsComparison {
     pub tables: Vec<StepTable>,
 }
 
-/// Build the comparison of grouped steps cells (see [`super::steps::build_groups`]).
+/// Build the comparison of grouped steps cells (see [`super::build_groups`]).
 pub fn compare_steps(groups: &[StepsGroup], labels: &[String], choice: Iterations) -> StepsComparison {
     let mut configs: Vec<&str> = Vec::new();
     let mut steps: Vec<(usize, String)> = Vec::new();
@@ -348,7 +348,7 @@ pub fn seed_lines(groups: &[StepsGroup], choice: Iterations) -> String {
 
 /// Long-format CSV of a comparison: one record per (step, configuration, label).
 pub fn csv(cmp: &StepsComparison) -> String {
-    use super::format::{csv_num, csv_record};
+    use crate::report::format::{csv_num, csv_record};
     let head = [
         "step",
         "label_cmd",

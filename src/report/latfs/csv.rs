@@ -1,0 +1,118 @@
+//! lat_fs reports as long-format CSV: one record per measured cell, with its counters and percentiles.
+
+use super::compare;
+use super::tables::LatfsTable;
+use crate::report::format::{csv_num, csv_record, fmt4};
+use crate::report::monitors;
+use crate::results::LoadedRun;
+
+/// Long-format CSV of lat_fs tables: one record per measured cell, with its counters and percentiles.
+pub(super) fn latfs_csv(
+    runs: &[(&str, &LoadedRun)],
+    tables: &[LatfsTable],
+    reference: &str,
+    with_ratios: bool,
+) -> String {
+    let counters = monitors::latfs_counters(runs);
+    let latencies = monitors::latfs_latencies(runs);
+    let mut head: Vec<String> = [
+        "label",
+        "fs",
+        "layout",
+        "quota",
+        "test",
+        "tasks",
+        "column",
+        "n",
+        "median",
+        "mean",
+        "stddev",
+        "min",
+        "max",
+        "ci95_low",
+        "ci95_high",
+        "cv",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if with_ratios {
+        head.extend(
+            ["ratio", "p_value", "p_holm", "ratio_ci95_low", "ratio_ci95_high", "significant"].map(String::from),
+        );
+    }
+    // Monitor columns only when some cell has them: files from before the monitors keep their shape.
+    if !counters.is_empty() {
+        head.extend(["write_ios_median", "mb_written_median", "util_percent"].map(String::from));
+    }
+    if !latencies.is_empty() {
+        head.extend(["p50_us", "p90_us", "p99_us", "p99.9_us", "max_us"].map(String::from));
+    }
+    let mut out = csv_record(&head);
+    for t in tables {
+        let rt = with_ratios.then(|| compare::ratio_table(t, reference));
+        for (ri, tasks) in t.tasks.iter().enumerate() {
+            for (ci, col) in t.columns.iter().enumerate() {
+                let Some(p) = &t.values[ri][ci] else { continue };
+                let s = &p.summary;
+                let mut rec = vec![
+                    col.label.clone(),
+                    t.fs.clone(),
+                    t.layout.to_string(),
+                    col.quota.to_string(),
+                    t.test.to_string(),
+                    tasks.to_string(),
+                    col.name.clone(),
+                    s.n.to_string(),
+                    fmt4(s.median),
+                    fmt4(s.mean),
+                    fmt4(s.stddev),
+                    fmt4(s.min),
+                    fmt4(s.max),
+                    fmt4(s.ci95_low),
+                    fmt4(s.ci95_high),
+                    fmt4(s.cv),
+                ];
+                if let Some(rt) = &rt {
+                    let r = rt.for_column(ri, ci);
+                    rec.push(r.map(|r| fmt4(r.ratio)).unwrap_or_default());
+                    rec.push(csv_num(r.and_then(|r| r.welch.map(|w| w.p))));
+                    rec.push(csv_num(r.and_then(|r| r.p_adjusted)));
+                    rec.push(csv_num(r.map(|r| r.ci_low).filter(|x| x.is_finite())));
+                    rec.push(csv_num(r.map(|r| r.ci_high).filter(|x| x.is_finite())));
+                    rec.push(r.filter(|r| r.welch.is_some()).map(|r| r.significant.to_string()).unwrap_or_default());
+                }
+                let id = crate::model::CellParams {
+                    fs: t.fs.clone(),
+                    layout: t.layout,
+                    quota: col.quota,
+                    tasks: *tasks,
+                    test: Some(t.test),
+                }
+                .id();
+                match counters.iter().find(|c| c.label == col.label && c.id == id) {
+                    _ if counters.is_empty() => {}
+                    Some(c) => {
+                        let ios: Vec<f64> = c.write_ios.iter().map(|v| *v as f64).collect();
+                        rec.push(fmt4(crate::stats::summarize(&ios).median));
+                        rec.push(fmt4(crate::stats::summarize(&c.mb_written).median));
+                        rec.push(csv_num(c.util_percent));
+                    }
+                    None => rec.extend([String::new(), String::new(), String::new()]),
+                }
+                match latencies.iter().find(|c| c.label == col.label && c.id == id) {
+                    _ if latencies.is_empty() => {}
+                    Some(l) => {
+                        let d = &l.dist;
+                        for ns in [d.p50_ns, d.p90_ns, d.p99_ns, d.p999_ns, d.max_ns] {
+                            rec.push(format!("{:.3}", ns as f64 / 1e3));
+                        }
+                    }
+                    None => rec.extend((0..5).map(|_| String::new())),
+                }
+                out.push_str(&csv_record(&rec));
+            }
+        }
+    }
+    out
+}
