@@ -1,4 +1,4 @@
-//! Done-when of issue 8: a small quota scenario runs under a real Debian kernel
+//! Quota under another kernel, end to end: a small quota scenario runs under a real Debian kernel
 //! in qemu, the quota-on cells ran with quota on (read back inside the guest),
 //! and `fsbench compare` puts the host run and the guest run side by side.
 //!

@@ -61,7 +61,7 @@ fn seed_loop_keeps_every_iteration_in_time_format() {
         assert!(it[1].user_us + it[1].system_us > 0 && it[1].elapsed_us > 0);
         assert!(it[1].max_rss_kib > 0);
     }
-    // Iteration 1's rm_rf finds nothing; later ones remove what untar created (issue 14: `steady`).
+    // Iteration 1's rm_rf finds nothing; later ones remove what untar created (what `--iterations steady` relies on).
     assert_eq!(r.iterations[0][0].entries, Some(0));
     let created = r.iterations[0][1].entries.unwrap();
     assert!(created > 12, "{created}");
