@@ -5,7 +5,7 @@
 # for the qemu tests), and makes root-only tests fail instead of skip.
 #
 #   scripts/test.sh [CARGO TEST ARGS]   install what is missing (as root), then test
-#   scripts/test.sh --check             only say what is missing; install and test nothing
+#   scripts/test.sh --check             only say what is missing (exit 1 if anything is); install and test nothing
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,13 +22,22 @@ have_kernel=no
 ls target/kernels/*/boot/vmlinuz-* >/dev/null 2>&1 && have_kernel=yes
 
 if [ "${1:-}" = "--check" ]; then
+    # Exit 1 when anything the tests need is missing, so a script can act on the answer.
+    missing_any=no
     if [ ${#missing[@]} -gt 0 ]; then
         echo "test.sh: missing Debian packages: ${missing[*]}"
-    else
-        echo "test.sh: every package the tests need is installed"
+        missing_any=yes
     fi
-    [ "$have_kernel" = yes ] || echo "test.sh: missing: a Debian kernel under target/kernels/ for the qemu tests (downloaded with apt-get download, unpacked there)"
-    [ "$(id -u)" = 0 ] || echo "test.sh: not root: tests that need tmpfs, loop devices, mkfs and mount would skip"
+    if [ "$have_kernel" = no ]; then
+        echo "test.sh: missing: a Debian kernel under target/kernels/ for the qemu tests (downloaded with apt-get download, unpacked there)"
+        missing_any=yes
+    fi
+    [ "$(id -u)" = 0 ] || echo "test.sh: not root: tests that need tmpfs, loop devices, mkfs and mount would be ignored"
+    if [ "$missing_any" = yes ]; then
+        echo "test.sh: something the tests need is missing: as root, \`scripts/test.sh\` installs it"
+        exit 1
+    fi
+    echo "test.sh: everything the tests need is installed"
     exit 0
 fi
 
@@ -55,7 +64,7 @@ if [ "$(id -u)" = 0 ]; then
     # As root every real-kernel test must run: a skip is a failure.
     export FSBENCH_REQUIRE_ROOT_TESTS=1
 else
-    echo "test.sh: not root: tests that need tmpfs, loop devices, mkfs and mount will skip" >&2
+    echo "test.sh: not root: tests that need tmpfs, loop devices, mkfs and mount are ignored (counted as skipped below)" >&2
 fi
 
 # The newest kernel image under target/kernels/, for tests/it/qemu_*.rs.

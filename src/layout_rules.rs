@@ -1,4 +1,5 @@
-//! The house rules of the README's layout section, checked against the source tree.
+//! The house rules of the README's layout section, checked against the source tree, and
+//! the section itself checked against the modules.
 //!
 //! Each rule is a plain text search, so `grep` finds the same violations by hand.
 
@@ -102,9 +103,8 @@ fn no_command_calls_another() {
 fn only_the_command_layer_the_gate_and_the_merge_read_the_report() {
     // Renderers sit at the end of the data flow: measuring, storing or provisioning a cell
     // never formats one. The gate judges the report's comparison and merge renders its
-    // groups. `output.rs` holds every command's JSON document and re-exports those the
-    // report builds (`report`, `compare`, `merge`), so the schemas are generated in one place.
-    let allowed = ["src/gate.rs", "src/shard/merge.rs", "src/output.rs"];
+    // groups.
+    let allowed = ["src/gate.rs", "src/shard/merge.rs"];
     let mut bad = Vec::new();
     for (rel, text) in sources() {
         if in_app(&rel)
@@ -123,4 +123,37 @@ fn only_the_command_layer_the_gate_and_the_merge_read_the_report() {
         }
     }
     assert!(bad.is_empty(), "the report imported outside src/app/, src/report/ and {allowed:?}:\n{}", bad.join("\n"));
+}
+
+/// The code block of the README's `## Layout` section.
+fn readme_layout_block() -> String {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = readme.split("\n## Layout\n").nth(1).expect("the README has a `## Layout` section");
+    section.split("```").nth(1).expect("the Layout section has a code block").to_string()
+}
+
+#[test]
+fn the_readme_layout_names_every_module_and_only_modules() {
+    let block = readme_layout_block();
+    // A name is a segment of a line that is one lowercase word; two or more spaces separate
+    // it from its description.
+    let names: Vec<&str> = block
+        .lines()
+        .flat_map(|line| line.split("  ").map(str::trim))
+        .filter(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+        .collect();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let absent: Vec<&&str> =
+        names.iter().filter(|n| !root.join(format!("{n}.rs")).is_file() && !root.join(n).is_dir()).collect();
+    assert!(absent.is_empty(), "the README's Layout names modules src/ does not have: {absent:?}");
+    // Every module is there, as a name or as a word of another's description (`output` in
+    // the command layer's line).
+    let words: Vec<&str> = block.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).collect();
+    let lib = std::fs::read_to_string(root.join("lib.rs")).unwrap();
+    let unnamed: Vec<&str> = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("pub mod ")?.strip_suffix(';'))
+        .filter(|m| !words.contains(m))
+        .collect();
+    assert!(unnamed.is_empty(), "modules of src/lib.rs missing from the README's Layout: {unnamed:?}");
 }

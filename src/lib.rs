@@ -8,6 +8,25 @@
 //! `shard` and `bundle` carry runs to other kernels, machines and labs.
 //! `app` is the command line on top: the only module that knows the argument parser, prints command
 //! output or picks exit codes. `model`, `text`, `exit`, `signals`, `stats` and `host` (the machine around a measurement) are the ground floor.
+//!
+//! # Where to start reading
+//!
+//! - **A run**: [`runner::run`] takes a [`runner::RunRequest`] (a loaded scenario and the
+//!   options of `fsbench run`), plans the cells, provisions each one, runs its workload and
+//!   writes one result file per cell as it goes. The types it produces are in [`model`].
+//! - **A report**: [`report`] renders loaded results as tables, plots and HTML; its renderers
+//!   are pure (results in, bytes out), and `app::report` is the command that loads and prints.
+//! - **The gate**: [`gate`] turns a comparison of two runs into verdicts, with the interval
+//!   computed in [`stats`]; `app::gate` maps the verdicts to exit codes for CI.
+//!
+//! # A word used everywhere: seed
+//!
+//! "Seed 000" and "seed 002", or "the seed", are the two source documents fsbench reproduces,
+//! kept in `tests/data/`: seed 000 is a set of lmbench lat_fs tables (the lat_fs workload,
+//! [`report`]'s table layout), seed 002 an LKML post timing `rm -rf; tar zxf; sync` (the
+//! steps workload, time(1) lines). "As the seed did" means as that document did. The only
+//! other seeds are random-number seeds, always named as such: `run --order random --seed N`
+//! and the fixture generator's seed ([`fixture`]).
 
 pub mod app;
 pub mod bundle;

@@ -96,6 +96,7 @@ fn removed_task_dir_fails_with_its_task_number() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn directory_not_writable_for_the_uid_fails_with_eacces() {
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     skip_unless_root!();
@@ -112,6 +113,7 @@ fn directory_not_writable_for_the_uid_fails_with_eacces() {
 /// A tmpfs with room for 4 inodes: its root, the task directory and the two
 /// quota references. Creating the test file then fails with ENOSPC.
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn a_full_filesystem_fails_with_enospc() {
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     skip_unless_root!();

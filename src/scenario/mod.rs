@@ -255,7 +255,7 @@ impl Workload {
     }
 }
 
-/// Options of the lat_fs workload (see `shared/reference/lat_fs-semantics.md`).
+/// Options of the lat_fs workload, named after lmbench's flags (see `docs/lat_fs.md`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LatfsSpec {
     /// Each task runs as uid = gid = (task << 3) + 100 (lmbench `-U`).

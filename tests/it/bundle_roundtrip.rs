@@ -265,7 +265,7 @@ fn a_bundled_archive_cannot_write_through_its_own_symlink() {
     assert!(!lab_b.join("res").exists(), "nothing ran");
 }
 
-/// Done-when of issue 15: a real tarball with in-tree `../` links packs, verifies with
+/// The whole journey of a real tarball: one with in-tree `../` links packs, verifies with
 /// nothing refused, runs in another directory as lab 2, and `compare` and `gate` work
 /// on the pair although the archive's path differs (it is matched by sha256).
 #[test]

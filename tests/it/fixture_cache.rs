@@ -24,7 +24,8 @@ fn generated_once_and_reused() {
 }
 
 #[test]
-fn a_tampered_cached_archive_was_trusted_without_a_checksum() {
+fn a_tampered_cached_archive_is_regenerated() {
+    // It used to be trusted without a checksum.
     let d = tempfile::tempdir().unwrap();
     let src = ArchiveSource::Generate { profile: "linux-2.5.63".into(), scale: 0.01, seed: 3 };
     let a = cached_archive(&src, &d.path().join("cache")).unwrap();

@@ -141,7 +141,8 @@ fn improvement_is_reported_and_passes() {
 }
 
 #[test]
-fn gate_passed_with_cells_missing_unless_allow_missing() {
+fn gate_fails_on_a_missing_cell_unless_allow_missing() {
+    // It used to pass with cells missing.
     let d = tempfile::tempdir().unwrap();
     let (p1, p2) = (params(LatfsTest::Chown, 1), params(LatfsTest::Chown, 2));
     let b = run(d.path(), "BASE", "", &[(p1.clone(), noisy(1000.0, 0.01)), (p2.clone(), noisy(500.0, 0.01))]);

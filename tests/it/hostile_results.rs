@@ -37,7 +37,8 @@ fn finish(mut child: Child, limit: Duration) -> Option<(i32, String)> {
 }
 
 #[test]
-fn f64_max_in_a_result_file_made_report_plot_spin_forever_and_gate_say_unchanged() {
+fn f64_max_in_a_result_file_is_refused_by_report_plot_and_gate() {
+    // It used to make `report --plot` spin forever and the gate say `unchanged`.
     let tmp = tempfile::tempdir().unwrap();
     let text = latfs_scenario_text("q", "");
     let base = write_run(

@@ -45,6 +45,7 @@ fn every_test_runs_with_one_and_two_tasks() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn files_end_up_owned_by_the_task_uid() {
     skip_unless_root!();
     let spec = spec(true);
@@ -84,6 +85,7 @@ fn create_unlink_and_quota_references_leave_nothing_behind() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn a_stale_test_file_of_another_uid_does_not_break_the_run() {
     skip_unless_root!();
     let spec = spec(true);

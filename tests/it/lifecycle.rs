@@ -73,7 +73,7 @@ fn wait_for_worker(sb: &Sandbox) -> i32 {
 }
 
 #[test]
-fn sigterm_to_main_pid_alone_ran_every_repetition_and_stored_the_cell_ok() {
+fn sigterm_to_main_pid_alone_stops_the_run_and_stores_no_interrupted_cell() {
     // The bug: `kill -TERM <pid>` (workers not signalled) printed "cleaning up", ran the
     // remaining repetitions, stored the cell `ok` and exited 130 after 49 s.
     let sb = Sandbox::new("fsbench-life-");
@@ -127,7 +127,8 @@ fn sigterm_to_main_pid_alone_ran_every_repetition_and_stored_the_cell_ok() {
 }
 
 #[test]
-fn sighup_to_main_pid_alone_let_an_exec_step_run_to_its_end() {
+fn sighup_to_main_pid_alone_kills_a_running_exec_step() {
+    // It used to let the exec step run to its end.
     let sb = Sandbox::new("fsbench-life-");
     let scenario = sb.path().join("exec.toml");
     std::fs::write(
@@ -160,7 +161,8 @@ steps = [ { op = "exec", argv = ["sleep", "30"] } ]
 }
 
 #[test]
-fn sigkill_of_fsbench_left_lat_fs_workers_running() {
+fn sigkill_of_fsbench_takes_its_lat_fs_workers_with_it() {
+    // They used to be left running.
     // Workers now die with fsbench (parent-death signal), even after switching ids.
     let sb = Sandbox::new("fsbench-life-");
     let args = [
@@ -192,7 +194,8 @@ fn sigkill_of_fsbench_left_lat_fs_workers_running() {
 }
 
 #[test]
-fn off_target_archive_copy_was_left_in_the_work_root_after_every_run() {
+fn an_off_target_archive_copy_is_removed_from_the_work_root_after_the_run() {
+    // It used to be left there after every run.
     let sb = Sandbox::new("fsbench-life-");
     let out = sb
         .fsbench(&[
@@ -221,7 +224,8 @@ fn off_target_archive_copy_was_left_in_the_work_root_after_every_run() {
 }
 
 #[test]
-fn sigterm_to_main_pid_alone_let_steps_copies_run_to_their_end() {
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn sigterm_to_main_pid_alone_stops_the_copies_of_a_steps_cell() {
     // `tasks = 2` steps run as `__steps-worker` processes; a signal to fsbench alone did not
     // reach them, and fsbench waited in a blocking read until every copy had finished.
     skip_unless_root!();

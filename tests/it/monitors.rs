@@ -37,6 +37,7 @@ fn run_ok(sb: &Sandbox, args: &[&str]) {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn o_direct_writes_of_n_mib_show_at_least_n_mib_written_on_the_loop_device() {
     skip_unless_root!();
     let dir = tempfile::tempdir().unwrap();
@@ -77,6 +78,7 @@ fn o_direct_writes_of_n_mib_show_at_least_n_mib_written_on_the_loop_device() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn kernel_untar_on_ext2_records_device_and_dirty_memory_per_step_and_plots_the_timeline() {
     skip_unless_root!();
     if !have_mkfs("ext2", &test_name!()) {
@@ -138,6 +140,7 @@ fn kernel_untar_on_ext2_records_device_and_dirty_memory_per_step_and_plots_the_t
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn a_quota_smp_like_cell_records_write_ios_for_every_repetition() {
     skip_unless_root!();
     let sb = Sandbox::new("fsbench-mon-");
@@ -179,6 +182,7 @@ fn a_quota_smp_like_cell_records_write_ios_for_every_repetition() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn histogram_mode_gives_percentiles_for_all_four_tests_and_gates_on_p99() {
     // The chown loop needs CAP_CHOWN; backing `dir` needs nothing else.
     skip_unless_root!();

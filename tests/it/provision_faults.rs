@@ -19,6 +19,7 @@ fn v(s: &[&str]) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn mkfs_failure_is_reported_and_cleaned_up() {
     skip_unless_root!();
     let tmp = tempfile::tempdir().unwrap();
@@ -37,6 +38,7 @@ fn mkfs_failure_is_reported_and_cleaned_up() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn refused_mount_option_carries_the_kernel_message() {
     skip_unless_root!();
     let tmp = tempfile::tempdir().unwrap();
@@ -55,6 +57,7 @@ fn refused_mount_option_carries_the_kernel_message() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn enospc_on_a_tiny_image_then_clean_teardown() {
     skip_unless_root!();
     let tmp = tempfile::tempdir().unwrap();
@@ -80,6 +83,7 @@ fn enospc_on_a_tiny_image_then_clean_teardown() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn panic_while_provisioned_releases_everything() {
     skip_unless_root!();
     let tmp = tempfile::tempdir().unwrap();
@@ -96,6 +100,7 @@ fn panic_while_provisioned_releases_everything() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn quota_on_cells_are_skipped_with_the_kernels_reason_when_unsupported() {
     skip_unless_root!();
     let tmp = tempfile::tempdir().unwrap();
@@ -143,27 +148,30 @@ fn quota_on_cells_are_skipped_with_the_kernels_reason_when_unsupported() {
     assert_no_leaks(tmp.path());
 }
 
-/// Child side of the kill -9 test: provision, say so, sleep until killed.
-#[test]
-fn kill9_child_entry() {
-    let Ok(workdir) = std::env::var(CHILD_ENV) else { return };
+/// Child side of the kill -9 test, in a process of its own: provision, say so, sleep until
+/// killed. Not a test: the test below runs itself again with `CHILD_ENV` set to get here.
+fn kill9_child(workdir: &Path) -> ! {
     let c = TestCell::tmpfs_loop("ext4", Layout::M, 2, 32 * MIB);
-    let p = provision::provision(&c.request(Path::new(&workdir))).unwrap();
-    std::fs::write(Path::new(&workdir).join("ready"), p.cell_dir().to_string_lossy().as_bytes()).unwrap();
+    let p = provision::provision(&c.request(workdir)).unwrap();
+    std::fs::write(workdir.join("ready"), p.cell_dir().to_string_lossy().as_bytes()).unwrap();
     std::thread::sleep(Duration::from_secs(120));
     unreachable!("the parent kills us");
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn kill9_of_a_provisioned_process_then_cleanup_stale() {
+    if let Some(workdir) = std::env::var_os(CHILD_ENV) {
+        kill9_child(Path::new(&workdir));
+    }
     skip_unless_root!();
     let root = tempfile::tempdir().unwrap();
     let workdir = root.path().join("run-1");
     std::fs::create_dir(&workdir).unwrap();
-    // This test binary again, running only the child entry above.
+    // This test binary again, running only this test, which becomes the child above.
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .arg(libtest_name(module_path!(), "kill9_child_entry"))
-        .args(["--exact", "--nocapture", "--test-threads=1"])
+        .arg(libtest_name(module_path!(), "kill9_of_a_provisioned_process_then_cleanup_stale"))
+        .args(["--exact", "--include-ignored", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, &workdir)
         .spawn()
         .unwrap();

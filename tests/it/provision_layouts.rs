@@ -60,6 +60,7 @@ fn round_trip(fs: &str, layout: Layout, tasks: u32, image: u64, uids: bool) {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn ext2_and_ext4_in_m_and_s_with_1_and_8_tasks() {
     skip_unless_root!();
     for fs in ["ext2", "ext4"] {
@@ -72,6 +73,7 @@ fn ext2_and_ext4_in_m_and_s_with_1_and_8_tasks() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn xfs_and_btrfs_when_their_tools_are_installed() {
     skip_unless_root!();
     for fs in ["xfs", "btrfs"] {

@@ -154,6 +154,7 @@ fn work_root_owned_by_another_user_or_mode_0777_is_refused() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn unrelated_mount_under_the_work_root_is_untouched() {
     skip_unless_root!();
     let tmp = tempfile::Builder::new().prefix("fsbench-test-stale-").tempdir().unwrap();
@@ -202,6 +203,7 @@ fn backing_of(devices: &[String]) -> Vec<(String, Option<PathBuf>)> {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn busy_mount_at_teardown_is_detached_and_nothing_is_left() {
     skip_unless_root!();
     let tmp = tempfile::Builder::new().prefix("fsbench-test-busy-").tempdir().unwrap();
@@ -248,6 +250,7 @@ fn losetup(image: &Path) -> String {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn a_queue_setting_goes_back_only_onto_the_loop_device_of_the_cells_own_image() {
     skip_unless_root!();
     if loopdev::loop_control_available().is_err() {

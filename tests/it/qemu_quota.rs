@@ -1,4 +1,4 @@
-//! Done-when of issue 8: a small quota scenario runs under a real Debian kernel
+//! Quota under another kernel, end to end: a small quota scenario runs under a real Debian kernel
 //! in qemu, the quota-on cells ran with quota on (read back inside the guest),
 //! and `fsbench compare` puts the host run and the guest run side by side.
 //!
@@ -49,6 +49,7 @@ fn run_dir(out: &Path, label: &str) -> PathBuf {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn quota_scenario_runs_under_a_debian_kernel_and_compares_with_the_host() {
     let Some(kernel) = kernel_or_skip(&test_name!()) else { return };
     let t = tempfile::tempdir().unwrap();
@@ -120,6 +121,7 @@ fn quota_scenario_runs_under_a_debian_kernel_and_compares_with_the_host() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn a_kernel_without_init_panics_and_the_panic_reaches_the_user() {
     let Some(kernel) = kernel_or_skip(&test_name!()) else { return };
     let t = tempfile::tempdir().unwrap();

@@ -143,6 +143,7 @@ fn random_order_and_the_environment_are_recorded_in_run_json() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn tmpfs_loop_ext4_cells_run_and_leave_nothing() {
     skip_unless_root!();
     let sb = sandbox();
@@ -167,6 +168,7 @@ fn tmpfs_loop_ext4_cells_run_and_leave_nothing() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn quota_on_cells_are_skipped_with_a_reason_when_the_kernel_lacks_quota() {
     skip_unless_root!();
     let sb = sandbox();
@@ -191,6 +193,7 @@ fn quota_on_cells_are_skipped_with_a_reason_when_the_kernel_lacks_quota() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn sigint_during_provisioning_cleans_up_and_exits_130() {
     skip_unless_root!();
     let sb = sandbox();
@@ -203,6 +206,7 @@ fn sigint_during_provisioning_cleans_up_and_exits_130() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn sigint_during_workload_and_second_sigint_still_clean_up() {
     skip_unless_root!();
     let sb = sandbox();
@@ -235,6 +239,7 @@ fn sigint_during_workload_and_second_sigint_still_clean_up() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn sigkill_then_next_start_cleans_the_stale_work_directory() {
     skip_unless_root!();
     let sb = sandbox();
@@ -360,6 +365,7 @@ fn wrong_options_are_usage_errors() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn sigkill_of_a_worker_fails_its_cell_and_the_run_goes_on() {
     skip_unless_root!();
     let sb = sandbox();
@@ -405,6 +411,7 @@ fn sigkill_of_a_worker_fails_its_cell_and_the_run_goes_on() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn sighup_cleans_up_like_ctrl_c() {
     skip_unless_root!();
     let sb = sandbox();

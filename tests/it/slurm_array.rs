@@ -270,6 +270,7 @@ fn layout_of(v: &serde_json::Value) -> serde_json::Value {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn four_shard_array_merges_to_the_single_machine_run() {
     if !can_run(&test_name!()) {
         return;
@@ -380,6 +381,7 @@ fn four_shard_array_merges_to_the_single_machine_run() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn cluster_guard_leaves_nothing_running() {
     if !can_run(&test_name!()) {
         return;

@@ -21,6 +21,7 @@ fn validate_reads_the_archives_top_directory_and_refuses_a_missing_one() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn run_archive_replaces_generate_and_is_in_the_provenance() {
     skip_unless_root!();
     let sb = Sandbox::new("fsbench-archive-");

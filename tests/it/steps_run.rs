@@ -1,7 +1,7 @@
 //! The steps workload: every iteration kept, time(1)-style figures, exec CPU, cancel.
 
 use std::cell::Cell;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use fsbench::scenario::{Step, StepsSpec};
 use fsbench::workload::steps::{StepError, StepsError, StepsRun, run};
@@ -14,6 +14,23 @@ const ARCHIVE: &str = "linux-2.5.63-small.tar.gz";
 /// Where the small fixture archive is.
 fn fixtures() -> PathBuf {
     crate_root().join("fixtures")
+}
+
+/// The request of every test here unless it says otherwise: never cancelled, the archive
+/// trusted as the scenario's own fixture, this test process at the root of the run.
+fn request<'a>(spec: &'a StepsSpec, target: &'a Path, archive_dir: &'a Path) -> StepsRun<'a> {
+    StepsRun {
+        spec,
+        target,
+        archive_dir,
+        cancel: &never_cancelled,
+        trust: &Trust::Fixture,
+        run_root: std::process::id(),
+    }
+}
+
+fn never_cancelled() -> bool {
+    false
 }
 
 fn seed_loop(iterations: u32) -> StepsSpec {
@@ -38,15 +55,7 @@ fn is_time_line(s: &str) -> bool {
 fn seed_loop_keeps_every_iteration_in_time_format() {
     let d = tempfile::tempdir().unwrap();
     let spec = seed_loop(3);
-    let r = run(&StepsRun {
-        spec: &spec,
-        target: d.path(),
-        archive_dir: &fixtures(),
-        cancel: &|| false,
-        trust: &Trust::Fixture,
-        run_root: std::process::id(),
-    })
-    .unwrap();
+    let r = run(&request(&spec, d.path(), &fixtures())).unwrap();
     assert_eq!(r.iterations.len(), 3);
     for it in &r.iterations {
         let labels: Vec<&str> = it.iter().map(|t| t.label.as_str()).collect();
@@ -61,7 +70,7 @@ fn seed_loop_keeps_every_iteration_in_time_format() {
         assert!(it[1].user_us + it[1].system_us > 0 && it[1].elapsed_us > 0);
         assert!(it[1].max_rss_kib > 0);
     }
-    // Iteration 1's rm_rf finds nothing; later ones remove what untar created (issue 14: `steady`).
+    // Iteration 1's rm_rf finds nothing; later ones remove what untar created (what `--iterations steady` relies on).
     assert_eq!(r.iterations[0][0].entries, Some(0));
     let created = r.iterations[0][1].entries.unwrap();
     assert!(created > 12, "{created}");
@@ -85,15 +94,7 @@ fn exec_counts_the_childs_cpu() {
             argv: vec!["sh".into(), "-c".into(), "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done".into()],
         }],
     };
-    let r = run(&StepsRun {
-        spec: &spec,
-        target: d.path(),
-        archive_dir: d.path(),
-        cancel: &|| false,
-        trust: &Trust::Fixture,
-        run_root: std::process::id(),
-    })
-    .unwrap();
+    let r = run(&request(&spec, d.path(), d.path())).unwrap();
     let t = &r.iterations[0][0];
     assert!(t.user_us >= 50_000, "the busy loop's user time is counted: {}", t.time_format());
     assert!(
@@ -115,29 +116,14 @@ fn exec_runs_in_the_target_and_reports_failure() {
             Step::Syncfs,
         ],
     };
-    let r = run(&StepsRun {
-        spec: &spec,
-        target: d.path(),
-        archive_dir: d.path(),
-        cancel: &|| false,
-        trust: &Trust::Fixture,
-        run_root: std::process::id(),
-    })
-    .unwrap();
+    let r = run(&request(&spec, d.path(), d.path())).unwrap();
     assert_eq!(r.iterations.len(), 2);
     let spec = StepsSpec {
         disturbance: None,
         iterations: 1,
         steps: vec![Step::Sync, Step::Exec { argv: vec!["false".into()] }],
     };
-    match run(&StepsRun {
-        spec: &spec,
-        target: d.path(),
-        archive_dir: d.path(),
-        cancel: &|| false,
-        trust: &Trust::Fixture,
-        run_root: std::process::id(),
-    }) {
+    match run(&request(&spec, d.path(), d.path())) {
         Err(StepsError::Step { iteration: 1, label, source: StepError::ExecFailed { .. }, completed }) => {
             assert_eq!(label, "false");
             assert_eq!(completed.iterations[0].len(), 1, "the sync before the failure is kept");
@@ -157,15 +143,7 @@ fn cancel_stops_early_with_what_was_timed() {
         polls.set(polls.get() + 1);
         polls.get() > 310
     };
-    let e = run(&StepsRun {
-        spec: &spec,
-        target: d.path(),
-        archive_dir: &fixtures(),
-        cancel: &cancel,
-        trust: &Trust::Fixture,
-        run_root: std::process::id(),
-    })
-    .unwrap_err();
+    let e = run(&StepsRun { cancel: &cancel, ..request(&spec, d.path(), &fixtures()) }).unwrap_err();
     match e {
         StepsError::Interrupted { iteration, completed } => {
             assert_eq!(iteration, 2);
@@ -175,15 +153,7 @@ fn cancel_stops_early_with_what_was_timed() {
         other => panic!("unexpected {other:?}"),
     }
     let cancel_now = || true;
-    let e = run(&StepsRun {
-        spec: &spec,
-        target: d.path(),
-        archive_dir: &fixtures(),
-        cancel: &cancel_now,
-        trust: &Trust::Fixture,
-        run_root: std::process::id(),
-    })
-    .unwrap_err();
+    let e = run(&StepsRun { cancel: &cancel_now, ..request(&spec, d.path(), &fixtures()) }).unwrap_err();
     assert!(matches!(e, StepsError::Interrupted { iteration: 1, .. }));
 }
 
@@ -191,15 +161,7 @@ fn cancel_stops_early_with_what_was_timed() {
 fn step_paths_cannot_leave_the_target() {
     let d = tempfile::tempdir().unwrap();
     let spec = StepsSpec { disturbance: None, iterations: 1, steps: vec![Step::RmRf { path: "../x".into() }] };
-    let e = run(&StepsRun {
-        spec: &spec,
-        target: d.path(),
-        archive_dir: d.path(),
-        cancel: &|| false,
-        trust: &Trust::Fixture,
-        run_root: std::process::id(),
-    })
-    .unwrap_err();
+    let e = run(&request(&spec, d.path(), d.path())).unwrap_err();
     assert!(e.to_string().contains("not inside the filesystem under test"), "{e}");
 }
 
@@ -207,14 +169,7 @@ fn step_paths_cannot_leave_the_target() {
 fn drop_caches_needs_root() {
     let d = tempfile::tempdir().unwrap();
     let spec = StepsSpec { disturbance: None, iterations: 1, steps: vec![Step::DropCaches] };
-    let r = run(&StepsRun {
-        spec: &spec,
-        target: d.path(),
-        archive_dir: d.path(),
-        cancel: &|| false,
-        trust: &Trust::Fixture,
-        run_root: std::process::id(),
-    });
+    let r = run(&request(&spec, d.path(), d.path()));
     if is_root() {
         assert_eq!(r.unwrap().iterations[0][0].label, "drop_caches");
     } else {
@@ -233,29 +188,13 @@ fn step_paths_do_not_pass_through_symlinks() {
     std::os::unix::fs::symlink(outside.path(), d.path().join("link")).unwrap();
     for step in [Step::RmRf { path: "link/victim".into() }, Step::Mkdir { path: "link/new".into() }] {
         let spec = StepsSpec { disturbance: None, iterations: 1, steps: vec![step] };
-        let e = run(&StepsRun {
-            spec: &spec,
-            target: d.path(),
-            archive_dir: d.path(),
-            cancel: &|| false,
-            trust: &Trust::Fixture,
-            run_root: std::process::id(),
-        })
-        .unwrap_err();
+        let e = run(&request(&spec, d.path(), d.path())).unwrap_err();
         assert!(e.to_string().contains("passes through the symlink"), "{e}");
     }
     assert_eq!(std::fs::read(outside.path().join("victim")).unwrap(), b"keep me");
     assert!(!outside.path().join("new").exists());
     // The link itself may be removed: rm_rf does not follow it.
     let spec = StepsSpec { disturbance: None, iterations: 1, steps: vec![Step::RmRf { path: "link".into() }] };
-    run(&StepsRun {
-        spec: &spec,
-        target: d.path(),
-        archive_dir: d.path(),
-        cancel: &|| false,
-        trust: &Trust::Fixture,
-        run_root: std::process::id(),
-    })
-    .unwrap();
+    run(&request(&spec, d.path(), d.path())).unwrap();
     assert!(outside.path().join("victim").exists());
 }

@@ -6,6 +6,7 @@ use crate::support::sandbox::Sandbox;
 use crate::support::small_fixture;
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn two_tasks_run_two_concurrent_untar_loops() {
     skip_unless_root!();
     let sb = Sandbox::new("fsbench-steps-tasks-");
@@ -81,6 +82,7 @@ fn two_tasks_run_two_concurrent_untar_loops() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn the_copies_of_a_cell_are_each_others_own_cpu_not_a_disturbance() {
     skip_unless_root!();
     let sb = Sandbox::new("fsbench-steps-tasks-own-");

@@ -35,6 +35,7 @@ steps = [
 "#;
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn a_variant_axis_runs_with_its_own_mount_options_and_compares() {
     skip_unless_root!();
     let sb = Sandbox::new("fsbench-variants-");
@@ -90,6 +91,7 @@ fn a_variant_axis_runs_with_its_own_mount_options_and_compares() {
 }
 
 #[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn a_scheduler_the_kernel_lacks_skips_the_cell_with_its_answer() {
     skip_unless_root!();
     let sb = Sandbox::new("fsbench-variants-");

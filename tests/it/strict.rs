@@ -3,7 +3,8 @@
 use crate::support::fsbench;
 
 #[test]
-fn a_typod_filesystem_name_validated_ran_and_exited_0_with_its_cells_skipped() {
+fn validate_warns_of_a_typod_filesystem_name_with_a_suggestion() {
+    // A typo'd name used to validate silently, run, and exit 0 with its cells skipped.
     let d = tempfile::tempdir().unwrap();
     let f = d.path().join("typo.toml");
     std::fs::write(
