@@ -1,32 +1,28 @@
 //! Student's t distribution, the one distribution the statistics need: its 97.5%
 //! quantile (95% intervals) and its two-sided tail probability (p-values).
 //!
-//! The tail probability comes from `statrs` (the regularized incomplete beta)
-//! rather than from a hand-written continued fraction.
+//! Both come from `statrs` (regularized incomplete beta and its inverse) rather
+//! than from a table or a hand-written series: fractional degrees of freedom
+//! (Welch–Satterthwaite gives them) are exact instead of interpolated.
 
-use statrs::distribution::{ContinuousCDF, StudentsT};
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
-/// Two-sided 97.5% quantile of Student's t distribution for `df` degrees of freedom.
+/// 97.5% quantile of Student's t distribution with `df` degrees of freedom (fractional
+/// allowed): the critical value of a two-sided 95% interval or test.
 ///
-/// Exact table values up to 30, then the normal approximation with a
-/// Cornish-Fisher correction (error below 1e-3 for df > 30).
+/// Infinite (an interval that bounds nothing) when `df` is NaN or not positive; the
+/// standard normal's quantile when `df` is infinite.
 pub fn t_quantile_975(df: f64) -> f64 {
-    const TABLE: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-    ];
-    if df.is_nan() || df < 1.0 {
+    if df.is_nan() || df <= 0.0 {
         return f64::INFINITY;
     }
-    if df <= 30.0 {
-        // Linear interpolation between integer degrees of freedom (Welch gives fractions).
-        let lo = df.floor() as usize;
-        let hi = df.ceil() as usize;
-        let (a, b) = (TABLE[lo - 1], TABLE[hi.min(30) - 1]);
-        return a + (b - a) * (df - lo as f64);
+    if df.is_infinite() {
+        return Normal::standard().inverse_cdf(0.975);
     }
-    let z: f64 = 1.959_964;
-    z + (z.powi(3) + z) / (4.0 * df) + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * df * df)
+    match StudentsT::new(0.0, 1.0, df) {
+        Ok(t) => t.inverse_cdf(0.975),
+        Err(_) => f64::INFINITY,
+    }
 }
 
 /// Two-sided p-value of a t statistic with `df` degrees of freedom: `P(|T| ≥ |t|)`,
@@ -48,11 +44,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn t_quantile_matches_tables() {
-        assert_eq!(t_quantile_975(1.0), 12.706);
-        assert!((t_quantile_975(40.0) - 2.021).abs() < 2e-3);
-        assert!((t_quantile_975(120.0) - 1.980).abs() < 2e-3);
-        assert!((t_quantile_975(4.5) - (2.776 + 2.571) / 2.0).abs() < 1e-9);
+    fn t_quantiles_match_published_tables() {
+        // Two-sided 95% critical values as every t table prints them (3 decimals).
+        let table = [(1.0, 12.706), (2.0, 4.303), (5.0, 2.571), (10.0, 2.228), (30.0, 2.042), (120.0, 1.980)];
+        for (df, want) in table {
+            let q = t_quantile_975(df);
+            assert!((q - want).abs() < 5e-4, "df {df}: {q} vs {want}");
+        }
+        assert!((t_quantile_975(f64::INFINITY) - 1.959_963_984_540_054).abs() < 1e-9);
+        // Closed forms: df 1 is Cauchy, tan(0.475 π); df 2 is (2p - 1) / sqrt(2 p (1 - p)).
+        assert!((t_quantile_975(1.0) - (0.475 * std::f64::consts::PI).tan()).abs() < 1e-9);
+        assert!((t_quantile_975(2.0) - 0.95 / (2.0f64 * 0.975 * 0.025).sqrt()).abs() < 1e-9);
+        // Fractional degrees of freedom lie between their neighbours, nearer the larger df
+        // than a straight line would put them (the quantile is convex in df).
+        let q = t_quantile_975(1.5);
+        assert!(q < (t_quantile_975(1.0) + t_quantile_975(2.0)) / 2.0 && q > t_quantile_975(2.0), "{q}");
+        assert_eq!(t_quantile_975(0.0), f64::INFINITY);
+        assert_eq!(t_quantile_975(f64::NAN), f64::INFINITY);
     }
 
     #[test]
@@ -63,10 +71,10 @@ mod tests {
             assert!((student_t_two_sided_p(t, 1.0) - cauchy).abs() < 1e-12, "t {t}");
             assert!((student_t_two_sided_p(-t, 2.0) - (1.0 - t / (2.0 + t * t).sqrt())).abs() < 1e-12, "t {t}");
         }
-        // At the tabulated 97.5% quantile the two-sided p is 0.05.
-        for df in [1.0, 2.0, 4.0, 10.0, 30.0] {
+        // At the 97.5% quantile the two-sided p is 0.05, for whole and fractional df.
+        for df in [1.0, 2.0, 2.5, 4.0, 10.0, 30.0, 200.0] {
             let p = student_t_two_sided_p(t_quantile_975(df), df);
-            assert!((p - 0.05).abs() < 5e-4, "df {df}: p {p}");
+            assert!((p - 0.05).abs() < 1e-9, "df {df}: p {p}");
         }
         assert_eq!(student_t_two_sided_p(f64::INFINITY, 3.0), 0.0);
         assert!(student_t_two_sided_p(1.0, 0.0).is_nan());

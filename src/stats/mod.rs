@@ -2,8 +2,8 @@
 //! the mean ([`summarize`]), the interval of a comparison ([`ratio_interval`],
 //! [`relative_change`]), Welch's t-test ([`welch`]), the Holm–Bonferroni correction
 //! ([`holm_adjust`]) and the adaptive-repetition stop rule ([`adaptive_stop`]).
-//! Student's t quantiles come from a table ([`t_quantile_975`]), its tail
-//! probabilities from the `statrs` crate ([`student_t_two_sided_p`]).
+//! Student's t distribution comes from the `statrs` crate ([`t_quantile_975`],
+//! [`student_t_two_sided_p`]).
 //!
 //! # The interval of a comparison
 //!
