@@ -20,15 +20,15 @@
 //!   `(c̄ - ρ b̄)² ≤ t² (s_c²/n_c + ρ² s_b²/n_b)`, t being Student's 97.5% quantile at
 //!   the Welch–Satterthwaite degrees of freedom of `c - ρ̂ b`. It carries the
 //!   baseline's own noise, so it is not symmetric around the ratio.
-//! - **Unbounded** (`-inf`/`inf`, `null` in JSON, printed as no interval) when a side
-//!   has fewer than two samples, or when the baseline mean is within noise of zero
-//!   (`b̄² ≤ t² s_b²/n_b`). With no spread on either side it is the point itself. A
+//! - **Unbounded** (`-inf`/`inf`: `null` in JSON, `[-inf, +inf]` in the gate's table,
+//!   no interval in `compare`'s) when a side has fewer than two samples, or when the
+//!   baseline mean is within noise of zero (`b̄² ≤ t² s_b²/n_b`). With no spread on either side it is the point itself. A
 //!   baseline mean of exactly zero has no relative change: zero on both sides is no
 //!   change, anything else is unbounded.
 //! - **Use**: the gate's verdict (`Verdict::decide` in `gate`) with threshold `T` is
 //!   regressed or improved only when the whole interval of the change lies beyond `T`
 //!   on that side, unchanged only when it lies within `[-T, T]`, and inconclusive
-//!   otherwise, so an unbounded interval is never a verdict. `compare` prints it as
+//!   otherwise, so an unbounded interval is always inconclusive. `compare` prints it as
 //!   `[low, high]` after each ratio; its significance marks come from Welch's t-test
 //!   on the same samples, not from this interval (Holm–Bonferroni-corrected per
 //!   lat_fs table).
