@@ -3,10 +3,10 @@
 //!
 //! Numbers: elapsed seconds of the step, mean ± sample standard deviation over
 //! the chosen iterations of each cell ([`Iterations`]). Ratio: mean(label) /
-//! mean(reference) with a 95% interval from Welch's t interval of the
-//! difference of means divided by the reference mean (the gate's interval,
-//! shifted by 1), and Welch's test for significance at [`super::compare::ALPHA`],
-//! marked like lat_fs ratios (`*` significant, no mark not, `?` untestable).
+//! mean(reference) with Fieller's 95% interval of that ratio (the interval rule
+//! of [`crate::stats`], the gate's interval shifted by 1), and Welch's t-test for
+//! significance at [`super::compare::ALPHA`], without a correction for multiple
+//! comparisons, marked like lat_fs ratios (`*` significant, no mark not, `?` untestable).
 //!
 //! Iteration choice (`--iterations`):
 //! - `steady` (default): every iteration whose `rm_rf` step removed something,
@@ -26,9 +26,9 @@ use serde::Serialize;
 
 use super::StepsGroup;
 use crate::model::StepTiming;
-use crate::report::compare::{ALPHA, Welch, welch};
+use crate::report::compare::ALPHA;
 use crate::report::markup::Markup;
-use crate::stats::{ratio_interval, summarize};
+use crate::stats::{Welch, ratio_interval, summarize, welch};
 
 /// Which iterations of each cell a comparison uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, JsonSchema)]

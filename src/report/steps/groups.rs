@@ -181,8 +181,8 @@ pub fn flag_steps(iterations: &[Vec<StepTiming>]) -> Vec<StepFlag> {
         let (mut shift_at, mut outliers) = (None, Vec::new());
         if ratio > FLAG_MIN_RATIO {
             shift_at = shift_point(&ef);
-            let m = median(&ef);
-            let mad = 1.4826 * median(&ef.iter().map(|v| (v - m).abs()).collect::<Vec<_>>());
+            let m = crate::stats::median(&ef);
+            let mad = 1.4826 * crate::stats::median(&ef.iter().map(|v| (v - m).abs()).collect::<Vec<_>>());
             outliers = (0..ef.len()).filter(|i| (ef[*i] - m).abs() > FLAG_MADS * mad).map(|i| i + 1).collect();
         }
         let trend = trend(&ef);
@@ -235,19 +235,6 @@ fn shift_point(e: &[f64]) -> Option<usize> {
 /// `  [disturbed: other processes used 0.62 CPU; left out of statistics]`, after a seed line.
 pub fn disturbed_note(d: &crate::model::Disturbance) -> String {
     format!("  [disturbed: other processes and steal used {:.2} CPU; left out of statistics]", d.share)
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    let n = s.len();
-    if n == 0 {
-        0.0
-    } else if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    }
 }
 
 /// Group the steps cells of labelled runs, in run then plan order.

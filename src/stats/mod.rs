@@ -1,0 +1,46 @@
+//! Statistics over repetitions, all of them: summaries with Student's t intervals of
+//! the mean ([`summarize`]), the interval of a comparison ([`ratio_interval`],
+//! [`relative_change`]), Welch's t-test ([`welch`]), the Holm–Bonferroni correction
+//! ([`holm_adjust`]) and the adaptive-repetition stop rule ([`adaptive_stop`]).
+//! Student's t distribution comes from the `statrs` crate ([`t_quantile_975`],
+//! [`student_t_two_sided_p`]).
+//!
+//! # The interval of a comparison
+//!
+//! The gate's verdicts and `compare`'s ratio tables (lat_fs and steps) show one
+//! interval, computed here and nowhere else:
+//!
+//! - **Statistic**: the ratio of the means of the two sides' samples (repetitions of a
+//!   lat_fs cell, iterations of a step), `mean(candidate) / mean(baseline)`; in
+//!   `compare` the first label is the baseline. The gate states it as the relative
+//!   change, the ratio less 1 ([`relative_change`]). It is a ratio of *means*, also
+//!   where `compare` prints a ratio of medians beside it (lat_fs tables).
+//! - **Interval**: Fieller's 95% confidence interval of that ratio for independent
+//!   samples with unequal variances ([`ratio_interval`]): every ρ with
+//!   `(c̄ - ρ b̄)² ≤ t² (s_c²/n_c + ρ² s_b²/n_b)`, t being Student's 97.5% quantile at
+//!   the Welch–Satterthwaite degrees of freedom of `c - ρ̂ b`. It carries the
+//!   baseline's own noise, so it is not symmetric around the ratio.
+//! - **Unbounded** (`-inf`/`inf`: `null` in JSON, `[-inf, +inf]` in the gate's table,
+//!   no interval in `compare`'s) when a side has fewer than two samples, or when the
+//!   baseline mean is within noise of zero (`b̄² ≤ t² s_b²/n_b`). With no spread on either side it is the point itself. A
+//!   baseline mean of exactly zero has no relative change: zero on both sides is no
+//!   change, anything else is unbounded.
+//! - **Use**: the gate's verdict (`Verdict::decide` in `gate`) with threshold `T` is
+//!   regressed or improved only when the whole interval of the change lies beyond `T`
+//!   on that side, unchanged only when it lies within `[-T, T]`, and inconclusive
+//!   otherwise, so an unbounded interval is always inconclusive. `compare` prints it as
+//!   `[low, high]` after each ratio; its significance marks come from Welch's t-test
+//!   on the same samples, not from this interval (Holm–Bonferroni-corrected per
+//!   lat_fs table).
+
+mod adaptive_stop;
+mod distributions;
+mod ratio;
+mod significance;
+mod summary;
+
+pub use adaptive_stop::adaptive_stop;
+pub use distributions::{student_t_two_sided_p, t_quantile_975};
+pub use ratio::{Change, ratio_interval, relative_change};
+pub use significance::{Welch, holm_adjust, welch};
+pub use summary::{median, relative_half_width, summarize};
