@@ -639,7 +639,7 @@ fn run_steps(
         None => None,
     };
     let cancel = || interrupted();
-    let trust = if from_bundle { Trust::Untrusted(UnpackLimits::default()) } else { Trust::Fixture };
+    let trust = if from_bundle { Trust::Untrusted(UnpackLimits::default()) } else { Trust::Own };
     let run = steps::StepsRun {
         spec,
         target,

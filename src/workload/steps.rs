@@ -32,7 +32,7 @@ pub struct StepsRun<'a> {
     pub archive_dir: &'a Path,
     /// Polled between steps and inside rm_rf/untar loops; `true` stops with [`StepsError::Interrupted`].
     pub cancel: &'a dyn Fn() -> bool,
-    /// How far the archive is trusted: [`Trust::Fixture`] for a scenario's own archive
+    /// How far the archive is trusted: [`Trust::Own`] for a scenario's own archive
     /// (GNU tar's exact system calls), [`Trust::Untrusted`] for one that came in a bundle.
     pub trust: &'a Trust,
     /// The process at the root of the run (the fsbench that runs the cell): it and

@@ -43,7 +43,7 @@ fn seed_loop_keeps_every_iteration_in_time_format() {
         target: d.path(),
         archive_dir: &fixtures(),
         cancel: &|| false,
-        trust: &Trust::Fixture,
+        trust: &Trust::Own,
         run_root: std::process::id(),
     })
     .unwrap();
@@ -90,7 +90,7 @@ fn exec_counts_the_childs_cpu() {
         target: d.path(),
         archive_dir: d.path(),
         cancel: &|| false,
-        trust: &Trust::Fixture,
+        trust: &Trust::Own,
         run_root: std::process::id(),
     })
     .unwrap();
@@ -120,7 +120,7 @@ fn exec_runs_in_the_target_and_reports_failure() {
         target: d.path(),
         archive_dir: d.path(),
         cancel: &|| false,
-        trust: &Trust::Fixture,
+        trust: &Trust::Own,
         run_root: std::process::id(),
     })
     .unwrap();
@@ -135,7 +135,7 @@ fn exec_runs_in_the_target_and_reports_failure() {
         target: d.path(),
         archive_dir: d.path(),
         cancel: &|| false,
-        trust: &Trust::Fixture,
+        trust: &Trust::Own,
         run_root: std::process::id(),
     }) {
         Err(StepsError::Step { iteration: 1, label, source: StepError::ExecFailed { .. }, completed }) => {
@@ -162,7 +162,7 @@ fn cancel_stops_early_with_what_was_timed() {
         target: d.path(),
         archive_dir: &fixtures(),
         cancel: &cancel,
-        trust: &Trust::Fixture,
+        trust: &Trust::Own,
         run_root: std::process::id(),
     })
     .unwrap_err();
@@ -180,7 +180,7 @@ fn cancel_stops_early_with_what_was_timed() {
         target: d.path(),
         archive_dir: &fixtures(),
         cancel: &cancel_now,
-        trust: &Trust::Fixture,
+        trust: &Trust::Own,
         run_root: std::process::id(),
     })
     .unwrap_err();
@@ -196,7 +196,7 @@ fn step_paths_cannot_leave_the_target() {
         target: d.path(),
         archive_dir: d.path(),
         cancel: &|| false,
-        trust: &Trust::Fixture,
+        trust: &Trust::Own,
         run_root: std::process::id(),
     })
     .unwrap_err();
@@ -212,7 +212,7 @@ fn drop_caches_needs_root() {
         target: d.path(),
         archive_dir: d.path(),
         cancel: &|| false,
-        trust: &Trust::Fixture,
+        trust: &Trust::Own,
         run_root: std::process::id(),
     });
     if is_root() {
@@ -238,7 +238,7 @@ fn step_paths_do_not_pass_through_symlinks() {
             target: d.path(),
             archive_dir: d.path(),
             cancel: &|| false,
-            trust: &Trust::Fixture,
+            trust: &Trust::Own,
             run_root: std::process::id(),
         })
         .unwrap_err();
@@ -253,7 +253,7 @@ fn step_paths_do_not_pass_through_symlinks() {
         target: d.path(),
         archive_dir: d.path(),
         cancel: &|| false,
-        trust: &Trust::Fixture,
+        trust: &Trust::Own,
         run_root: std::process::id(),
     })
     .unwrap();

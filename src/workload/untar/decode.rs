@@ -26,7 +26,7 @@ pub(super) fn spawn_decoder(
     // A gzip bomb is stopped at the source: the decoder refuses to produce
     // more than the caps allow (contents + one header block pair per entry).
     let decompressed_cap = match trust {
-        Trust::Fixture => u64::MAX,
+        Trust::Own => u64::MAX,
         Trust::Untrusted(l) => l.max_bytes.saturating_add(l.max_entries.saturating_mul(2048)).saturating_add(1 << 20),
     };
     let (full_tx, full_rx) = sync_channel::<io::Result<Vec<u8>>>(CHUNKS_IN_FLIGHT);

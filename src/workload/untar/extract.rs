@@ -56,7 +56,7 @@ impl<'a, 'f> Extractor<'a, 'f> {
             libc::umask(m);
             m as u32
         };
-        let root = matches!(trust, Trust::Fixture) && unsafe { libc::geteuid() } == 0;
+        let root = matches!(trust, Trust::Own) && unsafe { libc::geteuid() } == 0;
         Extractor {
             dest,
             admit: None,
@@ -76,7 +76,7 @@ impl<'a, 'f> Extractor<'a, 'f> {
 
     pub(super) fn limits(&self) -> Option<&'a UnpackLimits> {
         match self.trust {
-            Trust::Fixture => None,
+            Trust::Own => None,
             Trust::Untrusted(l) => Some(l),
         }
     }

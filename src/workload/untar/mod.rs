@@ -9,7 +9,7 @@
 //!
 //! Two trust levels share the code path ([`extract`] judges each entry, [`write`]
 //! makes it):
-//! - [`Trust::Fixture`]: the user's own archive (the one a scenario generates, or a
+//! - [`Trust::Own`]: the user's own archive (the one a scenario generates, or a
 //!   real one it names by `path`), extracted as a benchmark of the filesystem:
 //!   `openat(AT_FDCWD-like dirfd, path, O_CREAT|O_EXCL)`, `write`, `futimens`,
 //!   `fchown` (root), `fchmod`, `close` per file, directory attributes set after
@@ -48,10 +48,19 @@ use extract::Extractor;
 /// How far an archive is trusted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Trust {
-    /// A scenario fixture: the fast path, extraction is the benchmark.
-    Fixture,
+    /// The user's own archive: the one a scenario generates, or a real one it
+    /// names by `path` on this host. The fast path: extraction is the benchmark.
+    Own,
     /// An archive from elsewhere (a shared bundle): checked entry by entry.
     Untrusted(UnpackLimits),
+}
+
+impl Trust {
+    /// The former name of [`Trust::Own`] (it covered a user's real archive as
+    /// well as a generated fixture), kept so that code written against it compiles.
+    #[doc(hidden)]
+    #[allow(non_upper_case_globals)]
+    pub const Fixture: Trust = Trust::Own;
 }
 
 /// Caps applied to untrusted archives.

@@ -24,7 +24,7 @@ impl Extractor<'_, '_> {
     fn open_rel(&self, rel: &CStr, flags: i32, mode: u32) -> io::Result<OwnedFd> {
         let fd = match self.trust {
             // SAFETY: valid fd and NUL-terminated path.
-            Trust::Fixture => unsafe {
+            Trust::Own => unsafe {
                 libc::openat(self.dest_fd.as_raw_fd(), rel.as_ptr(), flags | libc::O_CLOEXEC, mode)
             },
             Trust::Untrusted(l) => return beneath::open_beneath(&self.dest_fd, rel, flags, mode, l.resolver),
@@ -41,7 +41,7 @@ impl Extractor<'_, '_> {
     /// (as GNU tar uses AT_FDCWD); untrusted archives resolve the parent beneath the root.
     fn parent_of(&self, rel: &CStr) -> io::Result<(Option<OwnedFd>, CString)> {
         match self.trust {
-            Trust::Fixture => Ok((None, rel.to_owned())),
+            Trust::Own => Ok((None, rel.to_owned())),
             Trust::Untrusted(l) => beneath::parent_beneath(&self.dest_fd, rel, l.resolver),
         }
     }
@@ -251,7 +251,7 @@ impl Extractor<'_, '_> {
         for d in delayed.iter().rev() {
             let times = mtime_times(d.mtime);
             match self.trust {
-                Trust::Fixture => {
+                Trust::Own => {
                     let dfd = self.dest_fd.as_raw_fd();
                     // SAFETY: valid fd, path and times.
                     check(unsafe { libc::utimensat(dfd, d.rel.as_ptr(), times.as_ptr(), libc::AT_SYMLINK_NOFOLLOW) })
