@@ -7,8 +7,8 @@
 //! `runner` drives one run through these stages from a plain `RunRequest`; `qemu`,
 //! `shard` and `bundle` carry runs to other kernels, machines and labs.
 //! `app` is the command line on top: the only module that knows the argument parser, prints command
-//! output or picks exit codes. `model`, `text`, `exit`, `signals`, `stats`, `host` (the machine around a measurement) and `beneath`
-//! (opening beneath a directory without following links) are the ground floor.
+//! output or picks exit codes. `model`, `text`, `exit`, `signals`, `stats`, `host` (the machine around
+//! a measurement) and `beneath` (opening beneath a directory without following links) are the ground floor.
 
 pub mod app;
 pub mod beneath;
