@@ -11,7 +11,7 @@ fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
         Some("untar") if args.len() == 4 => {
-            let s = untar::unpack_tar_gz(Path::new(&args[2]), Path::new(&args[3]), &untar::Trust::Fixture)?;
+            let s = untar::unpack_tar_gz(Path::new(&args[2]), Path::new(&args[3]), &untar::Trust::Own)?;
             eprintln!("{} files, {} dirs, {} bytes", s.files, s.dirs, s.bytes);
         }
         Some("rm_rf") if args.len() == 3 => {

@@ -7,7 +7,8 @@
 //! `runner` drives one run through these stages from a plain `RunRequest`; `qemu`,
 //! `shard` and `bundle` carry runs to other kernels, machines and labs.
 //! `app` is the command line on top: the only module that knows the argument parser, prints command
-//! output or picks exit codes. `model`, `text`, `exit`, `signals`, `stats` and `host` (the machine around a measurement) are the ground floor.
+//! output or picks exit codes. `model`, `text`, `exit`, `signals`, `stats`, `host` (the machine around
+//! a measurement) and `beneath` (opening beneath a directory without following links) are the ground floor.
 //!
 //! # Where to start reading
 //!
@@ -29,6 +30,7 @@
 //! and the fixture generator's seed ([`fixture`]).
 
 pub mod app;
+pub mod beneath;
 pub mod bundle;
 pub mod exit;
 pub mod fixture;

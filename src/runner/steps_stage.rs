@@ -60,7 +60,7 @@ pub(super) fn run_steps(
         None => None,
     };
     let cancel = || interrupted();
-    let trust = if from_bundle { Trust::Untrusted(UnpackLimits::default()) } else { Trust::Fixture };
+    let trust = if from_bundle { Trust::Untrusted(UnpackLimits::default()) } else { Trust::Own };
     let run = steps::StepsRun {
         spec,
         target,

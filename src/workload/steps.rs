@@ -15,6 +15,7 @@ use std::path::{Component, Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use crate::beneath::{self, Resolver};
 use crate::model::{StepTiming, StepsResult};
 use crate::monitor::{Sampler, Watch};
 use crate::scenario::{Step, StepsSpec};
@@ -31,7 +32,7 @@ pub struct StepsRun<'a> {
     pub archive_dir: &'a Path,
     /// Polled between steps and inside rm_rf/untar loops; `true` stops with [`StepsError::Interrupted`].
     pub cancel: &'a dyn Fn() -> bool,
-    /// How far the archive is trusted: [`Trust::Fixture`] for a scenario's own archive
+    /// How far the archive is trusted: [`Trust::Own`] for a scenario's own archive
     /// (GNU tar's exact system calls), [`Trust::Untrusted`] for one that came in a bundle.
     pub trust: &'a Trust,
     /// The process at the root of the run (the fsbench that runs the cell): it and
@@ -394,33 +395,22 @@ pub fn rm_rf(path: &Path, cancel: &dyn Fn() -> bool) -> Result<RmStats, RmError>
     Ok(stats)
 }
 
-/// The target directory and the parent of `rel` beneath it, opened without following
-/// any link (a tree made by an archive may have planted one), and the last name.
+/// The parent of `rel` beneath the target directory, opened without following any
+/// link (a tree made by an archive may have planted one), and the last name.
 fn parent_beneath(target: &Path, rel: &str) -> io::Result<(std::os::fd::OwnedFd, CString)> {
-    use std::os::fd::FromRawFd;
+    let Some(rel) = plain_rel(rel)? else { return Err(io::Error::from_raw_os_error(libc::EINVAL)) };
+    let root = beneath::open_dir(target)?;
+    let (parent, name) = beneath::parent_beneath(&root, &rel, Resolver::Auto)?;
+    Ok((parent.unwrap_or(root), name))
+}
+
+/// `rel` without empty and `.` components, as a C string; `None` when nothing is left.
+fn plain_rel(rel: &str) -> io::Result<Option<CString>> {
     let comps: Vec<&str> = rel.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
-    let Some((last, dirs)) = comps.split_last() else { return Err(io::Error::from_raw_os_error(libc::EINVAL)) };
-    let c = CString::new(target.as_os_str().as_bytes()).map_err(|_| io::Error::other("NUL byte in path"))?;
-    // SAFETY: valid C string.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
+    if comps.is_empty() {
+        return Ok(None);
     }
-    // SAFETY: fresh fd.
-    let root = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
-    let name = CString::new(*last).map_err(|_| io::Error::other("NUL byte in path"))?;
-    if dirs.is_empty() {
-        return Ok((root, name));
-    }
-    let parent = CString::new(dirs.join("/")).map_err(|_| io::Error::other("NUL byte in path"))?;
-    let fd = crate::workload::untar::open_beneath(
-        root.as_raw_fd(),
-        &parent,
-        libc::O_RDONLY | libc::O_DIRECTORY,
-        0,
-        crate::workload::untar::Resolver::Auto,
-    )?;
-    Ok((fd, name))
+    CString::new(comps.join("/")).map(Some).map_err(|_| io::Error::other("NUL byte in path"))
 }
 
 /// [`rm_rf`] of `rel` inside `target`, every call relative to a directory fd resolved
@@ -463,21 +453,11 @@ pub fn rm_rf_beneath(target: &Path, rel: &str, cancel: &dyn Fn() -> bool) -> Res
     Ok(stats)
 }
 
-/// `mkdir -p rel` inside `target`, one `mkdirat` per component relative to the
-/// previous directory's fd, never following a link.
+/// `mkdir -p rel` inside `target`, one `mkdirat` per component from a parent
+/// resolved beneath `target`, never following a link.
 fn mkdir_beneath(target: &Path, rel: &str) -> io::Result<()> {
-    let comps: Vec<&str> = rel.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
-    for i in 0..comps.len() {
-        let (dir, name) = parent_beneath(target, &comps[..=i].join("/"))?;
-        // SAFETY: valid fd and name.
-        if unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o777) } < 0 {
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EEXIST) {
-                return Err(e);
-            }
-        }
-    }
-    Ok(())
+    let Some(rel) = plain_rel(rel)? else { return Ok(()) };
+    beneath::mkdir_all_beneath(beneath::open_dir(target)?, &rel, 0o777, Resolver::Auto)
 }
 
 /// Remove everything inside the directory open as `fd` (consumed).

@@ -274,7 +274,7 @@ pub fn worker_main() -> WorkerEnd {
     if stdin.read_exact(&mut go).is_err() {
         return WorkerEnd::BadInput;
     }
-    let trust = if config.untrusted { Trust::Untrusted(UnpackLimits::default()) } else { Trust::Fixture };
+    let trust = if config.untrusted { Trust::Untrusted(UnpackLimits::default()) } else { Trust::Own };
     let cancel = crate::signals::interrupted;
     let started_unix_us = unix_us();
     let steps = StepsRun {

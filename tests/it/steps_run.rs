@@ -24,7 +24,7 @@ fn request<'a>(spec: &'a StepsSpec, target: &'a Path, archive_dir: &'a Path) -> 
         target,
         archive_dir,
         cancel: &never_cancelled,
-        trust: &Trust::Fixture,
+        trust: &Trust::Own,
         run_root: std::process::id(),
     }
 }

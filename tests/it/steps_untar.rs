@@ -59,7 +59,7 @@ fn gnu_tar_x_with(archive: &Path, dest: &Path, extra: &[&str]) {
 }
 
 fn compare(archive: &Path) -> usize {
-    compare_as(archive, &Trust::Fixture)
+    compare_as(archive, &Trust::Own)
 }
 
 fn compare_as(archive: &Path, trust: &Trust) -> usize {
@@ -69,8 +69,7 @@ fn compare_as(archive: &Path, trust: &Trust) -> usize {
     std::fs::create_dir(&ours).unwrap();
     // Untrusted input never gets to choose owners or bypass the umask: GNU tar's
     // --no-same-owner --no-same-permissions is the same contract.
-    let extra: &[&str] =
-        if matches!(trust, Trust::Fixture) { &[] } else { &["--no-same-owner", "--no-same-permissions"] };
+    let extra: &[&str] = if matches!(trust, Trust::Own) { &[] } else { &["--no-same-owner", "--no-same-permissions"] };
     gnu_tar_x_with(archive, &gnu, extra);
     unpack_tar_gz(archive, &ours, trust).unwrap();
     let (a, b) = (snapshot(&gnu), snapshot(&ours));
