@@ -25,6 +25,11 @@ const MIN_IMAGE_SIZE: u64 = 16 << 20;
 const MAX_IMAGE_SIZE: u64 = 16 << 40;
 /// Most tasks a cell may have (each is a process, and in layout M a loop device).
 const MAX_TASKS: i64 = 1024;
+/// Filesystem types people benchmark, for telling a typo from a name (`etx4` is not one).
+const KNOWN_FS_TYPES: &[&str] = &[
+    "ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "nilfs2", "jfs", "reiserfs", "vfat", "exfat", "ntfs3", "bcachefs",
+    "tmpfs",
+];
 /// Most cells a matrix may expand to, checked on the axis lengths before any cell is
 /// allocated: a scenario from elsewhere (a bundle) cannot make `plan` exhaust memory.
 /// Ten times the largest matrix benchmarked (10,000 cells plan in 0.2 ms).
@@ -395,7 +400,7 @@ fn validate_filesystems(
             let fs_names: Vec<&str> = matrix.fs.iter().map(String::as_str).filter(|n| !fss.contains_key(*n)).collect();
             // `fs = ["etx4"]` with `[filesystems.ext4]`: the typo is in the matrix, and the fix is
             // the table's name, never the misspelt one.
-            let known = |n: &str| crate::model::KNOWN_FS_TYPES.contains(&n);
+            let known = |n: &str| KNOWN_FS_TYPES.contains(&n);
             if let Some(typo) = crate::scenario::suggest(name, fs_names.iter().copied())
                 && known(name)
                 && !known(typo)
