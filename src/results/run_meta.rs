@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::HostInfo;
+use crate::host::identity::HostInfo;
 use crate::model::CellParams;
 // Only the docs link to these; the schema's text keeps the bare names.
 #[cfg(doc)]

@@ -11,8 +11,9 @@ use super::error::io;
 use super::run_dir::{RunDir, remove_half_made, sanitize};
 use super::time::compact_timestamp;
 use super::{
-    ArchiveFacts, CELLS_DIR, HostInfo, RUN_FILE, ResultsError, RunMeta, RunOrder, RunShard, load_run, now_rfc3339, safe,
+    ArchiveFacts, CELLS_DIR, RUN_FILE, ResultsError, RunMeta, RunOrder, RunShard, load_run, now_rfc3339, safe,
 };
+use crate::host::identity::HostInfo;
 use crate::model::{CellParams, CellResult, CellStatus, RESULT_SCHEMA_VERSION};
 
 /// Writes one run directory: `run.json` up front, a cell file as each cell finishes.
