@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use super::steps::{StepsError, StepsRun};
 use super::untar::{Trust, UnpackLimits};
-use crate::model::{StepsCopy, StepsResult};
+use crate::model::{StepTiming, StepsCopy, StepsResult};
 use crate::scenario::StepsSpec;
 
 /// The first argument that makes the fsbench binary one copy of a steps cell.
@@ -222,7 +222,41 @@ pub fn run(run: &TasksRun) -> Result<StepsResult, TasksError> {
     if let Some(e) = first_error {
         return Err(e);
     }
-    Ok(StepsResult::aggregate(copies))
+    Ok(aggregate(copies))
+}
+
+/// The aggregate of concurrent copies: per (iteration, step) the slowest elapsed, the summed
+/// CPU and entries, the largest RSS, and the most disturbed copy's disturbance (the step
+/// is disturbed when any copy's was); over the iterations every copy completed.
+fn aggregate(copies: Vec<StepsCopy>) -> StepsResult {
+    let n = copies.iter().map(|c| c.iterations.len()).min().unwrap_or(0);
+    let iterations = (0..n)
+        .map(|i| {
+            let width = copies.iter().map(|c| c.iterations[i].len()).min().unwrap_or(0);
+            (0..width)
+                .map(|j| {
+                    let all: Vec<&StepTiming> = copies.iter().map(|c| &c.iterations[i][j]).collect();
+                    let sum = |f: fn(&StepTiming) -> u64| all.iter().map(|t| f(t)).sum::<u64>();
+                    StepTiming {
+                        label: all[0].label.clone(),
+                        op: all[0].op.clone(),
+                        user_us: sum(|t| t.user_us),
+                        system_us: sum(|t| t.system_us),
+                        elapsed_us: all.iter().map(|t| t.elapsed_us).max().unwrap_or(0),
+                        max_rss_kib: all.iter().map(|t| t.max_rss_kib).max().unwrap_or(0),
+                        entries: all.iter().map(|t| t.entries).sum(),
+                        disturbance: all.iter().filter_map(|t| t.disturbance.clone()).max_by(|a, b| {
+                            (a.disturbed, a.share)
+                                .partial_cmp(&(b.disturbed, b.share))
+                                .unwrap_or(std::cmp::Ordering::Equal)
+                        }),
+                        ..StepTiming::default()
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    StepsResult { iterations, copies, ..StepsResult::default() }
 }
 
 /// Whether the worker's reply (or its end of file) can be read, after waiting at most
@@ -305,4 +339,35 @@ pub fn worker_main() -> WorkerEnd {
     let text = serde_json::to_string(&reply).expect("reply serializes");
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush());
     WorkerEnd::Replied
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Disturbance;
+
+    fn timing(user_us: u64, system_us: u64, elapsed_us: u64) -> StepTiming {
+        StepTiming { op: "untar".into(), user_us, system_us, elapsed_us, ..StepTiming::default() }
+    }
+
+    #[test]
+    fn the_aggregate_of_copies_is_the_slowest_the_sum_and_the_most_disturbed() {
+        let disturbed = |share: f64, disturbed: bool| Some(Disturbance { share, disturbed, ..Disturbance::default() });
+        let copy = |task: u32, elapsed_us: u64, d: Option<Disturbance>| StepsCopy {
+            task,
+            started_unix_us: 0,
+            finished_unix_us: 0,
+            iterations: vec![vec![StepTiming { disturbance: d, entries: Some(3), ..timing(10, 20, elapsed_us) }]],
+        };
+        let r = aggregate(vec![
+            copy(0, 500, disturbed(0.1, false)),
+            copy(1, 900, disturbed(0.6, true)),
+            copy(2, 700, None),
+        ]);
+        let t = &r.iterations[0][0];
+        assert_eq!((t.user_us, t.system_us, t.elapsed_us, t.entries), (30, 60, 900, Some(9)));
+        assert_eq!(t.disturbance, disturbed(0.6, true));
+        let r = aggregate(vec![copy(0, 1, None), copy(1, 1, None)]);
+        assert_eq!(r.iterations[0][0].disturbance, None);
+    }
 }

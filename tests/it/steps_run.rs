@@ -19,14 +19,7 @@ fn fixtures() -> PathBuf {
 /// The request of every test here unless it says otherwise: never cancelled, the archive
 /// trusted as the scenario's own fixture, this test process at the root of the run.
 fn request<'a>(spec: &'a StepsSpec, target: &'a Path, archive_dir: &'a Path) -> StepsRun<'a> {
-    StepsRun {
-        spec,
-        target,
-        archive_dir,
-        cancel: &never_cancelled,
-        trust: &Trust::Own,
-        run_root: std::process::id(),
-    }
+    StepsRun { spec, target, archive_dir, cancel: &never_cancelled, trust: &Trust::Own, run_root: std::process::id() }
 }
 
 fn never_cancelled() -> bool {

@@ -6,6 +6,12 @@ use crate::scenario::error::did_you_mean;
 use crate::scenario::file::FilesystemFile;
 use crate::scenario::*;
 
+/// Filesystem types people benchmark, for telling a typo from a name (`etx4` is not one).
+const KNOWN_FS_TYPES: &[&str] = &[
+    "ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "nilfs2", "jfs", "reiserfs", "vfat", "exfat", "ntfs3", "bcachefs",
+    "tmpfs",
+];
+
 /// `[sysctl]`: dotted keys of /proc/sys (`vm.dirty_ratio`), values without line breaks.
 pub(super) fn validate_sysctl(
     ctx: &Ctx,
@@ -88,7 +94,7 @@ pub(super) fn validate_filesystems(
             let fs_names: Vec<&str> = matrix.fs.iter().map(String::as_str).filter(|n| !fss.contains_key(*n)).collect();
             // `fs = ["etx4"]` with `[filesystems.ext4]`: the typo is in the matrix, and the fix is
             // the table's name, never the misspelt one.
-            let known = |n: &str| crate::model::KNOWN_FS_TYPES.contains(&n);
+            let known = |n: &str| KNOWN_FS_TYPES.contains(&n);
             if let Some(typo) = crate::scenario::suggest(name, fs_names.iter().copied())
                 && known(name)
                 && !known(typo)

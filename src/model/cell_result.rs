@@ -1,0 +1,89 @@
+//! The file one cell's result is stored as, and the filesystems it ran on.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{CellParams, CellStatus, LatfsResult, SkipReason, StepsResult};
+// Only the docs link to it; the schema's text keeps the bare `[`RESULT_SCHEMA_VERSION`]`.
+#[cfg(doc)]
+use super::RESULT_SCHEMA_VERSION;
+
+/// The result of one cell, as written to `<run-dir>/cells/<cell-id>.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CellResult {
+    /// Result format version ([`RESULT_SCHEMA_VERSION`]).
+    pub schema: u32,
+    /// Cell identifier (`ext4-S-qoff-t2-chown`).
+    pub id: String,
+    /// Axis values of the cell.
+    pub params: CellParams,
+    /// ok, skipped, failed or disturbed.
+    pub status: CellStatus,
+    /// For skipped cells: why, and what to do about it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip: Option<SkipReason>,
+    /// For failed cells: the error and its causes (`round N: ...` when a later round failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Things a reader of the numbers should know (e.g. per-task uids not applied without root).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// The filesystems the cell ran on.
+    #[serde(default)]
+    pub filesystems: Vec<FilesystemInfo>,
+    /// lat_fs measurements.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latfs: Option<LatfsResult>,
+    /// Step measurements.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<StepsResult>,
+    /// Start, RFC 3339 UTC.
+    pub started: String,
+    /// End, RFC 3339 UTC.
+    pub finished: String,
+}
+
+/// One filesystem as provisioning built it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FilesystemInfo {
+    /// Filesystem type.
+    pub fs: String,
+    /// The block device made and mounted: a loop device (`/dev/loop3`) or the one named
+    /// with `--allow-device`; `None` on backing `dir`.
+    #[serde(default)]
+    pub device: Option<String>,
+    /// Backing image file, if any.
+    #[serde(default)]
+    pub image: Option<String>,
+    /// Image size in bytes, if any.
+    #[serde(default)]
+    pub image_size: Option<u64>,
+    /// Where it is mounted (or the directory used on backing `dir`).
+    pub mountpoint: String,
+    /// Full mkfs command line that was run.
+    #[serde(default)]
+    pub mkfs_argv: Vec<String>,
+    /// Mount options the scenario asked for.
+    #[serde(default)]
+    pub mount_options_requested: Vec<String>,
+    /// Per-mount options in effect, read back from /proc/self/mountinfo.
+    #[serde(default)]
+    pub mount_options: String,
+    /// Superblock options in effect, read back from /proc/self/mountinfo.
+    #[serde(default)]
+    pub super_options: String,
+    /// Filesystem features (e.g. from `dumpe2fs -h`), where known.
+    #[serde(default)]
+    pub features: Vec<String>,
+    /// Quota state read back with quotactl(2): e.g. `user=on group=on`.
+    #[serde(default)]
+    pub quota_state: Option<String>,
+    /// Backing `dir`: the cell ran in an existing directory, so `fs` is that directory's
+    /// own filesystem (read back, not the scenario's) and no mkfs or mount option was applied.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub existing_dir: bool,
+    /// Block queue settings read back after the scenario set them (`scheduler`, `read_ahead_kb`, `nr_requests`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub queue: std::collections::BTreeMap<String, String>,
+}

@@ -1,0 +1,28 @@
+//! Other processes' CPU use during one measured window.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// How much other processes used the CPUs during one measured window (see `host::cpu`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Disturbance {
+    /// Wall time of the window in µs (a lat_fs repetition from spawn to reap, or one step).
+    pub wall_us: u64,
+    /// The run's own CPU time in the window: fsbench and every process under it
+    /// (workers, copies, exec'd commands), with their reaped children, µs.
+    pub own_cpu_us: u64,
+    /// Kernel threads and interrupts (writeback, loop workers, journal threads:
+    /// mostly work the run's own I/O caused), µs. Recorded, not a disturbance.
+    #[serde(default)]
+    pub kernel_cpu_us: u64,
+    /// CPU time of other processes: /proc/stat process time minus `own_cpu_us`
+    /// and the kernel threads' time, µs.
+    pub foreign_cpu_us: u64,
+    /// Steal time of all CPUs (a virtual machine's CPUs given to others), µs.
+    pub steal_us: u64,
+    /// `(foreign_cpu_us + steal_us) / wall_us`, in CPUs.
+    pub share: f64,
+    /// `share` exceeded the threshold, by at least `host::cpu::MIN_TICKS` clock ticks of
+    /// foreign and steal time: the sample is kept but left out of the statistics.
+    pub disturbed: bool,
+}

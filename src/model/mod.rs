@@ -1,0 +1,39 @@
+//! Plain data passed between the stages: cells, what provisioning built, what
+//! the workloads measured, and the per-cell result that the store writes.
+//!
+//! Every stage talks through these types only, so they are deliberately dumb:
+//! no methods with side effects, all serde, all stable field names (they are
+//! the on-disk result format, see `schemas/result.schema.json`).
+
+mod cell;
+mod cell_result;
+mod disturbance;
+mod label;
+mod latfs;
+mod monitors;
+mod status;
+mod steps;
+mod summary;
+mod workload_kind;
+
+pub use cell::{CellParams, LatfsTest, Layout, QuotaImpl, QuotaMode};
+pub use cell_result::{CellResult, FilesystemInfo};
+pub use disturbance::Disturbance;
+pub use label::{LABEL_RULE, is_valid_label};
+pub use latfs::{LatfsRepetition, LatfsResult, StopReason, TaskSample, round_samples};
+pub use monitors::{Counters, DeviceCounters, LatencyDist, Timeline, TimelineSample, VmCounters};
+pub use status::{CellStatus, SkipReason};
+pub use steps::{StepTiming, StepsCopy, StepsResult};
+pub use summary::Summary;
+pub use workload_kind::WorkloadKind;
+
+/// Version of the on-disk result format (`run.json` and cell files).
+///
+/// Bumped only when a reader of the previous version would misread a file. Optional
+/// fields added inside the measurements (kernel `counters`, `timeline`, `latency_dist`)
+/// are not such a change: those structs ignore unknown fields, so version-1 readers load
+/// the files and skip what they do not know, and files without them load here.
+pub const RESULT_SCHEMA_VERSION: u32 = 1;
+
+/// Version of every command's JSON document (`app::output`, `crate::report::json`).
+pub const OUTPUT_SCHEMA_VERSION: u32 = 1;
