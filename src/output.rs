@@ -342,7 +342,7 @@ impl BundleVerifyJson {
             // Already escaped by the preflight.
             results: pf.results.clone(),
             refused: pf.refused.iter().map(|r| esc(r)).collect(),
-            flags_needed: crate::bundle::flags_needed(s).iter().map(|f| esc(f)).collect(),
+            flags_needed: pf.flags_needed(s).iter().map(|f| esc(f)).collect(),
         }
     }
 }
