@@ -22,7 +22,7 @@ pub const SHARE_PERCENT: u64 = 50;
 pub struct MemoryNeed {
     /// RAM-backed image bytes of the most demanding cell (image size × images).
     pub images: u64,
-    /// How [`Self::images`] is made up: `4 × 1GiB images (ext4-M-qoff-t4)`.
+    /// How [`Self::images`] is made up: `4 × 1GiB (ext4-M-qoff-t4)`.
     pub images_shown: String,
     /// Guest memory of the largest `[[kernels]]` entry (0 without kernels).
     pub guest: u64,
@@ -40,24 +40,32 @@ impl MemoryNeed {
     pub fn parts(&self) -> Vec<String> {
         let mut v = Vec::new();
         if self.images > 0 {
-            v.push(format!("RAM-backed images {} ({})", approx(self.images), self.images_shown));
+            v.push(format!("RAM-backed images {}: {}", short(self.images), self.images_shown));
         }
         if self.guest > 0 {
-            v.push(format!("qemu guest memory {}", approx(self.guest)));
+            v.push(format!("qemu guest memory {}", short(self.guest)));
         }
         if self.fixture > 0 {
-            v.push(format!("fixture expanded {}", approx(self.fixture)));
+            v.push(format!("fixture expanded {}", short(self.fixture)));
         }
         v
     }
 }
 
-/// Bytes as `1.5 GiB (1610612736 bytes)`: readable, and exact for comparison.
-pub fn approx(bytes: u64) -> String {
+/// Bytes as `1.5 GiB`, for the parts of a sum.
+pub fn short(bytes: u64) -> String {
     let units = [("TiB", 1u64 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
     match units.iter().find(|(_, m)| bytes >= *m) {
-        Some((u, m)) => format!("{:.1} {u} ({bytes} bytes)", bytes as f64 / *m as f64),
+        Some((u, m)) => format!("{:.1} {u}", bytes as f64 / *m as f64),
         None => format!("{bytes} bytes"),
+    }
+}
+
+/// Bytes as `1.5 GiB (1610612736 bytes)`: readable, and exact for comparison.
+pub fn approx(bytes: u64) -> String {
+    match short(bytes) {
+        s if bytes < 1024 => s,
+        s => format!("{s} ({bytes} bytes)"),
     }
 }
 
@@ -75,12 +83,7 @@ pub fn need(s: &Scenario, cells: &[Cell], fixture: u64) -> MemoryNeed {
             let bytes = size.saturating_mul(images as u64);
             if bytes > out.images {
                 out.images = bytes;
-                out.images_shown = format!(
-                    "{images} × {} image{} ({})",
-                    crate::scenario::units::format_size(size),
-                    if images == 1 { "" } else { "s" },
-                    c.id()
-                );
+                out.images_shown = format!("{images} × {} ({})", crate::scenario::units::format_size(size), c.id());
             }
         }
     }
@@ -141,13 +144,11 @@ mod tests {
         let s = scenario("image_size = { M = \"3GiB\", S = \"10GiB\" }\n");
         let n = need(&s, &crate::plan::expand(&s).cells, 0);
         assert_eq!(n.images, 12 << 30, "{n:?}");
-        assert!(n.images_shown.starts_with("4 × 3GiB images (ext4-M-"), "{}", n.images_shown);
+        assert!(n.images_shown.starts_with("4 × 3GiB (ext4-M-"), "{}", n.images_shown);
         let n = need(&s, &crate::plan::expand(&s).cells, 7 << 30);
         assert_eq!(n.total(), 19 << 30);
         let e = check(&n, 16 << 30).unwrap_err();
-        for want in
-            ["RAM-backed images 12.0 GiB", "4 × 3GiB images", "fixture expanded 7.0 GiB", "--allow-size", "8.0 GiB"]
-        {
+        for want in ["RAM-backed images 12.0 GiB: 4 × 3GiB (", "fixture expanded 7.0 GiB", "--allow-size", "8.0 GiB"] {
             assert!(e.contains(want), "lacks `{want}`: {e}");
         }
         check(&n, 64 << 30).unwrap();

@@ -404,7 +404,7 @@ pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario, pf: &Preflight) ->
             let _ = writeln!(
                 o,
                 "  fixture:     generated {profile}, scale {scale}, seed {seed} (expands to {} of file contents)",
-                budget::approx(pf.memory.fixture)
+                budget::short(pf.memory.fixture)
             );
         }
         Some(ArchiveSource::Path(p)) => {

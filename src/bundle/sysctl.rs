@@ -63,9 +63,13 @@ pub fn judge(key: &str, value: &str) -> SysctlVerdict {
             ALLOWED.iter().map(|r| r.key).collect::<Vec<_>>().join(", ")
         ));
     };
-    let number = (!value.is_empty() && value.len() <= 20 && value.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| value.parse::<u64>().ok())
-        .flatten();
+    // Plain decimal only: the kernel reads a leading 0 as octal (`010` is 8), so a
+    // value is judged as the kernel will read it only without one.
+    let plain = !value.is_empty()
+        && value.len() <= 20
+        && value.bytes().all(|b| b.is_ascii_digit())
+        && (value == "0" || !value.starts_with('0'));
+    let number = plain.then(|| value.parse::<u64>().ok()).flatten();
     match number {
         Some(n) if (rule.min..=rule.max).contains(&n) => SysctlVerdict::NeedsFlag,
         _ => SysctlVerdict::Refused(format!(
@@ -125,6 +129,8 @@ mod tests {
             ("vm.vfs_cache_pressure", "0"),
             ("vm.dirty_bytes", "99999999999999999999999"),
             ("vm.dirty_bytes", "4096"),
+            ("vm.dirty_bytes", "010000"),
+            ("vm.swappiness", "00"),
         ] {
             match judge(k, v) {
                 SysctlVerdict::Refused(m) => assert!(m.contains("decimal integer from"), "{k}={v}: {m}"),
