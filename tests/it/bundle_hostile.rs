@@ -882,5 +882,8 @@ fn verify_lists_every_ask_with_its_flag() {
     let (code, doc) = verify_json(&sb, "asks");
     assert_eq!(code, 0);
     assert_eq!(doc["flags_needed"], serde_json::json!(["--allow-sysctl", "--allow-exec", "--allow-size"]));
+    assert_eq!(doc["sysctl"], serde_json::json!([{"key": "vm.swappiness", "value": "10"}]));
+    assert_eq!(doc["memory"]["images_bytes"], serde_json::json!(32u64 << 40));
+    assert_eq!(doc["memory"]["over_budget"], true);
     sb.assert_nothing_written("asks");
 }
