@@ -6,8 +6,8 @@ use clap::{Args, Subcommand};
 
 use super::scenario_options::ScenarioOptions;
 use crate::bundle::{
-    BundleError, Preflight, check_allowed, describe, import_results, manifest::SCENARIO_FILE, open_bundle, pack,
-    preflight,
+    Allowed, BundleError, Preflight, check_allowed, check_memory, describe, import_results, manifest::SCENARIO_FILE,
+    open_bundle, pack, preflight,
 };
 use crate::exit::{self, InputError};
 use crate::runner::{RunRequest, RunTarget};
@@ -60,6 +60,13 @@ pub struct BundleRunArgs {
     /// Allow the bundle's `[[kernels]]` (kernel images of this machine) to boot in qemu.
     #[arg(long)]
     pub allow_kernels: bool,
+    /// Allow the bundle's `[sysctl]`: only writeback and cache knobs (vm.dirty_*, vm.swappiness, ...)
+    /// within ranges; any other key is refused even with this flag.
+    #[arg(long)]
+    pub allow_sysctl: bool,
+    /// Allow RAM-backed images, guest memory and fixture beyond half of this host's MemAvailable.
+    #[arg(long)]
+    pub allow_size: bool,
     #[command(flatten)]
     pub scenario_options: ScenarioOptions,
     /// Results root.
@@ -86,6 +93,9 @@ pub fn pack(args: &BundlePackArgs) -> anyhow::Result<i32> {
         pack::pack(&args.scenario, args.with_results.as_deref(), &args.output).map_err(BundleError::into_anyhow)?;
     for n in &packed.notes {
         eprintln!("note: {n}");
+    }
+    for w in &packed.warnings {
+        eprintln!("warning: {w}");
     }
     let m = &packed.manifest;
     println!("{}: {} files, {} bytes of contents", args.output.display(), m.files.len() + 1, m.total_bytes());
@@ -143,15 +153,25 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
     let overrides = args.scenario_options.overrides()?;
     let scenario = ob.scenario(&origin, &overrides).map_err(BundleError::into_anyhow)?;
     // Everything verify checks, checked again on the scenario as it will run (with --set).
-    refuse_if_any(&args.bundle, &preflight(&ob, &scenario))?;
-    check_allowed(&scenario, &overrides, args.allow_exec, args.allow_device.as_deref(), args.allow_kernels)
-        .map_err(BundleError::into_anyhow)?;
+    let pf = preflight(&ob, &scenario);
+    refuse_if_any(&args.bundle, &pf)?;
+    let allowed = Allowed {
+        exec: args.allow_exec,
+        device: args.allow_device.as_deref(),
+        kernels: args.allow_kernels,
+        sysctl: args.allow_sysctl,
+        size: args.allow_size,
+    };
+    check_allowed(&scenario, &overrides, allowed).map_err(BundleError::into_anyhow)?;
     if !scenario.kernels.is_empty() && args.label.is_some() {
         return Err(InputError::anyhow(
             "--label names a host run; under [[kernels]] each run is labelled with its kernel's label",
         ));
     }
     let plan = crate::plan::plan_for(&scenario, &args.scenario_options.only)?;
+    // Before anything is allocated (the import included): the cells that will run, not the whole matrix.
+    let need = crate::bundle::budget::need(&scenario, &plan.cells, pf.memory.fixture);
+    check_memory(&need, args.allow_size).map_err(BundleError::into_anyhow)?;
     if let Some(dest) = import_results(&ob, &args.out).map_err(BundleError::into_anyhow)? {
         eprintln!("fsbench: the bundle's results are in {} (for fsbench compare)", dest.display());
     }

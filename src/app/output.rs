@@ -187,6 +187,11 @@ pub struct BundleVerifyJson {
     pub kernels: Vec<BundleKernel>,
     /// The packed results, when there are any and they load.
     pub results: Option<crate::bundle::PackedRun>,
+    /// `[sysctl]` entries (refused unless `--allow-sysctl`; keys off the allow-list are
+    /// also in `refused`).
+    pub sysctl: Vec<BundleSysctl>,
+    /// What one cell can make this host hold in memory, against the budget.
+    pub memory: BundleMemory,
     /// Why the bundle cannot run here whatever the flags, one line each; empty when nothing is.
     pub refused: Vec<String>,
     /// The flags `bundle run` needs for what the bundle asks (`--allow-exec`, ...).
@@ -202,6 +207,32 @@ pub struct BundleFilesystem {
     pub mkfs: Vec<String>,
     /// Mount options.
     pub mount: Vec<String>,
+}
+
+/// One `[sysctl]` entry of a bundle.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct BundleSysctl {
+    /// Dotted key (`vm.dirty_ratio`).
+    pub key: String,
+    /// Value as written to /proc/sys.
+    pub value: String,
+}
+
+/// The memory budget of a bundle's most demanding cell on this host.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct BundleMemory {
+    /// RAM-backed image bytes (image size × images of layout M's tasks).
+    pub images_bytes: u64,
+    /// Largest qemu guest memory.
+    pub guest_bytes: u64,
+    /// Bytes of file contents the fixture expands to.
+    pub fixture_bytes: u64,
+    /// The sum checked.
+    pub total_bytes: u64,
+    /// The cap on this host (50% of MemAvailable); `null` when MemAvailable is unreadable.
+    pub cap_bytes: Option<u64>,
+    /// Whether `bundle run` needs `--allow-size` here.
+    pub over_budget: bool,
 }
 
 /// A bundle's backing.
@@ -341,8 +372,20 @@ impl BundleVerifyJson {
                 .collect(),
             // Already escaped by the preflight.
             results: pf.results.clone(),
+            sysctl: crate::bundle::asks::requested_sysctls(s)
+                .iter()
+                .map(|(k, v)| BundleSysctl { key: esc(k), value: esc(v) })
+                .collect(),
+            memory: BundleMemory {
+                images_bytes: pf.memory.images,
+                guest_bytes: pf.memory.guest,
+                fixture_bytes: pf.memory.fixture,
+                total_bytes: pf.memory.total(),
+                cap_bytes: pf.mem_available.map(crate::bundle::budget::cap),
+                over_budget: pf.over_budget(),
+            },
             refused: pf.refused.iter().map(|r| esc(r)).collect(),
-            flags_needed: crate::bundle::flags_needed(s).iter().map(|f| esc(f)).collect(),
+            flags_needed: pf.flags_needed(s).iter().map(|f| esc(f)).collect(),
         }
     }
 }

@@ -7,13 +7,18 @@
 //! the scenario), and `results/<scenario>/<run-id>/` when packed with results.
 //! See [`pack`] for determinism and [`open`] for the checks made on unpacking.
 //! Running a bundle refuses `exec` steps without `--allow-exec`, a block device
-//! without a matching `--allow-device`, and a `dir` backing path that the user
-//! did not set with `--set backing.path=...`.
+//! without a matching `--allow-device`, a `dir` backing path that the user
+//! did not set with `--set backing.path=...`, `[sysctl]` without `--allow-sysctl`
+//! (and outside [`sysctl::ALLOWED`] whatever the flags), and sizes beyond the
+//! memory budget of [`budget`] without `--allow-size`. [`asks`] lists all of it.
 
+pub mod asks;
+pub mod budget;
 pub mod manifest;
 pub mod open;
 pub mod options;
 pub mod pack;
+pub mod sysctl;
 
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
@@ -218,36 +223,37 @@ pub struct Preflight {
     pub archive: Option<(String, crate::workload::untar::ScanReport)>,
     /// The packed results, when there are any and they load.
     pub results: Option<PackedRun>,
+    /// What one cell of the full matrix can make the host hold in memory.
+    pub memory: budget::MemoryNeed,
+    /// `MemAvailable` of this host when the checks ran (`None`: unreadable).
+    pub mem_available: Option<u64>,
+}
+
+impl Preflight {
+    /// Whether [`Self::memory`] exceeds this host's budget (or the budget is unknown).
+    pub fn over_budget(&self) -> bool {
+        match self.mem_available {
+            Some(a) => budget::check(&self.memory, a).is_err(),
+            None => self.memory.total() > 0,
+        }
+    }
+
+    /// Everything the bundle asks for, with the flag that unlocks each.
+    pub fn asks(&self, s: &Scenario) -> Vec<asks::Ask> {
+        asks::asks(s, &exec_steps(s), &self.memory, self.over_budget())
+    }
+
+    /// The flags `bundle run` needs here for what the bundle asks.
+    pub fn flags_needed(&self, s: &Scenario) -> Vec<String> {
+        asks::flags(&self.asks(s))
+    }
 }
 
 /// Run every check that does not need the run: the mkfs and mount allow-lists,
-/// the fixture archive through the extractor's own checks (a dry run), and the
-/// packed results' names and provenance.
+/// the `[sysctl]` allow-list, the fixture archive through the extractor's own checks
+/// (a dry run), the memory a cell needs, and the packed results' names and provenance.
 pub fn preflight(ob: &OpenBundle, s: &Scenario) -> Preflight {
-    let mut pf = Preflight::default();
-    for (fs, spec) in &s.filesystems {
-        if let Err(e) = options::check_mkfs_args(fs, &spec.mkfs) {
-            pf.refused.push(e);
-        }
-        for m in &spec.mount {
-            if let Err(e) = options::check_mount_option(fs, m) {
-                pf.refused.push(e);
-            }
-        }
-    }
-    if let Some(ArchiveSource::Path(p)) = s.archive.as_ref().map(|a| &a.source) {
-        let rel = p.strip_prefix(ob.dir.path()).unwrap_or(p).display().to_string();
-        let limits = crate::workload::untar::UnpackLimits::default();
-        match crate::workload::untar::scan_untrusted(p, &limits) {
-            Ok(report) => {
-                for r in &report.refused {
-                    pf.refused.push(format!("fixture {rel}: {}", crate::text::escape_control(r)));
-                }
-                pf.archive = Some((rel, report));
-            }
-            Err(e) => pf.refused.push(format!("fixture {rel}: {}", crate::text::escape_control(&e.to_string()))),
-        }
-    }
+    let mut pf = check_scenario(s, |p| p.strip_prefix(ob.dir.path()).unwrap_or(p).display().to_string());
     if let Some(rel) = &ob.manifest.results {
         match crate::results::load_run(&ob.dir.path().join(rel)) {
             Err(e) => {
@@ -274,26 +280,56 @@ pub fn preflight(ob: &OpenBundle, s: &Scenario) -> Preflight {
     pf
 }
 
+/// The checks of [`preflight`] that need only the scenario (also run by `bundle pack`,
+/// so that a refusal shows where the bundle is made); `shown` names the fixture file.
+pub fn check_scenario(s: &Scenario, shown: impl Fn(&Path) -> String) -> Preflight {
+    let mut pf = Preflight::default();
+    for (name, spec) in &s.filesystems {
+        // Judged by the type mkfs and mount(2) receive, not by a variant's name.
+        let fs_type = spec.fs_type(name);
+        if let Err(e) = options::check_mkfs_args(name, fs_type, &spec.mkfs) {
+            pf.refused.push(e);
+        }
+        for m in &spec.mount {
+            if let Err(e) = options::check_mount_option(name, fs_type, m) {
+                pf.refused.push(e);
+            }
+        }
+    }
+    for (k, v) in asks::requested_sysctls(s) {
+        if let sysctl::SysctlVerdict::Refused(why) = sysctl::judge(&k, &v) {
+            pf.refused.push(why);
+        }
+    }
+    let mut fixture = budget::generated_fixture_bytes(s).unwrap_or(0);
+    if let Some(ArchiveSource::Path(p)) = s.archive.as_ref().map(|a| &a.source) {
+        let rel = shown(p);
+        let limits = crate::workload::untar::UnpackLimits::default();
+        match crate::workload::untar::scan_untrusted(p, &limits) {
+            Ok(report) => {
+                for r in &report.refused {
+                    pf.refused.push(format!("fixture {rel}: {}", crate::text::escape_control(r)));
+                }
+                fixture = report.stats.bytes;
+                pf.archive = Some((rel, report));
+            }
+            Err(e) => pf.refused.push(format!("fixture {rel}: {}", crate::text::escape_control(&e.to_string()))),
+        }
+    }
+    pf.memory = budget::need(s, &plan::expand(s).cells, fixture);
+    pf.mem_available = crate::host::memory::mem_available().ok();
+    pf
+}
+
 /// Whether any cell of the expansion `p` of `s` needs root.
 pub fn needs_root(s: &Scenario, p: &plan::Plan) -> bool {
     p.cells.iter().any(|c| plan::needs(s, &c.params).iter().any(|n| n == "root" || n.starts_with("root (")))
 }
 
-/// The flags `bundle run` needs for what the bundle asks, as [`check_allowed`] checks them.
+/// The flags `bundle run` needs for what the bundle asks, as [`check_allowed`] checks them,
+/// leaving out `--allow-size` (it depends on the host: see [`Preflight::flags_needed`]).
 pub fn flags_needed(s: &Scenario) -> Vec<String> {
-    let mut flags = Vec::new();
-    if !s.kernels.is_empty() {
-        flags.push("--allow-kernels".to_string());
-    }
-    if !exec_steps(s).is_empty() {
-        flags.push("--allow-exec".to_string());
-    }
-    match &s.backing {
-        Backing::Device { path } => flags.push(format!("--allow-device {}", path.display())),
-        Backing::Dir { path } if !path.as_os_str().is_empty() => flags.push("--set backing.path=DIR".to_string()),
-        _ => {}
-    }
-    flags
+    asks::flags(&asks::asks(s, &exec_steps(s), &budget::MemoryNeed::default(), false))
 }
 
 /// `[[kernels]]` as `LABEL=IMAGE` for messages.
@@ -366,7 +402,11 @@ pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario, pf: &Preflight) ->
     }
     match s.archive.as_ref().map(|a| &a.source) {
         Some(ArchiveSource::Generate { profile, scale, seed }) => {
-            let _ = writeln!(o, "  fixture:     generated {profile}, scale {scale}, seed {seed}");
+            let _ = writeln!(
+                o,
+                "  fixture:     generated {profile}, scale {scale}, seed {seed} (expands to {} of file contents)",
+                budget::short(pf.memory.fixture)
+            );
         }
         Some(ArchiveSource::Path(p)) => {
             let _ = write!(o, "  fixture:     {}", p.strip_prefix(ob.dir.path()).unwrap_or(p).display());
@@ -400,6 +440,44 @@ pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario, pf: &Preflight) ->
     } else {
         let _ = writeln!(o, "  kernels:     {} in qemu (refused unless --allow-kernels)", kernels_shown(s));
     }
+    let sysctls = asks::requested_sysctls(s);
+    if sysctls.is_empty() {
+        let _ = writeln!(o, "  sysctl:      none");
+    } else {
+        let _ = writeln!(
+            o,
+            "  sysctl:      {} (refused unless --allow-sysctl): {}",
+            sysctls.len(),
+            sysctls.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join(", ")
+        );
+    }
+    for (name, spec) in &s.filesystems {
+        if !spec.tunables.queue.is_empty() {
+            let q: Vec<String> = spec.tunables.queue.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+            let _ = writeln!(o, "  queue:       {} on the devices of {name}", q.join(", "));
+        }
+    }
+    let parts = pf.memory.parts();
+    let cap = match pf.mem_available {
+        Some(a) => {
+            format!("the cap here is {}% of MemAvailable = {}", budget::SHARE_PERCENT, budget::approx(budget::cap(a)))
+        }
+        None => "MemAvailable unreadable here".to_string(),
+    };
+    if parts.is_empty() {
+        let _ = writeln!(o, "  memory:      nothing RAM-backed");
+    } else {
+        let _ = writeln!(
+            o,
+            "  memory:      one cell up to {}: {}; {cap}{}",
+            budget::approx(pf.memory.total()),
+            parts.join(" + "),
+            if pf.over_budget() { " (refused unless --allow-size)" } else { "" }
+        );
+    }
+    let flags = pf.flags_needed(s);
+    let _ =
+        writeln!(o, "  flags:       {}", if flags.is_empty() { "none needed".to_string() } else { flags.join(" ") });
     if let Some(r) = &pf.results {
         let subset = if r.planned < r.matrix {
             format!(", a subset: {} of the matrix's {} cells planned (--only or a shard)", r.planned, r.matrix)
@@ -447,14 +525,36 @@ fn check_run_names(run: &crate::results::LoadedRun) -> Result<(), BundleError> {
     Ok(())
 }
 
+/// What the user of `bundle run` allowed with its flags.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Allowed<'a> {
+    /// `--allow-exec`.
+    pub exec: bool,
+    /// `--allow-device DEV`.
+    pub device: Option<&'a Path>,
+    /// `--allow-kernels`.
+    pub kernels: bool,
+    /// `--allow-sysctl`.
+    pub sysctl: bool,
+    /// `--allow-size`.
+    pub size: bool,
+}
+
 /// The flags `bundle run` needs for what the bundle asks (after [`preflight`] found nothing refused).
-pub fn check_allowed(
-    effective: &Scenario,
-    overrides: &[String],
-    allow_exec: bool,
-    allow_device: Option<&Path>,
-    allow_kernels: bool,
-) -> Result<(), BundleError> {
+pub fn check_allowed(effective: &Scenario, overrides: &[String], allowed: Allowed<'_>) -> Result<(), BundleError> {
+    let Allowed { exec: allow_exec, device: allow_device, kernels: allow_kernels, .. } = allowed;
+    let sysctls = asks::requested_sysctls(effective);
+    if !sysctls.is_empty() && !allowed.sysctl {
+        return Err(BundleError::Refused(format!(
+            "refusing [sysctl]: the bundle changes host-wide kernel settings ({}); inspect them with \
+             `fsbench bundle verify` and pass --allow-sysctl to allow",
+            sysctls
+                .iter()
+                .map(|(k, v)| format!("`{} = {}`", crate::text::escape_control(k), crate::text::escape_control(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
     if !effective.kernels.is_empty() && !allow_kernels {
         return Err(BundleError::Refused(format!(
             "refusing [[kernels]]: the bundle boots {} in qemu ({}); inspect them with `fsbench bundle verify` and pass --allow-kernels to allow",
@@ -494,6 +594,21 @@ pub fn check_allowed(
         )));
     }
     Ok(())
+}
+
+/// The memory budget before anything is allocated: `need` (of the cells about to run)
+/// against this host's `MemAvailable`, unless `--allow-size`.
+pub fn check_memory(need: &budget::MemoryNeed, allow_size: bool) -> Result<(), BundleError> {
+    if allow_size || need.total() == 0 {
+        return Ok(());
+    }
+    let available = crate::host::memory::mem_available().map_err(|e| {
+        BundleError::Refused(format!(
+            "refusing the bundle's sizes ({}): cannot read MemAvailable ({e}) to check them; pass --allow-size to run anyway",
+            need.parts().join(" + ")
+        ))
+    })?;
+    budget::check(need, available).map_err(BundleError::Refused)
 }
 
 /// Copy the bundle's packed run (verified, and loadable as a run) to

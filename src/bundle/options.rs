@@ -9,6 +9,17 @@
 //! each value checked by shape (a number, a size, one of a few words); the rest
 //! is refused with the option named. A user who trusts the scenario can always
 //! run it with `fsbench run`, where nothing is filtered.
+//!
+//! The tables are chosen by the filesystem's TYPE (`ext4` for a variant
+//! `[filesystems.ext4-nodelalloc] type = "ext4"`): the type is what mkfs and
+//! mount(2) receive, so it is what the options are judged against.
+//!
+//! No panic words: an option that turns a filesystem error into a host panic
+//! (`errors=panic`, `fatal_errors=panic`, `mke2fs -e panic`) would let the
+//! bundle's workload, which can reach such an error, take the whole machine
+//! down. They are absent from the tables, and [`mentions_panic`] refuses any
+//! option or value spelling `panic` before a table is consulted, so a table
+//! edited later cannot let one back in.
 
 /// What a value may look like.
 #[derive(Debug, Clone, Copy)]
@@ -86,7 +97,7 @@ const MOUNT_EXT: &[(&str, Val)] = &[
     ("inode_readahead_blks", Val::Num),
     ("max_batch_time", Val::Num),
     ("min_batch_time", Val::Num),
-    ("errors", Val::Word(&["continue", "remount-ro", "panic"])),
+    ("errors", Val::Word(&["continue", "remount-ro"])),
     ("i_version", Val::None),
     ("block_validity", Val::None),
     ("noblock_validity", Val::None),
@@ -176,7 +187,7 @@ const MOUNT_BTRFS: &[(&str, Val)] = &[
     ("clear_cache", Val::None),
     ("enospc_debug", Val::None),
     ("noenospc_debug", Val::None),
-    ("fatal_errors", Val::Word(&["bug", "panic"])),
+    ("fatal_errors", Val::Word(&["bug"])),
 ];
 
 /// mke2fs (`mkfs.ext2/3/4`): no `-d` (populates from a host directory), `-l`
@@ -194,7 +205,7 @@ const MKFS_EXT: &[(&str, Val)] = &[
     ("-g", Val::Num),
     ("-G", Val::Num),
     ("-r", Val::Word(&["0", "1"])),
-    ("-e", Val::Word(&["continue", "remount-ro", "panic"])),
+    ("-e", Val::Word(&["continue", "remount-ro"])),
     ("-O", Val::Features),
     ("-o", Val::Word(&["Linux", "GNU", "hurd", "FreeBSD", "Lites"])),
     ("-t", Val::Word(&["ext2", "ext3", "ext4"])),
@@ -300,8 +311,9 @@ const MKFS_BTRFS: &[(&str, Val)] = &[
     ("-M", Val::None),
 ];
 
-fn mount_table(fs: &str) -> &'static [(&'static str, Val)] {
-    match fs {
+/// The mount options of filesystem type `fs_type` beyond [`MOUNT_GENERIC`].
+fn mount_table(fs_type: &str) -> &'static [(&'static str, Val)] {
+    match fs_type {
         "ext2" | "ext3" | "ext4" => MOUNT_EXT,
         "xfs" => MOUNT_XFS,
         "btrfs" => MOUNT_BTRFS,
@@ -309,8 +321,9 @@ fn mount_table(fs: &str) -> &'static [(&'static str, Val)] {
     }
 }
 
-fn mkfs_table(fs: &str) -> Option<&'static [(&'static str, Val)]> {
-    match fs {
+/// The arguments `mkfs.<fs_type>` may take; `None`: fsbench knows none to be safe.
+fn mkfs_table(fs_type: &str) -> Option<&'static [(&'static str, Val)]> {
+    match fs_type {
         "ext2" | "ext3" | "ext4" => Some(MKFS_EXT),
         "xfs" => Some(MKFS_XFS),
         "btrfs" => Some(MKFS_BTRFS),
@@ -354,20 +367,46 @@ fn option_ok(table: &[(&str, Val)], opt: &str) -> bool {
     table.iter().any(|(name, rule)| *name == k && value_ok(*rule, v))
 }
 
-/// Check one mount option of filesystem `fs`; `Err` says why it is refused.
-pub fn check_mount_option(fs: &str, opt: &str) -> Result<(), String> {
-    if option_ok(MOUNT_GENERIC, opt) || option_ok(mount_table(fs), opt) {
+/// Whether an option or argument spells `panic` anywhere (`errors=panic`, `-epanic`,
+/// `fatal_errors=PANIC`): never from a bundle, whatever the tables say.
+pub fn mentions_panic(opt: &str) -> bool {
+    opt.to_ascii_lowercase().contains("panic")
+}
+
+/// How messages name a filesystem: `ext4`, or `ext4-nodelalloc (type ext4)` for a variant.
+fn shown(name: &str, fs_type: &str) -> String {
+    if name == fs_type { name.to_string() } else { format!("{name} (type {fs_type})") }
+}
+
+const PANIC_WHY: &str = "it turns a filesystem error the workload can reach into a panic of the whole machine";
+
+/// Check one mount option of the filesystem `name` of type `fs_type` (the table is the
+/// type's); `Err` says why it is refused.
+pub fn check_mount_option(name: &str, fs_type: &str, opt: &str) -> Result<(), String> {
+    let fs = shown(name, fs_type);
+    let opt_shown = crate::text::escape_control(opt);
+    if mentions_panic(opt) {
+        return Err(format!("refusing mount option `{opt_shown}` of filesystem {fs}: {PANIC_WHY}"));
+    }
+    if option_ok(MOUNT_GENERIC, opt) || option_ok(mount_table(fs_type), opt) {
         return Ok(());
     }
     Err(format!(
-        "refusing mount option `{}` of filesystem {fs}: not among the options a bundle may set for {fs} \
-         (options naming files or devices, such as device=, logdev=, journal_path=, usrjquota=, LABEL= or UUID=, are never allowed)",
-        crate::text::escape_control(opt)
+        "refusing mount option `{opt_shown}` of filesystem {fs}: not among the options a bundle may set for {fs_type} \
+         (options naming files or devices, such as device=, logdev=, journal_path=, usrjquota=, LABEL= or UUID=, are never allowed)"
     ))
 }
 
-/// Check the mkfs arguments of filesystem `fs`; `Err` names the refused argument.
-pub fn check_mkfs_args(fs: &str, args: &[String]) -> Result<(), String> {
+/// Check the mkfs arguments of the filesystem `name` of type `fs_type` (the table is
+/// `mkfs.<fs_type>`'s); `Err` names the refused argument.
+pub fn check_mkfs_args(name: &str, fs_type: &str, args: &[String]) -> Result<(), String> {
+    let fs = shown(name, fs_type);
+    if let Some(a) = args.iter().find(|a| mentions_panic(a)) {
+        return Err(format!(
+            "refusing mkfs argument `{}` of filesystem {fs}: {PANIC_WHY}",
+            crate::text::escape_control(a)
+        ));
+    }
     let refuse = |a: &str, why: &str| {
         Err(format!(
             "refusing mkfs argument `{}` of filesystem {fs}: {why}; a bundle's mkfs arguments may not name files or devices \
@@ -375,10 +414,10 @@ pub fn check_mkfs_args(fs: &str, args: &[String]) -> Result<(), String> {
             crate::text::escape_control(a)
         ))
     };
-    let Some(table) = mkfs_table(fs) else {
+    let Some(table) = mkfs_table(fs_type) else {
         return match args.first() {
             None => Ok(()),
-            Some(a) => refuse(a, &format!("fsbench knows no safe mkfs.{fs} arguments")),
+            Some(a) => refuse(a, &format!("fsbench knows no safe mkfs.{fs_type} arguments")),
         };
     };
     let mut it = args.iter();
@@ -426,15 +465,15 @@ mod tests {
 
     #[test]
     fn the_shipped_scenarios_options_are_allowed() {
-        check_mkfs_args("ext4", &s(&["-E", "lazy_itable_init=0,lazy_journal_init=0"])).unwrap();
-        check_mkfs_args("xfs", &s(&["-f", "-m", "crc=1,reflink=0"])).unwrap();
-        check_mkfs_args("btrfs", &s(&["-f", "-O", "^no-holes"])).unwrap();
-        check_mkfs_args("btrfs", &s(&["-f", "-m", "single", "--csum=xxhash"])).unwrap();
+        check_mkfs_args("ext4", "ext4", &s(&["-E", "lazy_itable_init=0,lazy_journal_init=0"])).unwrap();
+        check_mkfs_args("xfs", "xfs", &s(&["-f", "-m", "crc=1,reflink=0"])).unwrap();
+        check_mkfs_args("btrfs", "btrfs", &s(&["-f", "-O", "^no-holes"])).unwrap();
+        check_mkfs_args("btrfs", "btrfs", &s(&["-f", "-m", "single", "--csum=xxhash"])).unwrap();
         for o in ["usrquota", "grpquota", "barrier=0", "noload", "nodelalloc", "data=writeback", "commit=30"] {
-            check_mount_option("ext4", o).unwrap();
+            check_mount_option("ext4", "ext4", o).unwrap();
         }
-        check_mount_option("xfs", "logbsize=256k").unwrap();
-        check_mount_option("btrfs", "compress=zstd").unwrap();
+        check_mount_option("xfs", "xfs", "logbsize=256k").unwrap();
+        check_mount_option("btrfs", "btrfs", "compress=zstd").unwrap();
     }
 
     #[test]
@@ -452,7 +491,7 @@ mod tests {
             ("xfs", &["-p", "proto"], "`-p`"),
             ("f2fs", &["-l", "x"], "knows no safe mkfs.f2fs"),
         ] {
-            let e = check_mkfs_args(fs, &s(args)).unwrap_err();
+            let e = check_mkfs_args(fs, fs, &s(args)).unwrap_err();
             assert!(e.contains(named), "{fs} {args:?}: {e}");
         }
         for (fs, o) in [
@@ -468,8 +507,69 @@ mod tests {
             ("ext4", "PARTUUID=1234"),
             ("ext4", "data=../x"),
         ] {
-            let e = check_mount_option(fs, o).unwrap_err();
+            let e = check_mount_option(fs, fs, o).unwrap_err();
             assert!(e.contains(&format!("`{o}`")), "{e}");
+        }
+    }
+
+    /// Issue 26 (Broken 2): a variant was judged by its name, so `ext4-nodelalloc` had no
+    /// allow-list at all; it is judged by its type, and refused exactly as its type would be.
+    #[test]
+    fn a_variant_is_judged_by_its_type() {
+        check_mkfs_args("ext4-nodelalloc", "ext4", &s(&["-E", "lazy_itable_init=0"])).unwrap();
+        check_mount_option("ext4-nodelalloc", "ext4", "nodelalloc").unwrap();
+        check_mount_option("xfs-big-log", "xfs", "logbsize=256k").unwrap();
+        let e = check_mkfs_args("ext4-evil", "ext4", &s(&["-d", "/root"])).unwrap_err();
+        assert!(e.contains("`-d` of filesystem ext4-evil (type ext4)"), "{e}");
+        let e = check_mount_option("ext4-evil", "ext4", "journal_path=/dev/sdb").unwrap_err();
+        assert!(e.contains("of filesystem ext4-evil (type ext4)"), "{e}");
+        // A variant named like a type is still judged by the type it makes.
+        assert!(check_mount_option("xfs", "ext4", "logbsize=256k").is_err());
+        assert!(check_mkfs_args("f2fs-x", "f2fs", &s(&["-l", "x"])).unwrap_err().contains("mkfs.f2fs"));
+    }
+
+    /// Issue 27 (item 12): allow-listed options turned any filesystem error into a host panic.
+    #[test]
+    fn panic_words_are_refused_in_every_spelling() {
+        for (fs, o) in [
+            ("ext4", "errors=panic"),
+            ("ext2", "errors=panic"),
+            ("ext3", "errors=PANIC"),
+            ("btrfs", "fatal_errors=panic"),
+            ("xfs", "panic"),
+        ] {
+            let e = check_mount_option(fs, fs, o).unwrap_err();
+            assert!(e.contains("panic of the whole machine"), "{o}: {e}");
+        }
+        for (fs, args) in [
+            ("ext4", &["-e", "panic"][..]),
+            ("ext4", &["-epanic"]),
+            ("ext2", &["-F", "-e", "panic"]),
+            ("btrfs", &["-O", "panic"]),
+        ] {
+            let e = check_mkfs_args(fs, fs, &s(args)).unwrap_err();
+            assert!(e.contains("panic of the whole machine"), "{args:?}: {e}");
+        }
+        check_mount_option("ext4", "ext4", "errors=remount-ro").unwrap();
+        check_mkfs_args("ext4", "ext4", &s(&["-e", "remount-ro"])).unwrap();
+    }
+
+    /// The tables themselves carry no panic word, so the guard above is a second line.
+    #[test]
+    fn no_table_lists_a_panic_word() {
+        fn words(rule: Val) -> Vec<&'static str> {
+            match rule {
+                Val::Word(w) => w.to_vec(),
+                Val::Sub(t) => t.iter().flat_map(|(k, v)| std::iter::once(*k).chain(words(*v))).collect(),
+                _ => Vec::new(),
+            }
+        }
+        for table in [MOUNT_GENERIC, MOUNT_EXT, MOUNT_XFS, MOUNT_BTRFS, MKFS_EXT, MKFS_XFS, MKFS_BTRFS] {
+            for (k, v) in table {
+                for w in std::iter::once(*k).chain(words(*v)) {
+                    assert!(!mentions_panic(w), "`{k}` allows `{w}`");
+                }
+            }
         }
     }
 }

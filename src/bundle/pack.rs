@@ -34,6 +34,9 @@ pub struct Packed {
     pub manifest: Manifest,
     /// Changes made to the scenario text so that it travels (one line each).
     pub notes: Vec<String>,
+    /// What `bundle run` will refuse on every host, and what it will ask a flag for, found
+    /// by the same checks as `bundle verify` (one line each).
+    pub warnings: Vec<String>,
 }
 
 fn io_err<'a>(path: &'a Path, what: &'static str) -> impl FnOnce(io::Error) -> BundleError + 'a {
@@ -132,6 +135,7 @@ fn parse_rfc3339_utc(s: &str) -> Option<u64> {
 /// Pack `scenario` (and optionally the run in `with_results`) into `out` as a bundle.
 pub fn pack(scenario: &Path, with_results: Option<&Path>, out: &Path) -> Result<Packed, BundleError> {
     let Travelling { text, archive, notes } = travelling_scenario(scenario)?;
+    let warnings = receivers_view(&crate::scenario::load(scenario)?);
     let mut files: Vec<(String, Source)> = vec![(SCENARIO_FILE.into(), Source::Bytes(text.into_bytes()))];
     if let Some((inside, real)) = archive {
         files.push((inside, Source::File(real)));
@@ -240,7 +244,23 @@ pub fn pack(scenario: &Path, with_results: Option<&Path>, out: &Path) -> Result<
     }
     tmp.as_file().sync_all().map_err(io_err(out, "sync"))?;
     tmp.persist(out).map_err(|e| BundleError::Io { path: out.into(), what: "rename onto", source: e.error })?;
-    Ok(Packed { manifest, notes })
+    Ok(Packed { manifest, notes, warnings })
+}
+
+/// What `bundle verify` will say on the receiving host, as far as it is known here:
+/// refusals (which no flag lifts) and the flags the bundle's asks need. A warning, not
+/// a refusal: the receiver's checks are the ones that hold, and a lab may pack a
+/// scenario for a receiver who will pass the flags.
+fn receivers_view(s: &crate::scenario::Scenario) -> Vec<String> {
+    let pf = super::check_scenario(s, |p| p.display().to_string());
+    let mut w: Vec<String> =
+        pf.refused.iter().map(|r| format!("`bundle run` will refuse this bundle on every host: {r}")).collect();
+    for a in pf.asks(s) {
+        if let Some(flag) = &a.flag {
+            w.push(format!("the bundle asks for {}: `bundle run` needs {flag}", a.what));
+        }
+    }
+    w
 }
 
 #[cfg(test)]

@@ -5,3 +5,4 @@
 pub mod cpu;
 pub mod environment;
 pub mod identity;
+pub mod memory;

@@ -416,8 +416,10 @@ fn provision_tmpfs_loop(req: &ProvisionRequest, p: &mut Provisioned) -> Result<(
     let backing = p.cell_dir.join("backing");
     p.acquire_record(Entry::Tmpfs(backing.clone()))?;
     std::fs::create_dir(&backing).map_err(|e| ProvisionError::io("create", &backing, e))?;
-    // Room for every image in full and a little for tmpfs itself, no more.
-    let tmpfs_opts = format!("size={},mode=0700", size.saturating_mul(nfs as u64).saturating_add(1 << 20));
+    // Room for every image in full and a little for tmpfs itself, no more; and never more
+    // than the host can give, so that the tmpfs fills (I/O errors in the cell) before the host does.
+    let wanted = size.saturating_mul(nfs as u64).saturating_add(1 << 20);
+    let tmpfs_opts = format!("size={},mode=0700", crate::host::memory::tmpfs_size_for(wanted));
     nix::mount::mount(
         Some("tmpfs"),
         &backing,

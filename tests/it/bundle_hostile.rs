@@ -667,3 +667,223 @@ fn tgz_raw(mut tar: Vec<u8>) -> Vec<u8> {
     gz.write_all(&tar).unwrap();
     gz.finish().unwrap()
 }
+
+/// `bundle run` in a fresh sandbox with `flags`: exit code and stderr; nothing written outside.
+fn run_with(case: &str, scenario: &str, flags: &[&str]) -> (i32, String) {
+    let sb = Sandbox::new();
+    std::fs::write(sb.p("work/lab.fsb"), bundle_with(vec![], |_| {}, scenario)).unwrap();
+    let mut args = vec!["bundle", "run", "lab.fsb", "--quiet", "--out", "res"];
+    args.extend_from_slice(flags);
+    let (code, _, stderr) = sb.cmd(&args);
+    sb.assert_nothing_written(case);
+    (code, stderr)
+}
+
+/// `bundle verify` of `scenario` in a fresh sandbox: exit code, stdout and stderr.
+fn verify(scenario: &str) -> (i32, String, String) {
+    let sb = Sandbox::new();
+    std::fs::write(sb.p("work/lab.fsb"), bundle_with(vec![], |_| {}, scenario)).unwrap();
+    let out = sb.cmd(&["bundle", "verify", "lab.fsb"]);
+    sb.assert_nothing_written("verify");
+    out
+}
+
+/// Issue 27 (item 1): a bundle's `[sysctl]` was applied as root with no flag and no
+/// allow-list; `kernel.core_pattern` set to a pipe ran the bundle's command as uid 0.
+/// Host-wide keys are refused by verify and run, and --allow-sysctl does not lift that,
+/// whether or not a `[filesystems]` entry would carry them into a cell.
+#[test]
+fn host_wide_sysctls_are_refused_even_with_allow_sysctl() {
+    for (key, value) in [
+        ("kernel.core_pattern", "\"|/tmp/pwned-by-fsbench-bundle %p\""),
+        ("kernel.modprobe", "\"/tmp/pwned-by-fsbench-bundle\""),
+        ("kernel.panic_on_oops", "1"),
+        ("vm.overcommit_memory", "1"),
+        ("vm.nr_hugepages", "100000"),
+        ("fs.protected_symlinks", "0"),
+        ("net.ipv4.ip_forward", "1"),
+    ] {
+        for fs_entry in ["", "[filesystems.ext4]\nmount = [\"noatime\"]\n"] {
+            let scenario =
+                SCENARIO.replace("[backing]", &format!("{fs_entry}[sysctl]\n\"{key}\" = {value}\n[backing]"));
+            let b = bundle_with(vec![], |_| {}, &scenario);
+            refused(key, &b, &[&format!("refusing sysctl `{key}`"), "no bundle may change"]);
+            let (code, stderr) = run_with(key, &scenario, &["--allow-sysctl"]);
+            assert_eq!(code, 2, "{key} with --allow-sysctl: {stderr}");
+            assert!(stderr.contains(&format!("refusing sysctl `{key}`")), "{stderr}");
+        }
+    }
+    assert_eq!(std::fs::read_to_string("/proc/sys/kernel/core_pattern").map(|p| p.contains("pwned")).ok(), Some(false));
+}
+
+/// An allow-listed knob is listed by verify with its flag and refused by run without it;
+/// a value outside its range, or not an integer, is refused whatever the flags.
+#[test]
+fn allowed_sysctls_need_the_flag_and_a_value_in_range() {
+    let scenario = SCENARIO.replace("[backing]", "[sysctl]\n\"vm.dirty_ratio\" = 10\n[backing]");
+    let (code, stdout, stderr) = verify(&scenario);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("sysctl:      1 (refused unless --allow-sysctl): vm.dirty_ratio = 10"), "{stdout}");
+    assert!(stdout.contains("flags:       --allow-sysctl"), "{stdout}");
+    let (code, stderr) = run_with("dirty_ratio", &scenario, &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("refusing [sysctl]") && stderr.contains("--allow-sysctl"), "{stderr}");
+    for value in ["1000", "0", "-5", "\"10; echo pwned\"", "\"0x10\""] {
+        let scenario = SCENARIO.replace("[backing]", &format!("[sysctl]\n\"vm.dirty_ratio\" = {value}\n[backing]"));
+        let b = bundle_with(vec![], |_| {}, &scenario);
+        refused(value, &b, &["refusing sysctl `vm.dirty_ratio`", "decimal integer from 1 to 100"]);
+        let (code, stderr) = run_with(value, &scenario, &["--allow-sysctl"]);
+        assert_eq!(code, 2, "{value}: {stderr}");
+    }
+}
+
+/// `MemAvailable` of this host, bytes.
+fn mem_available() -> u64 {
+    let m = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let kb: u64 = m
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches(" kB")
+        .trim()
+        .parse()
+        .unwrap();
+    kb * 1024
+}
+
+/// Issue 27 (item 5): a bundle chose the size of RAM-backed images (16 TiB, × tasks in
+/// layout M) and filled the host's memory. One cell's images are checked against half of
+/// MemAvailable before anything is allocated: an image that fits alone but not four times
+/// over (layout M, 4 tasks) is refused, with the sizes named, unless --allow-size.
+#[test]
+fn ram_backed_images_beyond_the_budget_are_refused_before_allocation() {
+    let per_task = mem_available() / 6 / (1 << 20);
+    for (case, sizes) in [
+        ("x tasks", format!("image_size = {{ M = \"{per_task}MiB\", S = \"1GiB\" }}")),
+        ("16 TiB", "image_size = \"16TiB\"".to_string()),
+    ] {
+        let scenario = SCENARIO
+            .replace("tasks = [1]", "tasks = [4]\nlayout = [\"M\"]")
+            .replace("kind = \"dir\"", &format!("kind = \"tmpfs-loop\"\n{sizes}"));
+        let (code, stdout, stderr) = verify(&scenario);
+        assert_eq!(code, 0, "{case}: {stderr}");
+        assert!(
+            stdout.contains("memory:      one cell up to") && stdout.contains("(refused unless --allow-size)"),
+            "{case}: {stdout}"
+        );
+        assert!(stdout.contains("RAM-backed images ") && stdout.contains(": 4 × "), "{case}: {stdout}");
+        assert!(stdout.contains(" (ext4-M-qoff-t4-open_close)"), "{case}: {stdout}");
+        let (code, stderr) = run_with(case, &scenario, &[]);
+        assert_eq!(code, 2, "{case}: {stderr}");
+        for want in ["refusing the bundle's sizes", "RAM-backed images", "4 × ", "MemAvailable", "--allow-size"] {
+            assert!(stderr.contains(want), "{case}: lacks `{want}`: {stderr}");
+        }
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains("fsbench-hostile-"), "a tmpfs was mounted: {mounts}");
+}
+
+/// Issue 27 (item 5): a 13 KB bundle declared a fixture of gigabytes; its expanded bytes
+/// count against the same budget (here on top of an image that fits alone).
+#[test]
+fn a_fixture_expanding_beyond_the_budget_is_refused() {
+    let generated = "schema = 1\nname = \"gen\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"dir\"\n\
+               [archive]\ngenerate = \"linux-2.5.63\"\nscale = 10\n[workload]\nkind = \"steps\"\niterations = 1\n\
+               steps = [{ op = \"untar\", archive = \"linux-2.5.63.tar.gz\" }]\n";
+    let (code, stdout, stderr) = verify(generated);
+    assert_eq!(code, 0, "{stderr}");
+    // With a `dir` backing the fixture is all the cell holds: the total is its size.
+    let line = stdout.lines().find(|l| l.contains("fixture expanded")).unwrap_or_else(|| panic!("{stdout}"));
+    let fixture: u64 = line
+        .split("one cell up to ")
+        .nth(1)
+        .unwrap()
+        .split(" (")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(fixture > 1 << 30, "scale 10 is gigabytes: {fixture}");
+    // Images alone within the cap, images and fixture together beyond it.
+    let cap = mem_available() / 2;
+    let image = cap.saturating_sub(fixture / 2).max(64 << 20) >> 20;
+    let scenario = generated.replace("kind = \"dir\"", &format!("kind = \"tmpfs-loop\"\nimage_size = \"{image}MiB\""));
+    let (code, stderr) = run_with("fixture", &scenario, &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("refusing the bundle's sizes") && stderr.contains("fixture expanded"), "{stderr}");
+}
+
+/// Issue 27 (item 12): allow-listed options turned any filesystem error the workload
+/// reaches into a panic of the host. Refused in every spelling, by verify and run.
+#[test]
+fn panic_words_in_mount_and_mkfs_options() {
+    for (fs, key, value, named) in [
+        ("ext4", "mount", "[\"errors=panic\"]", "mount option `errors=panic`"),
+        ("ext2", "mount", "[\"errors=panic\"]", "mount option `errors=panic`"),
+        ("btrfs", "mount", "[\"fatal_errors=panic\"]", "mount option `fatal_errors=panic`"),
+        ("ext4", "mkfs", "[\"-e\", \"panic\"]", "mkfs argument `panic`"),
+        ("ext4", "mkfs", "[\"-epanic\"]", "mkfs argument `-epanic`"),
+    ] {
+        let scenario = SCENARIO
+            .replace("fs = [\"ext4\"]", &format!("fs = [\"{fs}\"]"))
+            .replace("[backing]", &format!("[filesystems.{fs}]\n{key} = {value}\n[backing]"));
+        refused(named, &bundle_with(vec![], |_| {}, &scenario), &[named, "panic of the whole machine"]);
+    }
+}
+
+/// Issue 26 (Broken 2): the allow-lists were looked up by the filesystem's name, so a
+/// variant `[filesystems.ext4-nodelalloc] type = "ext4"` had none and was refused, and
+/// would equally have had none to refuse with. Judged by its type now, both ways.
+#[test]
+fn a_variant_is_judged_by_its_filesystem_type() {
+    let variant = |mkfs: &str, mount: &str| {
+        SCENARIO.replace("fs = [\"ext4\"]", "fs = [\"ext4\", \"ext4-nodelalloc\"]").replace(
+            "[backing]",
+            &format!("[filesystems.ext4-nodelalloc]\ntype = \"ext4\"\nmkfs = {mkfs}\nmount = {mount}\n[backing]"),
+        )
+    };
+    let ok = variant("[\"-E\", \"lazy_itable_init=0\"]", "[\"nodelalloc\", \"noatime\"]");
+    let (code, stdout, stderr) = verify(&ok);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stdout.contains("refused:     nothing"), "{stdout}");
+    for (mkfs, mount, named) in [
+        ("[\"-d\", \"/root\"]", "[]", "refusing mkfs argument `-d` of filesystem ext4-nodelalloc (type ext4)"),
+        ("[]", "[\"journal_path=/dev/sdb\"]", "`journal_path=/dev/sdb` of filesystem ext4-nodelalloc (type ext4)"),
+        ("[]", "[\"errors=panic\"]", "`errors=panic` of filesystem ext4-nodelalloc (type ext4)"),
+    ] {
+        refused(named, &bundle_with(vec![], |_| {}, &variant(mkfs, mount)), &[named]);
+    }
+}
+
+/// Issue 27: verify lists every tunable, size and privilege with the flag that unlocks
+/// it, in the text and in `flags_needed` of --json.
+#[test]
+fn verify_lists_every_ask_with_its_flag() {
+    let scenario = "schema = 1\nname = \"ask\"\n[matrix]\nfs = [\"ext4\"]\nlayout = [\"M\"]\ntasks = [2]\n\
+                    [sysctl]\n\"vm.swappiness\" = 10\n[backing]\nkind = \"tmpfs-loop\"\nimage_size = \"16TiB\"\n\
+                    [workload]\nkind = \"steps\"\niterations = 1\nsteps = [{ op = \"exec\", argv = [\"true\"] }]\n";
+    let sb = Sandbox::new();
+    std::fs::write(sb.p("work/lab.fsb"), bundle_with(vec![], |_| {}, scenario)).unwrap();
+    let (code, stdout, stderr) = sb.cmd(&["bundle", "verify", "lab.fsb"]);
+    assert_eq!(code, 0, "{stderr}");
+    for want in [
+        "sysctl:      1 (refused unless --allow-sysctl): vm.swappiness = 10",
+        "exec steps:  1 (refused unless --allow-exec): `true`",
+        "RAM-backed images 32.0 TiB: 2 × 16TiB (ext4-M-qoff-t2)",
+        "(refused unless --allow-size)",
+        "flags:       --allow-sysctl --allow-exec --allow-size",
+    ] {
+        assert!(stdout.contains(want), "lacks `{want}`:\n{stdout}");
+    }
+    let (code, doc) = verify_json(&sb, "asks");
+    assert_eq!(code, 0);
+    assert_eq!(doc["flags_needed"], serde_json::json!(["--allow-sysctl", "--allow-exec", "--allow-size"]));
+    assert_eq!(doc["sysctl"], serde_json::json!([{"key": "vm.swappiness", "value": "10"}]));
+    assert_eq!(doc["memory"]["images_bytes"], serde_json::json!(32u64 << 40));
+    assert_eq!(doc["memory"]["over_budget"], true);
+    sb.assert_nothing_written("asks");
+}

@@ -362,3 +362,30 @@ fn results_from_a_different_scenario_text_are_not_packed() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("different scenario text"));
     assert!(!lab.join("lab.fsb").exists());
 }
+
+/// Issue 27: `pack` runs the checks of `verify`, so the packing lab hears of a refusal
+/// (and of the flags the receiver will need) before the bundle travels. It warns and
+/// still packs: the receiver's checks are the ones that hold.
+#[test]
+fn pack_warns_of_what_bundle_run_will_refuse_or_ask_a_flag_for() {
+    let t = tempfile::tempdir().unwrap();
+    let scenario = TINY.replace(
+        "[backing]",
+        "[filesystems.ext4]\nmount = [\"errors=panic\"]\n[sysctl]\n\"kernel.core_pattern\" = \"|/bin/true\"\n\
+         \"vm.dirty_ratio\" = 10\n[backing]",
+    );
+    std::fs::write(t.path().join("tiny.toml"), scenario).unwrap();
+    let out = fsbench_at(t.path(), &t.path().join("cache"))
+        .args(["bundle", "pack", "tiny.toml", "-o", "lab.fsb"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    for want in [
+        "warning: `bundle run` will refuse this bundle on every host: refusing sysctl `kernel.core_pattern`",
+        "warning: `bundle run` will refuse this bundle on every host: refusing mount option `errors=panic`",
+        "warning: the bundle asks for sysctl vm.dirty_ratio = 10: `bundle run` needs --allow-sysctl",
+    ] {
+        assert!(err.contains(want), "lacks `{want}`:\n{err}");
+    }
+}

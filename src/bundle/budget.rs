@@ -1,0 +1,172 @@
+//! The memory budget of an untrusted run: what a bundle may make the host hold in RAM.
+//!
+//! A bundle chooses sizes: `image_size` of its tmpfs-loop images (RAM-backed: a loop
+//! write to a tmpfs file is not charged to the writer's memory cgroup, so nothing
+//! else stops it), one image per task in layout M, the guest memory of its
+//! `[[kernels]]`, and how many bytes its fixture expands to (a 13 KB bundle can
+//! declare a generated tree of gigabytes). Before anything is allocated, `bundle
+//! run` adds up the most demanding cell's images, the largest guest and the
+//! fixture's expanded bytes, and refuses the run when the sum exceeds
+//! [`SHARE_PERCENT`]% of `MemAvailable`, unless `--allow-size`. Cells run one after
+//! another, so the budget is per cell, not per run.
+
+use crate::plan::Cell;
+use crate::scenario::{ArchiveSource, Scenario};
+
+/// The share of `MemAvailable` an untrusted run may ask for, in percent: half, so
+/// that the host keeps as much again for its page cache and everything else.
+pub const SHARE_PERCENT: u64 = 50;
+
+/// What one cell of a bundle's run can make the host hold in memory, by source.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MemoryNeed {
+    /// RAM-backed image bytes of the most demanding cell (image size × images).
+    pub images: u64,
+    /// How [`Self::images`] is made up: `4 × 1GiB (ext4-M-qoff-t4)`.
+    pub images_shown: String,
+    /// Guest memory of the largest `[[kernels]]` entry (0 without kernels).
+    pub guest: u64,
+    /// Bytes of file contents the fixture expands to (0 without one).
+    pub fixture: u64,
+}
+
+impl MemoryNeed {
+    /// The sum checked against the cap.
+    pub fn total(&self) -> u64 {
+        self.images.saturating_add(self.guest).saturating_add(self.fixture)
+    }
+
+    /// One line per source with its size, for `bundle verify` and refusals.
+    pub fn parts(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if self.images > 0 {
+            v.push(format!("RAM-backed images {}: {}", short(self.images), self.images_shown));
+        }
+        if self.guest > 0 {
+            v.push(format!("qemu guest memory {}", short(self.guest)));
+        }
+        if self.fixture > 0 {
+            v.push(format!("fixture expanded {}", short(self.fixture)));
+        }
+        v
+    }
+}
+
+/// Bytes as `1.5 GiB`, for the parts of a sum.
+pub fn short(bytes: u64) -> String {
+    let units = [("TiB", 1u64 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    match units.iter().find(|(_, m)| bytes >= *m) {
+        Some((u, m)) => format!("{:.1} {u}", bytes as f64 / *m as f64),
+        None => format!("{bytes} bytes"),
+    }
+}
+
+/// Bytes as `1.5 GiB (1610612736 bytes)`: readable, and exact for comparison.
+pub fn approx(bytes: u64) -> String {
+    match short(bytes) {
+        s if bytes < 1024 => s,
+        s => format!("{s} ({bytes} bytes)"),
+    }
+}
+
+/// The need of running `cells` of `s`, with the fixture expanding to `fixture` bytes.
+pub fn need(s: &Scenario, cells: &[Cell], fixture: u64) -> MemoryNeed {
+    let mut out = MemoryNeed { fixture, ..MemoryNeed::default() };
+    // Under [[kernels]] the images live in the guest's own tmpfs, inside its memory.
+    if s.kernels.is_empty() {
+        for c in cells {
+            let Some(size) = s.backing.image_size(c.params.layout) else { continue };
+            let images = match c.params.layout {
+                crate::model::Layout::M => c.params.tasks.max(1),
+                crate::model::Layout::S => 1,
+            };
+            let bytes = size.saturating_mul(images as u64);
+            if bytes > out.images {
+                out.images = bytes;
+                out.images_shown = format!("{images} × {} ({})", crate::scenario::units::format_size(size), c.id());
+            }
+        }
+    }
+    out.guest = s.kernels.iter().map(|k| k.memory).max().unwrap_or(0);
+    out
+}
+
+/// Bytes of file contents a generated fixture expands to, from its plan (no content is
+/// generated); `None` for a real archive (its dry run counts them) or no fixture.
+pub fn generated_fixture_bytes(s: &Scenario) -> Option<u64> {
+    match s.archive.as_ref().map(|a| &a.source) {
+        Some(ArchiveSource::Generate { profile, scale, seed }) => {
+            crate::fixture::plan_kernel_tree(profile, *scale, *seed)
+                .ok()
+                .map(|p| crate::fixture::FixtureStats::of_plan(&p).content_bytes)
+        }
+        _ => None,
+    }
+}
+
+/// The cap for a host with `available` bytes of `MemAvailable`.
+pub fn cap(available: u64) -> u64 {
+    available / 100 * SHARE_PERCENT
+}
+
+/// `Err` when `need` exceeds the cap for `available`, with a message naming every size.
+pub fn check(need: &MemoryNeed, available: u64) -> Result<(), String> {
+    let cap = cap(available);
+    if need.total() <= cap {
+        return Ok(());
+    }
+    Err(format!(
+        "refusing the bundle's sizes: one cell needs {} of memory ({}), more than {SHARE_PERCENT}% of this host's \
+         MemAvailable {} = {}; lower them with --set (e.g. --set backing.image_size=...) or pass --allow-size \
+         if this host can hold them",
+        approx(need.total()),
+        need.parts().join(" + "),
+        approx(available),
+        approx(cap)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(extra: &str) -> Scenario {
+        let text = format!(
+            "schema = 1\nname = \"b\"\n[matrix]\nfs = [\"ext4\"]\nlayout = [\"M\", \"S\"]\ntasks = [1, 4]\ntest = [\"open_close\"]\n\
+             [backing]\nkind = \"tmpfs-loop\"\n{extra}[workload]\nkind = \"lat_fs\"\n"
+        );
+        crate::scenario::parse_str(&text, "b.toml").unwrap()
+    }
+
+    /// Issue 27 (item 5): image_size × tasks in layout M is what one cell holds.
+    #[test]
+    fn the_most_demanding_cell_counts_an_image_per_task_in_layout_m() {
+        let s = scenario("image_size = { M = \"3GiB\", S = \"10GiB\" }\n");
+        let n = need(&s, &crate::plan::expand(&s).cells, 0);
+        assert_eq!(n.images, 12 << 30, "{n:?}");
+        assert!(n.images_shown.starts_with("4 × 3GiB (ext4-M-"), "{}", n.images_shown);
+        let n = need(&s, &crate::plan::expand(&s).cells, 7 << 30);
+        assert_eq!(n.total(), 19 << 30);
+        let e = check(&n, 16 << 30).unwrap_err();
+        for want in ["RAM-backed images 12.0 GiB: 4 × 3GiB (", "fixture expanded 7.0 GiB", "--allow-size", "8.0 GiB"] {
+            assert!(e.contains(want), "lacks `{want}`: {e}");
+        }
+        check(&n, 64 << 30).unwrap();
+    }
+
+    #[test]
+    fn a_generated_fixture_is_counted_from_its_plan() {
+        let s = crate::scenario::parse_str(
+            "schema = 1\nname = \"g\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"dir\"\n\
+             [archive]\ngenerate = \"linux-2.5.63\"\nscale = 0.01\n\
+             [workload]\nkind = \"steps\"\niterations = 1\nsteps = [{ op = \"untar\", archive = \"linux-2.5.63.tar.gz\" }]\n",
+            "g.toml",
+        )
+        .unwrap();
+        let small = generated_fixture_bytes(&s).unwrap();
+        assert!(small > 0);
+        let big = s.source.text.replace("scale = 0.01", "scale = 1");
+        let big = generated_fixture_bytes(&crate::scenario::parse_str(&big, "g.toml").unwrap()).unwrap();
+        assert!(big > 50 * small, "{small} {big}");
+    }
+}
