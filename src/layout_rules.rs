@@ -157,3 +157,24 @@ fn the_readme_layout_names_every_module_and_only_modules() {
         .collect();
     assert!(unnamed.is_empty(), "modules of src/lib.rs missing from the README's Layout: {unnamed:?}");
 }
+
+/// Files allowed past the size guard, each with the reason: data tables, not logic.
+const LONG_FILES: &[(&str, &str)] =
+    &[("src/fixture/shape_tables.rs", "the linux-2.5.63 profile: figures and word lists")];
+
+#[test]
+fn no_source_file_is_several_rooms() {
+    // A file past ~800 lines of code is several concerns; its unit tests do not count.
+    const MAX_LINES: usize = 800;
+    let mut long = Vec::new();
+    for (rel, text) in sources() {
+        if rel.ends_with("/tests.rs") || LONG_FILES.iter().any(|(f, _)| *f == rel) {
+            continue;
+        }
+        let code = text.lines().take_while(|l| l.trim() != "#[cfg(test)]").count();
+        if code > MAX_LINES {
+            long.push(format!("{rel}: {code} lines before its tests"));
+        }
+    }
+    assert!(long.is_empty(), "split these by concern, or list them in LONG_FILES with a reason:\n{}", long.join("\n"));
+}
