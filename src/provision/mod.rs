@@ -388,6 +388,14 @@ fn apply_tunables(req: &ProvisionRequest, p: &mut Provisioned) -> Result<(), Pro
     if changes.is_empty() {
         return Ok(());
     }
+    // Only root may write them or the host-wide journal; a skip, as the kernel's refusal was.
+    if !is_root() {
+        let key = &changes[0].1;
+        return Err(ProvisionError::Unsupported(SkipReason {
+            reason: format!("changing {key} needs root (running as uid {})", nix::unistd::geteuid()),
+            remedy: Some("run as root, or leave out the scenario's [sysctl] and queue settings".into()),
+        }));
+    }
     let journal = HostJournal::system();
     let holder = Holder::this_process();
     for (i, key, path, value) in changes {
