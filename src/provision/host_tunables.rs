@@ -182,8 +182,8 @@ impl HostJournal {
                 let pids = pids.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ");
                 Err(skip(
                     format!(
-                        "{key} is held at {held} by another fsbench run (pid {pids}) still running; this cell asks for \
-                         {value} and would be measured under the other run's value"
+                        "{key} is held at {held} by another fsbench run that is still running (pid {pids}); this cell \
+                         asks for {value} and would be measured under that run's value"
                     ),
                     format!("run this cell when pid {pids} has finished, or give both runs the same {key}"),
                 ))
