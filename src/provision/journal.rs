@@ -35,6 +35,8 @@ pub enum Entry {
     /// A directory created outside the cell dir (backing `dir`), removed at teardown.
     Scratch(PathBuf),
     /// A kernel setting about to be changed (queue or sysctl), with the value to restore.
+    /// Only journals of earlier versions hold these: settings are now journalled host-wide
+    /// ([`super::host_tunables`]), where overlapping runs share them.
     Tunable { path: PathBuf, old: String },
 }
 
@@ -220,21 +222,23 @@ pub fn undo_cell(cell_dir: &Path, entries: &[Entry]) -> Result<Vec<String>, Prov
     Ok(done)
 }
 
-/// Whether the device of a queue setting (`/sys/block/<dev>/queue/<key>`) is still the
-/// one the cell set it on. A loop device must still be backed by one of the cell's
-/// `images`: once detached, its number goes to whoever attaches next. A named disk
-/// (`backing.kind = "device"`, allowed with --allow-device) keeps its name. `/proc/sys`
-/// settings are the machine's own and always go back.
+/// Whether the device of a queue setting (`/sys/block/<dev>/queue/<key>` or
+/// `/sys/dev/block/<maj>:<min>/queue/<key>`) is still the one the cell set it on. A loop
+/// device must still be backed by one of the cell's `images`: once detached, its number
+/// goes to whoever attaches next. A named disk (`backing.kind = "device"`, allowed with
+/// --allow-device) keeps its name. `/proc/sys` settings are the machine's own and always go back.
 fn queue_device_is_ours(path: &Path, images: &[&Path]) -> Result<(), String> {
-    let parts: Vec<&str> = path.iter().filter_map(|c| c.to_str()).collect();
-    let ["/", "sys", "block", dev, "queue", _] = parts.as_slice() else { return Ok(()) };
-    if !dev.starts_with("loop") {
+    let Some(dev_dir) = super::tunables::queue_device_dir(path) else { return Ok(()) };
+    let name = dev_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    // Loop devices are major 7; /sys/block names them loopN.
+    if !name.starts_with("loop") && !name.starts_with("7:") {
         return Ok(());
     }
-    match loopdev::backing_file(dev) {
+    let dev = if name.starts_with("loop") { format!("/dev/{name}") } else { dev_dir.display().to_string() };
+    match loopdev::backing_file_at(dev_dir) {
         Some(b) if images.contains(&b.as_path()) => Ok(()),
-        Some(b) => Err(format!("/dev/{dev} is now backed by {}, not by this cell's image", b.display())),
-        None => Err(format!("/dev/{dev} is no longer attached to this cell's image")),
+        Some(b) => Err(format!("{dev} is now backed by {}, not by this cell's image", b.display())),
+        None => Err(format!("{dev} is no longer attached to this cell's image")),
     }
 }
 

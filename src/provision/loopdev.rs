@@ -223,7 +223,13 @@ fn configure(dev: &File, backing: &File, image: &Path) -> Result<(), Errno> {
 
 /// The backing file of `loopN` as sysfs reports it, if attached.
 pub fn backing_file(name: &str) -> Option<PathBuf> {
-    let s = std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file")).ok()?;
+    backing_file_at(&Path::new("/sys/block").join(name))
+}
+
+/// The backing file of the loop device whose sysfs directory is `dev_dir`
+/// (`/sys/dev/block/7:3`), if it is an attached loop device.
+pub fn backing_file_at(dev_dir: &Path) -> Option<PathBuf> {
+    let s = std::fs::read_to_string(dev_dir.join("loop/backing_file")).ok()?;
     let s = s.trim_end_matches('\n');
     Some(PathBuf::from(s.strip_suffix(" (deleted)").unwrap_or(s)))
 }

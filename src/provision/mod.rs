@@ -2,12 +2,14 @@
 //! mkfs, mount, quota), each held by an RAII guard and torn down in reverse order.
 //!
 //! Every kernel object is recorded in a journal in the cell's work directory
-//! *before* it is acquired, so that [`cleanup_stale`] can undo a run that was
+//! *before* it is acquired, and every kernel setting in the host-wide journal
+//! ([`host_tunables`]), so that [`cleanup_stale`] can undo a run that was
 //! killed with SIGKILL. Teardown runs on success ([`Provisioned::teardown`]),
 //! on error and panic (`Drop`), and after SIGINT/SIGTERM (the runner sees
 //! [`crate::signals::interrupted`] and drops what it holds).
 
 pub mod capability;
+pub mod host_tunables;
 pub mod journal;
 pub mod kmsg;
 pub mod loopdev;
@@ -27,6 +29,7 @@ use nix::mount::MsFlags;
 use crate::model::{CellParams, FilesystemInfo, Layout, QuotaImpl, QuotaMode, SkipReason};
 use crate::scenario::{Backing, FsSpec};
 
+use host_tunables::{Holder, HostJournal};
 use journal::{Entry, Journal};
 use loopdev::LoopDevice;
 use quota::QuotaType;
@@ -168,8 +171,9 @@ enum Guard {
     Quota { device: PathBuf, mountpoint: PathBuf, qtype: QuotaType },
     /// A directory we created outside the cell dir: remove it.
     Scratch(PathBuf),
-    /// A kernel setting we changed: write its old value back.
-    Restore { path: PathBuf, old: String },
+    /// A kernel setting we changed: drop our hold on it in the host-wide journal, which
+    /// writes the original back when no other run holds it.
+    Restore { journal: HostJournal, holder: Holder, path: PathBuf },
 }
 
 impl Guard {
@@ -210,9 +214,7 @@ impl Guard {
             Guard::Scratch(p) => {
                 std::fs::remove_dir_all(&p).map(|()| None).map_err(|e| ProvisionError::io("remove", &p, e))
             }
-            Guard::Restore { path, old } => {
-                std::fs::write(&path, &old).map(|()| None).map_err(|e| ProvisionError::io("restore", &path, e))
-            }
+            Guard::Restore { journal, holder, path } => journal.release(holder, &path).map(|_| None),
         }
     }
 }
@@ -365,36 +367,43 @@ fn provision_unchecked(req: &ProvisionRequest) -> Result<Provisioned, ProvisionE
     Ok(p)
 }
 
-/// Queue settings on every device under test, then `[sysctl]`: journalled, written, read back.
-/// Applied last, so teardown restores them first, while the devices still exist.
+/// Queue settings on every device under test, then `[sysctl]`: each set through the
+/// host-wide journal (shared with other runs that set the same value, refused when a live
+/// run holds another), then read back. Applied last, so teardown restores them first,
+/// while the devices still exist. A cell that changes nothing never opens the journal.
 fn apply_tunables(req: &ProvisionRequest, p: &mut Provisioned) -> Result<(), ProvisionError> {
     let t = &req.fs.tunables;
     let mut changes: Vec<(usize, String, PathBuf, String)> = Vec::new();
     for (i, fs) in p.filesystems.iter().enumerate() {
         let Some(dev) = fs.device.as_deref() else { continue };
         for (k, v) in &t.queue {
-            let path = tunables::queue_path(Path::new(dev), k).ok_or_else(|| {
-                ProvisionError::io("queue settings", Path::new(dev), std::io::Error::other("no device name"))
-            })?;
+            let path = tunables::queue_path(Path::new(dev), k)
+                .map_err(|e| ProvisionError::io("queue settings", Path::new(dev), std::io::Error::other(e)))?;
             changes.push((i, k.clone(), path, v.clone()));
         }
     }
     for (k, v) in &t.sysctl {
         changes.push((usize::MAX, k.clone(), tunables::sysctl_path(k), v.clone()));
     }
+    if changes.is_empty() {
+        return Ok(());
+    }
+    // Only root may write them or the host-wide journal; a skip, as the kernel's refusal was.
+    if !is_root() {
+        let key = &changes[0].1;
+        return Err(ProvisionError::Unsupported(SkipReason {
+            reason: format!("changing {key} needs root (running as uid {})", nix::unistd::geteuid()),
+            remedy: Some("run as root, or leave out the scenario's [sysctl] and queue settings".into()),
+        }));
+    }
+    let journal = HostJournal::system();
+    let holder = Holder::this_process();
     for (i, key, path, value) in changes {
-        let old = tunables::read_value(&path).map_err(|e| {
-            ProvisionError::Unsupported(SkipReason {
-                reason: format!("cannot read {} ({key}): {e}", path.display()),
-                remedy: Some("check the key: it must exist under /sys/block/<dev>/queue or /proc/sys".into()),
-            })
-        })?;
-        p.acquire_record(Entry::Tunable { path: path.clone(), old: old.clone() })?;
-        p.guards.push(Guard::Restore { path: path.clone(), old: old.clone() });
-        tunables::write_value(&path, &key, &value).map_err(ProvisionError::Unsupported)?;
+        let original = journal.set(holder, &key, &path, &value)?;
+        p.guards.push(Guard::Restore { journal: journal.clone(), holder, path: path.clone() });
         let now = tunables::read_value(&path).map_err(|e| ProvisionError::io("read back", &path, e))?;
         if i == usize::MAX {
-            p.notes.push(format!("sysctl {key} = {now} (was {old})"));
+            p.notes.push(format!("sysctl {key} = {now} (was {original})"));
         } else {
             p.filesystems[i].queue.insert(key, now);
         }
@@ -455,6 +464,9 @@ fn provision_tmpfs_loop(req: &ProvisionRequest, p: &mut Provisioned) -> Result<(
 
 fn provision_device(req: &ProvisionRequest, path: &Path, p: &mut Provisioned) -> Result<(), ProvisionError> {
     require_root("device backing")?;
+    // Resolved once: mkfs, mount and the queue settings then name the device that was
+    // checked, not whatever a link named like it points at later.
+    let path = &path.canonicalize().map_err(|e| ProvisionError::io("resolve device", path, e))?;
     capability::device_usable(path, req.allow_device)
         .map_err(|reason| ProvisionError::Device { path: path.to_path_buf(), reason })?;
     let mnt = p.cell_dir.join("mnt");
@@ -639,9 +651,21 @@ fn set_mode(d: &Path, mode: u32) -> Result<(), ProvisionError> {
     std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode)).map_err(|e| ProvisionError::io("chmod", d, e))
 }
 
-/// Clean up what a killed (kill -9) earlier run left under `workdir_root`:
-/// mounts unmounted, loops detached, dirs removed. Cells whose owning process
-/// is still alive are left alone. Returns a line per object cleaned.
+/// Clean up what a killed (kill -9) earlier run left: first the kernel settings of
+/// any dead fsbench run on this host, whatever its work root (see [`host_tunables`];
+/// root only, as only root changes them), while the loop devices they belong to are
+/// still attached; then under `workdir_root`: mounts unmounted, loops detached, dirs
+/// removed. Cells whose owning process is still alive are left alone. Returns a line
+/// per object cleaned.
 pub fn cleanup_stale(workdir_root: &Path) -> Result<Vec<String>, ProvisionError> {
-    journal::cleanup_stale(workdir_root)
+    let mut cleaned = Vec::new();
+    if is_root() {
+        match HostJournal::system().restore_orphans() {
+            Ok(lines) => cleaned.extend(lines),
+            // Cells that change a setting meet the same error and fail; the rest can run.
+            Err(e) => cleaned.push(format!("could not check the host-wide tunables journal: {e}")),
+        }
+    }
+    cleaned.extend(journal::cleanup_stale(workdir_root)?);
+    Ok(cleaned)
 }

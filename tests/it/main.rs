@@ -29,6 +29,7 @@ mod monitors;
 mod provision_faults;
 mod provision_layouts;
 mod provision_stale;
+mod provision_tunables;
 mod qemu_lifecycle;
 mod qemu_quota;
 mod report_cli;
