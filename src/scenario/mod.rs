@@ -154,10 +154,12 @@ pub struct FsSpec {
     pub tunables: Tunables,
 }
 
-/// Kernel settings applied before a cell, read back, and restored after it.
+/// Kernel settings applied before a cell, read back, and restored after it (through the
+/// host-wide journal of `provision::host_tunables`).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Tunables {
-    /// `(key, value)` under `/sys/block/<dev>/queue/`, in the order applied (scheduler first).
+    /// `(key, value)` under the device's `/sys/dev/block/MAJ:MIN/queue/`, in the order applied
+    /// (scheduler first).
     pub queue: Vec<(String, String)>,
     /// `(dotted key, value)` under `/proc/sys/`.
     pub sysctl: Vec<(String, String)>,
