@@ -130,6 +130,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         }
         None => (plan.cells, None),
     };
+    let fixture = crate::bundle::budget::generated_fixture_bytes(&scenario).unwrap_or(0);
+    if let Some(w) = crate::bundle::budget::own_run_warning(&crate::bundle::budget::need(&scenario, &cells, fixture)) {
+        eprintln!("fsbench: warning: {w}");
+    }
     let outcome = runner::run(RunRequest {
         scenario: &scenario,
         cells,

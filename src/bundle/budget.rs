@@ -8,7 +8,8 @@
 //! run` adds up the most demanding cell's images, the largest guest and the
 //! fixture's expanded bytes, and refuses the run when the sum exceeds
 //! [`SHARE_PERCENT`]% of `MemAvailable`, unless `--allow-size`. Cells run one after
-//! another, so the budget is per cell, not per run.
+//! another, so the budget is per cell, not per run. `fsbench run` makes the same sum for
+//! one's own scenario and warns instead ([`own_run_warning`]).
 
 use crate::plan::Cell;
 use crate::scenario::{ArchiveSource, Scenario};
@@ -109,21 +110,46 @@ pub fn cap(available: u64) -> u64 {
     available / 100 * SHARE_PERCENT
 }
 
-/// `Err` when `need` exceeds the cap for `available`, with a message naming every size.
-pub fn check(need: &MemoryNeed, available: u64) -> Result<(), String> {
+/// What is over the cap, when `need` exceeds it for `available`: `one cell needs ... more
+/// than 50% of this host's MemAvailable ...`, naming every size. `None` within the budget.
+pub fn over_budget(need: &MemoryNeed, available: u64) -> Option<String> {
     let cap = cap(available);
     if need.total() <= cap {
-        return Ok(());
+        return None;
     }
-    Err(format!(
-        "refusing the bundle's sizes: one cell needs {} of memory ({}), more than {SHARE_PERCENT}% of this host's \
-         MemAvailable {} = {}; lower them with --set (e.g. --set backing.image_size=...) or pass --allow-size \
-         if this host can hold them",
+    Some(format!(
+        "one cell needs {} of memory ({}), more than {SHARE_PERCENT}% of this host's MemAvailable {} = {}",
         approx(need.total()),
         need.parts().join(" + "),
         approx(available),
         approx(cap)
     ))
+}
+
+/// `Err` when a bundle's `need` exceeds the cap for `available`: the refusal `bundle run` prints.
+pub fn check(need: &MemoryNeed, available: u64) -> Result<(), String> {
+    match over_budget(need, available) {
+        None => Ok(()),
+        Some(what) => Err(format!(
+            "refusing the bundle's sizes: {what}; lower them with --set (e.g. --set backing.image_size=...) \
+             or pass --allow-size if this host can hold them"
+        )),
+    }
+}
+
+/// The same sum for a scenario of one's own (`fsbench run`): a warning, never a refusal,
+/// since the images are sparse and the user chose them; `None` within the budget or when
+/// MemAvailable cannot be read.
+pub fn own_run_warning(need: &MemoryNeed) -> Option<String> {
+    let available = crate::host::memory::mem_available().ok()?;
+    over_budget(need, available).map(|what| {
+        format!(
+            "{what}: images are sparse, but a cell that fills them holds that much RAM (the backing tmpfs is \
+             capped at {}% of MemAvailable, so the cell fails first); lower backing.image_size if the workload \
+             writes that much",
+            crate::host::memory::TMPFS_SHARE_PERCENT
+        )
+    })
 }
 
 #[cfg(test)]
@@ -152,6 +178,15 @@ mod tests {
             assert!(e.contains(want), "lacks `{want}`: {e}");
         }
         check(&n, 64 << 30).unwrap();
+    }
+
+    #[test]
+    fn an_own_run_over_the_budget_is_described_without_a_bundle_remedy() {
+        let s = scenario("image_size = { M = \"3GiB\", S = \"10GiB\" }\n");
+        let n = need(&s, &crate::plan::expand(&s).cells, 0);
+        let what = over_budget(&n, 16 << 30).expect("12 GiB is over half of 16 GiB");
+        assert!(what.starts_with("one cell needs 12.0 GiB") && !what.contains("--allow-size"), "{what}");
+        assert_eq!(over_budget(&n, 64 << 30), None);
     }
 
     #[test]
