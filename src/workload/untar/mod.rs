@@ -32,6 +32,7 @@
 mod decode;
 mod extract;
 mod policy;
+mod tree;
 mod write;
 
 use std::fs::File;
@@ -41,6 +42,7 @@ use std::path::{Path, PathBuf};
 use tar::EntryType;
 
 pub use crate::beneath::Resolver;
+pub use tree::ARCHIVE_STAGING_DIR;
 
 use decode::spawn_decoder;
 use extract::Extractor;
