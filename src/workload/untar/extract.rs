@@ -143,10 +143,8 @@ impl<'a, 'f> Extractor<'a, 'f> {
         let mode = h.mode().map_err(rd)? & 0o7777;
         let mtime = h.mtime().map_err(rd)? as i64;
         let owner = if self.root { Some(self.owner_of(h).map_err(rd)?) } else { None };
-        if self.limits().is_some() {
-            if mode & 0o6000 != 0 {
-                return Err(self.unsafe_entry(raw_path, "setuid/setgid bit set"));
-            }
+        if self.limits().is_some() && mode & 0o6000 != 0 {
+            return Err(self.unsafe_entry(raw_path, "setuid/setgid bit set"));
         }
         let mode = if self.root { mode } else { mode & !self.umask & 0o7777 };
         match kind {

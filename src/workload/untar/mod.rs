@@ -21,11 +21,15 @@
 //!   RESOLVE_NO_SYMLINKS)`, or an fd-by-fd walk with `O_NOFOLLOW | O_DIRECTORY`
 //!   where the kernel lacks openat2; see [`Resolver`]), so no link planted by the
 //!   archive or found in the destination can lead a write outside. On top, entries
-//!   are judged before anything is written for them ([`policy`] and the caps): only
-//!   normal path components, relative symlinks that stay inside the tree from
-//!   their own directory (as GNU tar extracts `include/asm -> ../arch/...`), no
-//!   absolute or escaping links, no hard links out of the tree, no device
-//!   nodes, no setuid/setgid, caps on entries, bytes, path length and depth.
+//!   are judged before anything is written for them ([`policy`] for names and the
+//!   caps, [`tree`] for what each entry makes): only normal path components within
+//!   `NAME_MAX`/`PATH_MAX`, relative symlinks whose target, resolved *physically*
+//!   through the archive's earlier links, stays inside the tree (as GNU tar extracts
+//!   `include/asm -> ../arch/...`), no absolute or escaping links, no name clashes, no
+//!   hard links out of the tree, no device nodes, no setuid/setgid, caps on entries,
+//!   bytes, path length and depth. An untrusted archive is itself opened without
+//!   following a link and must be a regular file ([`ARCHIVE_STAGING_DIR`] is where a
+//!   bundle's is staged, out of its own entries' reach).
 //!   Bad entries are refused with an error naming them, never silently rewritten.
 //!   [`scan_untrusted`] runs the same checks without writing (a dry run).
 
