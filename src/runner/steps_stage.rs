@@ -10,7 +10,7 @@ use super::{RunContext, interrupted};
 use crate::provision;
 use crate::scenario::ArchiveSpec;
 use crate::workload::steps;
-use crate::workload::untar::{Trust, UnpackLimits};
+use crate::workload::untar::{ARCHIVE_STAGING_DIR, Trust, UnpackLimits};
 
 /// Where a steps cell runs: its filesystem's root, and with `tasks > 1` one directory per copy.
 pub(super) struct StepsAt<'a> {
@@ -39,7 +39,7 @@ pub(super) fn run_steps(
         let mut archive_dirs = Vec::with_capacity(task_dirs.len());
         for d in task_dirs {
             archive_dirs.push(match ctx.scenario.archive.clone() {
-                Some(a) => stage_archive(ctx, &a, d)?,
+                Some(a) => stage_archive(ctx, &a, d, from_bundle)?,
                 None => d.clone(),
             });
         }
@@ -56,7 +56,7 @@ pub(super) fn run_steps(
         return crate::workload::steps_tasks::run(&run).map_err(anyhow::Error::new);
     }
     let archive_dir = match &ctx.scenario.archive {
-        Some(a) => Some(stage_archive(ctx, a, target)?),
+        Some(a) => Some(stage_archive(ctx, a, target, from_bundle)?),
         None => None,
     };
     let cancel = || interrupted();
@@ -75,7 +75,10 @@ pub(super) fn run_steps(
 
 /// Resolve the scenario's archive (generating it once per run into the cache) and
 /// put it where the steps expect it: on the filesystem under test when `on_target`.
-fn stage_archive(ctx: &mut RunContext, a: &ArchiveSpec, target: &Path) -> anyhow::Result<PathBuf> {
+/// An archive from a bundle (`untrusted`) goes there into [`ARCHIVE_STAGING_DIR`], a
+/// directory its entries may not name, so no entry can replace what the next
+/// iteration reads; the user's own archive sits at the top, as the seed's tarball did.
+fn stage_archive(ctx: &mut RunContext, a: &ArchiveSpec, target: &Path, untrusted: bool) -> anyhow::Result<PathBuf> {
     let source = match &ctx.archive {
         Some(p) => p.clone(),
         None => {
@@ -93,10 +96,18 @@ fn stage_archive(ctx: &mut RunContext, a: &ArchiveSpec, target: &Path) -> anyhow
     };
     if a.on_target {
         // Untimed, before the first iteration: the seed's tarball lived on the filesystem under test.
-        let dest = target.join(&a.file_name);
+        let dir = if untrusted {
+            // Made here on a fresh filesystem (or task directory): a directory, not a link.
+            let dir = target.join(ARCHIVE_STAGING_DIR);
+            std::fs::create_dir(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+            dir
+        } else {
+            target.to_path_buf()
+        };
+        let dest = dir.join(&a.file_name);
         std::fs::copy(&source, &dest)
             .with_context(|| format!("cannot copy {} onto the filesystem under test", source.display()))?;
-        Ok(target.to_path_buf())
+        Ok(dir)
     } else {
         // Scratch of this run, under its journaled work directory: removed at the end of
         // the run ([`release_scratch`]) and by stale cleanup after a kill.

@@ -887,3 +887,47 @@ fn verify_lists_every_ask_with_its_flag() {
     assert_eq!(doc["memory"]["over_budget"], true);
     sb.assert_nothing_written("asks");
 }
+
+/// Class: safe extraction (issue 27, item 11). Names that clash (a file then a directory of
+/// the same name, a directory then a file) or exceed NAME_MAX fail inside the cell when
+/// extracted; verify's dry run makes the same per-entry decision, so it refuses them
+/// up front with the entry named.
+#[test]
+fn fixture_archive_with_clashing_or_overlong_names() {
+    let long = format!("linux/{}", "n".repeat(256));
+    let cases: Vec<(&str, Vec<E>, Vec<String>)> = vec![
+        (
+            "file then directory",
+            vec![file("linux/a", b"x"), entry("linux/a/", b'5', "")],
+            vec!["refusing archive entry `linux/a/`".into(), "name clash: `linux/a` is already a file".into()],
+        ),
+        (
+            "directory then file",
+            vec![entry("linux/d/", b'5', ""), file("linux/d/x", b"x"), file("linux/d", b"y")],
+            vec!["refusing archive entry `linux/d`".into(), "name clash: `linux/d` is already a directory".into()],
+        ),
+        (
+            "file under a file",
+            vec![file("linux/f", b"x"), file("linux/f/g", b"y")],
+            vec!["refusing archive entry `linux/f/g`".into(), "name clash: `linux/f` is a file".into()],
+        ),
+        (
+            "NAME_MAX",
+            vec![file(&long, b"x")],
+            vec![format!("refusing archive entry `{long}`"), "exceeds NAME_MAX (255)".into()],
+        ),
+        (
+            "chained links",
+            vec![entry("linux/d/l1", b'2', "../y"), entry("linux/d/l2", b'2', "l1/../../.."), file("linux/ok", b"x")],
+            vec![
+                "refusing archive entry `linux/d/l2`".into(),
+                "leaves the archive (from `linux/d`) through the symbolic link `linux/d/l1`".into(),
+            ],
+        ),
+    ];
+    for (case, entries, expect) in cases {
+        let b = bundle_with(vec![file("fixtures/x.tar.gz", &tgz(&entries))], |_| {}, UNTAR);
+        let expect: Vec<&str> = expect.iter().map(String::as_str).collect();
+        refused(case, &b, &expect);
+    }
+}

@@ -178,10 +178,11 @@ fn hardlink_escape_is_refused() {
     assert!(e.to_string().contains("absolute path"), "{e}");
     let e = sb.untar(&[link(b"h", tar::EntryType::Link, b"../outside/secret")], UnpackLimits::default()).unwrap_err();
     assert!(e.to_string().contains("`..`"), "{e}");
-    // Through a planted symlink: the link's source is resolved beneath the root.
+    // Through a planted symlink: only earlier entries of the archive may be linked to (and
+    // the link's source would be resolved beneath the root anyway).
     std::os::unix::fs::symlink(&sb.outside, sb.dest.join("pre")).unwrap();
     let e = sb.untar(&[link(b"h", tar::EntryType::Link, b"pre/secret")], UnpackLimits::default()).unwrap_err();
-    assert!(matches!(e, UntarError::Fs { .. }), "{e}");
+    assert!(e.to_string().contains("hard link target `pre/secret` is not an earlier entry of the archive"), "{e}");
     assert!(!sb.dest.join("h").exists());
     assert_eq!(
         std::fs::metadata(sb.outside.join("secret")).map(|m| std::os::unix::fs::MetadataExt::nlink(&m)).unwrap(),
@@ -236,4 +237,146 @@ fn gzip_bomb_is_stopped() {
     sb.assert_nothing_outside();
     let written: u64 = std::fs::read_dir(&sb.dest).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
     assert!(written <= 4 << 20, "wrote {written} bytes past the cap");
+}
+
+/// The hostile archive of the review (issue 27, item 6): `d/l1 -> ../y` and
+/// `d/l2 -> l1/../..` each stay inside when every component is taken for a directory,
+/// but `l2` really is the directory above the destination. `name` (where the next
+/// iteration looks for its archive) then becomes a link through the chain to a host file.
+fn chained_attack(name: &'static [u8]) -> Vec<E<'static>> {
+    let through: &'static [u8] = b"d/l2/outside/host.tar.gz";
+    vec![
+        link(b"d/l1", tar::EntryType::Symlink, b"../y"),
+        link(b"d/l2", tar::EntryType::Symlink, b"l1/../.."),
+        link(name, tar::EntryType::Symlink, through),
+    ]
+}
+
+/// Two iterations of `untar` of an untrusted archive, with its archive in `archive_dir`.
+fn two_iterations(dest: &Path, archive_dir: &Path, name: &str) -> Result<(), fsbench::workload::steps::StepsError> {
+    use fsbench::scenario::{Step, StepsSpec};
+    use fsbench::workload::steps::{StepsRun, run};
+    let spec = StepsSpec { disturbance: None, iterations: 2, steps: vec![Step::Untar { archive: name.into() }] };
+    let trust = Trust::Untrusted(UnpackLimits::default());
+    let never = || false;
+    let r = StepsRun {
+        spec: &spec,
+        target: dest,
+        archive_dir,
+        cancel: &never,
+        trust: &trust,
+        run_root: std::process::id(),
+    };
+    run(&r).map(|_| ())
+}
+
+/// Across two iterations, the chained links are refused in the first, whether the archive
+/// sits at the top of the tree (as the user's own does) or where a bundle's is staged;
+/// the host archive the chain aims at is never opened or extracted.
+#[test]
+fn chained_links_across_two_iterations_open_nothing_outside() {
+    use fsbench::workload::untar::ARCHIVE_STAGING_DIR;
+    for staged in [false, true] {
+        let sb = sandbox();
+        // A "host file" outside the destination, readable only through the chain.
+        build(&sb.outside.join("host.tar.gz"), &[file(b"pwned-by-host-archive", b"x")]);
+        let archive_dir = if staged { sb.dest.join(ARCHIVE_STAGING_DIR) } else { sb.dest.clone() };
+        std::fs::create_dir_all(&archive_dir).unwrap();
+        let name = if staged { b".fsbench-archive/a.tar.gz" as &'static [u8] } else { b"a.tar.gz" };
+        build(&archive_dir.join("a.tar.gz"), &chained_attack(name));
+        let e = two_iterations(&sb.dest, &archive_dir, "a.tar.gz").expect_err("must be refused").to_string();
+        assert!(e.contains("iteration 1"), "{e}");
+        assert!(
+            e.contains("refusing archive entry `d/l2`: symlink target `l1/../..` leaves the archive (from `d`) through the symbolic link `d/l1`"),
+            "{e}"
+        );
+        assert!(!sb.dest.join("pwned-by-host-archive").exists());
+        assert!(
+            std::fs::symlink_metadata(archive_dir.join("a.tar.gz")).unwrap().is_file(),
+            "the archive is still itself"
+        );
+        let outside: Vec<_> = std::fs::read_dir(&sb.outside).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(outside, ["host.tar.gz"]);
+    }
+}
+
+/// A bundle's archive is staged in a directory its entries may not name, so no entry,
+/// not even a plain file, can replace what the next iteration reads.
+#[test]
+fn an_archive_cannot_replace_its_staged_self() {
+    use fsbench::workload::untar::ARCHIVE_STAGING_DIR;
+    let sb = sandbox();
+    let archive_dir = sb.dest.join(ARCHIVE_STAGING_DIR);
+    std::fs::create_dir(&archive_dir).unwrap();
+    build(&archive_dir.join("a.tar.gz"), &[file(b"ok", b"x"), file(b".fsbench-archive/a.tar.gz", b"other archive")]);
+    let e = two_iterations(&sb.dest, &archive_dir, "a.tar.gz").expect_err("must be refused").to_string();
+    assert!(e.contains("refusing archive entry `.fsbench-archive/a.tar.gz`") && e.contains("reserved"), "{e}");
+    // A benign archive runs both iterations from the same staged file.
+    let sb = sandbox();
+    let archive_dir = sb.dest.join(ARCHIVE_STAGING_DIR);
+    std::fs::create_dir(&archive_dir).unwrap();
+    build(
+        &archive_dir.join("a.tar.gz"),
+        &[file(b"d/a.c", b"int x;\n"), link(b"d/l", tar::EntryType::Symlink, b"../d/a.c")],
+    );
+    two_iterations(&sb.dest, &archive_dir, "a.tar.gz").unwrap();
+    assert_eq!(std::fs::read(sb.dest.join("d/l")).unwrap(), b"int x;\n");
+}
+
+/// Whatever put a link or a FIFO where an untrusted archive is read, it is refused
+/// without being followed or blocking; the file a link points at is never read.
+#[test]
+fn an_untrusted_archive_is_never_read_through_a_link_or_from_a_fifo() {
+    let sb = sandbox();
+    let real = sb.root.join("real.tar.gz");
+    build(&real, &[file(b"pwned-through-a-link", b"x")]);
+    let at = sb.root.join("outside/a.tar.gz");
+    std::os::unix::fs::symlink(&real, &at).unwrap();
+    let untrusted = Trust::Untrusted(UnpackLimits::default());
+    let e = unpack_tar_gz(&at, &sb.dest, &untrusted).unwrap_err();
+    assert!(matches!(e, UntarError::OpenArchive { .. }) && e.to_string().contains("not a regular file"), "{e}");
+    assert!(!sb.dest.join("pwned-through-a-link").exists());
+    std::fs::remove_file(&at).unwrap();
+    nix::unistd::mkfifo(&at, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let t = std::time::Instant::now();
+    let e = unpack_tar_gz(&at, &sb.dest, &untrusted).unwrap_err();
+    assert!(e.to_string().contains("not a regular file"), "{e}");
+    assert!(t.elapsed() < std::time::Duration::from_secs(5));
+    assert!(!sb.dest.join("pwned-through-a-link").exists());
+}
+
+/// Variants of the chain: links to `.` and `..`, a hard link re-homing a link, a link
+/// judged through a name the archive later makes a link, a link later replaced, a link
+/// to itself, an absolute target. Each refused by extraction, naming the entry.
+#[test]
+fn variants_of_the_chain_are_refused() {
+    use tar::EntryType::{Directory, Link, Symlink};
+    let dir = |name: &'static [u8]| E { name, kind: Directory, mode: 0o755, link: b"", data: vec![] };
+    let cases: Vec<(Vec<E>, &str)> = vec![
+        (
+            vec![link(b"l", Symlink, b"."), link(b"x", Symlink, b"l/../outside")],
+            "`x`: symlink target `l/../outside` leaves the archive",
+        ),
+        (vec![link(b"p/up", Symlink, b".."), link(b"p/q/x", Symlink, b"../up/../outside")], "`p/q/x`"),
+        (vec![link(b"a/b/up", Symlink, b"../c"), link(b"h", Link, b"a/b/up")], "hard link to the symlink `a/b/up`"),
+        (vec![link(b"a/l", Symlink, b"."), link(b"h", Link, b"a/l/f")], "path goes through the symbolic link `a/l`"),
+        (vec![link(b"p/x", Symlink, b"a/../../outside"), link(b"p/a", Symlink, b"..")], "`p/a` must stay a directory"),
+        (
+            vec![
+                dir(b"m/n"),
+                link(b"m/l", Symlink, b"n"),
+                link(b"m/y", Symlink, b"l/../../outside"),
+                link(b"m/l", Symlink, b"."),
+            ],
+            "would replace the symbolic link `m/l`",
+        ),
+        (vec![link(b"s", Symlink, b"s/../outside")], "through the link itself"),
+        (vec![link(b"abs", Symlink, b"/tmp")], "absolute target"),
+        (vec![file(b"c", b"x"), dir(b"c")], "name clash: `c` is already a file"),
+        (vec![dir(b"c"), file(b"c", b"x")], "name clash: `c` is already a directory"),
+    ];
+    for (entries, want) in cases {
+        let sb = sandbox();
+        expect_err(&sb, &entries, UnpackLimits::default(), want);
+    }
 }

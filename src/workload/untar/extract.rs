@@ -12,7 +12,8 @@ use std::path::Path;
 use tar::EntryType;
 
 use super::decode::ChannelReader;
-use super::policy::{LinkPolicy, check_path};
+use super::policy::check_path;
+use super::tree::{ArchiveTree, NewEntry};
 use super::{Admit, EntryInfo, MAX_LISTED_REFUSALS, Trust, UnpackLimits, UnpackStats, UntarError};
 
 /// Write buffer for file contents (GNU tar writes 10 KiB records; bigger
@@ -42,8 +43,8 @@ pub(super) struct Extractor<'a, 'f> {
     groups: HashMap<Vec<u8>, Option<u32>>,
     pub(super) buf: Vec<u8>,
     pub(super) stats: UnpackStats,
-    /// Link rules of untrusted archives (shared with the dry run).
-    policy: LinkPolicy,
+    /// What each path of an untrusted archive is: clashes and link rules (shared with the dry run).
+    tree: ArchiveTree,
     /// A dry run: nothing is written, refused entries are collected here.
     pub(super) refused: Option<Vec<String>>,
 }
@@ -69,7 +70,7 @@ impl<'a, 'f> Extractor<'a, 'f> {
             groups: HashMap::new(),
             buf: vec![0; WRITE_BUF],
             stats: UnpackStats::default(),
-            policy: LinkPolicy::default(),
+            tree: ArchiveTree::default(),
             refused: None,
         }
     }
@@ -142,16 +143,14 @@ impl<'a, 'f> Extractor<'a, 'f> {
         let mode = h.mode().map_err(rd)? & 0o7777;
         let mtime = h.mtime().map_err(rd)? as i64;
         let owner = if self.root { Some(self.owner_of(h).map_err(rd)?) } else { None };
-        if self.limits().is_some() {
-            if mode & 0o6000 != 0 {
-                return Err(self.unsafe_entry(raw_path, "setuid/setgid bit set"));
-            }
-            self.policy.check_parents(raw_path, rel.to_bytes())?;
+        if self.limits().is_some() && mode & 0o6000 != 0 {
+            return Err(self.unsafe_entry(raw_path, "setuid/setgid bit set"));
         }
         let mode = if self.root { mode } else { mode & !self.umask & 0o7777 };
         match kind {
             EntryType::Regular | EntryType::Continuous => {
                 let size = entry.size();
+                self.enter(raw_path, &rel, NewEntry::File)?;
                 // The caller's check first: it knows why a size is wrong (a manifest).
                 self.admit(raw_path, &rel, kind, size)?;
                 if let Some(l) = self.limits()
@@ -159,7 +158,6 @@ impl<'a, 'f> Extractor<'a, 'f> {
                 {
                     return Err(self.limit(raw_path, "total bytes", l.max_bytes));
                 }
-                self.policy.replaced(rel.to_bytes());
                 if dry {
                     self.stats.bytes += size;
                 } else {
@@ -168,6 +166,7 @@ impl<'a, 'f> Extractor<'a, 'f> {
                 self.stats.files += 1;
             }
             EntryType::Directory => {
+                self.enter(raw_path, &rel, NewEntry::Dir)?;
                 self.admit(raw_path, &rel, kind, 0)?;
                 if !dry {
                     self.directory(&rel, mode, owner, mtime)?;
@@ -176,9 +175,7 @@ impl<'a, 'f> Extractor<'a, 'f> {
             }
             EntryType::Symlink => {
                 let target = entry.link_name_bytes().map(|c| c.into_owned()).unwrap_or_default();
-                if self.limits().is_some() {
-                    self.policy.check_symlink(raw_path, rel.to_bytes(), &target)?;
-                }
+                self.enter(raw_path, &rel, NewEntry::Symlink(&target))?;
                 self.admit(raw_path, &rel, kind, 0)?;
                 if !dry {
                     self.symlink(&rel, &target, owner, mtime)?;
@@ -197,9 +194,7 @@ impl<'a, 'f> Extractor<'a, 'f> {
                 let Some(trel) = trel else {
                     return Err(self.unsafe_entry(raw_path, "hard link to the archive root"));
                 };
-                if self.limits().is_some() {
-                    self.policy.check_hardlink(raw_path, rel.to_bytes(), trel.to_bytes())?;
-                }
+                self.enter(raw_path, &rel, NewEntry::HardLink(trel.to_bytes()))?;
                 self.admit(raw_path, &rel, kind, 0)?;
                 if !dry {
                     self.hardlink(&rel, &trel)?;
@@ -229,6 +224,14 @@ impl<'a, 'f> Extractor<'a, 'f> {
                 }
                 // GNU tar warns and skips unknown types; so do we.
             }
+        }
+        Ok(())
+    }
+
+    /// Judge an untrusted entry against what the archive made so far ([`ArchiveTree`]).
+    fn enter(&mut self, raw: &[u8], rel: &CStr, new: NewEntry<'_>) -> Result<(), UntarError> {
+        if self.limits().is_some() {
+            self.tree.enter(raw, rel.to_bytes(), new)?;
         }
         Ok(())
     }

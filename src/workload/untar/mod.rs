@@ -21,26 +21,35 @@
 //!   RESOLVE_NO_SYMLINKS)`, or an fd-by-fd walk with `O_NOFOLLOW | O_DIRECTORY`
 //!   where the kernel lacks openat2; see [`Resolver`]), so no link planted by the
 //!   archive or found in the destination can lead a write outside. On top, entries
-//!   are judged before anything is written for them ([`policy`] and the caps): only
-//!   normal path components, relative symlinks that stay inside the tree from
-//!   their own directory (as GNU tar extracts `include/asm -> ../arch/...`), no
-//!   absolute or escaping links, no hard links out of the tree, no device
-//!   nodes, no setuid/setgid, caps on entries, bytes, path length and depth.
+//!   are judged before anything is written for them ([`policy`] for names and the
+//!   caps, [`tree`] for what each entry makes): only normal path components within
+//!   `NAME_MAX`/`PATH_MAX`, relative symlinks whose target, resolved *physically*
+//!   through the archive's earlier links, stays inside the tree (as GNU tar extracts
+//!   `include/asm -> ../arch/...`), no absolute or escaping links, no name clashes, no
+//!   hard links out of the tree, no device nodes, no setuid/setgid, caps on entries,
+//!   bytes, path length and depth. An untrusted archive is itself opened without
+//!   following a link and must be a regular file ([`ARCHIVE_STAGING_DIR`] is where a
+//!   bundle's is staged, out of its own entries' reach).
 //!   Bad entries are refused with an error naming them, never silently rewritten.
 //!   [`scan_untrusted`] runs the same checks without writing (a dry run).
 
 mod decode;
 mod extract;
 mod policy;
+mod tree;
 mod write;
 
 use std::fs::File;
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use tar::EntryType;
 
 pub use crate::beneath::Resolver;
+pub use tree::ARCHIVE_STAGING_DIR;
 
 use decode::spawn_decoder;
 use extract::Extractor;
@@ -190,7 +199,7 @@ pub struct ScanReport {
 /// (entries, bytes, decompression) still stop the scan with an error.
 pub fn scan_untrusted(archive: &Path, limits: &UnpackLimits) -> Result<ScanReport, UntarError> {
     let trust = Trust::Untrusted(limits.clone());
-    let file = File::open(archive).map_err(|source| UntarError::OpenArchive { path: archive.into(), source })?;
+    let file = open_archive(archive, &trust)?;
     let (reader, decoder) = spawn_decoder(file, &trust, archive)?;
     // The destination fd is never used by a dry run; the archive's directory stands in.
     let here = archive.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -212,7 +221,7 @@ fn unpack_impl(
     cancel: &dyn Fn() -> bool,
     admit: Option<&mut Admit<'_>>,
 ) -> Result<UnpackStats, UntarError> {
-    let file = File::open(archive).map_err(|source| UntarError::OpenArchive { path: archive.into(), source })?;
+    let file = open_archive(archive, trust)?;
     let dest_fd =
         crate::beneath::open_dir(dest).map_err(|source| UntarError::OpenDest { path: dest.into(), source })?;
     let (reader, decoder) = spawn_decoder(file, trust, archive)?;
@@ -224,6 +233,47 @@ fn unpack_impl(
     let stats = result?;
     joined.map_err(|_| UntarError::DecoderPanicked)?;
     Ok(stats)
+}
+
+/// Open the archive to read. The user's own is opened as named. An untrusted one is
+/// opened from its directory without following a link, and must be a regular file:
+/// it is staged where no archive entry can reach ([`ARCHIVE_STAGING_DIR`] on the
+/// filesystem under test, the run's scratch otherwise), and if anything still put a
+/// link or a node in its place, the next iteration refuses it instead of reading
+/// whatever it points at (a root-only file, a FIFO, a device whose open has effects:
+/// the node is looked at with `fstatat` before it is opened).
+fn open_archive(archive: &Path, trust: &Trust) -> Result<File, UntarError> {
+    let err = |source| UntarError::OpenArchive { path: archive.into(), source };
+    if matches!(trust, Trust::Own) {
+        return File::open(archive).map_err(err);
+    }
+    let name = archive.file_name().ok_or_else(|| err(io::Error::from_raw_os_error(libc::EINVAL)))?;
+    let name = std::ffi::CString::new(name.as_bytes()).map_err(|_| err(io::Error::from_raw_os_error(libc::EINVAL)))?;
+    let here = archive.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = crate::beneath::open_dir_nofollow(here).map_err(err)?;
+    let not_regular = || err(io::Error::other("not a regular file (an archive is never read through a link)"));
+    // SAFETY: an all-zero stat is a valid value for fstatat to fill.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid fd, C string and stat buffer; the final name is not followed.
+    if unsafe { libc::fstatat(dir.as_raw_fd(), name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } < 0 {
+        return Err(err(io::Error::last_os_error()));
+    }
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Err(not_regular());
+    }
+    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+    // SAFETY: valid fd and C string.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(err(io::Error::last_os_error()));
+    }
+    // SAFETY: a fresh fd owned by nobody else.
+    let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let opened = file.metadata().map_err(err)?;
+    if !opened.is_file() || opened.ino() != st.st_ino as u64 || opened.dev() != st.st_dev as u64 {
+        return Err(not_regular());
+    }
+    Ok(file)
 }
 
 /// Most refused entries a dry run lists (the rest are counted by the first ones' pattern).
