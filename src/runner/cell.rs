@@ -22,7 +22,7 @@ use crate::workload::latfs;
 pub(super) type Phase<'a> = dyn Fn(&str) + 'a;
 
 /// Measures one cell to a result; never returns an error: failures and skips are results too.
-pub(super) trait CellExecutor {
+pub trait CellExecutor {
     /// The cell's result, telling `phase` what it is doing as it goes.
     fn measure(&mut self, cell: &Cell, phase: &Phase) -> CellResult;
 }

@@ -8,8 +8,10 @@
 //! directories, [`rounds`] plans and runs the rounds over the cells, [`cell`] measures one
 //! cell behind the [`cell::CellExecutor`] seam, [`steps_stage`] stages a steps cell's
 //! archive, [`resume`] reopens an interrupted run and [`progress`] shows how far it got.
+//! [`pairs`] runs the pair groups of a `[compare]` scenario (not yet wired into [`run`]).
 
 mod cell;
+pub mod pairs;
 mod progress;
 mod resume;
 mod rounds;

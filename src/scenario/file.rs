@@ -45,6 +45,35 @@ pub struct ScenarioFile {
     /// Without any, cells run on the host kernel.
     #[serde(default)]
     pub kernels: Vec<KernelFile>,
+    /// A paired comparison inside one run: the matrix axis whose values are its arms.
+    #[serde(default)]
+    pub compare: Option<CompareFile>,
+}
+
+/// `[compare]`: run the values of one matrix axis as the arms of a paired comparison.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompareFile {
+    /// The matrix axis whose values are the arms (`"fs"`, `"quota"`, ...); its first value
+    /// is the baseline. Cells that differ only in this axis form a pair group, and `run`
+    /// measures their members back to back in balanced ABBA/BAAB order.
+    pub arms: String,
+    /// How many pairs each pair group runs: `{ min = 6, max = 32 }` (the default). After
+    /// `min` pairs a group stops as soon as its verdict at the gate threshold is decided.
+    #[serde(default)]
+    pub pairs: Option<PairsFile>,
+}
+
+/// `pairs = { min = 6, max = 32 }`: the sequential bounds of a pair group.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PairsFile {
+    /// Pairs always run before the verdict is first looked at (at least 2). Default 6.
+    #[serde(default)]
+    pub min: Option<i64>,
+    /// Most pairs a group runs. Default 32.
+    #[serde(default)]
+    pub max: Option<i64>,
 }
 
 /// `[[kernels]]`: one kernel image to boot in qemu and run every cell under.

@@ -59,6 +59,8 @@ pub struct Scenario {
     pub kernels: Vec<KernelSpec>,
     /// Read kernel counters around repetitions and steps (`workload.monitors`, default true).
     pub monitors: bool,
+    /// `[compare]`: the axis whose values are paired arms; `None`: no paired comparison.
+    pub compare: Option<CompareSpec>,
 }
 
 impl Scenario {
@@ -112,6 +114,22 @@ impl GateSpec {
     }
 }
 
+/// `[compare]`: one matrix axis run as the arms of a paired comparison.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompareSpec {
+    /// The axis name, one of [`crate::plan::AXES`]; it has at least two values.
+    pub arms: String,
+    /// Pairs always run per pair group before the sequential rule looks (at least 2).
+    pub min_pairs: u32,
+    /// Most pairs per pair group.
+    pub max_pairs: u32,
+}
+
+/// Default `compare.pairs.min`.
+pub const DEFAULT_MIN_PAIRS: u32 = 6;
+/// Default `compare.pairs.max`.
+pub const DEFAULT_MAX_PAIRS: u32 = 32;
+
 /// The scenario text and its origin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScenarioSource {
@@ -136,6 +154,22 @@ pub struct Matrix {
     pub tasks: Vec<u32>,
     /// lat_fs tests (empty for step workloads).
     pub test: Vec<LatfsTest>,
+}
+
+impl Matrix {
+    /// The values of the axis named `axis` (one of [`crate::plan::AXES`]) as cells spell
+    /// them, in the order written; `None` for a name that is no axis of this matrix (also
+    /// `test` in a steps workload, whose matrix has no such axis).
+    pub fn axis_values(&self, axis: &str) -> Option<Vec<String>> {
+        Some(match axis {
+            "fs" => self.fs.clone(),
+            "layout" => self.layout.iter().map(|x| x.to_string()).collect(),
+            "quota" => self.quota.iter().map(|x| x.to_string()).collect(),
+            "tasks" => self.tasks.iter().map(|x| x.to_string()).collect(),
+            "test" if !self.test.is_empty() => self.test.iter().map(|x| x.name().to_string()).collect(),
+            _ => return None,
+        })
+    }
 }
 
 /// How one filesystem type is made and mounted.

@@ -25,6 +25,23 @@ pub fn t_quantile_975(df: f64) -> f64 {
     }
 }
 
+/// Two-sided critical value of Student's t with `df` degrees of freedom at level `alpha`:
+/// the `1 - alpha/2` quantile ([`t_quantile_975`] is `alpha = 0.05`).
+///
+/// Infinite when `df` is NaN or not positive, or `alpha` is not in (0, 1).
+pub fn t_critical(alpha: f64, df: f64) -> f64 {
+    if df.is_nan() || df <= 0.0 || !(alpha > 0.0 && alpha < 1.0) {
+        return f64::INFINITY;
+    }
+    if df.is_infinite() {
+        return Normal::standard().inverse_cdf(1.0 - alpha / 2.0);
+    }
+    match StudentsT::new(0.0, 1.0, df) {
+        Ok(t) => t.inverse_cdf(1.0 - alpha / 2.0),
+        Err(_) => f64::INFINITY,
+    }
+}
+
 /// Two-sided p-value of a t statistic with `df` degrees of freedom: `P(|T| ≥ |t|)`,
 /// which is the regularized incomplete beta `I_{df/(df+t²)}(df/2, 1/2)`.
 ///
@@ -60,6 +77,9 @@ mod tests {
         let q = t_quantile_975(1.5);
         assert!(q < (t_quantile_975(1.0) + t_quantile_975(2.0)) / 2.0 && q > t_quantile_975(2.0), "{q}");
         assert_eq!(t_quantile_975(0.0), f64::INFINITY);
+        // Other levels: t(0.01, 5) = 4.032, t(0.01, 10) = 3.169 in every table.
+        assert!((t_critical(0.01, 5.0) - 4.032).abs() < 5e-4 && (t_critical(0.01, 10.0) - 3.169).abs() < 5e-4);
+        assert_eq!(t_critical(0.05, 7.0), t_quantile_975(7.0));
         assert_eq!(t_quantile_975(f64::NAN), f64::INFINITY);
     }
 

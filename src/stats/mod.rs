@@ -3,7 +3,9 @@
 //! [`relative_change`]), Welch's t-test ([`welch`]), the Holm–Bonferroni correction
 //! ([`holm_adjust`]) and the adaptive-repetition stop rule ([`adaptive_stop`]).
 //! Student's t distribution comes from the `statrs` crate ([`t_quantile_975`],
-//! [`student_t_two_sided_p`]).
+//! [`student_t_two_sided_p`]). Paired comparisons (arms measured back to back in one
+//! run: the ratio of geometric means, Wilcoxon/Hodges–Lehmann, and the rule for
+//! sequential looks) are in [`paired`].
 //!
 //! # The interval of a comparison
 //!
@@ -35,12 +37,13 @@
 
 mod adaptive_stop;
 mod distributions;
+pub mod paired;
 mod ratio;
 mod significance;
 mod summary;
 
 pub use adaptive_stop::adaptive_stop;
-pub use distributions::{student_t_two_sided_p, t_quantile_975};
+pub use distributions::{student_t_two_sided_p, t_critical, t_quantile_975};
 pub use ratio::{Change, ratio_interval, relative_change};
 pub use significance::{Welch, holm_adjust, welch};
 pub use summary::{median, relative_half_width, summarize};

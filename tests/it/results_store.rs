@@ -40,6 +40,7 @@ fn scenario() -> Scenario {
         gate: GateSpec::default(),
         kernels: Vec::new(),
         monitors: true,
+        compare: None,
     }
 }
 

@@ -8,10 +8,11 @@
 //!
 //! This file checks the scenario as a whole (schema, name, workload kind, how the
 //! sections fit together, `[[kernels]]`, `[gate]`); one file per section does the rest:
-//! [`matrix`], [`filesystems`] (with `[sysctl]`), [`backing`], [`latfs`] and [`steps`]
-//! (with `[archive]`).
+//! [`matrix`], [`filesystems`] (with `[sysctl]`), [`backing`], [`latfs`], [`steps`]
+//! (with `[archive]`) and [`compare`].
 
 mod backing;
+mod compare;
 mod filesystems;
 mod latfs;
 mod matrix;
@@ -25,6 +26,7 @@ use super::file::{GateFile, KernelFile, ScenarioFile, WorkloadFile};
 use super::units::{parse_percent, parse_size};
 use super::*;
 use backing::validate_backing;
+use compare::validate_compare;
 use filesystems::{validate_filesystems, validate_sysctl};
 use latfs::validate_latfs;
 use matrix::validate_matrix;
@@ -106,6 +108,7 @@ pub(super) fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Sc
         ));
     }
     let kernels = validate_kernels(ctx, &f.kernels, base_dir)?;
+    let compare = f.compare.as_ref().map(|c| validate_compare(ctx, c, &matrix)).transpose()?;
     Ok(Scenario {
         name,
         description: f.description.unwrap_or_default(),
@@ -118,6 +121,7 @@ pub(super) fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Sc
         gate,
         kernels,
         monitors: f.workload.monitors.unwrap_or(true),
+        compare,
     })
 }
 

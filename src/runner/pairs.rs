@@ -1,0 +1,438 @@
+//! Paired runs: the members of a pair group (cells that differ only in the arm axis of
+//! `[compare]`) measured back to back, in balanced order, pair by pair, until the
+//! sequential rule of [`crate::stats::paired`] decides or the pairs run out.
+//!
+//! Everything here is a pure function or runs behind [`CellExecutor`], so the schedule,
+//! the voiding of a pair with a disturbed or failed member, and the sequential stop are
+//! tested with a scripted executor and no root.
+
+use serde::Serialize;
+
+use super::cell::{CellExecutor, Phase};
+use crate::gate::{Direction, Verdict};
+use crate::model::{CellResult, CellStatus};
+use crate::plan::Cell;
+use crate::scenario::CompareSpec;
+use crate::stats::paired::{alpha_per_look, look_schedule, paired_change};
+
+/// The order in which the arms of each pair run: for pair `i`, the arm indices (0 is
+/// the baseline) in the order measured.
+///
+/// Pairs come in blocks of two, the second the first reversed (ABBA or BAAB with two
+/// arms; ABC CBA or CBA ABC with three). Half the blocks start forward, half reversed,
+/// in an order shuffled from `seed`; with an odd number of blocks the extra one's
+/// direction comes from the seed too. So for an even `n_pairs` exactly half the pairs
+/// run forward (as many AB as BA), for an odd one the counts differ by one, and the same
+/// seed always gives the same schedule.
+pub fn pair_schedule(seed: u64, n_pairs: usize, arms: usize) -> Vec<Vec<usize>> {
+    let blocks = n_pairs.div_ceil(2);
+    let mut rng = crate::fixture::rng::SplitMix64::new(seed);
+    let mut forward_first: Vec<bool> = (0..blocks).map(|b| b < blocks / 2).collect();
+    if blocks % 2 == 1 {
+        forward_first[blocks - 1] = rng.below(2) == 0;
+    }
+    rng.shuffle(&mut forward_first);
+    let forward: Vec<usize> = (0..arms).collect();
+    let reversed: Vec<usize> = (0..arms).rev().collect();
+    forward_first
+        .iter()
+        .flat_map(|&f| if f { [forward.clone(), reversed.clone()] } else { [reversed.clone(), forward.clone()] })
+        .take(n_pairs)
+        .collect()
+}
+
+/// Cells that differ only in the arm: one member per arm, baseline first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairGroup<'c> {
+    /// The group's cell id with the arm left out (`S-qoff-t1-chown` for arms = fs).
+    pub key: String,
+    /// One cell per arm, in the order of the arm axis's values.
+    pub members: Vec<&'c Cell>,
+}
+
+/// The pair groups of `cells` for arms on `spec.arms` with values `arm_values` (the
+/// baseline first), in the order their first member appears; a group missing an arm
+/// (narrowed away by `--only`) is left out, since it has nothing to pair.
+pub fn pair_groups<'c>(cells: &'c [Cell], spec: &CompareSpec, arm_values: &[String]) -> Vec<PairGroup<'c>> {
+    let mut groups: Vec<(String, Vec<Option<&Cell>>)> = Vec::new();
+    for cell in cells {
+        let value = arm_value(cell, &spec.arms);
+        let Some(arm) = arm_values.iter().position(|v| *v == value) else { continue };
+        let key = group_key(cell, &spec.arms);
+        let slot = match groups.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None => {
+                groups.push((key, vec![None; arm_values.len()]));
+                groups.len() - 1
+            }
+        };
+        groups[slot].1[arm] = Some(cell);
+    }
+    groups
+        .into_iter()
+        .filter_map(|(key, m)| m.into_iter().collect::<Option<Vec<_>>>().map(|members| PairGroup { key, members }))
+        .collect()
+}
+
+fn arm_value(cell: &Cell, axis: &str) -> String {
+    let p = &cell.params;
+    match axis {
+        "fs" => p.fs.clone(),
+        "layout" => p.layout.to_string(),
+        "quota" => p.quota.to_string(),
+        "tasks" => p.tasks.to_string(),
+        "test" => p.test.map(|t| t.name().to_string()).unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
+/// The cell's id parts without the arm's: what all members of a group share.
+fn group_key(cell: &Cell, axis: &str) -> String {
+    let p = &cell.params;
+    let parts = [
+        ("fs", p.fs.clone()),
+        ("layout", p.layout.to_string()),
+        ("quota", format!("q{}", p.quota)),
+        ("tasks", format!("t{}", p.tasks)),
+        ("test", p.test.map(|t| t.name().to_string()).unwrap_or_default()),
+    ];
+    parts.iter().filter(|(a, v)| *a != axis && !v.is_empty()).map(|(_, v)| v.as_str()).collect::<Vec<_>>().join("-")
+}
+
+/// One pair that counts: which repetition of each arm pairs with which.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairRecord {
+    /// The pair's place in the schedule, from 0.
+    pub slot: usize,
+    /// The arm indices in the order they ran.
+    pub order: Vec<usize>,
+    /// Each arm's value (baseline first).
+    pub values: Vec<f64>,
+}
+
+/// A schedule slot that yielded no pair, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DroppedPair {
+    /// The slot, from 0.
+    pub slot: usize,
+    /// Why its last attempt was void (`ext4-nodelalloc: disturbed`).
+    pub reason: String,
+}
+
+/// Why a pair group stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "why", content = "verdict")]
+pub enum PairStop {
+    /// A look decided every candidate arm (regressed, improved or unchanged).
+    Decided(Verdict),
+    /// The schedule's `max` pairs were taken without a decision.
+    MaxPairs,
+    /// A signal stopped the run.
+    Interrupted,
+}
+
+/// What one pair group measured.
+#[derive(Debug, Clone)]
+pub struct PairGroupOutcome {
+    /// The pairs that count, in schedule order.
+    pub pairs: Vec<PairRecord>,
+    /// Slots that yielded no pair after their reruns.
+    pub dropped: Vec<DroppedPair>,
+    /// Why the group stopped.
+    pub stop: PairStop,
+    /// Every member's result, in the order measured (void attempts included).
+    pub results: Vec<CellResult>,
+}
+
+/// How a pair group runs: its bounds, order seed, verdict threshold and rerun budget.
+#[derive(Debug, Clone, Copy)]
+pub struct PairRules {
+    /// Seed of [`pair_schedule`], recorded with the run.
+    pub seed: u64,
+    /// Pairs before the first look.
+    pub min_pairs: u32,
+    /// Most pairs.
+    pub max_pairs: u32,
+    /// The gate threshold (fraction).
+    pub threshold: f64,
+    /// Which way the metric gets better.
+    pub direction: Direction,
+    /// Void pairs that may be run again, per group (`workload.max_reruns`).
+    pub max_reruns: u32,
+}
+
+impl PairRules {
+    /// The rules for `spec` with the scenario's threshold and rerun budget.
+    pub fn of(spec: &CompareSpec, seed: u64, threshold: f64, direction: Direction, max_reruns: u32) -> PairRules {
+        PairRules { seed, min_pairs: spec.min_pairs, max_pairs: spec.max_pairs, threshold, direction, max_reruns }
+    }
+}
+
+/// The value a member contributes to its pair, or why it voids the pair: the mean of a
+/// lat_fs cell's undisturbed repetitions (loops/ms); failed, skipped and disturbed cells
+/// (and a steps cell, not paired yet) void it.
+pub fn latfs_member_value(r: &CellResult) -> Result<f64, String> {
+    match r.status {
+        CellStatus::Ok => {}
+        CellStatus::Failed => return Err(format!("failed: {}", r.error.as_deref().unwrap_or("unknown error"))),
+        CellStatus::Skipped => return Err("skipped".into()),
+        CellStatus::Disturbed => return Err("disturbed".into()),
+    }
+    let Some(l) = &r.latfs else { return Err("no lat_fs samples".into()) };
+    if l.repetitions.iter().any(|x| !x.counts()) {
+        return Err("disturbed".into());
+    }
+    let v: Vec<f64> = l.repetitions.iter().map(|x| x.total_loops_per_ms).collect();
+    if v.is_empty() {
+        return Err("no repetitions".into());
+    }
+    Ok(v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// Run one pair group: each slot of the schedule measures every member back to back in
+/// the slot's order; a member `value` rejects voids the pair, which runs again while the
+/// group's rerun budget lasts and is dropped with the reason after. At each look of
+/// [`look_schedule`] the paired interval at [`alpha_per_look`] is read with the gate's
+/// rule, and the group stops once every candidate arm is decided, or after `max` slots.
+pub fn run_pair_group(
+    exec: &mut dyn CellExecutor,
+    group: &PairGroup,
+    rules: &PairRules,
+    value: &dyn Fn(&CellResult) -> Result<f64, String>,
+    interrupted: &dyn Fn() -> bool,
+    phase: &Phase,
+) -> PairGroupOutcome {
+    let arms = group.members.len();
+    let schedule = pair_schedule(rules.seed, rules.max_pairs as usize, arms);
+    let looks = look_schedule(rules.min_pairs, rules.max_pairs);
+    let alpha = alpha_per_look(rules.min_pairs, rules.max_pairs);
+    let mut out =
+        PairGroupOutcome { pairs: Vec::new(), dropped: Vec::new(), stop: PairStop::MaxPairs, results: Vec::new() };
+    let mut reruns_left = rules.max_reruns;
+    for (slot, order) in schedule.iter().enumerate() {
+        loop {
+            if interrupted() {
+                out.stop = PairStop::Interrupted;
+                return out;
+            }
+            let mut values = vec![f64::NAN; arms];
+            let mut void: Option<String> = None;
+            for &arm in order {
+                let r = exec.measure(group.members[arm], phase);
+                match value(&r) {
+                    Ok(v) => values[arm] = v,
+                    Err(why) => {
+                        void.get_or_insert(format!("{}: {why}", arm_label(group, arm)));
+                    }
+                }
+                out.results.push(r);
+            }
+            match void {
+                None => {
+                    out.pairs.push(PairRecord { slot, order: order.clone(), values });
+                    break;
+                }
+                Some(_) if reruns_left > 0 => reruns_left -= 1,
+                Some(reason) => {
+                    out.dropped.push(DroppedPair { slot, reason });
+                    break;
+                }
+            }
+        }
+        let n = out.pairs.len() as u32;
+        // A look at a pair count the schedule names; dropped slots can skip a count, so a
+        // look is also due at the last slot.
+        let at_look = looks.contains(&n) && out.pairs.last().is_some_and(|p| p.slot == slot);
+        if at_look && let Some(v) = decided(&out.pairs, arms, alpha, rules) {
+            out.stop = PairStop::Decided(v);
+            return out;
+        }
+    }
+    out
+}
+
+/// The verdict of every candidate arm against the baseline at level `alpha`, when each is
+/// decided; the worst of them (regressed over improved over unchanged).
+fn decided(pairs: &[PairRecord], arms: usize, alpha: f64, rules: &PairRules) -> Option<Verdict> {
+    let baseline: Vec<f64> = pairs.iter().map(|p| p.values[0]).collect();
+    let mut verdicts = Vec::new();
+    for arm in 1..arms {
+        let candidate: Vec<f64> = pairs.iter().map(|p| p.values[arm]).collect();
+        let v = Verdict::decide(paired_change(&baseline, &candidate, alpha), rules.threshold, rules.direction);
+        if !matches!(v, Verdict::Regressed | Verdict::Improved | Verdict::Unchanged) {
+            return None;
+        }
+        verdicts.push(v);
+    }
+    [Verdict::Regressed, Verdict::Improved, Verdict::Unchanged].into_iter().find(|v| verdicts.contains(v))
+}
+
+fn arm_label(group: &PairGroup, arm: usize) -> String {
+    group.members[arm].id()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+    use crate::model::{CellParams, Disturbance, LatfsRepetition, LatfsTest, Layout, QuotaMode};
+    use crate::runner::cell::new_result;
+    use crate::workload::latfs;
+
+    fn cell(index: usize, fs: &str, test: LatfsTest) -> Cell {
+        Cell {
+            index,
+            params: CellParams { fs: fs.into(), layout: Layout::S, quota: QuotaMode::Off, tasks: 1, test: Some(test) },
+        }
+    }
+
+    #[test]
+    fn the_schedule_is_balanced_and_reproducible() {
+        for seed in 0..50 {
+            for n in [2usize, 6, 8, 20, 32] {
+                let s = pair_schedule(seed, n, 2);
+                assert_eq!(s.len(), n);
+                let ab = s.iter().filter(|o| **o == [0, 1]).count();
+                assert_eq!(ab * 2, n, "seed {seed}, {n} pairs: {s:?}");
+                // Blocks: each second pair is the first reversed (ABBA or BAAB).
+                for b in s.chunks(2) {
+                    assert_eq!(b[0].iter().rev().copied().collect::<Vec<_>>(), b[1]);
+                }
+            }
+            let odd = pair_schedule(seed, 7, 2);
+            let ab = odd.iter().filter(|o| **o == [0, 1]).count();
+            assert!(ab == 3 || ab == 4, "{odd:?}");
+            assert_eq!(pair_schedule(seed, 32, 2), pair_schedule(seed, 32, 2));
+        }
+        // Different seeds give different block orders.
+        let distinct: std::collections::BTreeSet<_> = (0..20).map(|s| pair_schedule(s, 16, 2)).collect();
+        assert!(distinct.len() > 10, "{}", distinct.len());
+        // Three arms: forward and reversed orders, balanced too.
+        let s = pair_schedule(3, 4, 3);
+        assert_eq!(s.iter().filter(|o| **o == [0, 1, 2]).count(), 2);
+        assert!(s.iter().all(|o| *o == [0, 1, 2] || *o == [2, 1, 0]));
+    }
+
+    #[test]
+    fn cells_that_differ_only_in_the_arm_form_a_group() {
+        let cells = vec![
+            cell(0, "ext4", LatfsTest::OpenClose),
+            cell(1, "ext4", LatfsTest::Chown),
+            cell(2, "ext4-nodelalloc", LatfsTest::OpenClose),
+            cell(3, "ext4-nodelalloc", LatfsTest::Chown),
+            cell(4, "xfs", LatfsTest::Chown),
+        ];
+        let spec = CompareSpec { arms: "fs".into(), min_pairs: 6, max_pairs: 32 };
+        let groups = pair_groups(&cells, &spec, &["ext4".into(), "ext4-nodelalloc".into()]);
+        assert_eq!(groups.len(), 2);
+        assert_eq!(groups[0].key, "S-qoff-t1-open_close");
+        assert_eq!(groups[0].members.iter().map(|c| c.index).collect::<Vec<_>>(), [0, 2]);
+        assert_eq!(groups[1].members.iter().map(|c| c.index).collect::<Vec<_>>(), [1, 3]);
+        // A group missing an arm has nothing to pair.
+        assert_eq!(pair_groups(&cells[..3], &spec, &["ext4".into(), "ext4-nodelalloc".into()]).len(), 1);
+    }
+
+    /// Answers each measured cell from a per-arm queue of loops/ms (`None`: disturbed).
+    struct Arms {
+        by_fs: Vec<(String, VecDeque<Option<f64>>, f64)>,
+        calls: Vec<String>,
+    }
+
+    impl Arms {
+        /// Arm `fs` answers its script, then `steady` for ever.
+        fn new(script: &[(&str, Vec<Option<f64>>, f64)]) -> Arms {
+            Arms {
+                by_fs: script.iter().map(|(f, q, s)| (f.to_string(), q.iter().copied().collect(), *s)).collect(),
+                calls: vec![],
+            }
+        }
+    }
+
+    impl CellExecutor for Arms {
+        fn measure(&mut self, cell: &Cell, _phase: &Phase) -> CellResult {
+            self.calls.push(cell.params.fs.clone());
+            let arm = self.by_fs.iter_mut().find(|(f, _, _)| *f == cell.params.fs).unwrap();
+            let answer = arm.1.pop_front().unwrap_or(Some(arm.2));
+            let mut r = new_result(&cell.params, CellStatus::Ok, "t");
+            let disturbed = answer.is_none();
+            let rep = LatfsRepetition {
+                total_loops_per_ms: answer.unwrap_or(1.0),
+                disturbance: disturbed.then(|| Disturbance { disturbed: true, ..Default::default() }),
+                ..Default::default()
+            };
+            r.latfs = Some(latfs::result(vec![rep]));
+            r
+        }
+    }
+
+    fn group(cells: &[Cell]) -> PairGroup<'_> {
+        PairGroup { key: "g".into(), members: cells.iter().collect() }
+    }
+
+    fn rules(min: u32, max: u32, reruns: u32) -> PairRules {
+        PairRules {
+            seed: 1,
+            min_pairs: min,
+            max_pairs: max,
+            threshold: 0.05,
+            direction: Direction::HigherIsBetter,
+            max_reruns: reruns,
+        }
+    }
+
+    fn noisy(center: f64, n: usize, seed: u64, spread: f64) -> Vec<Option<f64>> {
+        let mut rng = crate::fixture::rng::SplitMix64::new(seed);
+        (0..n).map(|_| Some(center * (1.0 + spread * rng.normal()))).collect()
+    }
+
+    #[test]
+    fn a_clear_regression_stops_at_the_first_look() {
+        let cells = [cell(0, "a", LatfsTest::Chown), cell(1, "b", LatfsTest::Chown)];
+        let mut exec = Arms::new(&[("a", noisy(100.0, 40, 1, 0.01), 100.0), ("b", noisy(80.0, 40, 2, 0.01), 80.0)]);
+        let out = run_pair_group(&mut exec, &group(&cells), &rules(6, 32, 3), &latfs_member_value, &|| false, &|_| {});
+        assert_eq!(out.stop, PairStop::Decided(Verdict::Regressed));
+        assert_eq!(out.pairs.len(), 6);
+        assert_eq!(exec.calls.len(), 12);
+        // Members ran back to back in the schedule's order.
+        let sched = pair_schedule(1, 32, 2);
+        let want: Vec<&str> = sched[..6].iter().flatten().map(|&a| ["a", "b"][a]).collect();
+        assert_eq!(exec.calls, want);
+    }
+
+    #[test]
+    fn an_undecided_group_runs_to_max_and_says_so() {
+        // 5% apart with 6% noise per member: a 5% threshold cannot be decided in 9 pairs.
+        let cells = [cell(0, "a", LatfsTest::Chown), cell(1, "b", LatfsTest::Chown)];
+        let mut exec = Arms::new(&[("a", noisy(100.0, 40, 3, 0.06), 100.0), ("b", noisy(95.0, 40, 4, 0.06), 95.0)]);
+        let out = run_pair_group(&mut exec, &group(&cells), &rules(6, 9, 0), &latfs_member_value, &|| false, &|_| {});
+        assert_eq!(out.stop, PairStop::MaxPairs);
+        assert_eq!(out.pairs.len(), 9);
+    }
+
+    #[test]
+    fn a_disturbed_member_voids_its_pair_which_reruns_then_drops() {
+        let cells = [cell(0, "a", LatfsTest::Chown), cell(1, "b", LatfsTest::Chown)];
+        // b's first two answers are disturbed: slot 0 runs again once (the budget), is void
+        // again and is dropped; a's values from the void attempts are not kept.
+        let mut exec = Arms::new(&[("a", vec![Some(100.0); 3], 100.0), ("b", vec![None, None], 100.0)]);
+        let out = run_pair_group(&mut exec, &group(&cells), &rules(2, 3, 1), &latfs_member_value, &|| false, &|_| {});
+        assert_eq!(out.dropped.len(), 1, "{:?}", out.dropped);
+        assert_eq!(out.dropped[0].slot, 0);
+        assert!(out.dropped[0].reason.ends_with("disturbed"), "{}", out.dropped[0].reason);
+        assert_eq!(out.pairs.iter().map(|p| p.slot).collect::<Vec<_>>(), [1, 2]);
+        assert!(out.pairs.iter().all(|p| p.values == [100.0, 100.0]));
+        // 2 attempts at slot 0, one each at slots 1 and 2; all results kept.
+        assert_eq!(out.results.len(), 8);
+        // Identical arms without spread: the interval is the point 0, unchanged at the first look.
+        assert_eq!(out.stop, PairStop::Decided(Verdict::Unchanged));
+    }
+
+    #[test]
+    fn a_signal_stops_the_group_between_pairs() {
+        let cells = [cell(0, "a", LatfsTest::Chown), cell(1, "b", LatfsTest::Chown)];
+        let mut exec = Arms::new(&[("a", vec![], 100.0), ("b", vec![], 100.0)]);
+        let out = run_pair_group(&mut exec, &group(&cells), &rules(6, 32, 3), &latfs_member_value, &|| true, &|_| {});
+        assert_eq!((out.stop, out.results.len()), (PairStop::Interrupted, 0));
+    }
+}

@@ -1,0 +1,121 @@
+//! `[compare]`: the axis whose values are the arms of a paired comparison, and the
+//! sequential bounds on its pairs.
+
+use crate::scenario::diagnose::{Ctx, p};
+use crate::scenario::error::did_you_mean;
+use crate::scenario::file::CompareFile;
+use crate::scenario::*;
+
+/// Most pairs a pair group may run: every pair provisions two cells afresh, so more would
+/// be hours per group, and a typo (`max = 3200`) should not plan a week.
+const MAX_PAIRS: i64 = 1000;
+
+pub(super) fn validate_compare(ctx: &Ctx, c: &CompareFile, matrix: &Matrix) -> Result<CompareSpec, ScenarioError> {
+    let arms = c.arms.trim();
+    let Some(values) = matrix.axis_values(arms) else {
+        let axes: Vec<&str> = crate::plan::AXES.iter().copied().filter(|a| matrix.axis_values(a).is_some()).collect();
+        return Err(ctx.at(
+            &p("compare.arms"),
+            false,
+            format!("`{arms}` is not an axis of this scenario's matrix"),
+            did_you_mean(arms, &axes).or(Some(format!("arms are the values of one axis: {}", axes.join(", ")))),
+        ));
+    };
+    if values.len() < 2 {
+        return Err(ctx.value_help(
+            &p("compare.arms"),
+            format!("axis `matrix.{arms}` has one value (`{}`), but arms need at least two", values[0]),
+            format!("give `matrix.{arms}` a baseline and a candidate value, e.g. `{arms} = [\"{}\", ...]`", values[0]),
+        ));
+    }
+    let pairs = c.pairs.as_ref();
+    let min = pairs.and_then(|x| x.min).unwrap_or(DEFAULT_MIN_PAIRS as i64);
+    let max = pairs.and_then(|x| x.max).unwrap_or((DEFAULT_MAX_PAIRS as i64).max(min));
+    if min < 2 {
+        return Err(ctx.value_help(
+            &p("compare.pairs.min"),
+            format!("`min` is {min}, but a paired interval needs at least 2 pairs"),
+            "use 6 or more: the Wilcoxon check needs 6 pairs",
+        ));
+    }
+    if max > MAX_PAIRS {
+        return Err(
+            ctx.value(&p("compare.pairs.max"), format!("`max` is {max}, more than the {MAX_PAIRS} pairs allowed"))
+        );
+    }
+    if min > max {
+        let key = if pairs.and_then(|x| x.max).is_some() { "compare.pairs.max" } else { "compare.pairs.min" };
+        return Err(ctx.value(&p(key), format!("pairs `min` ({min}) is more than `max` ({max})")));
+    }
+    Ok(CompareSpec { arms: arms.to_string(), min_pairs: min as u32, max_pairs: max as u32 })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::*;
+
+    const BASE: &str = "schema = 1\nname = \"t\"\n[matrix]\nfs = [\"ext4\", \"ext2\"]\n[backing]\nkind = \"dir\"\npath = \"/tmp\"\n[workload]\nkind = \"lat_fs\"\n";
+
+    fn with_compare(body: &str) -> String {
+        format!("{BASE}[compare]\n{body}\n")
+    }
+
+    #[test]
+    fn arms_name_an_axis_and_pairs_default_to_6_to_32() {
+        let s = parse_str(&with_compare("arms = \"fs\""), "t.toml").unwrap();
+        assert_eq!(s.compare, Some(CompareSpec { arms: "fs".into(), min_pairs: 6, max_pairs: 32 }));
+        assert_eq!(s.matrix.axis_values("fs").unwrap(), ["ext4", "ext2"]);
+        let s = parse_str(&with_compare("arms = \"test\"\npairs = { min = 2, max = 4 }"), "t.toml").unwrap();
+        assert_eq!(s.compare, Some(CompareSpec { arms: "test".into(), min_pairs: 2, max_pairs: 4 }));
+        // A min above the default max raises the default max with it.
+        let s = parse_str(&with_compare("arms = \"fs\"\npairs = { min = 40 }"), "t.toml").unwrap();
+        assert_eq!(s.compare.map(|c| (c.min_pairs, c.max_pairs)), Some((40, 40)));
+        assert_eq!(parse_str(BASE, "t.toml").unwrap().compare, None);
+    }
+
+    #[test]
+    fn arms_on_a_one_value_axis_point_at_the_key() {
+        let e = parse_str(&with_compare("arms = \"quota\""), "t.toml").unwrap_err();
+        assert_eq!((e.line, e.column), (Some(11), Some(8)), "{e}");
+        assert!(e.message.contains("has one value (`off`)"), "{e}");
+    }
+
+    #[test]
+    fn arms_naming_no_axis_suggest_the_nearest() {
+        let e = parse_str(&with_compare("arms = \"fss\""), "t.toml").unwrap_err();
+        assert_eq!((e.line, e.column), (Some(11), Some(8)), "{e}");
+        assert!(e.message.contains("`fss` is not an axis"), "{e}");
+        assert_eq!(e.help.as_deref(), Some("did you mean `fs`?"));
+        // A steps workload has no `test` axis.
+        let steps = BASE.replace("kind = \"lat_fs\"", "kind = \"steps\"\nsteps = [{ op = \"sync\" }]");
+        let e = parse_str(&format!("{steps}[compare]\narms = \"test\"\n"), "t.toml").unwrap_err();
+        assert!(e.message.contains("`test` is not an axis"), "{e}");
+    }
+
+    #[test]
+    fn pairs_bounds_are_checked() {
+        let e = parse_str(&with_compare("arms = \"fs\"\npairs = { min = 8, max = 4 }"), "t.toml").unwrap_err();
+        assert_eq!(e.line, Some(12), "{e}");
+        assert_eq!(e.key.as_deref(), Some("compare.pairs.max"));
+        assert!(e.message.contains("`min` (8) is more than `max` (4)"), "{e}");
+        let e = parse_str(&with_compare("arms = \"fs\"\npairs = { min = 1 }"), "t.toml").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("compare.pairs.min"));
+        assert!(e.message.contains("at least 2 pairs"), "{e}");
+        let e = parse_str(&with_compare("arms = \"fs\"\npairs = { mn = 3 }"), "t.toml").unwrap_err();
+        assert!(e.message.contains("unknown key `mn`"), "{e}");
+    }
+
+    #[test]
+    fn the_paired_example_scenario_pairs_ext4_with_its_nodelalloc_variant() {
+        let text = include_str!("../../../scenarios/paired-nodelalloc.toml");
+        let s = parse_str(text, "paired-nodelalloc.toml").unwrap();
+        assert_eq!(s.compare, Some(CompareSpec { arms: "fs".into(), min_pairs: 6, max_pairs: 32 }));
+        assert_eq!(s.fs_type("ext4-nodelalloc"), "ext4");
+    }
+
+    #[test]
+    fn set_compare_arms_creates_the_table() {
+        let s = parse_overridden(BASE, "t.toml", std::path::Path::new("/"), &["compare.arms=fs".to_string()]).unwrap();
+        assert_eq!(s.compare.map(|c| c.arms), Some("fs".to_string()));
+    }
+}
