@@ -152,7 +152,7 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
         ));
     }
     let plan = crate::plan::plan_for(&scenario, &args.scenario_options.only)?;
-    if let Some(dest) = import_results(&ob, &args.out).map_err(BundleError::into_anyhow)? {
+    if let Some(dest) = import_results(&ob, &args.bundle, &args.out).map_err(BundleError::into_anyhow)? {
         eprintln!("fsbench: the bundle's results are in {} (for fsbench compare)", dest.display());
     }
     if !args.quiet {
