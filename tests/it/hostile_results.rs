@@ -257,12 +257,26 @@ fn a_merge_with_a_planted_duplicate_or_missing_shard_writes_nothing() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("shards 2 of run k are missing; pass --allow-missing"), "{err}");
     assert!(!merged.exists());
-    let (code, err) = merge(&[&one], &["--allow-missing"]);
+    // An unfinished shard, merged alone with --allow-missing: written, marked, and the report
+    // does not send anyone to `--resume` it.
+    let mut m = meta(Some("BASE"), "q", &text, "lat_fs", vec![params(1), params(3)]);
+    m.run_id = "c-unfinished".into();
+    m.finished = None;
+    m.shard = Some(RunShard { index: 1, count: 1, key: "k2".into(), total_cells: 3, cell_indices: vec![0, 2] });
+    let unfinished = write_run(&tmp.path().join("res/q/c-unfinished"), &m, &[latfs_cell(params(1), &[100.0])]);
+    let (code, err) = merge(&[&unfinished], &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("did not finish") && err.contains("--allow-missing"), "{err}");
+    assert!(!merged.exists());
+    let (code, err) = merge(&[&unfinished], &["--allow-missing"]);
     assert_eq!(code, 1, "a partial merge is written but still not a success: {err}");
     let runs = crate::support::sandbox::run_dirs(&merged);
     assert_eq!(runs.len(), 1, "{runs:?}");
     let m: serde_json::Value = serde_json::from_slice(&std::fs::read(runs[0].join("run.json")).unwrap()).unwrap();
     assert_eq!(m["derived"]["kind"], "merged", "{m}");
+    let o = fsbench().arg("report").arg(&runs[0]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(!text.contains("--resume") && text.contains("(the run was merged from shards)"), "{text}");
     let (code, err) = resume(&runs[0], &tmp.path().join("w"));
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("was merged from shards"), "{err}");
