@@ -146,6 +146,12 @@ fn a_run_directory_swapped_during_resume_never_runs_the_other_users_exec() {
         &out,
     );
     std::fs::remove_file(&log).unwrap();
+    // Entries that are no cell make every check of the directory take a while: the window
+    // an attacker has between a check by path and a load by path (with 4,000, the code
+    // before the fix ran the attacker's step within the first two tries).
+    for i in 0..4000 {
+        std::fs::write(victim.join("cells").join(format!("pad-{i}")), b"").unwrap();
+    }
     // The attacker's: the same run.json with another command, owned by another user.
     let attacker = victim.with_file_name("attacker");
     std::fs::create_dir_all(attacker.join("cells")).unwrap();
