@@ -173,7 +173,7 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
     // Before anything is allocated (the import included): the cells that will run, not the whole matrix.
     let need = crate::bundle::budget::need(&scenario, &plan.cells, pf.memory.fixture);
     check_memory(&need, args.allow_size).map_err(BundleError::into_anyhow)?;
-    if let Some(dest) = import_results(&ob, &args.out).map_err(BundleError::into_anyhow)? {
+    if let Some(dest) = import_results(&ob, &args.bundle, &args.out).map_err(BundleError::into_anyhow)? {
         eprintln!("fsbench: the bundle's results are in {} (for fsbench compare)", dest.display());
     }
     if !args.quiet {

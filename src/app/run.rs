@@ -160,8 +160,10 @@ fn resume(args: &RunArgs, dir: &std::path::Path) -> anyhow::Result<i32> {
             "--resume continues a run as it was planned: --shard and --shard-count cannot change it",
         ));
     }
+    // Opened once: every check, the load and the writes are on that directory.
+    let run = runner::check_resumable(dir)?;
     // Nothing to do: leave the run (and its finish time) exactly as it was.
-    if let Some(stored) = runner::resume_is_complete(dir)? {
+    if let Some(stored) = run.complete() {
         eprintln!("fsbench: {} is complete: all {} are stored", dir.display(), crate::text::cell_count(stored));
         return Ok(exit::SUCCESS);
     }
@@ -174,7 +176,7 @@ fn resume(args: &RunArgs, dir: &std::path::Path) -> anyhow::Result<i32> {
             "--resume continues a run as it was planned: --set, --archive, --only and --label cannot change it",
         ));
     }
-    let (scenario, cells, resumed) = runner::open_resumed(dir, args.allow_exec)?;
+    let (scenario, cells, resumed) = runner::open_resumed(run, args.allow_exec)?;
     let outcome = runner::run(RunRequest {
         scenario: &scenario,
         cells,

@@ -31,8 +31,14 @@ pub struct MergeArgs {
     pub json: bool,
     /// Also write each merged run (one per host) as a run directory under this results root
     /// (`<DIR>/<scenario>/<run>-merged/`), for report, compare and gate like any other run.
+    /// Nothing is written when a shard is missing, duplicated or unfinished, unless
+    /// --allow-missing (a duplicated shard is never written).
     #[arg(long, value_name = "DIR")]
     pub out: Option<std::path::PathBuf>,
+    /// With --out: write the merged runs even when shards are missing or unfinished
+    /// (the merged run then lacks their cells; it is never resumable).
+    #[arg(long, requires = "out")]
+    pub allow_missing: bool,
 }
 
 /// `fsbench submit ...`.
@@ -158,6 +164,42 @@ pub fn submit_k8s(args: &SubmitK8sArgs) -> anyhow::Result<i32> {
     Ok(exit::SUCCESS)
 }
 
+/// Why `merge --out` writes nothing: a duplicated shard (which of them is real cannot be
+/// told), or without `--allow-missing` a missing or unfinished one.
+fn refuse_out(groups: &[crate::shard::merge::RunGroup], allow_missing: bool) -> Option<String> {
+    for g in groups {
+        let c = completeness(g);
+        if let Some((n, dirs)) = c.duplicated.first() {
+            let list = dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ");
+            return Some(format!(
+                "shard {n} of run {} is in several directories ({list}); remove all but the real one",
+                g.key.as_deref().unwrap_or(&g.scenario)
+            ));
+        }
+        if allow_missing {
+            continue;
+        }
+        if !c.missing.is_empty() {
+            return Some(format!(
+                "shards {} of run {} are missing; pass --allow-missing to write the merge of the others",
+                join_numbers(&c.missing),
+                g.key.as_deref().unwrap_or(&g.scenario)
+            ));
+        }
+        if let Some(r) = g.runs.iter().find(|r| r.meta.finished.is_none() || r.meta.interrupted) {
+            return Some(format!(
+                "{} did not finish; finish it with `fsbench run --resume`, or pass --allow-missing",
+                r.dir.display()
+            ));
+        }
+    }
+    None
+}
+
+fn join_numbers(v: &[u32]) -> String {
+    v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
 /// `fsbench merge`: exit 1 when shards are missing or unfinished, 2 on bad input.
 pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
     let input = |e: MergeError| InputError::anyhow(e.to_string());
@@ -178,6 +220,18 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
             return Err(input(MergeError::KeyNotFound(key)));
         }
     }
+    // A merged run written to --out looks like any run: decide for every group before
+    // writing any, so that a planted or missing shard leaves nothing behind.
+    let write_out = match &args.out {
+        Some(out) => match refuse_out(&groups, args.allow_missing) {
+            None => Some(out),
+            Some(why) => {
+                eprintln!("fsbench: writing nothing to {}: {why}", out.display());
+                None
+            }
+        },
+        None => None,
+    };
     let mut code = exit::SUCCESS;
     let mut outputs = Vec::new();
     let mut merged = Vec::new();
@@ -197,14 +251,18 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
             code = exit::FAILURE;
         }
         let hosts = merge_by_host(g).map_err(input)?;
-        if let Some(out) = &args.out {
+        if let Some(out) = write_out {
+            let derived = crate::results::Derived {
+                kind: crate::results::DerivedKind::Merged,
+                from: g.runs.iter().map(|r| r.dir.display().to_string()).collect(),
+            };
             for (label, run) in &hosts {
                 let base = g
                     .key
                     .clone()
                     .unwrap_or_else(|| g.runs.first().map(|r| r.meta.run_id.clone()).unwrap_or_else(|| "run".into()));
                 let name = if hosts.len() > 1 { format!("{base}-merged-{label}") } else { format!("{base}-merged") };
-                let dir = crate::results::RunWriter::write_whole(out, &name, &run.meta, &run.cells)?;
+                let dir = crate::results::RunWriter::write_whole(out, &name, &run.meta, &run.cells, derived.clone())?;
                 eprintln!("fsbench: wrote merged run {}", dir.display());
             }
         }

@@ -612,33 +612,21 @@ pub fn check_memory(need: &budget::MemoryNeed, allow_size: bool) -> Result<(), B
 }
 
 /// Copy the bundle's packed run (verified, and loadable as a run) to
-/// `<out>/<scenario>/<run-id>/` unless a run of that id is already there.
-pub fn import_results(ob: &OpenBundle, out: &Path) -> Result<Option<PathBuf>, BundleError> {
+/// `<out>/<scenario>/<run-id>/` unless a run of that id is already there, through the
+/// result store's writer ([`crate::results::import_run`]): the directories under `--out`
+/// are checked before anything is written and no link there is followed. The copy is
+/// marked in its `run.json` as imported from `bundle`, so `run --resume` refuses it.
+pub fn import_results(ob: &OpenBundle, bundle: &Path, out: &Path) -> Result<Option<PathBuf>, BundleError> {
     let Some(rel) = &ob.manifest.results else { return Ok(None) };
     let src = ob.dir.path().join(rel);
     let run = crate::results::load_run(&src)?;
     check_run_names(&run)?;
-    let dest = out.join(&run.meta.scenario_name).join(&run.meta.run_id);
-    if dest.exists() {
-        return Ok(Some(dest));
-    }
-    let io = |path: &Path, what: &'static str| {
-        let path = path.to_path_buf();
-        move |source| BundleError::Io { path, what, source }
+    let from = crate::results::Derived {
+        kind: crate::results::DerivedKind::Imported,
+        from: vec![bundle.display().to_string()],
     };
-    let prefix = format!("{rel}/");
-    for f in ob.manifest.files.iter().filter(|f| f.path.starts_with(&prefix)) {
-        let to = dest.join(&f.path[prefix.len()..]);
-        if let Some(parent) = to.parent() {
-            std::fs::create_dir_all(parent).map_err(io(parent, "create directory"))?;
-        }
-        std::fs::copy(ob.dir.path().join(&f.path), &to).map_err(io(&to, "write"))?;
-    }
-    // `fsbench run --resume` must not re-run another lab's scenario outside `bundle run`'s checks.
-    let marker = dest.join(IMPORTED_MARKER);
-    std::fs::write(&marker, b"imported by fsbench bundle run; rerun it with `fsbench bundle run`\n")
-        .map_err(io(&marker, "write"))?;
-    Ok(Some(dest))
+    let imported = crate::results::import_run(&src, out, from)?;
+    Ok(Some(imported.dir().to_path_buf()))
 }
 
 #[cfg(test)]

@@ -56,10 +56,14 @@ pub(super) fn not_measured(runs: &[(&str, &LoadedRun)]) -> Vec<NotMeasured> {
                     label: label.to_string(),
                     id,
                     status: "missing".into(),
-                    reason: if run.meta.finished.is_none() || run.meta.interrupted {
-                        format!("run did not finish; `fsbench run --resume {}` runs what is missing", run.dir.display())
-                    } else {
-                        "no result file".into()
+                    // A merged or imported run is never resumed: its missing cells stay missing there.
+                    reason: match &run.meta.derived {
+                        Some(d) => format!("no result file (the run was {})", d.kind),
+                        None if run.meta.finished.is_none() || run.meta.interrupted => format!(
+                            "run did not finish; `fsbench run --resume {}` runs what is missing",
+                            run.dir.display()
+                        ),
+                        None => "no result file".into(),
                     },
                     remedy: None,
                 });

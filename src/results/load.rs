@@ -1,10 +1,11 @@
 //! Reading a run directory back: `run.json` strictly, each cell file forgivingly.
 
 use std::fs;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use super::error::io;
-use super::{CELLS_DIR, RUN_FILE, ResultsError, RunMeta, bounds, printable};
+use super::{CELLS_DIR, RUN_FILE, ResultsError, RunMeta, bounds, printable, safe};
 use crate::model::{CellResult, RESULT_SCHEMA_VERSION};
 
 /// A run as read back from disk.
@@ -28,42 +29,84 @@ impl LoadedRun {
 }
 
 /// Load a run directory. A missing or unreadable `run.json` (or a newer schema
-/// version) is an error; a bad cell file is recorded in `problems` and skipped.
+/// version, or a scenario text that does not match its `scenario_sha256`) is an
+/// error; a bad cell file is recorded in `problems` and skipped.
+///
+/// The directory is opened once (a link to it is followed: the caller named it) and
+/// everything in it is read beneath that fd ([`load_run_at`]).
 pub fn load_run(dir: &Path) -> Result<LoadedRun, ResultsError> {
-    let run_file = dir.join(RUN_FILE);
-    if !run_file.is_file() {
-        return Err(ResultsError::NotARun { dir: dir.to_path_buf() });
-    }
-    let meta: RunMeta = read_json(&run_file)?;
+    let dir_fd = match safe::open_dir(dir) {
+        Ok(fd) => fd,
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) => {
+            return Err(ResultsError::NotARun { dir: dir.to_path_buf() });
+        }
+        Err(e) => return Err(io(dir, "open run directory", e)),
+    };
+    load_run_at(&dir_fd, dir)
+}
+
+/// Load the run directory open at `dir_fd`, named `shown` in messages and in
+/// [`LoadedRun::dir`]: `run.json`, `cells/` and each cell file are opened beneath the
+/// fd without following any link, so what is read is the directory that was opened,
+/// whatever happens to its path meanwhile. Text fields are escaped for printing.
+pub fn load_run_at(dir_fd: &OwnedFd, shown: &Path) -> Result<LoadedRun, ResultsError> {
+    let mut run = load_unescaped(dir_fd, shown)?;
+    printable::escape_text(&mut run);
+    Ok(run)
+}
+
+/// [`load_run_at`] with every text field as stored: for a writer that writes `run.json` back.
+pub(super) fn load_unescaped(dir_fd: &OwnedFd, shown: &Path) -> Result<LoadedRun, ResultsError> {
+    let run_file = shown.join(RUN_FILE);
+    let meta: RunMeta = match open_file(dir_fd, RUN_FILE) {
+        Ok(Some(f)) => read_json(f, &run_file)?,
+        Ok(None) => return Err(ResultsError::NotARun { dir: shown.to_path_buf() }),
+        Err(e) => return Err(io(&run_file, "read", e)),
+    };
+    check_scenario_sha256(&meta, &run_file)?;
     let mut cells = Vec::new();
     let mut problems = Vec::new();
-    let cells_dir = dir.join(CELLS_DIR);
-    let mut paths: Vec<PathBuf> = match fs::read_dir(&cells_dir) {
-        Ok(rd) => rd
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.extension().is_some_and(|x| x == "json")
-                    && !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))
-            })
-            .collect(),
+    let cells_dir = shown.join(CELLS_DIR);
+    let cells_fd = match safe::open_subdir(dir_fd, CELLS_DIR) {
+        Ok(fd) => Some(fd),
         // A run killed before its first cell has no cells yet: that is not an error.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(io(&cells_dir, "read cells directory", e)),
     };
-    paths.sort();
+    let mut names: Vec<String> = match &cells_fd {
+        Some(fd) => cell_file_names(fd).map_err(|e| io(&cells_dir, "read cells directory", e))?,
+        None => Vec::new(),
+    };
+    names.sort();
     // Parsing dominates reporting time for large runs; files are independent, so
     // spread them over the CPUs (order is restored by the sort below).
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8);
-    let chunk = paths.len().div_ceil(threads).max(1);
-    let parsed: Vec<(PathBuf, Result<CellResult, ResultsError>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = paths
-            .chunks(chunk)
-            .map(|part| {
-                s.spawn(move || part.iter().map(|p| (p.clone(), read_json::<CellResult>(p))).collect::<Vec<_>>())
-            })
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().expect("cell parser thread panicked")).collect()
-    });
+    let chunk = names.len().div_ceil(threads).max(1);
+    let parsed: Vec<(PathBuf, Result<CellResult, ResultsError>)> = match &cells_fd {
+        None => Vec::new(),
+        Some(cells_fd) => std::thread::scope(|s| {
+            let handles: Vec<_> = names
+                .chunks(chunk)
+                .map(|part| {
+                    let cells_dir = &cells_dir;
+                    s.spawn(move || {
+                        part.iter()
+                            .map(|name| {
+                                let path = cells_dir.join(name);
+                                let cell = match open_file(cells_fd, name) {
+                                    Ok(Some(f)) => read_json::<CellResult>(f, &path),
+                                    Ok(None) => Err(io(&path, "read", std::io::ErrorKind::NotFound.into())),
+                                    Err(e) => Err(io(&path, "read", e)),
+                                };
+                                (path, cell)
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles.into_iter().flat_map(|h| h.join().expect("cell parser thread panicked")).collect()
+        }),
+    };
     for (path, parsed) in parsed {
         match parsed {
             Ok(cell) => {
@@ -88,9 +131,63 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ResultsError> {
         let kb = order.get(&b.id).copied().unwrap_or(usize::MAX);
         ka.cmp(&kb).then_with(|| a.id.cmp(&b.id))
     });
-    let mut run = LoadedRun { dir: dir.to_path_buf(), meta, cells, problems };
-    printable::escape_text(&mut run);
-    Ok(run)
+    Ok(LoadedRun { dir: shown.to_path_buf(), meta, cells, problems })
+}
+
+/// The run's scenario is what `--resume` executes and what comparisons match on: a
+/// text that is not the one its hash names was edited after the run (or forged).
+fn check_scenario_sha256(meta: &RunMeta, run_file: &Path) -> Result<(), ResultsError> {
+    let actual = super::sha256_hex(meta.scenario_text.as_bytes());
+    if actual.eq_ignore_ascii_case(&meta.scenario_sha256) {
+        return Ok(());
+    }
+    Err(ResultsError::Parse {
+        path: run_file.to_path_buf(),
+        field: "scenario_sha256".into(),
+        message: format!(
+            "does not match the run's scenario_text (whose sha256 is {actual}): the scenario was changed after the \
+             run; the run is refused"
+        ),
+    })
+}
+
+/// The names in a cells directory that can be cell files: `*.json`, not hidden (a
+/// temporary file of a write in flight starts with `.`).
+pub(super) fn cell_file_names(cells_fd: &OwnedFd) -> std::io::Result<Vec<String>> {
+    use nix::fcntl::OFlag;
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+    let mut dir = nix::dir::Dir::openat(cells_fd, ".", flags, nix::sys::stat::Mode::empty())?;
+    let mut names = Vec::new();
+    for entry in dir.iter() {
+        let entry = entry?;
+        let Ok(name) = entry.file_name().to_str() else { continue };
+        if name.ends_with(".json") && name.len() > ".json".len() && !name.starts_with('.') {
+            names.push(name.to_string());
+        }
+    }
+    Ok(names)
+}
+
+/// Open the file `name` in `dir` for reading, never through a link: `None` when there is
+/// none or it is not a regular file (a FIFO is opened without blocking, then refused).
+pub(super) fn open_file(dir: &OwnedFd, name: &str) -> std::io::Result<Option<fs::File>> {
+    let c = crate::beneath::plain_name(name)?;
+    let flags = libc::O_RDONLY | libc::O_NONBLOCK;
+    let fd = match crate::beneath::open_beneath(dir, &c, flags, 0, crate::beneath::Resolver::Auto) {
+        Ok(fd) => fd,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a symbolic link; fsbench does not follow links in a run directory",
+            ));
+        }
+        Err(e) => return Err(e),
+    };
+    if safe::stat(&fd)?.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Ok(None);
+    }
+    Ok(Some(fs::File::from(fd)))
 }
 
 /// The field name used when a whole result file, not one field, is unusable.
@@ -99,8 +196,8 @@ const WHOLE_FILE: &str = "(whole file)";
 /// Read a JSON result file. The common case (a good file) is parsed once; only
 /// when parsing fails is the text looked at again as untyped JSON, so that a file
 /// from a newer fsbench gets the version message instead of a confusing field error.
-fn read_json<T: serde::de::DeserializeOwned + HasSchema>(path: &Path) -> Result<T, ResultsError> {
-    let text = read_capped(path)?;
+fn read_json<T: serde::de::DeserializeOwned + HasSchema>(f: fs::File, path: &Path) -> Result<T, ResultsError> {
+    let text = read_capped(f, path)?;
     let mut de = serde_json::Deserializer::from_str(&text);
     let typed: Result<T, (String, String)> = serde_path_to_error::deserialize(&mut de)
         .map_err(|e| (e.path().to_string(), e.into_inner().to_string()))
@@ -147,9 +244,8 @@ fn read_json<T: serde::de::DeserializeOwned + HasSchema>(path: &Path) -> Result<
 }
 
 /// Read a result file, refusing one larger than [`bounds::MAX_FILE_BYTES`] before allocating.
-fn read_capped(path: &Path) -> Result<String, ResultsError> {
+fn read_capped(f: fs::File, path: &Path) -> Result<String, ResultsError> {
     use std::io::Read;
-    let f = fs::File::open(path).map_err(|e| io(path, "read", e))?;
     let mut text = String::new();
     f.take(bounds::MAX_FILE_BYTES + 1).read_to_string(&mut text).map_err(|e| io(path, "read", e))?;
     if text.len() as u64 > bounds::MAX_FILE_BYTES {

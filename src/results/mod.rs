@@ -14,16 +14,22 @@
 //! Where each part lives: `write` makes a run directory and stores its files
 //! ([`RunWriter`]), `load` reads one back ([`load_run`]), [`find`] turns names into
 //! run directories and lists them, `run_dir` holds the directory's layout and its
-//! making, `run_meta` what `run.json` holds, [`safe`] the fd-relative reads and writes
-//! beneath a run directory, [`bounds`] the limits on numbers and counts read back.
+//! making, `run_meta` what `run.json` holds, `reopen` the checks before a run is resumed
+//! ([`ResumableRun`]), [`safe`] the fd-relative reads and writes beneath a run directory,
+//! [`bounds`] the limits on numbers and counts read back.
+//!
+//! Every writer (a new run, a resumed one, a merge, a bundle's import) goes through
+//! [`RunWriter`], and every reader opens the run directory once and reads beneath that fd.
 
 pub mod bounds;
 pub mod find;
 pub mod safe;
 
 mod error;
+mod import;
 mod load;
 mod printable;
+mod reopen;
 mod run_dir;
 mod run_meta;
 mod time;
@@ -31,9 +37,11 @@ mod write;
 
 pub use crate::host::identity::HostInfo;
 pub use error::ResultsError;
-pub use load::{LoadedRun, load_run};
+pub use import::{Imported, import_run};
+pub use load::{LoadedRun, load_run, load_run_at};
+pub use reopen::{ResumableRun, ResumeError};
 pub use run_dir::{CELLS_DIR, IMPORTED_MARKER, RUN_FILE};
-pub use run_meta::{ArchiveFacts, RunMeta, RunOrder, RunShard};
+pub use run_meta::{ArchiveFacts, Derived, DerivedKind, RunMeta, RunOrder, RunShard};
 pub use time::{now_rfc3339, rfc3339_from_unix};
 pub use write::{MAX_COUNTED_ENTRIES, RunWriter, sha256_hex, write_atomic};
 

@@ -42,12 +42,34 @@ pub(super) struct RunDir {
 impl RunDir {
     /// Make `<out_root>/<scenario>/<base>` (or the first free `<base>-N`) and its `cells/`.
     pub(super) fn make(out_root: &Path, scenario: &str, base: &str) -> Result<RunDir, ResultsError> {
-        let parent = out_root.join(scenario);
-        fs::create_dir_all(out_root).map_err(|e| io(out_root, "create results directory", e))?;
-        let root_fd = safe::open_dir(out_root).map_err(|e| io(out_root, "open results directory", e))?;
-        let parent_fd =
-            safe::ensure_subdir(&root_fd, scenario, &parent).map_err(|e| io(&parent, "open results directory", e))?;
+        let (parent_fd, parent) = scenario_dir(out_root, scenario)?;
         let (dir_fd, dir, run_id) = create_unique_dir(&parent_fd, &parent, base)?;
+        RunDir::with_cells(parent_fd, dir_fd, dir, run_id)
+    }
+
+    /// Make `<out_root>/<scenario>/<run_id>` and its `cells/`, that very name; `Ok(None)`
+    /// when a directory of that name is there already (a real directory of this user's,
+    /// else an error), which is left as it is.
+    pub(super) fn make_named(out_root: &Path, scenario: &str, run_id: &str) -> Result<Option<RunDir>, ResultsError> {
+        let (parent_fd, parent) = scenario_dir(out_root, scenario)?;
+        let dir = parent.join(run_id);
+        match safe::create_subdir(&parent_fd, run_id) {
+            Ok(dir_fd) => RunDir::with_cells(parent_fd, dir_fd, dir, run_id.to_string()).map(Some),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let fd = safe::open_subdir(&parent_fd, run_id).map_err(|e| io(&dir, "open run directory", e))?;
+                safe::check_owned(&fd, &dir).map_err(|e| io(&dir, "open run directory", e))?;
+                Ok(None)
+            }
+            Err(e) => Err(io(&dir, "create run directory", e)),
+        }
+    }
+
+    fn with_cells(
+        parent_fd: std::os::fd::OwnedFd,
+        dir_fd: std::os::fd::OwnedFd,
+        dir: PathBuf,
+        run_id: String,
+    ) -> Result<RunDir, ResultsError> {
         let cells_fd = match safe::create_subdir(&dir_fd, CELLS_DIR) {
             Ok(fd) => fd,
             Err(e) => {
@@ -57,6 +79,17 @@ impl RunDir {
         };
         Ok(RunDir { parent_fd, dir_fd, cells_fd, dir, run_id })
     }
+}
+
+/// `<out_root>/<scenario>/`, made if missing or else checked to be a real directory of
+/// this user's, before anything is written in it; its fd and path.
+fn scenario_dir(out_root: &Path, scenario: &str) -> Result<(std::os::fd::OwnedFd, PathBuf), ResultsError> {
+    let parent = out_root.join(scenario);
+    fs::create_dir_all(out_root).map_err(|e| io(out_root, "create results directory", e))?;
+    let root_fd = safe::open_dir(out_root).map_err(|e| io(out_root, "open results directory", e))?;
+    let parent_fd =
+        safe::ensure_subdir(&root_fd, scenario, &parent).map_err(|e| io(&parent, "open results directory", e))?;
+    Ok((parent_fd, parent))
 }
 
 /// Create `<parent>/<base>` or the first free `<base>-N`; mkdirat fails on an

@@ -59,6 +59,39 @@ pub struct RunMeta {
     /// The order the cells ran in, when not the plan's (`run --order random --seed N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order: Option<RunOrder>,
+    /// Set when fsbench did not measure this run in this directory: it was imported from a
+    /// bundle or merged from shards. Such a run is never resumed (absent in measured runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub derived: Option<Derived>,
+}
+
+/// Where a run directory that fsbench did not measure there came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Derived {
+    /// `imported` (from a bundle) or `merged` (from shards).
+    pub kind: DerivedKind,
+    /// What it came from: the bundle file, or the shard run directories.
+    #[serde(default)]
+    pub from: Vec<String>,
+}
+
+/// How a derived run came to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DerivedKind {
+    /// Copied out of a bundle by `fsbench bundle run`.
+    Imported,
+    /// Written by `fsbench merge --out` from the shards of a run.
+    Merged,
+}
+
+impl std::fmt::Display for DerivedKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DerivedKind::Imported => "imported from a bundle",
+            DerivedKind::Merged => "merged from shards",
+        })
+    }
 }
 
 /// How the cells of a run were ordered, as recorded in `run.json`.

@@ -70,10 +70,14 @@ pub fn ensure_subdir(dir: &OwnedFd, name: &str, shown: &Path) -> io::Result<Owne
     Ok(fd)
 }
 
-/// Create directory `name` in `dir`; fails if anything by that name exists.
+/// Create directory `name` in `dir`; fails if anything by that name exists. The directory
+/// opened is checked to be ours: in a directory others can write, another could have
+/// been put in its place between the mkdirat and the open.
 pub fn create_subdir(dir: &OwnedFd, name: &str) -> io::Result<OwnedFd> {
     beneath::mkdir_beneath(dir, &plain_name(name)?, 0o755, Resolver::Auto)?;
-    open_subdir(dir, name)
+    let fd = open_subdir(dir, name)?;
+    check_owned(&fd, Path::new(name))?;
+    Ok(fd)
 }
 
 /// Write `bytes` as `name` in `dir` atomically ([`beneath::write_replacing`]: a fresh
@@ -82,59 +86,146 @@ pub fn write_at(dir: &OwnedFd, name: &str, bytes: &[u8]) -> io::Result<()> {
     beneath::write_replacing(dir, name, bytes)
 }
 
-/// Whether a run directory may be resumed by this user: the directory, `cells/` and every
-/// file in them owned by the effective uid and not writable by group or others (their
-/// scenario text is executed, `exec` steps included). Returns the reason when not.
-pub fn resumable(run_dir: &Path) -> Result<(), String> {
-    let dir = open_dir_nofollow(run_dir).map_err(|e| format!("cannot open {}: {e}", run_dir.display()))?;
+/// Remove the temporary files a crashed write left in the directory open at `dir`
+/// (names starting with [`TMP_PREFIX`]; a link of that name is removed, not followed).
+pub fn remove_temporaries(dir: &OwnedFd) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    for (name, st) in entries_at(dir)? {
+        if name.as_bytes().starts_with(TMP_PREFIX.as_bytes()) && st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+            let c = std::ffi::CString::new(name.as_bytes()).expect("a directory entry has no NUL");
+            // SAFETY: dir is an open directory; c a valid name inside it. A failure leaves the file.
+            unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) };
+        }
+    }
+    Ok(())
+}
+
+/// Whether the run directory open at `dir` may be resumed by this user: the directory,
+/// `cells/` and every entry in them owned by the effective uid, not writable by group or
+/// others, and no symbolic link (their scenario text is executed, `exec` steps included).
+/// `shown` names the directory in the reason given when not.
+pub fn resumable_at(dir: &OwnedFd, shown: &Path) -> Result<(), String> {
     // SAFETY: geteuid cannot fail.
     let euid = unsafe { libc::geteuid() };
-    let check = |st: &libc::stat, shown: &Path| -> Result<(), String> {
-        if st.st_uid != euid {
-            return Err(format!("{} is owned by uid {}, not by you (uid {euid})", shown.display(), st.st_uid));
+    let check = |uid: u32, mode: u32, p: &Path| -> Result<(), String> {
+        if uid != euid {
+            return Err(format!("{} is owned by uid {uid}, not by you (uid {euid})", p.display()));
         }
-        if st.st_mode & 0o022 != 0 {
+        if mode & 0o022 != 0 {
             return Err(format!(
                 "{} has mode {:04o}: others could have written it; run `chmod -R go-w {}` if you trust it",
-                shown.display(),
-                st.st_mode & 0o7777,
-                run_dir.display()
+                p.display(),
+                mode & 0o7777,
+                shown.display()
             ));
         }
         Ok(())
     };
-    let st = stat(&dir).map_err(|e| e.to_string())?;
-    check(&st, run_dir)?;
-    let mut dirs = vec![(dir, run_dir.to_path_buf())];
-    if let Ok(cells) = open_subdir(&dirs[0].0, super::CELLS_DIR) {
-        let shown = run_dir.join(super::CELLS_DIR);
-        check(&stat(&cells).map_err(|e| e.to_string())?, &shown)?;
-        dirs.push((cells, shown));
+    let st = stat(dir).map_err(|e| format!("{}: {e}", shown.display()))?;
+    check(st.st_uid, st.st_mode, shown)?;
+    let cells = match open_subdir(dir, super::CELLS_DIR) {
+        Ok(fd) => Some(fd),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("{}: {e}", shown.join(super::CELLS_DIR).display())),
+    };
+    let mut dirs = vec![(dir, shown.to_path_buf())];
+    if let Some(cells) = &cells {
+        dirs.push((cells, shown.join(super::CELLS_DIR)));
     }
-    for (fd, shown) in &dirs {
-        let rd = std::fs::read_dir(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|e| e.to_string())?;
-        for entry in rd.flatten() {
-            let name = entry.file_name();
-            let Ok(m) = entry.metadata() else { continue };
-            use std::os::unix::fs::MetadataExt;
-            let p = shown.join(&name);
-            if m.file_type().is_symlink() {
+    for (fd, dir_shown) in dirs {
+        let listed = entries_at(fd).map_err(|e| format!("{}: {e}", dir_shown.display()))?;
+        for (name, st) in listed {
+            let p = dir_shown.join(&name);
+            if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
                 return Err(format!("{} is a symbolic link", p.display()));
             }
-            if m.uid() != euid {
-                return Err(format!("{} is owned by uid {}, not by you (uid {euid})", p.display(), m.uid()));
-            }
-            if m.mode() & 0o022 != 0 {
-                return Err(format!(
-                    "{} has mode {:04o}: others could have written it; run `chmod -R go-w {}` if you trust it",
-                    p.display(),
-                    m.mode() & 0o7777,
-                    run_dir.display()
-                ));
-            }
+            check(st.st_uid, st.st_mode, &p)?;
         }
     }
     Ok(())
+}
+
+/// Every entry of the directory open at `dir` (but `.` and `..`) with its lstat.
+fn entries_at(dir: &OwnedFd) -> io::Result<Vec<(std::ffi::OsString, libc::stat)>> {
+    use nix::fcntl::OFlag;
+    use std::os::unix::ffi::OsStrExt;
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+    let mut listing = nix::dir::Dir::openat(dir, ".", flags, nix::sys::stat::Mode::empty())?;
+    let mut out = Vec::new();
+    for entry in listing.iter() {
+        let entry = entry?;
+        let name = entry.file_name();
+        if matches!(name.to_bytes(), b"." | b"..") {
+            continue;
+        }
+        // SAFETY: st is plain data; fstatat fills it for a valid fd and name.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe { libc::fstatat(dir.as_raw_fd(), name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::NotFound {
+                continue;
+            }
+            return Err(e);
+        }
+        out.push((std::ffi::OsStr::from_bytes(name.to_bytes()).to_os_string(), st));
+    }
+    Ok(out)
+}
+
+/// Whether the run directory at `run_dir` may be resumed by this user ([`resumable_at`]
+/// on the directory opened without following a final link).
+pub fn resumable(run_dir: &Path) -> Result<(), String> {
+    let dir = open_dir_nofollow(run_dir).map_err(|e| format!("cannot open {}: {e}", run_dir.display()))?;
+    resumable_at(&dir, run_dir)
+}
+
+/// Refuse a run directory (open at `dir`) whose ancestors another user could change:
+/// walking up by `..` from the directory itself (so the physical ancestors, whatever
+/// path named it), each must be owned by root or the effective uid, and be writable by
+/// group or others only with the sticky bit (as `/tmp`). Says which ancestor when not.
+pub fn check_ancestors(dir: &OwnedFd) -> Result<(), String> {
+    // SAFETY: geteuid cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    let dotdot = c"..";
+    let mut cur = stat(dir).map_err(|e| e.to_string())?;
+    let mut fd: Option<OwnedFd> = None;
+    loop {
+        let at = fd.as_ref().map_or(dir.as_raw_fd(), |f| f.as_raw_fd());
+        // SAFETY: valid fd and name; the result is a fresh fd or -1.
+        let raw = unsafe { libc::openat(at, dotdot.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+        if raw < 0 {
+            return Err(format!("cannot open a parent directory: {}", io::Error::last_os_error()));
+        }
+        // SAFETY: a fresh fd owned by nobody else.
+        let parent = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) };
+        let st = stat(&parent).map_err(|e| e.to_string())?;
+        if (st.st_dev, st.st_ino) == (cur.st_dev, cur.st_ino) {
+            return Ok(()); // `/`: its own parent
+        }
+        let shown = || {
+            std::fs::read_link(format!("/proc/self/fd/{}", parent.as_raw_fd()))
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| "a parent directory".into())
+        };
+        let sticky = st.st_mode & libc::S_ISVTX != 0;
+        if st.st_uid != 0 && st.st_uid != euid {
+            return Err(format!(
+                "its ancestor {} is owned by uid {}: that user could swap the run directory for another",
+                shown(),
+                st.st_uid
+            ));
+        }
+        if st.st_mode & 0o022 != 0 && !sticky {
+            return Err(format!(
+                "its ancestor {} has mode {:04o}: writable by others without the sticky bit, so they could swap \
+                 the run directory for another; resume from a results root only you can write (or `chmod +t` it)",
+                shown(),
+                st.st_mode & 0o7777
+            ));
+        }
+        cur = st;
+        fd = Some(parent);
+    }
 }
 
 #[cfg(test)]

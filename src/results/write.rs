@@ -10,9 +10,7 @@ use sha2::{Digest, Sha256};
 use super::error::io;
 use super::run_dir::{RunDir, remove_half_made, sanitize};
 use super::time::compact_timestamp;
-use super::{
-    ArchiveFacts, CELLS_DIR, RUN_FILE, ResultsError, RunMeta, RunOrder, RunShard, load_run, now_rfc3339, safe,
-};
+use super::{ArchiveFacts, CELLS_DIR, RUN_FILE, ResultsError, RunMeta, RunOrder, RunShard, now_rfc3339, safe};
 use crate::host::identity::HostInfo;
 use crate::model::{CellParams, CellResult, CellStatus, RESULT_SCHEMA_VERSION};
 
@@ -78,6 +76,7 @@ impl RunWriter {
             shard,
             environment: None,
             order: None,
+            derived: None,
         };
         let (writer, parent_fd) = made.into_writer(meta);
         if let Err(e) = writer.write_meta() {
@@ -89,17 +88,20 @@ impl RunWriter {
     }
 
     /// Write a whole run gathered elsewhere (a merge of shards) as a new run directory
-    /// `<out_root>/<scenario>/<name>/`, which loads like any other; returns it. Names
-    /// from the files are made safe for a path first: they are other people's text.
+    /// `<out_root>/<scenario>/<name>/`, which loads like any other and is marked in its
+    /// `run.json` as `derived` (so never resumed); returns it. Names from the files are
+    /// made safe for a path first: they are other people's text.
     pub fn write_whole(
         out_root: &Path,
         name: &str,
         meta: &RunMeta,
         cells: &[CellResult],
+        derived: super::Derived,
     ) -> Result<PathBuf, ResultsError> {
         let made = RunDir::make(out_root, &sanitize(&meta.scenario_name), &sanitize(name))?;
         let run_id = made.run_id.clone();
-        let (mut writer, parent_fd) = made.into_writer(RunMeta { run_id: run_id.clone(), ..meta.clone() });
+        let meta = RunMeta { run_id: run_id.clone(), derived: Some(derived), ..meta.clone() };
+        let (mut writer, parent_fd) = made.into_writer(meta);
         let written = cells.iter().try_for_each(|c| writer.write_cell(c).map(drop)).and_then(|()| writer.write_meta());
         if let Err(e) = written {
             // Removes the directory when no cell was written yet; cell files already written stay.
@@ -119,15 +121,19 @@ impl RunWriter {
         remove_half_made(&parent_fd, &id);
     }
 
-    /// Reopen an interrupted run: its metadata and the cells already stored, by id.
+    /// Reopen an interrupted run, checked and loaded by [`ResumableRun::open`]: its metadata
+    /// and the cells already stored, by id. Writes go to the directory that was opened
+    /// and checked, through its fd, whatever its path names now.
     ///
     /// Cells stored as `failed` and unreadable cell files are not counted as stored,
     /// so a resumed run retries them (their files are replaced). Leftover temporary
     /// files of a crashed write are removed. `finished` is cleared until `finish`.
-    pub fn resume(run_dir: &Path) -> Result<(RunWriter, RunMeta, BTreeMap<String, CellResult>), ResultsError> {
-        let loaded = load_run(run_dir)?;
+    pub fn resume(
+        opened: super::ResumableRun,
+    ) -> Result<(RunWriter, RunMeta, BTreeMap<String, CellResult>), ResultsError> {
+        let super::ResumableRun { dir_fd, run: loaded } = opened;
+        let run_dir = loaded.dir.clone();
         let cells = run_dir.join(CELLS_DIR);
-        let dir_fd = safe::open_dir_nofollow(run_dir).map_err(|e| io(run_dir, "open run directory", e))?;
         let cells_fd = match safe::open_subdir(&dir_fd, CELLS_DIR) {
             Ok(fd) => fd,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -135,23 +141,13 @@ impl RunWriter {
             }
             Err(e) => return Err(io(&cells, "open cells directory", e)),
         };
-        if let Ok(rd) = fs::read_dir(&cells) {
-            for entry in rd.flatten() {
-                let name = entry.file_name();
-                if name.to_string_lossy().starts_with(safe::TMP_PREFIX)
-                    && let Ok(c) = std::ffi::CString::new(name.as_encoded_bytes())
-                {
-                    // SAFETY: cells_fd is an open directory; c a valid name inside it.
-                    unsafe { libc::unlinkat(std::os::fd::AsRawFd::as_raw_fd(&cells_fd), c.as_ptr(), 0) };
-                }
-            }
-        }
+        safe::remove_temporaries(&cells_fd).map_err(|e| io(&cells, "remove temporary files", e))?;
         let stored: BTreeMap<String, CellResult> =
             loaded.cells.into_iter().filter(|c| c.status != CellStatus::Failed).map(|c| (c.id.clone(), c)).collect();
         let mut meta = loaded.meta;
         meta.finished = None;
         meta.interrupted = false;
-        let writer = RunWriter { dir: run_dir.to_path_buf(), meta: meta.clone(), dir_fd, cells_fd };
+        let writer = RunWriter { dir: run_dir, meta: meta.clone(), dir_fd, cells_fd };
         writer.write_meta()?;
         Ok((writer, meta, stored))
     }

@@ -30,7 +30,7 @@ use crate::plan::Cell;
 use crate::results::RunWriter;
 use crate::scenario::{Backing, Scenario};
 
-pub use resume::{open_resumed, resume_is_complete};
+pub use resume::{check_resumable, open_resumed};
 pub use rounds::{CellOrder, order_cells};
 
 /// True once SIGINT or SIGTERM has been received.

@@ -1,41 +1,18 @@
-//! Reopening an interrupted run: what it already stored, and the checks that it is ours to run.
+//! Reopening an interrupted run: what it already stored, and the checks that it is ours to run
+//! (made on the directory opened once, see [`results::ResumableRun`]).
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use super::Resumed;
 use crate::exit;
-use crate::model::CellStatus;
 use crate::plan::Cell;
-use crate::results::{self, RunWriter};
+use crate::results::{self, ResumableRun, RunWriter};
 use crate::scenario::{Scenario, Workload};
 
-/// If `dir` is a finished, uninterrupted run with every planned cell stored, the number of cells stored.
-/// Checked before [`open_resumed`], which marks the run in progress again.
-pub fn resume_is_complete(dir: &Path) -> anyhow::Result<Option<usize>> {
-    refuse_imported(dir)?;
-    let Ok(run) = results::load_run(dir) else { return Ok(None) };
-    let stored: BTreeSet<&str> =
-        run.cells.iter().filter(|c| c.status != CellStatus::Failed).map(|c| c.id.as_str()).collect();
-    // An interrupted run may have every cell stored and still miss rounds (`workload.rounds`).
-    let complete = run.meta.finished.is_some()
-        && !run.meta.interrupted
-        && run.meta.planned_cells.iter().all(|p| stored.contains(p.id().as_str()));
-    Ok(complete.then_some(stored.len()))
-}
-
-/// Another lab's run came with a bundle: only `bundle run`, which applies the bundle's checks, reruns it.
-/// And a run directory is executed on resume (its scenario text, `exec` steps included):
-/// it must be ours and writable by nobody else.
-fn refuse_imported(dir: &Path) -> anyhow::Result<()> {
-    if dir.join(results::IMPORTED_MARKER).exists() {
-        return Err(exit::InputError::anyhow(format!(
-            "{} was imported from a bundle: rerun it with `fsbench bundle run`, which applies the bundle's checks",
-            dir.display()
-        )));
-    }
-    results::safe::resumable(dir)
-        .map_err(|why| exit::InputError::anyhow(format!("refusing to resume {}: {why}", dir.display())))
+/// Open `dir` for `--resume` once, check it is ours to execute, and load it from that
+/// fd ([`results::ResumableRun::open`]): what is checked is what [`open_resumed`] runs.
+pub fn check_resumable(dir: &Path) -> anyhow::Result<ResumableRun> {
+    ResumableRun::open(dir).map_err(|e| exit::InputError::anyhow(e.to_string()))
 }
 
 /// A run recorded on another host is somebody else's scenario: its `exec` steps run only
@@ -57,10 +34,11 @@ fn refuse_foreign_exec(dir: &Path, s: &Scenario, recorded_on: &str, allow_exec: 
     )))
 }
 
-/// Re-open an interrupted run: its scenario text (with overrides) and planned cells are in run.json.
-pub fn open_resumed(dir: &Path, allow_exec: bool) -> anyhow::Result<(Scenario, Vec<Cell>, Resumed)> {
-    refuse_imported(dir)?;
-    let (writer, meta, stored) = RunWriter::resume(dir)
+/// Re-open an interrupted run, checked by [`check_resumable`]: its scenario text (with
+/// overrides) and planned cells are in its run.json.
+pub fn open_resumed(run: ResumableRun, allow_exec: bool) -> anyhow::Result<(Scenario, Vec<Cell>, Resumed)> {
+    let dir = run.dir().to_path_buf();
+    let (writer, meta, stored) = RunWriter::resume(run)
         .map_err(|e| exit::InputError::anyhow(format!("cannot resume {}: {e}", dir.display())))?;
     let base = Path::new(&meta.scenario_origin)
         .parent()
@@ -68,7 +46,7 @@ pub fn open_resumed(dir: &Path, allow_exec: bool) -> anyhow::Result<(Scenario, V
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
     let s = crate::scenario::parse_overridden(&meta.scenario_text, &meta.scenario_origin, &base, &[])?;
-    refuse_foreign_exec(dir, &s, &meta.host.hostname, allow_exec)?;
+    refuse_foreign_exec(&dir, &s, &meta.host.hostname, allow_exec)?;
     let cells =
         meta.planned_cells.iter().enumerate().map(|(index, params)| Cell { index, params: params.clone() }).collect();
     Ok((s, cells, Resumed { writer, stored }))

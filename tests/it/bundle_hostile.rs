@@ -492,7 +492,7 @@ fn mkfs_arguments_naming_a_device_are_refused() {
 fn bundled_results_with_a_path_for_a_name_are_refused() {
     let run = serde_json::json!({
         "schema": 1, "tool_version": "0.1.0", "run_id": "pwned", "scenario_name": "/tmp/fsbench-victim-dir",
-        "scenario_origin": "x.toml", "scenario_text": SCENARIO, "scenario_sha256": "0", "workload": "lat_fs",
+        "scenario_origin": "x.toml", "scenario_text": SCENARIO, "scenario_sha256": sha(SCENARIO.as_bytes()), "workload": "lat_fs",
         "label": null, "host": { "hostname": "h", "kernel_release": "r", "kernel_version": "v", "kernel_cmdline": "",
         "cpu_model": "c", "cpu_count": 1, "memory_bytes": 1 }, "started": "2025-01-01T00:00:00Z",
         "finished": "2025-01-01T00:00:01Z", "planned_cells": [], "interrupted": false
@@ -631,7 +631,7 @@ fn kernels_need_allow_kernels() {
 fn control_characters_in_packed_results_are_escaped() {
     let run = serde_json::json!({
         "schema": 1, "tool_version": "0.1.0", "run_id": "r1", "scenario_name": "tiny",
-        "scenario_origin": "x.toml", "scenario_text": SCENARIO, "scenario_sha256": "0", "workload": "lat_fs",
+        "scenario_origin": "x.toml", "scenario_text": SCENARIO, "scenario_sha256": sha(SCENARIO.as_bytes()), "workload": "lat_fs",
         "label": "EVIL\u{1b}]0;pwned\u{7}", "host": { "hostname": "h\u{1b}[2J", "kernel_release": "r", "kernel_version": "v",
         "kernel_cmdline": "", "cpu_model": "c", "cpu_count": 1, "memory_bytes": 1 }, "started": "2025-01-01T00:00:00Z",
         "finished": "2025-01-01T00:00:01Z", "planned_cells": [], "interrupted": false
@@ -930,4 +930,55 @@ fn fixture_archive_with_clashing_or_overlong_names() {
         let expect: Vec<&str> = expect.iter().map(String::as_str).collect();
         refused(case, &b, &expect);
     }
+}
+
+/// A bundle carrying a finished run of `SCENARIO` as `results/tiny/r1`.
+fn bundle_with_results() -> Vec<u8> {
+    let run = serde_json::json!({
+        "schema": 1, "tool_version": "0.1.0", "run_id": "r1", "scenario_name": "tiny",
+        "scenario_origin": "x.toml", "scenario_text": SCENARIO, "scenario_sha256": sha(SCENARIO.as_bytes()),
+        "workload": "lat_fs", "label": "A", "host": { "hostname": "h", "kernel_release": "r", "kernel_version": "v",
+        "kernel_cmdline": "", "cpu_model": "c", "cpu_count": 1, "memory_bytes": 1 }, "started": "2025-01-01T00:00:00Z",
+        "finished": "2025-01-01T00:00:01Z", "planned_cells": [], "interrupted": false
+    });
+    let entries = vec![file("results/tiny/r1/run.json", &serde_json::to_vec(&run).unwrap())];
+    bundle_with(entries, |m| m["results"] = serde_json::json!("results/tiny/r1"), SCENARIO)
+}
+
+/// Regression (security review, round two): `bundle run` imported its packed results with
+/// path-following calls (`exists`, `create_dir_all`, `fs::copy`, `fs::write`), and checked
+/// the owner only after writing. A link planted in the results root made root write the
+/// bundle's bytes wherever it pointed; a directory of another user's was written into.
+/// The import now goes through the result store: every directory under `--out` is opened
+/// without following links and checked to be ours before anything is written.
+#[test]
+fn bundled_results_are_not_imported_through_a_link_planted_in_the_results_root() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.p("work/lab.fsb"), bundle_with_results()).unwrap();
+    std::fs::create_dir(sb.p("work/res")).unwrap();
+    std::os::unix::fs::symlink("../../outside", sb.p("work/res/tiny")).unwrap();
+    let (code, _, stderr) = sb.cmd(&["bundle", "run", "lab.fsb", "--quiet", "--out", "res"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("res/tiny") && stderr.contains("symbolic link"), "{stderr}");
+    let outside: Vec<_> = std::fs::read_dir(sb.p("outside")).unwrap().collect();
+    assert!(outside.is_empty(), "the import wrote through the link: {outside:?}");
+    assert_eq!(std::fs::read(sb.p("canary")).unwrap(), CANARY);
+}
+
+/// The same attack with a directory of another user's in place of the link (or the
+/// directory swapped in after fsbench made it): refused before anything is written there.
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn bundled_results_are_not_imported_into_another_users_directory() {
+    skip_unless_root!();
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    std::fs::write(sb.p("work/lab.fsb"), bundle_with_results()).unwrap();
+    std::fs::create_dir_all(sb.p("work/res/tiny")).unwrap();
+    std::os::unix::fs::chown(sb.p("work/res/tiny"), Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(sb.p("work/res/tiny"), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let (code, _, stderr) = sb.cmd(&["bundle", "run", "lab.fsb", "--quiet", "--out", "res"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("owned by uid 65534"), "{stderr}");
+    assert_eq!(std::fs::read_dir(sb.p("work/res/tiny")).unwrap().count(), 0, "wrote into another user's directory");
 }

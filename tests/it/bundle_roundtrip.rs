@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::sandbox::run_dirs;
+use crate::support::sandbox::{cell_ids, run_dirs};
 
 const TINY: &str = "schema = 1\nname = \"tiny\"\n[matrix]\nfs = [\"ext4\"]\ntasks = [1]\ntest = [\"open_close\", \"write_truncate\"]\n\
                     [backing]\nkind = \"dir\"\n[workload]\nkind = \"lat_fs\"\nper_task_uid = false\nwarmup = \"0ms\"\nduration = \"20ms\"\nrepetitions = 3\ndisturbance = \"off\"\n";
@@ -82,7 +82,17 @@ fn packed_here_runs_elsewhere_and_compares() {
     assert_eq!(runs.len(), 2, "{runs:?}");
     let imported = runs.iter().find(|r| r.file_name() == run_a.file_name()).expect("packer's run imported");
     let run_b = runs.iter().find(|r| r.file_name() != run_a.file_name()).unwrap().clone();
-    assert_eq!(std::fs::read(imported.join("run.json")).unwrap(), std::fs::read(run_a.join("run.json")).unwrap());
+    // The packer's run.json, marked as imported from the bundle (so never resumed).
+    let json =
+        |p: &std::path::Path| -> serde_json::Value { serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap() };
+    let mut imported_meta = json(&imported.join("run.json"));
+    assert_eq!(imported_meta["derived"], serde_json::json!({"kind": "imported", "from": ["lab.fsb"]}));
+    imported_meta.as_object_mut().unwrap().remove("derived");
+    assert_eq!(imported_meta, json(&run_a.join("run.json")));
+    for id in cell_ids(&run_a) {
+        let cell = format!("cells/{id}.json");
+        assert_eq!(std::fs::read(imported.join(&cell)).unwrap(), std::fs::read(run_a.join(&cell)).unwrap(), "{cell}");
+    }
     // An imported run is another lab's scenario: it is rerun through `bundle run`, not resumed.
     let out = fsbench_at(&lab_b, &cache).args(["run", "--resume"]).arg(imported).output().unwrap();
     assert_eq!(out.status.code(), Some(2));

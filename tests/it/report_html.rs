@@ -76,7 +76,10 @@ fn text_from_results_is_escaped_in_the_page() {
     let path = dir.join("run.json");
     let mut meta: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     meta["host"]["hostname"] = "<img src=x onerror=alert(1)>\u{1b}[2J".into();
-    meta["scenario_text"] = "name = \"</pre><script>alert(2)</script>\"".into();
+    let text = "name = \"</pre><script>alert(2)</script>\"";
+    meta["scenario_text"] = text.into();
+    // Consistent with its hash: a run.json whose text does not match is refused before any page.
+    meta["scenario_sha256"] = fsbench::results::sha256_hex(text.as_bytes()).into();
     std::fs::write(&path, serde_json::to_vec(&meta).unwrap()).unwrap();
     let page = tmp.path().join("p.html");
     fsbench().arg("report").arg(&dir).arg("--html").arg(&page).assert().success();

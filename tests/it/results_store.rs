@@ -111,7 +111,7 @@ fn resume_returns_what_is_stored_and_completes_the_run() {
     let interrupted = load_run(&dir).unwrap();
     assert!(interrupted.meta.finished.is_none());
 
-    let (mut w, meta, stored) = RunWriter::resume(&dir).unwrap();
+    let (mut w, meta, stored) = RunWriter::resume(fsbench::results::ResumableRun::open(&dir).unwrap()).unwrap();
     assert_eq!(meta.label.as_deref(), Some("V3"));
     // The failed cell is retried; the ok one is not.
     assert_eq!(stored.into_keys().collect::<Vec<_>>(), vec![plan[0].id()]);
