@@ -272,3 +272,44 @@ fn doctor_has_a_qemu_row_that_names_kvm_or_tcg() {
         _ => assert!(detail.contains("KVM") || detail.contains("TCG"), "{row}"),
     }
 }
+
+// Misleading 3: a line ran straight through task counts with no value (2 and 4 tasks
+// disturbed), as if they had been measured. Each run of measured points is its own line.
+#[test]
+fn a_plot_line_breaks_where_a_cell_has_no_value() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = crate::support::report::write_seed_run(&tmp.path().join("quota-smp/r1"), "BASE");
+    for tasks in [2, 4] {
+        for q in ["qoff", "qon"] {
+            std::fs::remove_file(run.join(format!("cells/ext2-M-{q}-t{tasks}-open_close.json"))).unwrap();
+        }
+    }
+    let plots = tmp.path().join("plots");
+    let out = fsbench().arg("report").arg(&run).arg("--plot").arg(&plots).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let names: Vec<String> =
+        std::fs::read_dir(&plots).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let name = names
+        .iter()
+        .find(|n| n.ends_with(".svg") && n.contains("ext2") && n.contains("-M") && n.contains("open_close"))
+        .unwrap_or_else(|| panic!("{names:?}"));
+    let svg = std::fs::read_to_string(plots.join(name)).unwrap();
+    // Per column: one polyline for tasks 1 alone and one for 8 alone, none through 2 and 4.
+    let lines: Vec<&str> =
+        svg.lines().filter(|l| l.contains("<polyline") && l.contains("stroke-width=\"2\"")).collect();
+    for l in &lines {
+        let points: Vec<(i64, i64)> = l
+            .split("points=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .map(|p| p.split_once(',').map(|(x, y)| (x.parse().unwrap(), y.parse().unwrap())).unwrap())
+            .collect();
+        // The legend's sample line: 20 px, level.
+        let legend = matches!(points.as_slice(), [(x0, y0), (x1, y1)] if y0 == y1 && x1 - x0 == 20);
+        assert!(legend || points.len() < 2, "a line across missing cells: {l}");
+    }
+}
