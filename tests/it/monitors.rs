@@ -183,7 +183,7 @@ fn a_quota_smp_like_cell_records_write_ios_for_every_repetition() {
         }
         None => assert!(text.contains("block devices saw no write and no busy time in any repetition"), "{text}"),
     }
-    assert!(text.contains("write IOs per repetition"), "{text}");
+    assert!(text.contains("Kernel counters per repetition"), "{text}");
 }
 
 #[test]
