@@ -212,46 +212,59 @@ pub fn plan_for(s: &Scenario, only: &[String]) -> anyhow::Result<Plan> {
 pub type HostCheck<'a> = dyn Fn(&Scenario, &CellParams) -> Option<SkipReason> + 'a;
 
 /// Render a plan as a table `width` columns wide: one row per cell, its needs and whether it can run here.
-pub fn render_plan_table(s: &Scenario, plan: &Plan, check: &HostCheck, width: u16) -> String {
-    use comfy_table::{ContentArrangement, Table, presets};
+pub fn render_plan_table(s: &Scenario, plan: &Plan, check: &HostCheck, width: u16, compact: bool) -> String {
+    use comfy_table::{ColumnConstraint, ContentArrangement, Table, Width, presets};
     let mut table = Table::new();
     table
-        .load_style(presets::UTF8_FULL_CONDENSED)
+        .load_style(if compact { presets::NOTHING } else { presets::UTF8_FULL_CONDENSED })
         .set_content_arrangement(ContentArrangement::Dynamic)
         .set_width(width);
     let has_test = plan.cells.iter().any(|c| c.params.test.is_some());
-    let mut header = vec!["#", "cell", "fs", "layout", "quota", "tasks"];
-    if has_test {
-        header.push("test");
-    }
-    header.extend(["needs", "here"]);
-    table.set_header(header);
-    let mut skipped: BTreeMap<String, (usize, Option<String>)> = BTreeMap::new();
-    for c in &plan.cells {
-        let p = &c.params;
-        let verdict = check(s, p);
-        let here = match &verdict {
-            None => "ready".to_string(),
-            Some(r) => {
-                let e = skipped.entry(r.reason.clone()).or_insert((0, r.remedy.clone()));
-                e.0 += 1;
-                format!("skip: {}", crate::text::first_line_cut(&r.reason, 48))
-            }
-        };
-        let mut row = vec![
-            c.index.to_string(),
-            c.id(),
-            p.fs.clone(),
-            p.layout.to_string(),
-            p.quota.to_string(),
-            p.tasks.to_string(),
-        ];
+    // Compact (piped): without the columns the cell name already spells out, and with
+    // skip reasons by number (listed below the table), so a cell takes one line.
+    let mut header = vec!["#", "cell"];
+    if !compact {
+        header.extend(["fs", "layout", "quota", "tasks"]);
         if has_test {
-            row.push(p.test.map(|t| t.name().to_string()).unwrap_or_default());
+            header.push("test");
         }
-        row.push(needs(s, p).join(", "));
-        row.push(here);
+        header.extend(["needs", "here"]);
+    } else {
+        header.extend(["here", "needs"]);
+    }
+    table.set_header(header);
+    let verdicts: Vec<Option<SkipReason>> = plan.cells.iter().map(|c| check(s, &c.params)).collect();
+    let mut skipped: BTreeMap<String, (usize, Option<String>)> = BTreeMap::new();
+    for r in verdicts.iter().flatten() {
+        skipped.entry(r.reason.clone()).or_insert((0, r.remedy.clone())).0 += 1;
+    }
+    let number = |reason: &str| skipped.keys().position(|k| k == reason).map_or(0, |i| i + 1);
+    for (c, verdict) in plan.cells.iter().zip(&verdicts) {
+        let p = &c.params;
+        let here = match verdict {
+            None => "ready".to_string(),
+            Some(r) if compact => format!("skip {}", number(&r.reason)),
+            Some(r) => format!("skip: {}", crate::text::first_line_cut(&r.reason, 48)),
+        };
+        let mut row = vec![c.index.to_string(), c.id()];
+        if !compact {
+            row.extend([p.fs.clone(), p.layout.to_string(), p.quota.to_string(), p.tasks.to_string()]);
+            if has_test {
+                row.push(p.test.map(|t| t.name().to_string()).unwrap_or_default());
+            }
+            row.push(needs(s, p).join(", "));
+            row.push(here);
+        } else {
+            row.push(here);
+            row.push(needs(s, p).join(", "));
+        }
         table.add_row(row);
+    }
+    // A cell name is never broken mid-word: its column is as wide as the longest.
+    let longest = plan.cells.iter().map(|c| c.id().chars().count()).max().unwrap_or(4);
+    if let Some(col) = table.column_mut(1) {
+        // The width comfy-table bounds includes the padding on both sides.
+        col.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(longest as u16 + 2)));
     }
     let total = plan.cells.len();
     let skip_count: usize = skipped.values().map(|(n, _)| n).sum();
@@ -282,9 +295,10 @@ pub fn render_plan_table(s: &Scenario, plan: &Plan, check: &HostCheck, width: u1
         ));
         out.push('\n');
     }
-    for (reason, (n, remedy)) in &skipped {
+    for (i, (reason, (n, remedy))) in skipped.iter().enumerate() {
         out.push('\n');
-        out.push_str(&wrap(&format!("skipped ({}): {reason}", crate::text::cell_count(*n))));
+        let which = if compact { format!("skip {}", i + 1) } else { "skipped".to_string() };
+        out.push_str(&wrap(&format!("{which} ({}): {reason}", crate::text::cell_count(*n))));
         if let Some(r) = remedy {
             out.push('\n');
             out.push_str(&wrap(&format!("  remedy: {r}")));

@@ -4,7 +4,7 @@ use clap::Args;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
 use crate::exit;
-use crate::provision::capability::{DOCTOR_DEFAULT_FS, capabilities};
+use crate::provision::capability::{Capability, DOCTOR_DEFAULT_FS, capabilities};
 
 /// `fsbench doctor`.
 #[derive(Debug, Clone, Args)]
@@ -17,13 +17,39 @@ pub struct DoctorArgs {
     pub json: bool,
 }
 
+/// Whether `run --kernel` can boot kernels here, and how fast: qemu present, and KVM usable
+/// or only TCG (software emulation). Quota remedies point at qemu, so doctor says whether it is there.
+fn qemu_row() -> Capability {
+    let name = "qemu (run --kernel)".to_string();
+    let Some(qemu) = crate::qemu::vm::find_qemu() else {
+        return Capability {
+            name,
+            state: "missing".into(),
+            detail: "qemu-system-x86_64 not found (nor $FSBENCH_QEMU)".into(),
+            remedy: "apt-get install qemu-system-x86".into(),
+        };
+    };
+    let (state, accel, remedy) = if crate::qemu::vm::kvm_openable() {
+        ("ok", "KVM: /dev/kvm usable", String::new())
+    } else {
+        (
+            // It works, only slower: the detail and the remedy say so.
+            "ok",
+            "TCG: /dev/kvm not usable, guests run in software emulation, several times slower",
+            "load kvm_intel or kvm_amd, or run on a host that passes /dev/kvm through".to_string(),
+        )
+    };
+    Capability { name, state: state.into(), detail: format!("{}; {accel}", qemu.display()), remedy }
+}
+
 /// `fsbench doctor`: a table of capabilities with state and remedy.
 pub fn doctor(args: &DoctorArgs) -> anyhow::Result<i32> {
     // First: the quota probes mount and attach; on SIGINT/SIGTERM their guards must run.
     crate::signals::install();
     let fs_list: Vec<String> =
         if args.fs.is_empty() { DOCTOR_DEFAULT_FS.iter().map(|s| s.to_string()).collect() } else { args.fs.clone() };
-    let rows = capabilities(&fs_list);
+    let mut rows = capabilities(&fs_list);
+    rows.push(qemu_row());
     if args.json {
         let interrupted = crate::signals::interrupted();
         let doc =

@@ -101,11 +101,14 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
             )));
         }
     }
-    let rep = evaluate(
+    let mut rep = evaluate(
         &baseline,
         &candidate,
         &GateOptions { threshold, metric: args.metric.clone(), allow_missing: args.allow_missing },
     )?;
+    if let Some(w) = same_run_warning(&dirs[0], &dirs[1]) {
+        rep.warnings.insert(0, w);
+    }
     if rep.rows.iter().all(|r| r.verdict == Verdict::Missing) {
         print!("{}", render_table(&rep, super::print::output_width()));
         return Err(InputError::anyhow(
@@ -161,6 +164,21 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
         );
     }
     Ok(exit_code(&rep, args.inconclusive, args.bisect, args.allow_missing))
+}
+
+/// A gate of a run against itself passes whatever the run measured: say so (a CI job
+/// whose baseline and candidate names resolve to one directory is almost always a mistake).
+fn same_run_warning(baseline: &Path, candidate: &Path) -> Option<String> {
+    let same = match (baseline.canonicalize(), candidate.canonicalize()) {
+        (Ok(b), Ok(c)) => b == c,
+        _ => baseline == candidate,
+    };
+    same.then(|| {
+        format!(
+            "the baseline and the candidate are the same run ({}): the gate compares it with itself and can find no change",
+            crate::text::escape_control(&baseline.display().to_string())
+        )
+    })
 }
 
 /// The gate's exit status for a report under the chosen policy.

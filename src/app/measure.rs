@@ -33,8 +33,12 @@ pub fn preflight() -> crate::host::environment::Environment {
 /// Print a finished run (its tables and where it is) and decide the exit code.
 /// `run` and `bundle run` both end here.
 pub fn finish_run(o: &crate::runner::RunOutcome) -> i32 {
+    let mut disturbed = None;
     match crate::results::load_run(&o.dir) {
-        Ok(run) => print!("{}", crate::report::render_run(&run, crate::report::Format::Table)),
+        Ok(run) => {
+            print!("{}", crate::report::render_run(&run, crate::report::Format::Table));
+            disturbed = disturbed_note(&run.cells);
+        }
         Err(e) => eprintln!("fsbench: cannot read back {}: {e}", o.dir.display()),
     }
     eprintln!(
@@ -45,6 +49,9 @@ pub fn finish_run(o: &crate::runner::RunOutcome) -> i32 {
             (f, s) => format!(" ({f} failed, {s} skipped)"),
         }
     );
+    if let Some(note) = disturbed {
+        eprintln!("fsbench: {note}");
+    }
     if o.interrupted {
         eprintln!("fsbench: interrupted; finish it with `fsbench run --resume {}`", o.dir.display());
         return exit::INTERRUPTED;
@@ -52,10 +59,67 @@ pub fn finish_run(o: &crate::runner::RunOutcome) -> i32 {
     if o.measured == 0 && o.skipped > 0 && o.previously_done == 0 {
         // Skips are normal in a run that measured something; a run that measured
         // nothing at all must not pass a CI job.
-        eprintln!("fsbench: no cell could run on this host, nothing was measured (see the reasons above)");
+        eprintln!(
+            "fsbench: no cell could run on this host, this run measured nothing (see the reasons above); \
+             `latest` passes over it"
+        );
         return exit::FAILURE;
     }
     if o.failed > 0 { exit::FAILURE } else { exit::SUCCESS }
+}
+
+/// A share of disturbed repetitions (or steps) from which the summary names the knobs.
+const MANY_DISTURBED: f64 = 0.2;
+
+/// What share of the run's lat_fs repetitions and timed steps other processes disturbed,
+/// and, when that share is large, which knobs decide what happens to them; `None` when
+/// nothing was disturbed.
+pub fn disturbed_note(cells: &[crate::model::CellResult]) -> Option<String> {
+    let is_disturbed = |d: &Option<crate::model::Disturbance>| d.as_ref().is_some_and(|d| d.disturbed);
+    let mut total = 0;
+    let mut disturbed = 0;
+    let mut latfs = false;
+    for c in cells {
+        if let Some(l) = &c.latfs {
+            latfs = true;
+            total += l.repetitions.len();
+            disturbed += l.repetitions.iter().filter(|r| is_disturbed(&r.disturbance)).count();
+        }
+        if let Some(s) = &c.steps {
+            for t in s.iterations.iter().flatten() {
+                total += 1;
+                disturbed += usize::from(is_disturbed(&t.disturbance));
+            }
+        }
+    }
+    disturbed_share_note(disturbed, total, latfs)
+}
+
+/// [`disturbed_note`] from its counts: `disturbed` of `total` lat_fs repetitions (or timed steps).
+fn disturbed_share_note(disturbed: usize, total: usize, latfs: bool) -> Option<String> {
+    if disturbed == 0 || total == 0 {
+        return None;
+    }
+    let share = disturbed as f64 / total as f64;
+    let what = if latfs { "repetitions" } else { "timed steps" };
+    let mut note = format!(
+        "{disturbed} of {total} {what} ({:.0}%) were disturbed by other processes using the CPUs{}",
+        share * 100.0,
+        if latfs {
+            " (rerun after waiting for a quiet window, or left out of the statistics)"
+        } else {
+            " (left out of the statistics)"
+        }
+    );
+    if share >= MANY_DISTURBED {
+        // Steps are not rerun: only the threshold (and a quieter host) helps them.
+        let reruns = if latfs { "allow more reruns (`--set workload.max_reruns=N`, default 3) or " } else { "allow " };
+        note.push_str(&format!(
+            "; on a shared host, run when it is quiet, or {reruns}more foreign CPU per window \
+             (`--set workload.disturbance=50%`; `off` keeps every sample)"
+        ));
+    }
+    Some(note)
 }
 
 /// Every cell under each kernel in qemu, one ordinary run directory per kernel, each
@@ -123,5 +187,23 @@ pub fn refuse_unpaired_compare(s: &crate::scenario::Scenario) -> anyhow::Result<
             c.arms
         ))),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_disturbed_share_names_the_knobs_and_a_small_one_only_the_share() {
+        assert_eq!(disturbed_share_note(0, 12, true), None);
+        let small = disturbed_share_note(1, 12, true).unwrap();
+        assert!(small.starts_with("1 of 12 repetitions (8%) were disturbed"), "{small}");
+        assert!(!small.contains("max_reruns"), "{small}");
+        let large = disturbed_share_note(12, 20, true).unwrap();
+        assert!(large.starts_with("12 of 20 repetitions (60%) were disturbed"), "{large}");
+        assert!(large.contains("workload.max_reruns") && large.contains("workload.disturbance"), "{large}");
+        let steps = disturbed_share_note(3, 6, false).unwrap();
+        assert!(steps.contains("timed steps") && !steps.contains("max_reruns"), "{steps}");
     }
 }

@@ -78,6 +78,11 @@ pub enum Command {
     Schema(scenario::SchemaArgs),
     /// List the scenarios bundled in `scenarios/` and embedded in the binary.
     List(scenario::ListArgs),
+    /// Print the scenario a stored run ran, with its --set and --archive applied.
+    ///
+    /// `fsbench scenario RUN > again.toml` re-runs it (`fsbench run again.toml`) or packs
+    /// it with its results (`fsbench bundle pack again.toml --with-results RUN`).
+    Scenario(scenario::ScenarioArgs),
     /// Check what this host can do: root, loop devices, mkfs tools, filesystems, quota.
     Doctor(doctor::DoctorArgs),
     /// Generate deterministic fixtures (a synthetic linux-2.5.63 tree as .tar.gz).
@@ -171,6 +176,7 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Plan(args) => plan::plan(&args),
         Command::Schema(args) => scenario::schema(&args),
         Command::List(args) => scenario::list(&args),
+        Command::Scenario(args) => scenario::scenario(&args),
         Command::Doctor(args) => doctor::doctor(&args),
         Command::Fixture(fixture::FixtureCommand::KernelTree(args)) => fixture::kernel_tree(&args),
         Command::Report(args) => report::report(&args),

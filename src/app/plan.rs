@@ -113,7 +113,8 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
     let format = if args.json { PlanFormat::Json } else { args.format };
     match format {
         PlanFormat::Table => {
-            print!("{}", render_plan_table(&s, &plan, &check, super::print::output_width()));
+            let piped = !std::io::IsTerminal::is_terminal(&std::io::stdout());
+            print!("{}", render_plan_table(&s, &plan, &check, super::print::output_width(), piped));
             if in_guests {
                 let labels: Vec<&str> = s.kernels.iter().map(|k| k.label.as_str()).collect();
                 println!(

@@ -10,7 +10,7 @@ use crate::report::{
     self, CompareOptions, Comparison, Format, Iterations, render_run, write_compare_plot_dir, write_plot_dir,
 };
 use crate::results::find::{is_scenario_dir, list_runs};
-use crate::results::{load_run, write_atomic};
+use crate::results::{ResultsError, load_run, write_atomic};
 
 /// Output format of reports, as the flag spells it.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
@@ -146,6 +146,10 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
     for dir in &dirs {
         match load_run(dir) {
             Ok(run) => loaded.push(run),
+            Err(ResultsError::NotARun { dir }) => {
+                eprintln!("error: {}", crate::text::escape_control(&not_a_run(&dir)));
+                code = exit::USAGE;
+            }
             Err(e) => {
                 eprintln!("error: {e}");
                 code = exit::USAGE;
@@ -192,6 +196,36 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
         eprintln!("wrote {}", file.display());
     }
     Ok(code)
+}
+
+/// Why `dir` (which has no run.json) is not a run, in the words that help: it does not
+/// exist, or it is a results root (then the scenarios in it), or it holds no runs.
+fn not_a_run(dir: &Path) -> String {
+    if std::fs::symlink_metadata(dir).is_err() {
+        return format!("{}: does not exist", dir.display());
+    }
+    let scenarios: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            let mut names: Vec<String> = rd
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()) && is_scenario_dir(&e.path()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        })
+        .unwrap_or_default();
+    match scenarios.first() {
+        Some(first) => format!(
+            "{}: a results root, not a run; it holds the scenarios {}: name a scenario directory to list its runs \
+             ({}) or a run (`{first}@latest --results {}`)",
+            dir.display(),
+            scenarios.join(", "),
+            dir.join(first).display(),
+            dir.display()
+        ),
+        None => ResultsError::NotARun { dir: dir.to_path_buf() }.to_string(),
+    }
 }
 
 /// Split `LABEL=RUN`; a bare run (or a path that exists as given) has no label.
@@ -252,8 +286,13 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
     }
     // Checked once: the text, the plots and the page are all of this comparison.
     let cmp = Comparison::check(&runs).map_err(|e| InputError::anyhow(format!("cannot compare: {e}")))?;
-    for w in cmp.warnings() {
-        eprintln!("warning: {w}");
+    // The report body lists the warnings under its title; on a terminal that is where they
+    // are read, and a second copy on stderr would print each twice. Piped, stderr is what
+    // a person sees.
+    if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        for w in cmp.warnings() {
+            eprintln!("warning: {w}");
+        }
     }
     let mut code = exit::SUCCESS;
     for (_, run) in &runs {

@@ -1,4 +1,5 @@
-//! `fsbench schema` and `fsbench list`: the scenario format and the scenarios at hand.
+//! `fsbench schema`, `fsbench list` and `fsbench scenario`: the scenario format, the
+//! scenarios at hand, and the scenario a stored run ran.
 
 use clap::{Args, ValueEnum};
 
@@ -120,5 +121,24 @@ pub fn list(args: &ListArgs) -> anyhow::Result<i32> {
     }
     println!("{table}");
     println!("\nRun one with `fsbench run scenarios/<name>.toml` (or `fsbench run <name>` for an embedded one).");
+    Ok(exit::SUCCESS)
+}
+
+/// `fsbench scenario`.
+#[derive(Debug, Clone, Args)]
+pub struct ScenarioArgs {
+    /// The run: a directory (`results/<scenario>/<run-id>`) or a name (`@LABEL`, `latest`,
+    /// `SCENARIO@LABEL`).
+    pub run: String,
+    #[command(flatten)]
+    pub lookup: super::runs::RunLookup,
+}
+
+/// `fsbench scenario RUN`: the scenario text the run ran, `--set` and `--archive` applied,
+/// byte for byte as run.json holds it (so `bundle pack` of it accepts `--with-results RUN`).
+pub fn scenario(args: &ScenarioArgs) -> anyhow::Result<i32> {
+    let dirs = super::runs::resolve_runs(&[args.run.as_str()], &args.lookup)?;
+    let run = crate::results::load_run(&dirs[0]).map_err(|e| crate::exit::InputError::anyhow(e.to_string()))?;
+    print!("{}", run.meta.scenario_text);
     Ok(exit::SUCCESS)
 }

@@ -157,9 +157,12 @@ pub fn pack(scenario: &Path, with_results: Option<&Path>, out: &Path) -> Result<
         if run.meta.scenario_sha256 != crate::results::sha256_hex(s.source.text.as_bytes()) {
             return Err(BundleError::Pack(format!(
                 "{} was made from a different scenario text than {} (different sha256; `--set` overrides?): \
-                 write the run's own scenario (`scenario_text` in its run.json) to a file and pack that",
+                 write the run's own scenario to a file and pack that: \
+                 `fsbench scenario {} > run.toml && fsbench bundle pack run.toml --with-results {} -o ...`",
                 run.dir.display(),
-                scenario.display()
+                scenario.display(),
+                run.dir.display(),
+                run.dir.display()
             )));
         }
         let base = format!("{RESULTS_DIR}/{}/{}", run.meta.scenario_name, run.meta.run_id);

@@ -117,7 +117,7 @@ pub fn fs_known_to_kernel(fs: &str) -> Result<(), SkipReason> {
 /// Filesystem types people put in scenarios, for did-you-mean (besides what this host has).
 const WELL_KNOWN_FS: &[&str] = &[
     "ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "jfs", "reiserfs", "reiser4", "nilfs2", "bcachefs", "vfat",
-    "exfat", "tmpfs",
+    "exfat", "tmpfs", "zfs",
 ];
 
 /// The filesystem type a matrix `fs` name stands for. Today the name is the type; with
@@ -134,10 +134,15 @@ pub fn fs_type_warnings(s: &Scenario) -> Vec<String> {
         // Nothing is formatted or mounted: the names only label the cells.
         return Vec::new();
     }
-    let mut known: Vec<String> = WELL_KNOWN_FS.iter().map(|f| f.to_string()).collect();
-    if let Ok(t) = std::fs::read_to_string("/proc/filesystems") {
-        known.extend(t.lines().filter_map(|l| l.split_whitespace().last()).map(String::from));
-    }
+    // Only plausible names are suggested: types people benchmark, and those this host can
+    // format (not every name in /proc/filesystems: `zfs` is no typo of `bfs`).
+    let formattable = mkfs::formattable_types();
+    let known: Vec<&str> = WELL_KNOWN_FS.iter().copied().chain(formattable.iter().map(String::as_str)).collect();
+    let can = if formattable.is_empty() {
+        String::new()
+    } else {
+        format!("; this host can format {}", formattable.join(", "))
+    };
     let mut out = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for name in &s.matrix.fs {
@@ -148,11 +153,14 @@ pub fn fs_type_warnings(s: &Scenario) -> Vec<String> {
         if fs_known_to_kernel(ty).is_ok() {
             continue;
         }
-        let hint = crate::scenario::error::suggest(ty, known.iter().map(String::as_str).filter(|k| *k != ty))
+        // A real filesystem's name is not a typo of another's.
+        let hint = (!WELL_KNOWN_FS.contains(&ty))
+            .then(|| crate::scenario::error::suggest(ty, known.iter().copied().filter(|k| *k != ty)))
+            .flatten()
             .map(|k| format!("; did you mean `{k}`?"))
             .unwrap_or_default();
         out.push(format!(
-            "filesystem `{}`: no mkfs.{} on this host and the kernel does not support it, so its cells will be skipped{hint}",
+            "filesystem `{}`: no mkfs.{} on this host and the kernel does not support it, so its cells will be skipped{hint}{can}",
             crate::text::escape_control(name),
             crate::text::escape_control(ty)
         ));
@@ -326,8 +334,13 @@ fn run_quota_probe(fs: &str, spec: &FsSpec, mut quota_options: Vec<String>) -> Q
             QuotaProbe::Unsupported(skip(format!("{fs} {what}: {detail}"), quota_remedy(fs)))
         }
         Err(ProvisionError::Mkfs { argv, stderr, .. }) if spec.quota == QuotaImpl::Feature => {
+            // The tool's own words (`invalid option -- 'O'`) say only that this mkfs has no
+            // such switch: say what that means instead.
+            let _ = (argv, stderr);
             QuotaProbe::NotApplicable(skip(
-                format!("{fs} {what}: `{argv}` failed: {}", stderr.lines().next().unwrap_or("")),
+                format!(
+                    "{fs} has no quota feature set at mkfs time (mkfs.{fs} refuses `-O quota`; ext4's mkfs has it)"
+                ),
                 None,
             ))
         }

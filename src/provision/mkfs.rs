@@ -43,20 +43,33 @@ pub fn package_for(fs: &str) -> Option<&'static str> {
 
 /// Remedy for a missing `mkfs.<fs>`.
 pub fn remedy_for(fs: &str) -> String {
-    match package_for(fs) {
-        Some(pkg) => format!("apt-get install {pkg}"),
-        None => match suggest_installed(fs) {
-            // `ext5` is far more likely a typo than a filesystem nobody packages.
-            Some(near) => format!(
-                "did you mean `{near}`? (mkfs.{near} is installed); else install the package that provides mkfs.{fs}"
-            ),
-            None => format!("install the package that provides mkfs.{fs}"),
-        },
+    if let Some(pkg) = package_for(fs) {
+        return format!("apt-get install {pkg}");
+    }
+    let formattable = formattable_types();
+    let can = if formattable.is_empty() {
+        String::new()
+    } else {
+        format!("; this host can format {}", formattable.join(", "))
+    };
+    if fs == "zfs" {
+        // A real filesystem, not a typo of xfs.
+        return format!("zfs is made with `zpool create`, not mkfs, which fsbench does not drive{can}");
+    }
+    // Filesystem names are short: only one edit away counts as a likely typo
+    // (`ext5` is far more likely a typo than a filesystem nobody packages).
+    match formattable.iter().find(|x| strsim::damerau_levenshtein(fs, x) == 1) {
+        Some(near) => format!(
+            "did you mean `{near}`? (mkfs.{near} is installed); else install the package that provides mkfs.{fs}{can}"
+        ),
+        None => format!("install the package that provides mkfs.{fs}{can}"),
     }
 }
 
-/// The installed `mkfs.<x>` nearest to `fs`, if one is a likely typo of it.
-fn suggest_installed(fs: &str) -> Option<String> {
+/// The filesystem types this host can format for a benchmark: an installed `mkfs.<x>`
+/// of a type fsbench knows the package of. Other installed tools (mkfs.bfs, mkfs.cramfs,
+/// mkfs.minix) make filesystems nobody benchmarks here, so they are never suggested.
+pub fn formattable_types() -> Vec<String> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut installed: Vec<String> = std::env::split_paths(&path)
         .chain(SBIN_DIRS.iter().map(PathBuf::from))
@@ -64,12 +77,12 @@ fn suggest_installed(fs: &str) -> Option<String> {
         .flatten()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.strip_prefix("mkfs.").map(String::from))
+        .filter(|x| package_for(x).is_some())
         .filter(|x| is_executable(&find_tool(&format!("mkfs.{x}")).unwrap_or_default()))
         .collect();
     installed.sort();
     installed.dedup();
-    // Filesystem names are short: only one edit away counts as a likely typo.
-    installed.into_iter().find(|x| strsim::damerau_levenshtein(fs, x) == 1)
+    installed
 }
 
 /// The argv that formats `device`: `mkfs.<fs> <args...> <device>`.
@@ -138,7 +151,10 @@ mod tests {
     #[test]
     fn remedy_names_the_package_or_the_tool() {
         assert_eq!(remedy_for("xfs"), "apt-get install xfsprogs");
-        assert_eq!(remedy_for("zzfs"), "install the package that provides mkfs.zzfs");
+        assert!(remedy_for("zzfs").starts_with("install the package that provides mkfs.zzfs"));
+        // A real filesystem is not a typo, and bfs is nothing anyone benchmarks here.
+        assert!(!remedy_for("zfs").contains("did you mean"), "{}", remedy_for("zfs"));
+        assert!(remedy_for("zfs").contains("this host can format ext"), "{}", remedy_for("zfs"));
         // e2fsprogs is on every Debian system (and the test command installs it).
         assert!(remedy_for("ext5").starts_with("did you mean `ext"), "{}", remedy_for("ext5"));
     }

@@ -27,11 +27,24 @@ pub fn check_private_dir(path: &Path, what: &str) -> Result<(), ProvisionError> 
         )));
     }
     if m.mode() & 0o022 != 0 {
+        let private = path.join("fsbench-work");
+        let make_private = format!("`mkdir -m 700 {}` and pass `--workdir {}`", private.display(), private.display());
+        // A sticky directory (like /tmp) is shared on purpose: taking its write bits
+        // away would break the machine for everybody else, so only a private
+        // directory inside it is a fix.
+        let fix = if m.mode() & 0o1000 != 0 {
+            format!(
+                "it is a shared directory (sticky, like /tmp): do not change its mode; make a private one: {make_private}"
+            )
+        } else {
+            format!(
+                "run `chmod go-w {}` (0700 is best) if it is yours alone, or make a private one: {make_private}",
+                path.display()
+            )
+        };
         return Err(refuse(format!(
-            "the {what} has mode {:04o}: writable by group or others; run `chmod go-w {}` (0700 is best) \
-             or pass another --workdir",
-            m.mode() & 0o7777,
-            path.display()
+            "the {what} has mode {:04o}: writable by group or others; {fix}",
+            m.mode() & 0o7777
         )));
     }
     Ok(())

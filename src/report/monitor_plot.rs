@@ -60,6 +60,10 @@ fn max_y(v: &[(f64, f64)]) -> f64 {
     v.iter().map(|p| p.1).fold(0.0, f64::max)
 }
 
+/// The single-group timeline's Writeback colour: apart from the group colours (Dirty and
+/// the throughput lines) on the same chart.
+const WRITEBACK: RGBColor = RGBColor(255, 127, 14);
+
 fn draw_timeline<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, groups: &[&StepsGroup]) -> Result<(), String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
     root.fill(&WHITE).map_err(|x| e(&x))?;
@@ -128,11 +132,14 @@ fn draw_timeline<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, groups: &[&St
             .map_err(|x| e(&x))?
             .label(format!("{name}Dirty MB"))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+        // Writeback in a colour of its own: dashes alone are lost where the two lines meet.
+        // With several groups the colour names the group, so there it is the group's, lighter.
+        let wb: ShapeStyle = if groups.len() == 1 { WRITEBACK.stroke_width(2) } else { color.mix(0.6).stroke_width(2) };
         chart
-            .draw_series(DashedLineSeries::new(s.writeback.iter().copied(), 6, 4, color.stroke_width(2)))
+            .draw_series(DashedLineSeries::new(s.writeback.iter().copied(), 6, 4, wb))
             .map_err(|x| e(&x))?
             .label(format!("{name}Writeback MB"))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.mix(0.6).stroke_width(2)));
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], wb));
         let tp = colors(gi + 3);
         let tp = if groups.len() == 1 { tp } else { color };
         chart

@@ -115,12 +115,24 @@ pub fn latfs_latencies(runs: &[(&str, &LoadedRun)]) -> Vec<CellLatency> {
     out
 }
 
-/// Header and rows of the per-repetition counter table.
+impl CellCounters {
+    /// Whether the cell's devices saw any write or any busy time in some repetition: a
+    /// row without is all zeros (lat_fs loops often never reach the device) and says nothing.
+    pub fn has_device_activity(&self) -> bool {
+        self.write_ios.iter().any(|&n| n > 0)
+            || self.mb_written.iter().any(|&mb| mb > 0.0)
+            || self.util_percent.is_some_and(|u| u > 0.0)
+    }
+}
+
+/// Header and rows of the per-repetition counter table: the cells whose devices saw
+/// activity (see [`CellCounters::has_device_activity`]; [`quiet_cells_note`] counts the rest).
 pub fn counters_table(rows: &[CellCounters]) -> (Vec<String>, Vec<Vec<String>>) {
     let header =
         ["cell", "write IOs per repetition", "MB written", "util %", "ctx switches/s"].map(String::from).to_vec();
     let body = rows
         .iter()
+        .filter(|r| r.has_device_activity())
         .map(|r| {
             vec![
                 format!("{} {}", r.label, r.id),
@@ -132,6 +144,28 @@ pub fn counters_table(rows: &[CellCounters]) -> (Vec<String>, Vec<Vec<String>>) 
         })
         .collect();
     (header, body)
+}
+
+/// One line about the cells [`counters_table`] leaves out (their block devices saw no
+/// write and no busy time in any repetition), with the range of their context switches;
+/// `None` when every cell is in the table.
+pub fn quiet_cells_note(rows: &[CellCounters]) -> Option<String> {
+    let quiet: Vec<&CellCounters> = rows.iter().filter(|r| !r.has_device_activity()).collect();
+    if quiet.is_empty() {
+        return None;
+    }
+    let switches: Vec<f64> = quiet.iter().filter_map(|r| r.context_switches_per_s).collect();
+    let range = match (switches.iter().copied().reduce(f64::min), switches.iter().copied().reduce(f64::max)) {
+        (Some(lo), Some(hi)) => format!("; their context switches: {lo:.0}–{hi:.0}/s"),
+        _ => String::new(),
+    };
+    let (n, all) = (quiet.len(), quiet.len() == rows.len());
+    let which = if all {
+        "No cell's".to_string()
+    } else {
+        format!("{} left out: their", crate::text::plural(n, "cell", "cells"))
+    };
+    Some(format!("{which} block devices saw no write and no busy time in any repetition{range}."))
 }
 
 /// Values listed one per repetition, as long as a table cell can hold them: past
@@ -184,6 +218,31 @@ mod tests {
         assert_eq!(per_repetition(&[0; 28]), "0 ×28");
         let v: Vec<u64> = (1..=9).collect();
         assert_eq!(per_repetition(&v), "1–9, median 5 (9 reps)");
+    }
+
+    #[test]
+    fn all_zero_counter_rows_are_left_out_and_counted() {
+        let row = |id: &str, ios: Vec<u64>, cs: f64| CellCounters {
+            label: "run".into(),
+            id: id.into(),
+            mb_written: ios.iter().map(|&n| n as f64 * 0.004).collect(),
+            write_ios: ios,
+            util_percent: Some(0.0),
+            context_switches_per_s: Some(cs),
+        };
+        let rows = vec![row("a", vec![0, 0], 900.0), row("b", vec![0, 3], 1000.0), row("c", vec![0, 0], 1200.0)];
+        let (_, body) = counters_table(&rows);
+        assert_eq!(body.len(), 1);
+        assert_eq!(body[0][0], "run b");
+        assert_eq!(
+            quiet_cells_note(&rows).unwrap(),
+            "2 cells left out: their block devices saw no write and no busy time in any repetition; \
+             their context switches: 900–1200/s."
+        );
+        let (_, body) = counters_table(&rows[..1]);
+        assert!(body.is_empty());
+        assert!(quiet_cells_note(&rows[..1]).unwrap().starts_with("No cell's block devices"));
+        assert_eq!(quiet_cells_note(&rows[1..2]), None);
     }
 
     #[test]

@@ -198,11 +198,33 @@ fn draw_latfs<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &LatfsTable) 
         let dx = (ci as f64 - (k as f64 - 1.0) / 2.0) * 0.025;
         let pts: Vec<(f64, &super::latfs_tables::Point)> =
             t.values.iter().enumerate().filter_map(|(ri, row)| row[ci].as_ref().map(|p| (ri as f64 + dx, p))).collect();
-        chart
-            .draw_series(LineSeries::new(pts.iter().map(|(x, p)| (*x, p.summary.median)), color.stroke_width(2)))
-            .map_err(|x| e(&x))?
-            .label(col.name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+        // One line per run of measured task counts: a line drawn across a row with no
+        // value (every repetition disturbed, a skipped cell) would show a measurement
+        // that was never made.
+        let mut segments: Vec<Vec<(f64, f64)>> = Vec::new();
+        for (ri, row) in t.values.iter().enumerate() {
+            match (&row[ci], segments.last_mut()) {
+                (Some(p), Some(seg)) if ri > 0 && t.values[ri - 1][ci].is_some() => {
+                    seg.push((ri as f64 + dx, p.summary.median))
+                }
+                (Some(p), _) => segments.push(vec![(ri as f64 + dx, p.summary.median)]),
+                (None, _) => {}
+            }
+        }
+        if segments.is_empty() {
+            // Still one (empty) series, so the column keeps its legend entry.
+            segments.push(Vec::new());
+        }
+        for (si, seg) in segments.iter().enumerate() {
+            let drawn =
+                chart.draw_series(LineSeries::new(seg.iter().copied(), color.stroke_width(2))).map_err(|x| e(&x))?;
+            // The legend names the column once, whatever its number of segments.
+            if si == 0 {
+                drawn
+                    .label(col.name.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+            }
+        }
         chart
             .draw_series(pts.iter().map(|(x, p)| Circle::new((*x, p.summary.median), 4, color.filled())))
             .map_err(|x| e(&x))?;
@@ -213,6 +235,16 @@ fn draw_latfs<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &LatfsTable) 
             .map_err(|x| e(&x))?;
     }
     draw_legend(&mut chart, legend_corner(t, n, ymax), 15)?;
+    if t.values.iter().flatten().all(Option::is_none) {
+        // An empty chart reads as a drawing error; say why it is empty.
+        let (w, h) = root.dim_in_pixel();
+        root.draw(&Text::new(
+            "no measured values (every cell disturbed or not measured)",
+            (w as i32 / 2 - 250, h as i32 / 2),
+            ("sans-serif", 22).into_font().color(&RED),
+        ))
+        .map_err(|x| e(&x))?;
+    }
     root.present().map_err(|x| e(&x))?;
     Ok(())
 }

@@ -81,6 +81,9 @@ pub struct RunSummary {
     pub failed: usize,
     /// Cell files that could not be read.
     pub unreadable: usize,
+    /// Whether no stored cell has a result: every one was skipped (or none was stored).
+    #[serde(skip)]
+    pub measured_nothing: bool,
 }
 
 impl RunSummary {
@@ -94,6 +97,7 @@ impl RunSummary {
             skipped: count(CellStatus::Skipped),
             failed: count(CellStatus::Failed),
             unreadable: run.problems.len(),
+            measured_nothing: run.cells.iter().all(|c| c.status == CellStatus::Skipped),
         }
     }
 
@@ -249,8 +253,16 @@ fn only_scenario(spec: &str, label: Option<&str>, root: &Path) -> Result<PathBuf
 /// The newest run in `dir` with `label` (any label when `None`).
 fn pick(spec: &str, dir: &Path, label: Option<&str>) -> Result<Resolved, FindError> {
     let (runs, unreadable) = list_runs(dir)?;
-    let matching: Vec<&RunSummary> =
+    let mut matching: Vec<&RunSummary> =
         runs.iter().filter(|r| label.is_none() || r.meta.label.as_deref() == label).collect();
+    // `latest` means the newest run with something in it: a run whose every cell was
+    // skipped (a filesystem this host lacks) has no numbers to report or compare.
+    let mut passed_over = 0;
+    if label.is_none() && matching.iter().any(|r| !r.measured_nothing) {
+        let before = matching.len();
+        matching.retain(|r| !r.measured_nothing);
+        passed_over = before - matching.len();
+    }
     let Some(newest) = matching.last() else {
         let mut labels: Vec<&str> = runs.iter().filter_map(|r| r.meta.label.as_deref()).collect();
         labels.sort();
@@ -274,6 +286,13 @@ fn pick(spec: &str, dir: &Path, label: Option<&str>) -> Result<Resolved, FindErr
         };
         format!("`{spec}` is {} ({what} in {}; the newest)", newest.dir.display(), dir.display())
     });
+    let note = match (note, passed_over) {
+        (Some(n), k) if k > 0 => Some(format!(
+            "{n}; passed over {} that measured nothing (every cell skipped)",
+            crate::text::plural(k, "run", "runs")
+        )),
+        (n, _) => n,
+    };
     // A run that could not be read might have been the newest: say so rather than guess silently.
     let note = match (note, unreadable.len()) {
         (n, 0) => n,

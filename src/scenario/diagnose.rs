@@ -210,6 +210,21 @@ fn sub_contains(item: &toml_edit::Item, offset: usize) -> bool {
     }
 }
 
+/// For a key whose value carries a unit (given a bare number, `workload.duration = 200`),
+/// what such a value looks like: serde's "expected a string" does not say.
+fn value_with_unit_help(key: &str) -> Option<String> {
+    let (what, example) = if key == "workload.warmup" || key == "workload.duration" {
+        ("a duration with its unit", "200ms")
+    } else if key.starts_with("backing.image_size") || key.ends_with(".memory") {
+        ("a size with its unit", "2GiB")
+    } else if key.starts_with("gate.threshold") || key.ends_with(".ci") {
+        ("a percentage", "5%")
+    } else {
+        return None;
+    };
+    Some(format!("write {what}, such as `{example}` (quoted in the file: `\"{example}\"`)"))
+}
+
 /// Turn a serde/toml error into a positioned error with a key path and a suggestion.
 pub(super) fn from_toml_error(ctx: &Ctx, e: &toml::de::Error) -> ScenarioError {
     let msg = e.message().trim().to_string();
@@ -241,7 +256,8 @@ pub(super) fn from_toml_error(ctx: &Ctx, e: &toml::de::Error) -> ScenarioError {
     }
     if msg.starts_with("invalid type") || msg.starts_with("invalid value") {
         let what = key.clone().map(|k| format!("wrong type for `{k}`: ")).unwrap_or_default();
-        return ctx.error_at(span, key, format!("{what}{msg}"), None);
+        let help = key.as_deref().filter(|_| msg.ends_with("expected a string")).and_then(value_with_unit_help);
+        return ctx.error_at(span, key, format!("{what}{msg}"), help);
     }
     // TOML syntax errors: keep the parser's words.
     ctx.error_at(span, key, format!("invalid TOML: {msg}"), None)

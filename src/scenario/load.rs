@@ -72,8 +72,40 @@ pub fn load_named(path: Option<&Path>, set: &[String]) -> Result<Scenario, Scena
             let e = embedded(&p.to_string_lossy()).expect("checked");
             parse_overridden(e.text, &format!("<embedded:{}>", e.name), Path::new("."), set)
         }
-        Some(p) => load_with(p, set),
+        Some(p) => load_with(p, set).map_err(|mut e| {
+            if !p.exists() && e.help.is_none() {
+                e.help = nearest_scenario_name(p);
+            }
+            e
+        }),
     }
+}
+
+/// For a scenario named on the command line that does not exist (`quikstart`), the
+/// nearest embedded name or file in `./scenarios/`, worded as a help line.
+fn nearest_scenario_name(p: &Path) -> Option<String> {
+    let given = p.to_string_lossy();
+    let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut files: Vec<String> = std::fs::read_dir("scenarios")
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    let names: Vec<&str> =
+        super::file::EMBEDDED.iter().map(|e| e.name).chain(files.iter().map(String::as_str)).collect();
+    let near = super::suggest(&stem, names.iter().copied())?;
+    // A file in scenarios/ is named by its path; an embedded scenario by its name alone.
+    let fix = if files.iter().any(|f| f == near) && (given.contains('/') || super::file::embedded(near).is_none()) {
+        format!("scenarios/{near}.toml")
+    } else {
+        near.to_string()
+    };
+    Some(format!("did you mean `{fix}`? (`fsbench list` shows the scenarios at hand)"))
 }
 
 /// The one place scenario text becomes a [`Scenario`]: every loader ends here, so the parse counter lives here.

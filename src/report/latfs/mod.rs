@@ -88,9 +88,14 @@ impl<'a> LatfsReport<'a> {
         let counters = monitors::latfs_counters(self.runs);
         if !counters.is_empty() {
             m.heading(2, "Kernel counters per repetition (the cell's block devices; context switches system-wide)");
-            m.paragraph("MB written, util % and context switches are medians over the repetitions.");
             let (header, rows) = monitors::counters_table(&counters);
-            m.table(&header, &rows);
+            if !rows.is_empty() {
+                m.paragraph("MB written, util % and context switches are medians over the repetitions.");
+                m.table(&header, &rows);
+            }
+            if let Some(note) = monitors::quiet_cells_note(&counters) {
+                m.paragraph(&note);
+            }
         }
         let latencies = monitors::latfs_latencies(self.runs);
         if !latencies.is_empty() {

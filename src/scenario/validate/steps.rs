@@ -60,7 +60,9 @@ pub(super) fn validate_archive(ctx: &Ctx, a: &ArchiveFile, base_dir: &Path) -> R
                 return Err(ctx.value_help(
                     &p("archive.path"),
                     format!("archive `{}` does not exist (or is not a file)", full.display()),
-                    "name a .tar.gz (relative to the scenario file), or use generate = \"linux-2.5.63\"",
+                    "name an existing .tar.gz (`--archive FILE` is relative to the current directory, \
+                     `archive.path` in the file or --set to the scenario file's directory), \
+                     or use generate = \"linux-2.5.63\"",
                 ));
             }
             (ArchiveSource::Path(full), file_name)
