@@ -286,7 +286,6 @@ fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
                 return vec![Series { name: cell.id.clone(), key: String::new(), samples: Vec::new(), note: not_ok }];
             };
             let width = st.iterations.iter().map(Vec::len).max().unwrap_or(0);
-            let steady = crate::report::Iterations::Steady.select(&st.iterations);
             (0..width)
                 .map(|j| {
                     let first = st.iterations.iter().find_map(|it| it.get(j));
@@ -294,11 +293,10 @@ fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
                     Series {
                         name: format!("{}#{j} {op}", cell.id),
                         key: op,
-                        samples: steady
-                            .iter()
-                            .filter_map(|i| st.iterations[*i].get(j))
-                            .filter(|t| t.counts())
-                            .map(|t| t.elapsed_us as f64 / 1e6)
+                        samples: crate::report::Iterations::Steady
+                            .step_samples(&st.iterations, j)
+                            .into_iter()
+                            .map(|(_, t)| t.elapsed_us as f64 / 1e6)
                             .collect(),
                         note: not_ok.clone(),
                     }

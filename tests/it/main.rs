@@ -26,6 +26,7 @@ mod hostile_results;
 mod latfs_run;
 mod lifecycle;
 mod monitors;
+mod one_sample_set;
 mod provision_faults;
 mod provision_layouts;
 mod provision_stale;

@@ -105,6 +105,17 @@ impl Iterations {
         }
     }
 
+    /// The samples of step `j` that statistics use, as (iteration from 0, timing): the chosen
+    /// iterations' step `j`, less the disturbed ones ([`StepTiming::counts`]). `compare`'s
+    /// tables and the gate both read a step's samples here, so they are over one set.
+    pub fn step_samples(self, iterations: &[Vec<StepTiming>], j: usize) -> Vec<(usize, &StepTiming)> {
+        self.select(iterations)
+            .into_iter()
+            .filter_map(|i| iterations[i].get(j).map(|s| (i, s)))
+            .filter(|(_, s)| s.counts())
+            .collect()
+    }
+
     /// The one iteration whose time(1) lines stand for a cell in the seed's layout:
     /// the last chosen one (the seed reported its 5th and last run).
     pub fn representative(self, iterations: &[Vec<StepTiming>]) -> Option<usize> {
@@ -248,8 +259,8 @@ pub fn compare_steps(groups: &[StepsGroup], labels: &[String], choice: Iteration
 fn stat_of(iterations: &[Vec<StepTiming>], j: usize, label: &str, choice: Iterations) -> Option<StepStat> {
     let mut its = Vec::new();
     let mut samples = Vec::new();
-    for i in choice.select(iterations) {
-        if let Some(s) = iterations[i].get(j).filter(|s| s.label == label) {
+    for (i, s) in choice.step_samples(iterations, j) {
+        if s.label == label {
             its.push(i + 1);
             samples.push(s.elapsed_us as f64 / 1e6);
         }
@@ -289,7 +300,7 @@ fn iterations_text(cmp: &StepsComparison) -> String {
         _ => format!("per cell: {}", chosen.iter().map(list).collect::<Vec<_>>().join("; ")),
     };
     format!(
-        "Numbers: elapsed seconds per step, mean ± standard deviation over the `{}` iterations ({which}); lower is better.",
+        "Numbers: elapsed seconds per step, mean ± standard deviation over the `{}` iterations less disturbed ones ({which}); lower is better.",
         cmp.iterations
     )
 }

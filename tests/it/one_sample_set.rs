@@ -1,0 +1,60 @@
+//! Issue 26: `compare` and `gate` read one sample set per comparison, state one statistic,
+//! and print intervals of ratios of times as positive or unbounded.
+
+use std::path::{Path, PathBuf};
+
+use fsbench::model::*;
+
+use crate::support::fsbench;
+use crate::support::report::*;
+
+/// A steps run of one ext4 cell whose untar took `untar_s[i]` seconds in iteration i; the
+/// iterations in `disturbed` (from 0) are marked disturbed.
+fn untar_run(dir: &Path, label: &str, untar_s: &[f64], disturbed: &[usize]) -> PathBuf {
+    let iterations = untar_s
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut rm = step("rm -rf linux-2.5.63", "rm_rf", 20, 1710, 2160);
+            rm.entries = Some(if i == 0 { 0 } else { 17_000 });
+            let mut untar = step("tar zxf linux-2.5.63.tar.gz", "untar", 4830, 5860, (s * 1000.0) as u64);
+            if disturbed.contains(&i) {
+                untar.disturbance = Some(Disturbance { disturbed: true, share: 1.9, ..Default::default() });
+            }
+            vec![rm, untar]
+        })
+        .collect();
+    let cell = steps_cell("ext4", iterations);
+    let m = meta(Some(label), "kernel-untar", &steps_scenario_text("kernel-untar"), "steps", vec![cell.params.clone()]);
+    write_run(&dir.join(label), &m, &[cell])
+}
+
+fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Broken 1: iteration 3 was disturbed (7.7 s among 2.3 s). `compare` averaged it in while
+/// `gate` left it out; both must leave it out.
+#[test]
+fn compare_and_gate_leave_out_the_same_disturbed_iterations() {
+    let d = tempfile::tempdir().unwrap();
+    let a = untar_run(d.path(), "R1", &[0.5, 2.30, 7.717338, 2.32, 2.28], &[2]);
+    let b = untar_run(d.path(), "R2", &[0.5, 2.31, 2.29, 2.30, 2.32], &[]);
+    let o = fsbench().args(["compare", "--format", "json"]).arg(&a).arg(&b).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let untar = &json["comparison"]["tables"][1]["rows"][0]["values"][0];
+    assert_eq!(untar["iterations"], serde_json::json!([2, 4, 5]), "{untar}");
+    assert!(!untar["samples_s"].to_string().contains("7.71"), "{untar}");
+    let g = fsbench().args(["gate", "--json", "--baseline"]).arg(&a).arg("--candidate").arg(&b).output().unwrap();
+    let gj: serde_json::Value = serde_json::from_str(&stdout(&g)).unwrap();
+    let row = gj["report"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"].as_str().unwrap().ends_with("untar"))
+        .unwrap();
+    assert_eq!(row["baseline"]["n"], 3, "{row}");
+    assert_eq!(row["candidate"]["n"], 4, "{row}");
+    assert_eq!(json["comparison"]["tables"][1]["rows"][0]["values"][1]["samples_s"].as_array().unwrap().len(), 4);
+}
