@@ -13,8 +13,8 @@
 //! - **Statistic**: the ratio of the means of the two sides' samples (repetitions of a
 //!   lat_fs cell, iterations of a step), `mean(candidate) / mean(baseline)`; in
 //!   `compare` the first label is the baseline. The gate states it as the relative
-//!   change, the ratio less 1 ([`relative_change`]). It is a ratio of *means*, also
-//!   where `compare` prints a ratio of medians beside it (lat_fs tables).
+//!   change, the ratio less 1 ([`relative_change`]). `compare` prints this ratio (lat_fs
+//!   and steps tables alike), so the gate and `compare` state one statistic.
 //! - **Interval**: Fieller's 95% confidence interval of that ratio for independent
 //!   samples with unequal variances ([`ratio_interval`]): every ρ with
 //!   `(c̄ - ρ b̄)² ≤ t² (s_c²/n_c + ρ² s_b²/n_b)`, t being Student's 97.5% quantile at

@@ -58,3 +58,50 @@ fn compare_and_gate_leave_out_the_same_disturbed_iterations() {
     assert_eq!(row["candidate"]["n"], 4, "{row}");
     assert_eq!(json["comparison"]["tables"][1]["rows"][0]["values"][1]["samples_s"].as_array().unwrap().len(), 4);
 }
+
+fn chown_run(dir: &Path, label: &str, scenario: &str, samples: &[f64]) -> PathBuf {
+    let p = CellParams {
+        fs: "ext4".into(),
+        layout: Layout::M,
+        quota: QuotaMode::Off,
+        tasks: 1,
+        test: Some(LatfsTest::Chown),
+    };
+    let text = latfs_scenario_text("quota-smp", "repetitions = 5\n");
+    let m = meta(Some(label), scenario, &text, "lat_fs", vec![p.clone()]);
+    write_run(&dir.join(label), &m, &[latfs_cell(p, samples)])
+}
+
+/// Misleading 2: the compare table showed a ratio of medians (1.0000 here) beside an
+/// interval of the ratio of means, and the gate a change of means; one statistic now.
+#[test]
+fn compare_shows_the_ratio_of_means_the_gate_decides_on() {
+    let d = tempfile::tempdir().unwrap();
+    let a = chown_run(d.path(), "BASE", "quota-smp", &[100.0, 101.0, 99.0, 100.0, 200.0]);
+    let b = chown_run(d.path(), "V3", "quota-smp", &[100.0, 101.0, 99.0, 100.5, 99.5]);
+    let o = fsbench().args(["compare", "--format", "json"]).arg(&a).arg(&b).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let r = &json["tables"][0]["ratios"]["values"][0][0];
+    let ratio = r["ratio"].as_f64().unwrap_or_else(|| panic!("{json}"));
+    assert!((ratio - 100.0 / 120.0).abs() < 1e-9, "ratio of means, not of medians: {r}");
+    let g = fsbench().args(["gate", "--json", "--baseline"]).arg(&a).arg("--candidate").arg(&b).output().unwrap();
+    let gj: serde_json::Value = serde_json::from_str(&stdout(&g)).unwrap();
+    let change = gj["report"]["rows"][0]["change"]["mean"].as_f64().unwrap();
+    assert!((1.0 + change - ratio).abs() < 1e-9, "{gj}");
+}
+
+/// Misleading 8: runs of a renamed copy of a scenario (same cells, same quantities) were
+/// refused as "different scenarios"; only different quantities are refused.
+#[test]
+fn a_renamed_copy_of_a_scenario_compares_and_gates_with_the_original() {
+    let d = tempfile::tempdir().unwrap();
+    let a = chown_run(d.path(), "BASE", "quota-smp", &[100.0, 101.0, 99.0, 100.0, 100.5]);
+    let b = chown_run(d.path(), "MINE", "my-quota-smp", &[100.0, 101.0, 99.0, 100.5, 99.5]);
+    let o = fsbench().arg("compare").arg(&a).arg(&b).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("scenario names differ"), "{err}");
+    let g = fsbench().args(["gate", "--baseline"]).arg(&a).arg("--candidate").arg(&b).output().unwrap();
+    assert_eq!(g.status.code(), Some(0), "{}{}", stdout(&g), String::from_utf8_lossy(&g.stderr));
+}

@@ -10,12 +10,13 @@ pub use crate::stats::Welch;
 /// Significance level of the Welch test.
 pub const ALPHA: f64 = 0.05;
 
-/// One ratio cell: a label's median over the reference label's median, same configuration.
+/// One ratio cell: a label's mean over the reference label's mean, same configuration: the
+/// statistic whose interval is printed and the gate decides on (less 1).
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Ratio {
-    /// median(label) / median(reference).
+    /// mean(label) / mean(reference).
     pub ratio: f64,
-    /// Lower end of the 95% CI of mean(label) / mean(reference) (Fieller's, as the gate computes it).
+    /// Lower end of the 95% CI of that ratio (Fieller's, as the gate computes it).
     #[schemars(with = "Option<f64>")]
     pub ci_low: f64,
     /// Upper end of that interval; both ends are infinite with fewer than 2 repetitions on a side
@@ -51,7 +52,7 @@ impl Ratio {
 /// Compare two points of one configuration, as a family of one comparison
 /// (a table of them is corrected by [`ratio_table`]).
 pub fn ratio(reference: &Point, other: &Point) -> Option<Ratio> {
-    if reference.summary.median == 0.0 {
+    if reference.summary.mean == 0.0 {
         return None;
     }
     let welch = crate::stats::welch(&reference.samples, &other.samples);
@@ -62,7 +63,7 @@ pub fn ratio(reference: &Point, other: &Point) -> Option<Ratio> {
     };
     let p_adjusted = welch.map(|w| w.p);
     Some(Ratio {
-        ratio: other.summary.median / reference.summary.median,
+        ratio: other.summary.mean / reference.summary.mean,
         ci_low,
         ci_high,
         welch,
