@@ -28,8 +28,10 @@
 //! - **Use**: the gate's verdict (`Verdict::decide` in `gate`) with threshold `T` is
 //!   regressed or improved only when the whole interval of the change lies beyond `T`
 //!   on that side, unchanged only when it lies within `[-T, T]`, and inconclusive
-//!   otherwise, so an unbounded interval is always inconclusive. `compare` prints it as
-//!   `[low, high]` after each ratio; its significance marks come from Welch's t-test
+//!   otherwise, so an unbounded interval is always inconclusive. `compare` prints its
+//!   part at or above zero ([`positive_ratio_interval`]: every compared quantity is
+//!   positive) as `[low, high]` after each ratio, `[low, ∞)` when it is open above (empty
+//!   in CSV, `null` in JSON), and nothing when it has no bound at all; its significance marks come from Welch's t-test
 //!   on the same samples, not from this interval (Holm–Bonferroni-corrected per
 //!   lat_fs table).
 
@@ -41,6 +43,6 @@ mod summary;
 
 pub use adaptive_stop::adaptive_stop;
 pub use distributions::{student_t_two_sided_p, t_quantile_975};
-pub use ratio::{Change, ratio_interval, relative_change};
+pub use ratio::{Change, positive_ratio_interval, ratio_interval, relative_change};
 pub use significance::{Welch, holm_adjust, welch};
 pub use summary::{median, relative_half_width, summarize};

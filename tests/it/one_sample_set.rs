@@ -105,3 +105,32 @@ fn a_renamed_copy_of_a_scenario_compares_and_gates_with_the_original() {
     let g = fsbench().args(["gate", "--baseline"]).arg(&a).arg("--candidate").arg(&b).output().unwrap();
     assert_eq!(g.status.code(), Some(0), "{}{}", stdout(&g), String::from_utf8_lossy(&g.stderr));
 }
+
+/// Misleading 1: steps compare printed `3.6655 [-5.5200, 13.1029]` for a ratio of times.
+/// The interval of a ratio of positive quantities is positive, or open: in text, CSV and JSON.
+#[test]
+fn a_ratio_of_times_never_has_a_negative_interval() {
+    let d = tempfile::tempdir().unwrap();
+    let a = untar_run(d.path(), "R1", &[0.5, 1.0, 1.1, 0.9], &[]);
+    let b = untar_run(d.path(), "R2", &[0.5, 0.2, 7.7, 0.3], &[]);
+    // And a reference within noise of zero: open above.
+    let c = untar_run(d.path(), "R3", &[0.5, 0.1, 2.0, 0.2], &[]);
+    let e = untar_run(d.path(), "R4", &[0.5, 5.0, 5.1, 4.9], &[]);
+    let run = |x: &Path, y: &Path, fmt: &str| {
+        let o = fsbench().args(["compare", "--format", fmt]).arg(x).arg(y).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        stdout(&o)
+    };
+    let text = run(&a, &b, "table");
+    let row = text.lines().filter(|l| l.starts_with("ext4 ")).nth(1).unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains("[0.0000, ") && !row.contains("[-"), "{text}");
+    let open = run(&c, &e, "table");
+    let row = open.lines().filter(|l| l.starts_with("ext4 ")).nth(1).unwrap_or_else(|| panic!("{open}"));
+    assert!(row.contains(", ∞)"), "{open}");
+    let csv = run(&c, &e, "csv");
+    let rec = csv.lines().find(|l| l.starts_with("2,") && l.contains(",R4,")).unwrap();
+    assert!(!rec.contains("inf") && rec.contains(",,"), "high end empty: {rec}");
+    let json: serde_json::Value = serde_json::from_str(&run(&c, &e, "json")).unwrap();
+    let ci = &json["comparison"]["tables"][1]["rows"][0]["ratios"][0]["ci95"];
+    assert!(ci[0].as_f64().unwrap() > 0.0 && ci[1].is_null(), "{ci}");
+}
