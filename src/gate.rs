@@ -286,7 +286,6 @@ fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
                 return vec![Series { name: cell.id.clone(), key: String::new(), samples: Vec::new(), note: not_ok }];
             };
             let width = st.iterations.iter().map(Vec::len).max().unwrap_or(0);
-            let steady = crate::report::Iterations::Steady.select(&st.iterations);
             (0..width)
                 .map(|j| {
                     let first = st.iterations.iter().find_map(|it| it.get(j));
@@ -294,11 +293,10 @@ fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
                     Series {
                         name: format!("{}#{j} {op}", cell.id),
                         key: op,
-                        samples: steady
-                            .iter()
-                            .filter_map(|i| st.iterations[*i].get(j))
-                            .filter(|t| t.counts())
-                            .map(|t| t.elapsed_us as f64 / 1e6)
+                        samples: crate::report::Iterations::Steady
+                            .step_samples(&st.iterations, j)
+                            .into_iter()
+                            .map(|(_, t)| t.elapsed_us as f64 / 1e6)
                             .collect(),
                         note: not_ok.clone(),
                     }
@@ -379,6 +377,15 @@ pub fn evaluate(baseline: &LoadedRun, candidate: &LoadedRun, opts: &GateOptions)
     }
     let base: Vec<Series> = baseline.cells.iter().flat_map(|c| series_of(c, metric)).collect();
     let cand: Vec<Series> = candidate.cells.iter().flat_map(|c| series_of(c, metric)).collect();
+    if let Metric::Latency(p) = metric
+        && base.iter().chain(&cand).all(|s| s.samples.is_empty())
+    {
+        return Err(InputError::anyhow(format!(
+            "--metric {}: neither run recorded a latency histogram; run with `latency = \"histogram\"` in [workload] \
+             (or `--set workload.latency=histogram`), or gate on total_loops",
+            p.name()
+        )));
+    }
     let mut rows = Vec::new();
     let row = |name: &str, key: &str, b: &[f64], c: &[f64], note: Option<String>| {
         let threshold = spec.threshold_for(key);
@@ -524,8 +531,11 @@ pub fn render_table(rep: &GateReport, width: u16) -> String {
     }
     let described: Vec<String> = metrics.iter().map(|m| m.described()).collect();
     let wrap = |text: &str| crate::text::wrap(text, width as usize, "  ");
+    // Why a row is missing or cannot be significant: the table has no room for it.
+    let notes: String =
+        rep.rows.iter().filter_map(|r| r.note.as_ref().map(|n| wrap(&format!("{}: {n}", r.name)) + "\n")).collect();
     format!(
-        "{t}\n{}\n{}\ngate: {}\n",
+        "{t}\n{notes}{}\n{}\ngate: {}\n",
         wrap(&format!("metric: {}; baseline, candidate: medians; change: of the means", described.join("; "))),
         wrap(RULE),
         summary_line(rep)

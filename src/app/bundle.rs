@@ -81,7 +81,8 @@ pub struct BundleRunArgs {
     /// No progress display.
     #[arg(long, short)]
     pub quiet: bool,
-    /// For CI: exit 1 when any cell was skipped (a missing mkfs tool, a kernel without the fs).
+    /// For CI: exit 1 when any cell was skipped (a missing mkfs tool, a kernel without the fs)
+    /// or has no statistics (every repetition disturbed).
     #[arg(long)]
     pub strict: bool,
 }
@@ -209,5 +210,5 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
         order: crate::runner::CellOrder::Plan,
     })?;
     drop(ob);
-    Ok(super::strict_policy(super::measure::finish_run(&outcome), outcome.skipped, args.strict))
+    Ok(super::strict_policy(super::measure::finish_run(&outcome), outcome.not_run(), args.strict))
 }

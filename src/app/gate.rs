@@ -145,9 +145,18 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
         let page = crate::report::Comparison::checked_by_gate(&runs).html(Some(&verdicts))?;
         write_atomic(p, page.as_bytes())?;
     }
+    let code = exit_code(&rep, args.inconclusive, args.bisect, args.allow_missing);
     let inconclusive = rep.count(Verdict::Inconclusive);
     if inconclusive > 0 && !args.bisect {
-        let what = if inconclusive_fails { "failing (--inconclusive fail)" } else { "passing anyway" };
+        // The sentence must match the exit status: "passing" only when the gate passes.
+        let what = match (inconclusive_fails, code == exit::SUCCESS) {
+            (true, _) => "failing (--inconclusive fail)",
+            (false, true) => "passing anyway",
+            (false, false) if rep.count(Verdict::Regressed) > 0 => {
+                "not failing on them, but the gate fails: a cell regressed"
+            }
+            (false, false) => "not failing on them, but the gate fails: cells are missing",
+        };
         let line = format!(
             "WARNING: {inconclusive} comparison(s) INCONCLUSIVE: their 95% CI straddles the threshold, so this gate \
              cannot tell a change beyond it from noise; {what}. More rounds (`workload.rounds`), more repetitions \
@@ -163,7 +172,7 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
             crate::text::cell_count(missing)
         );
     }
-    Ok(exit_code(&rep, args.inconclusive, args.bisect, args.allow_missing))
+    Ok(code)
 }
 
 /// A gate of a run against itself passes whatever the run measured: say so (a CI job

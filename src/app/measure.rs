@@ -56,13 +56,20 @@ pub fn finish_run(o: &crate::runner::RunOutcome) -> i32 {
         eprintln!("fsbench: interrupted; finish it with `fsbench run --resume {}`", o.dir.display());
         return exit::INTERRUPTED;
     }
-    if o.measured == 0 && o.skipped > 0 && o.previously_done == 0 {
-        // Skips are normal in a run that measured something; a run that measured
-        // nothing at all must not pass a CI job.
-        eprintln!(
-            "fsbench: no cell could run on this host, this run measured nothing (see the reasons above); \
-             `latest` passes over it"
-        );
+    if o.measured == o.without_statistics && o.not_run() > 0 && o.previously_done == 0 {
+        // Skips are normal in a run that measured something; a run that gave no number
+        // at all (every cell skipped, or disturbed throughout) must not pass a CI job.
+        if o.without_statistics > 0 {
+            eprintln!(
+                "fsbench: no cell produced a number: {} skipped, {} without statistics (every repetition disturbed; see the notes above)",
+                o.skipped, o.without_statistics
+            );
+        } else {
+            eprintln!(
+                "fsbench: no cell could run on this host, this run measured nothing (see the reasons above); \
+                 `latest` passes over it"
+            );
+        }
         return exit::FAILURE;
     }
     if o.failed > 0 { exit::FAILURE } else { exit::SUCCESS }
@@ -163,7 +170,14 @@ pub(crate) fn run_under_kernels(
         let Some(dir) = &k.dir else { continue };
         match crate::results::load_run(dir) {
             Ok(run) => {
-                skipped += run.cells.iter().filter(|c| c.status == crate::model::CellStatus::Skipped).count();
+                // Skipped, or measured without statistics: no number either way.
+                skipped += run
+                    .cells
+                    .iter()
+                    .filter(|c| {
+                        matches!(c.status, crate::model::CellStatus::Skipped | crate::model::CellStatus::Disturbed)
+                    })
+                    .count();
                 println!("== kernel {} ==", k.label);
                 print!("{}", crate::report::render_run(&run, crate::report::Format::Table));
             }

@@ -217,11 +217,15 @@ fn internal(args: &[OsString]) -> Option<i32> {
     None
 }
 
-/// `--strict` (run, bundle run): a run that skipped any of its cells fails a CI job
-/// (exit 1), even if the rest ran; `skipped` counts them (over every kernel's run).
+/// `--strict` (run, bundle run): a run with any cell that gave no number fails a CI job
+/// (exit 1), even if the rest ran; `skipped` counts them (skipped, or measured without
+/// statistics because every repetition was disturbed; over every kernel's run).
 pub fn strict_policy(code: i32, skipped: usize, strict: bool) -> i32 {
     if strict && code == exit::SUCCESS && skipped > 0 {
-        eprintln!("fsbench: --strict: {} skipped (see the reasons above)", crate::text::cell_count(skipped));
+        eprintln!(
+            "fsbench: --strict: {} skipped or without statistics (see the reasons above)",
+            crate::text::cell_count(skipped)
+        );
         return exit::FAILURE;
     }
     code

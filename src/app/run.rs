@@ -51,7 +51,8 @@ pub struct RunArgs {
     /// With --resume: let a run recorded on another host run its scenario's `exec` steps here.
     #[arg(long, requires = "resume")]
     pub allow_exec: bool,
-    /// For CI: exit 1 when any cell was skipped (a missing mkfs tool, a kernel without the fs).
+    /// For CI: exit 1 when any cell was skipped (a missing mkfs tool, a kernel without the fs)
+    /// or has no statistics (every repetition disturbed).
     #[arg(long)]
     pub strict: bool,
     /// Cell order: `plan` (as expanded) or `random` (seeded; recorded in run.json), so drift
@@ -146,7 +147,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         environment: Some(super::measure::preflight()),
         order,
     })?;
-    Ok(super::strict_policy(super::measure::finish_run(&outcome), outcome.skipped, args.strict))
+    Ok(super::strict_policy(super::measure::finish_run(&outcome), outcome.not_run(), args.strict))
 }
 
 /// `--resume`: finish an interrupted run as it was planned.
@@ -189,7 +190,7 @@ fn resume(args: &RunArgs, dir: &std::path::Path) -> anyhow::Result<i32> {
         environment: None,
         order: runner::CellOrder::Plan,
     })?;
-    Ok(super::strict_policy(super::measure::finish_run(&outcome), outcome.skipped, args.strict))
+    Ok(super::strict_policy(super::measure::finish_run(&outcome), outcome.not_run(), args.strict))
 }
 
 fn workroot(args: &RunArgs) -> PathBuf {

@@ -120,10 +120,11 @@ const WELL_KNOWN_FS: &[&str] = &[
     "exfat", "tmpfs", "zfs",
 ];
 
-/// The filesystem type a matrix `fs` name stands for. Today the name is the type; with
-/// filesystem variants (`[filesystems.NAME] type = "ext4"`) this is the one place to map it.
-pub fn fs_type_of<'a>(_s: &'a Scenario, name: &'a str) -> &'a str {
-    name
+/// The filesystem type a matrix `fs` name stands for: a variant's `type`
+/// (`[filesystems.ext4-nodelalloc] type = "ext4"`), else the name ([`Scenario::fs_type`]).
+/// Tools and kernel support are looked up by this type, never by the variant's name.
+pub fn fs_type_of<'a>(s: &'a Scenario, name: &'a str) -> &'a str {
+    s.fs_type(name)
 }
 
 /// `validate`'s warnings about the scenario's filesystem types: a type with neither a

@@ -33,7 +33,10 @@ pub(super) fn build_initramfs(s: &Scenario, k: &KernelSpec, req: &KernelsRequest
         _ => exe,
     };
     c.programs.push((exe, GUEST_EXE.into()));
-    let mut tools: Vec<String> = s.matrix.fs.iter().map(|f| format!("mkfs.{f}")).collect();
+    let mut tools: Vec<String> = s.matrix.fs.iter().map(|f| format!("mkfs.{}", s.fs_type(f))).collect();
+    // Two variants of one type need its tool once.
+    let mut seen = std::collections::HashSet::new();
+    tools.retain(|t| seen.insert(t.clone()));
     let quota = s.matrix.quota.contains(&QuotaMode::On);
     if quota {
         tools.push("quotacheck".into());

@@ -1,7 +1,9 @@
 //! Whether runs may be compared, checked once per command.
 //!
 //! Compatibility rule (what is refused and what only warns):
-//! - different scenario names, or different workloads (lat_fs vs steps): refused;
+//! - different workloads (lat_fs vs steps): refused;
+//! - different scenario names: a warning; the texts decide, as below (a renamed copy of a
+//!   scenario measures what the original does);
 //! - the same label twice: refused (columns would be ambiguous);
 //! - different scenario texts or archives: the texts are compared by meaning
 //!   ([`crate::scenario::diff`]): every differing key is shown
@@ -20,7 +22,7 @@ pub enum CompareError {
     /// Fewer than two runs.
     #[error("compare needs at least two runs, got {0}")]
     TooFew(usize),
-    /// Runs of different scenarios.
+    /// Runs of different scenarios (no longer refused: kept so code that names it builds).
     #[error("runs are of different scenarios: {0}; compare runs of one scenario (results/<scenario>/...)")]
     ScenarioMismatch(String),
     /// lat_fs against steps.
@@ -49,13 +51,17 @@ pub fn check_compatible(runs: &[(String, LoadedRun)]) -> Result<Vec<String>, Com
     let list = |f: &dyn Fn(&LoadedRun) -> String| {
         runs.iter().map(|(l, r)| format!("{l}: `{}`", f(r))).collect::<Vec<_>>().join(", ")
     };
-    if runs.iter().any(|(_, r)| r.meta.scenario_name != r0.meta.scenario_name) {
-        return Err(CompareError::ScenarioMismatch(list(&|r| r.meta.scenario_name.clone())));
-    }
     if runs.iter().any(|(_, r)| r.meta.workload != r0.meta.workload) {
         return Err(CompareError::WorkloadMismatch(list(&|r| r.meta.workload.to_string())));
     }
     let mut warnings = Vec::new();
+    // Only different quantities refuse; the name alone does not (a renamed copy of a scenario).
+    if runs.iter().any(|(_, r)| r.meta.scenario_name != r0.meta.scenario_name) {
+        warnings.push(format!(
+            "scenario names differ ({}); compared because they measure the same quantities",
+            crate::text::escape_control(&list(&|r| r.meta.scenario_name.clone()))
+        ));
+    }
     for (label, run) in &runs[1..] {
         if run.meta.scenario_sha256 != r0.meta.scenario_sha256 || run.meta.archive != r0.meta.archive {
             warnings.push(format!(

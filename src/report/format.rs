@@ -20,6 +20,11 @@ pub fn fmt4(x: f64) -> String {
     format!("{x:.4}")
 }
 
+/// A ratio's interval: `[0.9912, 1.0514]`, or `[1.2000, ∞)` when open above.
+pub fn interval(low: f64, high: f64) -> String {
+    if high.is_finite() { format!("[{}, {}]", fmt4(low), fmt4(high)) } else { format!("[{}, ∞)", fmt4(low)) }
+}
+
 /// Columns aligned with two spaces between them: the first column left-aligned,
 /// the others right-aligned (they hold numbers), so splitting a line on
 /// whitespace gives back exactly the seed's tab-separated fields.

@@ -8,8 +8,12 @@
 //!   (`results/quota-smp@BASE`).
 //!
 //! A name without a scenario looks in the scenario directory of the other runs named on the
-//! same command line by their directory (`compare BASE=@BASE V3=results/quota-smp/<id>`), else
-//! in the only scenario under the results root; with several there, it asks for the scenario.
+//! same command line, by their directory or as `SCENARIO@LABEL` (`compare BASE=quota-smp@BASE
+//! V3=latest`), else in the only scenario under the results root (for `@LABEL`: the only one
+//! with a run so labelled); otherwise it asks for the scenario.
+//!
+//! `latest` and `@LABEL` are names first: a file or directory of that name in the current
+//! directory is taken only when written as a path (`./@BASE`).
 //! "Newest" is by start time, then run id.
 
 use std::path::{Path, PathBuf};
@@ -171,14 +175,24 @@ enum Spec {
 }
 
 fn parse(spec: &str) -> Spec {
-    // A path that exists is a path, whatever characters it has.
-    if Path::new(spec).exists() {
-        return Spec::Dir(PathBuf::from(spec));
-    }
     let named = |scenario: Option<&str>, which: &str| Spec::Named {
         scenario: scenario.map(str::to_string),
         label: (which != "latest").then(|| which.to_string()),
     };
+    // `latest` and `@LABEL` are names even where such a path exists: `./@BASE` is the path.
+    if spec == "latest" {
+        return named(None, "latest");
+    }
+    if let Some(which) = spec.strip_prefix('@')
+        && !which.is_empty()
+        && !which.contains('/')
+    {
+        return named(None, which);
+    }
+    // Any other path that exists is a path, whatever characters it has.
+    if Path::new(spec).exists() {
+        return Spec::Dir(PathBuf::from(spec));
+    }
     match spec.rsplit_once('@') {
         _ if spec == "latest" => named(None, "latest"),
         Some((scenario, which)) if !which.is_empty() && !which.contains('/') => {
@@ -192,19 +206,28 @@ fn parse(spec: &str) -> Spec {
 /// against `results_root`, in order. See the module documentation for the forms.
 pub fn resolve_runs(specs: &[&str], results_root: &Path) -> Result<Vec<Resolved>, FindError> {
     let parsed: Vec<Spec> = specs.iter().map(|s| parse(s)).collect();
-    // The scenario of the runs named by directory, for the names that give none.
-    let sibling_scenario = parsed.iter().find_map(|s| match s {
-        Spec::Dir(d) if is_run_dir(d) => d.parent().map(Path::to_path_buf),
-        _ => None,
-    });
+    let scenario_dir = |s: &str| if Path::new(s).is_dir() { PathBuf::from(s) } else { results_root.join(s) };
+    // The scenario of the other runs (named by directory or as SCENARIO@LABEL), for the
+    // names that give none.
+    let sibling_scenario = parsed
+        .iter()
+        .find_map(|s| match s {
+            Spec::Dir(d) if is_run_dir(d) => d.parent().map(Path::to_path_buf),
+            _ => None,
+        })
+        .or_else(|| {
+            parsed.iter().find_map(|s| match s {
+                Spec::Named { scenario: Some(sc), .. } => Some(scenario_dir(sc)).filter(|d| is_scenario_dir(d)),
+                _ => None,
+            })
+        });
     let mut out = Vec::new();
     for (spec, p) in specs.iter().zip(parsed) {
         match p {
             Spec::Dir(dir) => out.push(Resolved { dir, note: None }),
             Spec::Named { scenario, label } => {
                 let dir = match scenario {
-                    Some(s) if Path::new(&s).is_dir() => PathBuf::from(s),
-                    Some(s) => results_root.join(s),
+                    Some(s) => scenario_dir(&s),
                     None => match &sibling_scenario {
                         Some(d) => d.clone(),
                         None => only_scenario(spec, label.as_deref(), results_root)?,
@@ -233,6 +256,18 @@ fn only_scenario(spec: &str, label: Option<&str>, root: &Path) -> Result<PathBuf
         Err(_) => Vec::new(),
     };
     let name = |p: &PathBuf| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    // `@LABEL`: only the scenarios that have a run so labelled are candidates (and examples).
+    let scenarios = match label {
+        Some(l) if scenarios.len() > 1 => {
+            let labelled: Vec<PathBuf> = scenarios
+                .iter()
+                .filter(|d| list_runs(d).is_ok_and(|(runs, _)| runs.iter().any(|r| r.meta.label.as_deref() == Some(l))))
+                .cloned()
+                .collect();
+            if labelled.is_empty() { scenarios } else { labelled }
+        }
+        _ => scenarios,
+    };
     match scenarios.len() {
         1 => Ok(scenarios[0].clone()),
         0 => Err(FindError::NoScenario {
@@ -324,5 +359,11 @@ mod tests {
         assert_eq!(parse("/no/such/results/quota-smp@latest"), named(Some("/no/such/results/quota-smp"), None));
         assert_eq!(parse("/no/such/run"), Spec::Dir("/no/such/run".into()));
         assert_eq!(parse("x@a/b"), Spec::Dir("x@a/b".into()));
+        // Names first, even where such a path exists; a path is written as one.
+        let d = tempfile::tempdir().unwrap();
+        let at = d.path().join("@BASE");
+        std::fs::create_dir(&at).unwrap();
+        assert_eq!(parse("@BASE"), named(None, Some("BASE")));
+        assert_eq!(parse(at.to_str().unwrap()), Spec::Dir(at.clone()));
     }
 }

@@ -129,10 +129,21 @@ pub struct RunOutcome {
     pub failed: usize,
     /// Cells skipped (with a reason stored in their result).
     pub skipped: usize,
+    /// Of `measured`, cells with no statistics (every repetition disturbed): for `--strict`
+    /// and the "no cell could run" rule they count as not run.
+    pub without_statistics: usize,
     /// Cells a resumed run had stored before this invocation.
     pub previously_done: usize,
     /// A signal stopped the run; `--resume` finishes it.
     pub interrupted: bool,
+}
+
+impl RunOutcome {
+    /// Cells of this invocation that gave no number: skipped, or measured without
+    /// statistics. `--strict` fails on any of them.
+    pub fn not_run(&self) -> usize {
+        self.skipped + self.without_statistics
+    }
 }
 
 /// Run the cells of one request: check, provision, measure and store each, then finish run.json.
@@ -174,6 +185,7 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
         measured: tally.measured,
         failed: tally.failed,
         skipped: tally.skipped,
+        without_statistics: tally.without_statistics,
         previously_done: plan.previously_done,
         interrupted: was_interrupted,
     })

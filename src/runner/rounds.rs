@@ -158,6 +158,8 @@ pub(super) struct Tally {
     pub failed: usize,
     /// Skipped.
     pub skipped: usize,
+    /// Measured but without statistics (disturbed throughout): counted in `measured` too.
+    pub without_statistics: usize,
 }
 
 impl Tally {
@@ -169,7 +171,11 @@ impl Tally {
                 CellStatus::Failed => t.failed += 1,
                 CellStatus::Skipped => t.skipped += 1,
                 // A disturbed cell was measured; its samples are kept, marked unfit for statistics.
-                CellStatus::Ok | CellStatus::Disturbed => t.measured += 1,
+                CellStatus::Ok => t.measured += 1,
+                CellStatus::Disturbed => {
+                    t.measured += 1;
+                    t.without_statistics += 1;
+                }
             }
         }
         t

@@ -145,7 +145,7 @@ fn rounds_run_the_matrix_round_after_round_and_keep_each_rounds_mean_in_order() 
     assert_eq!(l.repetitions.iter().map(|r| r.round).collect::<Vec<_>>(), [0, 0, 1, 1, 2, 2]);
     assert_eq!((l.rounds_done(), l.total_loops.n, l.total_loops.mean), (3, 3, 21.0));
     assert_eq!(round_means(&ran.stored[&cells[1].id()]), [6.0, 7.0, 8.0]);
-    assert_eq!(ran.tally, Tally { measured: 2, failed: 0, skipped: 0 });
+    assert_eq!(ran.tally, Tally { measured: 2, failed: 0, skipped: 0, without_statistics: 0 });
 }
 
 #[test]
@@ -156,7 +156,7 @@ fn a_cell_that_fails_a_round_runs_no_later_round() {
     let ran = run(&cells, 3, BTreeMap::new(), &mut exec, None);
     assert_eq!(ran.calls, ids(&cells, &[0, 1, 1, 1]));
     assert_eq!(ran.stored[&cells[0].id()].error.as_deref(), Some("mount: EIO"));
-    assert_eq!(ran.tally, Tally { measured: 1, failed: 1, skipped: 0 });
+    assert_eq!(ran.tally, Tally { measured: 1, failed: 1, skipped: 0, without_statistics: 0 });
 }
 
 #[test]
@@ -183,7 +183,7 @@ fn a_resumed_run_measures_only_the_rounds_and_cells_it_lacks() {
     // What was complete is left as it was, and only what ran is counted.
     assert_eq!(ran.stored[&cells[1].id()], b);
     assert_eq!(ran.stored[&cells[2].id()].status, CellStatus::Skipped);
-    assert_eq!(ran.tally, Tally { measured: 2, failed: 0, skipped: 0 });
+    assert_eq!(ran.tally, Tally { measured: 2, failed: 0, skipped: 0, without_statistics: 0 });
 }
 
 #[test]
@@ -196,7 +196,7 @@ fn a_signal_between_cells_stops_before_the_next_and_keeps_what_was_measured() {
     assert_eq!(ran.writes, ids(&cells, &[0]));
     assert_eq!(ran.stored.keys().cloned().collect::<Vec<_>>(), ids(&cells, &[0]));
     assert_eq!(round_means(&ran.stored[&cells[0].id()]), [12.0]);
-    assert_eq!(ran.tally, Tally { measured: 1, failed: 0, skipped: 0 });
+    assert_eq!(ran.tally, Tally { measured: 1, failed: 0, skipped: 0, without_statistics: 0 });
 }
 
 #[test]

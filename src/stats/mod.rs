@@ -15,8 +15,8 @@
 //! - **Statistic**: the ratio of the means of the two sides' samples (repetitions of a
 //!   lat_fs cell, iterations of a step), `mean(candidate) / mean(baseline)`; in
 //!   `compare` the first label is the baseline. The gate states it as the relative
-//!   change, the ratio less 1 ([`relative_change`]). It is a ratio of *means*, also
-//!   where `compare` prints a ratio of medians beside it (lat_fs tables).
+//!   change, the ratio less 1 ([`relative_change`]). `compare` prints this ratio (lat_fs
+//!   and steps tables alike), so the gate and `compare` state one statistic.
 //! - **Interval**: Fieller's 95% confidence interval of that ratio for independent
 //!   samples with unequal variances ([`ratio_interval`]): every ρ with
 //!   `(c̄ - ρ b̄)² ≤ t² (s_c²/n_c + ρ² s_b²/n_b)`, t being Student's 97.5% quantile at
@@ -30,8 +30,10 @@
 //! - **Use**: the gate's verdict (`Verdict::decide` in `gate`) with threshold `T` is
 //!   regressed or improved only when the whole interval of the change lies beyond `T`
 //!   on that side, unchanged only when it lies within `[-T, T]`, and inconclusive
-//!   otherwise, so an unbounded interval is always inconclusive. `compare` prints it as
-//!   `[low, high]` after each ratio; its significance marks come from Welch's t-test
+//!   otherwise, so an unbounded interval is always inconclusive. `compare` prints its
+//!   part at or above zero ([`positive_ratio_interval`]: every compared quantity is
+//!   positive) as `[low, high]` after each ratio, `[low, ∞)` when it is open above (empty
+//!   in CSV, `null` in JSON), and nothing when it has no bound at all; its significance marks come from Welch's t-test
 //!   on the same samples, not from this interval (Holm–Bonferroni-corrected per
 //!   lat_fs table).
 
@@ -44,6 +46,6 @@ mod summary;
 
 pub use adaptive_stop::adaptive_stop;
 pub use distributions::{student_t_two_sided_p, t_critical, t_quantile_975};
-pub use ratio::{Change, ratio_interval, relative_change};
+pub use ratio::{Change, positive_ratio_interval, ratio_interval, relative_change};
 pub use significance::{Welch, holm_adjust, welch};
 pub use summary::{median, relative_half_width, summarize};

@@ -90,6 +90,42 @@ pub fn ratio_interval(a: &Summary, b: &Summary) -> Option<(f64, f64)> {
     Some(((qb - root) / qa, (qb + root) / qa))
 }
 
+/// [`ratio_interval`] for a ratio of two positive quantities (times, loops per ms,
+/// latencies), as `compare` prints it: the part of Fieller's set at or above zero. `None`
+/// as for [`ratio_interval`]; otherwise `(low, high)` with `0 <= low`, and `high` infinite
+/// when the set is unbounded above.
+///
+/// - Bounded set reaching below zero (the candidate mean within noise of zero): `[0, high]`.
+/// - Baseline mean within noise of zero: the set is every ρ outside the roots of the
+///   quadratic, or everything; its positive part is `[r2, inf)` when the lower root is
+///   negative, else `[0, inf)` (a union `[0, r1] ∪ [r2, inf)` is stated as `[0, inf)`).
+pub fn positive_ratio_interval(a: &Summary, b: &Summary) -> Option<(f64, f64)> {
+    let (low, high) = ratio_interval(a, b)?;
+    if low.is_finite() && high.is_finite() {
+        return Some((low.max(0.0), high.max(0.0)));
+    }
+    // Unbounded: solve again for the exclusive set's roots.
+    let (va, vb) = (a.stddev.powi(2) / a.n as f64, b.stddev.powi(2) / b.n as f64);
+    let rho = if a.mean == 0.0 { 0.0 } else { b.mean / a.mean };
+    let (wa, wb) = (rho * rho * va, vb);
+    let df = (wa + wb).powi(2) / (wa * wa / (a.n as f64 - 1.0) + wb * wb / (b.n as f64 - 1.0));
+    let t2 = t_quantile_975(df).powi(2);
+    let (qa, qb, qc) = (a.mean * a.mean - t2 * va, a.mean * b.mean, b.mean * b.mean - t2 * vb);
+    // qa ρ² - 2 qb ρ + qc ≤ 0 with qa ≤ 0.
+    if qa == 0.0 {
+        // Linear: ρ ≥ qc / (2 qb) when qb > 0.
+        return Some(if qb > 0.0 { ((qc / (2.0 * qb)).max(0.0), f64::INFINITY) } else { (0.0, f64::INFINITY) });
+    }
+    let disc = qb * qb - qa * qc;
+    if disc <= 0.0 || !disc.is_finite() {
+        return Some((0.0, f64::INFINITY));
+    }
+    let root = disc.sqrt();
+    // qa < 0: the roots in increasing order.
+    let (r1, r2) = ((qb + root) / qa, (qb - root) / qa);
+    Some(if r1 < 0.0 && r2 > 0.0 { (r2, f64::INFINITY) } else { (0.0, f64::INFINITY) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,6 +164,23 @@ mod tests {
         // One sample, or no spread anywhere: no interval.
         assert_eq!(ratio_interval(&summarize(&[1.0]), &b), None);
         assert_eq!(ratio_interval(&summarize(&[1.0, 1.0]), &summarize(&[2.0, 2.0])), None);
+    }
+
+    #[test]
+    fn a_ratio_of_positive_quantities_has_a_positive_or_open_interval() {
+        // Issue 26: a candidate within noise of zero gave `3.6655 [-5.5200, 13.1029]`.
+        let (a, b) = (summarize(&[1.0, 1.1, 0.9]), summarize(&[0.2, 7.7, 0.3]));
+        let (lo, hi) = ratio_interval(&a, &b).unwrap();
+        assert!(lo < 0.0 && hi.is_finite(), "{lo} {hi}");
+        assert_eq!(positive_ratio_interval(&a, &b), Some((0.0, hi)));
+        // A baseline within noise of zero: bounded below by the upper root, open above.
+        let (a, b) = (summarize(&[0.1, 2.0, 0.2]), summarize(&[5.0, 5.1, 4.9]));
+        assert_eq!(ratio_interval(&a, &b), Some((f64::NEG_INFINITY, f64::INFINITY)));
+        let (lo, hi) = positive_ratio_interval(&a, &b).unwrap();
+        assert!(lo > 0.0 && lo < b.mean / a.mean && hi == f64::INFINITY, "{lo} {hi}");
+        // Clearly positive sides: the same interval as ratio_interval.
+        let (a, b) = (summarize(&[9.0, 10.0, 11.0]), summarize(&[11.0, 12.0, 13.0]));
+        assert_eq!(positive_ratio_interval(&a, &b), ratio_interval(&a, &b));
     }
 
     #[test]

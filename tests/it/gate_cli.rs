@@ -344,3 +344,35 @@ fn scenario_differences_are_shown_and_only_different_quantities_refuse() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("did not measure the same quantities: they share no lat_fs test"), "{err}");
 }
+
+/// Issue 26, Misleading 5: "passing anyway" was printed and then the gate exited 1 for a
+/// missing cell; the words must match the exit status.
+#[test]
+fn the_inconclusive_warning_does_not_say_passing_when_the_gate_fails() {
+    let d = tempfile::tempdir().unwrap();
+    let (p1, p2) = (params(LatfsTest::Chown, 1), params(LatfsTest::Chown, 2));
+    let b = run(d.path(), "BASE", "", &[(p1.clone(), noisy(1000.0, 0.25)), (p2.clone(), noisy(500.0, 0.01))]);
+    let c = run(d.path(), "CAND", "", &[(p1.clone(), noisy(900.0, 0.25))]);
+    let g = gate(&b, &c, &[]);
+    assert_eq!(g.code, 1, "{}", g.stdout);
+    assert!(g.stderr.contains("INCONCLUSIVE") && !g.stderr.contains("passing anyway"), "{}", g.stderr);
+    assert!(g.stderr.contains("the gate fails: cells are missing"), "{}", g.stderr);
+    let g = gate(&b, &c, &["--allow-missing"]);
+    assert_eq!(g.code, 0, "{}", g.stdout);
+    assert!(g.stderr.contains("passing anyway"), "{}", g.stderr);
+}
+
+/// Issue 26, Misleading 6: `--metric p99` on runs without histograms printed every row
+/// `missing` with no reason; it is refused up front, saying what to do, and a row missing
+/// its histogram on one side says so.
+#[test]
+fn a_percentile_gate_without_histograms_says_why() {
+    let d = tempfile::tempdir().unwrap();
+    let p = params(LatfsTest::Chown, 1);
+    let b = run(d.path(), "BASE", "", &[(p.clone(), noisy(1000.0, 0.01))]);
+    let c = run(d.path(), "CAND", "", &[(p.clone(), noisy(1000.0, 0.01))]);
+    let g = gate(&b, &c, &["--metric", "p99"]);
+    assert_eq!(g.code, 2, "{}", g.stdout);
+    assert!(g.stderr.contains("neither run recorded a latency histogram"), "{}", g.stderr);
+    assert!(g.stderr.contains("latency = \"histogram\""), "{}", g.stderr);
+}

@@ -27,6 +27,7 @@ mod latfs_run;
 mod lifecycle;
 mod monitors;
 mod newcomer;
+mod one_sample_set;
 mod provision_faults;
 mod provision_layouts;
 mod provision_stale;

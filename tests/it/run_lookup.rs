@@ -123,3 +123,27 @@ fn a_broken_run_is_reported_and_hides_nothing() {
     let (_, err) = stdio(&fsbench().current_dir(tmp.path()).args(["report", "quota-smp@latest"]).assert().success());
     assert!(err.contains("20101111T120000Z-xeon") && err.contains("1 run not readable"), "{err}");
 }
+
+/// Issue 26, Broken 5: a bare name next to `SCENARIO@LABEL` asked "which scenario?" with
+/// two scenarios under the results root; `@BASE` alone suggested a scenario without BASE;
+/// and a `./@BASE` directory in the current directory won over the label (issue 27).
+#[test]
+fn a_bare_name_looks_where_the_other_runs_are_and_names_come_before_paths() {
+    let (tmp, root) = three_runs();
+    // A second scenario, without BASE, sorting first.
+    let other = write_seed_run(&root.join("aaa-other").join("20101111T090000Z-xeon"), "X");
+    assert!(other.join("run.json").exists());
+    let (_, err) = stdio(
+        &fsbench().args(["compare", "BASE=quota-smp@BASE", "V3=latest", "--results"]).arg(&root).assert().success(),
+    );
+    assert!(err.contains("20101111T120000Z-xeon"), "latest of quota-smp: {err}");
+    // `@BASE` alone: only quota-smp has BASE, so it is that one.
+    let (_, err) = stdio(&fsbench().args(["report", "@BASE", "--results"]).arg(&root).assert().success());
+    assert!(err.contains("quota-smp"), "{err}");
+    // A directory named `@BASE` in the current directory: the name is still the label.
+    let cwd = tmp.path().join("cwd");
+    std::fs::create_dir_all(cwd.join("@BASE")).unwrap();
+    let (_, err) =
+        stdio(&fsbench().current_dir(&cwd).args(["report", "@BASE", "--results"]).arg(&root).assert().success());
+    assert!(err.contains("runs labelled BASE"), "{err}");
+}

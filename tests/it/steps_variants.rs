@@ -112,3 +112,20 @@ fn a_scheduler_the_kernel_lacks_skips_the_cell_with_its_answer() {
     assert!(cell["skip"]["remedy"].as_str().unwrap().contains("mq-deadline"), "{cell:#}");
     assert_no_leaks(sb.path());
 }
+
+/// Issue 26, Broken 4: `validate` warned "no mkfs.ext4-nodelalloc on this host" for every
+/// variant, while `plan` said ready and `run` measured it: tools are looked up by type.
+#[test]
+fn validate_looks_up_a_variants_tools_by_its_type() {
+    if !crate::support::kernel::have_mkfs("ext4", "validate_looks_up_a_variants_tools_by_its_type") {
+        return;
+    }
+    let sb = Sandbox::new("fsbench-variants-validate-");
+    let archive = crate_root().join("fixtures/linux-2.5.63-small.tar.gz");
+    let scenario = sb.path().join("variants.toml");
+    std::fs::write(&scenario, SCENARIO.replace("ARCHIVE", archive.to_str().unwrap()).replace("DIRTY", "20")).unwrap();
+    let out = fsbench().arg("validate").arg(&scenario).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("mkfs.ext4-nodelalloc"), "{err}");
+}

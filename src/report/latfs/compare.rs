@@ -10,16 +10,18 @@ pub use crate::stats::Welch;
 /// Significance level of the Welch test.
 pub const ALPHA: f64 = 0.05;
 
-/// One ratio cell: a label's median over the reference label's median, same configuration.
+/// One ratio cell: a label's mean over the reference label's mean, same configuration: the
+/// statistic whose interval is printed and the gate decides on (less 1).
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Ratio {
-    /// median(label) / median(reference).
+    /// mean(label) / mean(reference).
     pub ratio: f64,
-    /// Lower end of the 95% CI of mean(label) / mean(reference) (Fieller's, as the gate computes it).
+    /// Lower end of the 95% CI of that ratio (Fieller's, as the gate computes it).
     #[schemars(with = "Option<f64>")]
     pub ci_low: f64,
-    /// Upper end of that interval; both ends are infinite with fewer than 2 repetitions on a side
-    /// (`null` in JSON).
+    /// Upper end of that interval, infinite (`null` in JSON) when it is open above; both ends
+    /// are infinite with fewer than 2 repetitions on a side. The interval is the part at or
+    /// above zero ([`crate::stats::positive_ratio_interval`]).
     #[schemars(with = "Option<f64>")]
     pub ci_high: f64,
     /// Welch's test on the repetitions, when both sides have at least two.
@@ -40,8 +42,8 @@ impl Ratio {
             (Some(_), false) => "",
         };
         let f = crate::report::format::fmt4;
-        if self.ci_low.is_finite() && self.ci_high.is_finite() {
-            format!("{}{mark} [{}, {}]", f(self.ratio), f(self.ci_low), f(self.ci_high))
+        if self.ci_low.is_finite() && (self.ci_high.is_finite() || self.ci_low > 0.0) {
+            format!("{}{mark} {}", f(self.ratio), crate::report::format::interval(self.ci_low, self.ci_high))
         } else {
             format!("{}{mark}", f(self.ratio))
         }
@@ -51,18 +53,21 @@ impl Ratio {
 /// Compare two points of one configuration, as a family of one comparison
 /// (a table of them is corrected by [`ratio_table`]).
 pub fn ratio(reference: &Point, other: &Point) -> Option<Ratio> {
-    if reference.summary.median == 0.0 {
+    if reference.summary.mean == 0.0 {
         return None;
     }
     let welch = crate::stats::welch(&reference.samples, &other.samples);
     let change = crate::stats::relative_change(&reference.samples, &other.samples);
-    let (ci_low, ci_high) = match change {
-        Some(c) => (1.0 + c.ci_low, 1.0 + c.ci_high),
-        None => (f64::NEG_INFINITY, f64::INFINITY),
+    let (a, b) = (crate::stats::summarize(&reference.samples), crate::stats::summarize(&other.samples));
+    // Its part at or above zero: loops and latencies are positive.
+    let (ci_low, ci_high) = match (crate::stats::positive_ratio_interval(&a, &b), change) {
+        (Some(ci), _) => ci,
+        (None, Some(c)) => (1.0 + c.ci_low, 1.0 + c.ci_high),
+        (None, None) => (f64::NEG_INFINITY, f64::INFINITY),
     };
     let p_adjusted = welch.map(|w| w.p);
     Some(Ratio {
-        ratio: other.summary.median / reference.summary.median,
+        ratio: other.summary.mean / reference.summary.mean,
         ci_low,
         ci_high,
         welch,

@@ -80,7 +80,7 @@ impl<'a> LatfsReport<'a> {
         if self.with_ratios {
             // The interval is `stats::ratio_interval`'s (through `stats::relative_change`); the marks are Welch's test.
             let legend = m.literal(&format!(
-                "ratio = median / median of {reference}, [..] the 95% CI of mean / mean of {reference} (Fieller's interval); * significant (Welch's t-test on repetitions, Holm–Bonferroni-corrected per table, alpha {}), no mark: not significant, ? untestable (fewer than 2 repetitions or no spread)",
+                "ratio = mean / mean of {reference} (the gate's change of means plus 1), [..] its 95% CI (Fieller's interval); * significant (Welch's t-test on repetitions, Holm–Bonferroni-corrected per table, alpha {}), no mark: not significant, ? untestable (fewer than 2 repetitions or no spread)",
                 compare::ALPHA
             ));
             m.paragraph(&legend);

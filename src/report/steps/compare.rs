@@ -28,7 +28,7 @@ use super::StepsGroup;
 use crate::model::StepTiming;
 use crate::report::compare::ALPHA;
 use crate::report::markup::Markup;
-use crate::stats::{Welch, ratio_interval, summarize, welch};
+use crate::stats::{Welch, positive_ratio_interval, summarize, welch};
 
 /// Which iterations of each cell a comparison uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, JsonSchema)]
@@ -105,6 +105,17 @@ impl Iterations {
         }
     }
 
+    /// The samples of step `j` that statistics use, as (iteration from 0, timing): the chosen
+    /// iterations' step `j`, less the disturbed ones ([`StepTiming::counts`]). `compare`'s
+    /// tables and the gate both read a step's samples here, so they are over one set.
+    pub fn step_samples(self, iterations: &[Vec<StepTiming>], j: usize) -> Vec<(usize, &StepTiming)> {
+        self.select(iterations)
+            .into_iter()
+            .filter_map(|i| iterations[i].get(j).map(|s| (i, s)))
+            .filter(|(_, s)| s.counts())
+            .collect()
+    }
+
     /// The one iteration whose time(1) lines stand for a cell in the seed's layout:
     /// the last chosen one (the seed reported its 5th and last run).
     pub fn representative(self, iterations: &[Vec<StepTiming>]) -> Option<usize> {
@@ -130,8 +141,10 @@ pub struct StepStat {
 pub struct StepRatio {
     /// mean(label) / mean(reference).
     pub ratio: f64,
-    /// Fieller's 95% interval of the ratio as `[low, high]` ([`crate::stats::ratio_interval`]); `None`
-    /// (`null`) when a side has fewer than two samples or the reference is within noise of zero.
+    /// Fieller's 95% interval of the ratio as `[low, high]`, its part at or above zero
+    /// ([`crate::stats::positive_ratio_interval`]); `high` is `null` when it is open above.
+    /// `None` (`null`) when a side has fewer than two samples, neither has spread, or
+    /// nothing bounds it.
     pub ci95: Option<(f64, f64)>,
     /// Welch's test, when both sides have two samples and some spread.
     pub welch: Option<Welch>,
@@ -147,8 +160,8 @@ impl StepRatio {
         }
         let ratio = other.mean_s / reference.mean_s;
         let (a, b) = (summarize(&reference.samples_s), summarize(&other.samples_s));
-        // Unbounded when the reference mean is within noise of zero: shown as no interval.
-        let ci95 = ratio_interval(&a, &b).filter(|(l, h)| l.is_finite() && h.is_finite());
+        // Open above when the reference mean is within noise of zero: `[low, ∞)`.
+        let ci95 = positive_ratio_interval(&a, &b).filter(|(l, h)| *l > 0.0 || h.is_finite());
         let welch = welch(&reference.samples_s, &other.samples_s);
         Some(Self { ratio, ci95, welch, significant: welch.is_some_and(|w| w.p < ALPHA) })
     }
@@ -160,7 +173,8 @@ impl StepRatio {
             (Some(_), true) => "*",
             (Some(_), false) => "",
         };
-        let ci = self.ci95.map(|(l, h)| format!(" [{l:.4}, {h:.4}]")).unwrap_or_default();
+        let ci =
+            self.ci95.map(|(l, h)| crate::report::format::interval(l, h)).map(|i| format!(" {i}")).unwrap_or_default();
         format!("{:.4}{mark}{ci}", self.ratio)
     }
 }
@@ -248,8 +262,8 @@ pub fn compare_steps(groups: &[StepsGroup], labels: &[String], choice: Iteration
 fn stat_of(iterations: &[Vec<StepTiming>], j: usize, label: &str, choice: Iterations) -> Option<StepStat> {
     let mut its = Vec::new();
     let mut samples = Vec::new();
-    for i in choice.select(iterations) {
-        if let Some(s) = iterations[i].get(j).filter(|s| s.label == label) {
+    for (i, s) in choice.step_samples(iterations, j) {
+        if s.label == label {
             its.push(i + 1);
             samples.push(s.elapsed_us as f64 / 1e6);
         }
@@ -289,7 +303,7 @@ fn iterations_text(cmp: &StepsComparison) -> String {
         _ => format!("per cell: {}", chosen.iter().map(list).collect::<Vec<_>>().join("; ")),
     };
     format!(
-        "Numbers: elapsed seconds per step, mean ± standard deviation over the `{}` iterations ({which}); lower is better.",
+        "Numbers: elapsed seconds per step, mean ± standard deviation over the `{}` iterations less disturbed ones ({which}); lower is better.",
         cmp.iterations
     )
 }
@@ -317,7 +331,7 @@ pub fn write_tables(m: &mut dyn Markup, cmp: &StepsComparison) {
         m.table(&header, &rows);
     }
     let legend = m.literal(&format!(
-        "ratio = mean / mean of {reference} [95% CI]; * significant (Welch's t-test on the iterations, alpha {ALPHA}), no mark: not significant, ? untestable (fewer than 2 iterations or no spread)"
+        "ratio = mean / mean of {reference} [95% CI; ∞: open above]; * significant (Welch's t-test on the iterations, alpha {ALPHA}), no mark: not significant, ? untestable (fewer than 2 iterations or no spread)"
     ));
     m.paragraph(&legend);
 }
@@ -382,7 +396,7 @@ pub fn csv(cmp: &StepsComparison) -> String {
                     format!("{:.6}", v.sd_s),
                     csv_num(ratio.map(|x| x.ratio)),
                     csv_num(ratio.and_then(|x| x.ci95.map(|c| c.0))),
-                    csv_num(ratio.and_then(|x| x.ci95.map(|c| c.1))),
+                    csv_num(ratio.and_then(|x| x.ci95.map(|c| c.1)).filter(|h| h.is_finite())),
                     csv_num(ratio.and_then(|x| x.welch.map(|w| w.p))),
                     ratio.filter(|x| x.welch.is_some()).map(|x| x.significant.to_string()).unwrap_or_default(),
                 ]));
