@@ -35,10 +35,16 @@ pub fn aligned(header: &[String], rows: &[Vec<String>]) -> String {
     for row in std::iter::once(header).chain(rows.iter().map(|r| r.as_slice())) {
         let mut line = String::new();
         for (i, c) in row.iter().enumerate().take(ncol) {
+            // Padded by hand: `format!`'s width stops at 65,535 and panics past it,
+            // and a column is as wide as the longest label a result file holds.
+            let fill = " ".repeat(width[i].saturating_sub(c.chars().count()));
             if i == 0 {
-                line.push_str(&format!("{c:<w$}", w = width[0]));
+                line.push_str(c);
+                line.push_str(&fill);
             } else {
-                line.push_str(&format!("  {c:>w$}", w = width[i]));
+                line.push_str("  ");
+                line.push_str(&fill);
+                line.push_str(c);
             }
         }
         out.push_str(line.trim_end());
@@ -58,9 +64,10 @@ pub fn tab_separated(header: &[String], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// A GitHub-flavoured Markdown table; numeric columns right-aligned.
+/// A GitHub-flavoured Markdown table; numeric columns right-aligned. Each cell is one
+/// line of inline text ([`markdown_cell`]): a value cannot end the table or start a block.
 pub fn markdown(header: &[String], rows: &[Vec<String>]) -> String {
-    let esc = |s: &str| s.replace('|', "\\|");
+    let esc = markdown_cell;
     let mut out = format!("| {} |\n", header.iter().map(|h| esc(h)).collect::<Vec<_>>().join(" | "));
     out.push('|');
     for i in 0..header.len() {
@@ -71,6 +78,12 @@ pub fn markdown(header: &[String], rows: &[Vec<String>]) -> String {
         out.push_str(&format!("| {} |\n", r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")));
     }
     out
+}
+
+/// `text` as the inside of a Markdown table cell: inline structure escaped
+/// ([`crate::text::escape_markdown_inline`]) and `|` shown, not read as the cell's end.
+pub fn markdown_cell(text: &str) -> String {
+    crate::text::escape_markdown_inline(text).replace('|', "\\|")
 }
 
 /// One CSV record (RFC 4180 quoting where needed).
@@ -117,5 +130,14 @@ mod tests {
         let md = markdown(&s(&["a", "b"]), &[s(&["x|y", "1"])]);
         assert!(md.contains("x\\|y"));
         assert!(md.contains("| :--- | ---: |"));
+        let md = markdown(&s(&["a"]), &[s(&["x\n## y <img src=z>"])]);
+        assert!(md.contains("| x ## y &lt;img src=z&gt; |") && md.lines().count() == 3, "{md}");
+    }
+
+    #[test]
+    fn a_column_wider_than_format_allows_is_padded_without_panicking() {
+        let long = "x".repeat(70_000);
+        let out = aligned(&s(&["#nr_task", "a"]), &[s(&[&long, "1"])]);
+        assert!(out.lines().nth(1).unwrap().ends_with("  1") && out.lines().next().unwrap().ends_with("  a"));
     }
 }
