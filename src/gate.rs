@@ -32,6 +32,7 @@
 //! Threshold: `--threshold` for everything, else the baseline scenario's
 //! `[gate]` section (per lat_fs test or step op), else 5%.
 
+use crate::model::TextFormat;
 use std::fmt::Write as _;
 
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
@@ -290,7 +291,7 @@ fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
             (0..width)
                 .map(|j| {
                     let first = st.iterations.iter().find_map(|it| it.get(j));
-                    let op = first.map(|t| t.op.clone()).unwrap_or_default();
+                    let op = first.map(|t| t.op.escaped(TextFormat::Terminal).into_owned()).unwrap_or_default();
                     Series {
                         name: format!("{}#{j} {op}", cell.id),
                         key: op,

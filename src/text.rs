@@ -96,6 +96,30 @@ pub fn escape_markdown_inline(text: &str) -> Cow<'_, str> {
     escape_markdown(text, false)
 }
 
+/// `text` as the inside of a Markdown table cell: [`escape_markdown_inline`], and `|`
+/// shown rather than read as the cell's end.
+pub fn escape_markdown_cell(text: &str) -> String {
+    escape_markdown_inline(text).replace('|', "\\|")
+}
+
+/// `text` as HTML text or an attribute value: markup characters as entities and
+/// control characters shown escaped ([`escape_control_multiline`]).
+pub fn escape_html(text: &str) -> String {
+    let text = escape_control_multiline(text);
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// [`escape_markdown_inline`] for a paragraph of several lines the program laid out
 /// itself: its line breaks stay (values loaded from result files hold none).
 pub fn escape_markdown_inline_keep_lines(text: &str) -> Cow<'_, str> {

@@ -80,11 +80,7 @@ pub fn markdown(header: &[String], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// `text` as the inside of a Markdown table cell: inline structure escaped
-/// ([`crate::text::escape_markdown_inline`]) and `|` shown, not read as the cell's end.
-pub fn markdown_cell(text: &str) -> String {
-    crate::text::escape_markdown_inline(text).replace('|', "\\|")
-}
+pub use crate::text::escape_markdown_cell as markdown_cell;
 
 /// One CSV record (RFC 4180 quoting where needed).
 pub fn csv_record(fields: &[String]) -> String {
