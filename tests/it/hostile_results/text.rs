@@ -14,7 +14,7 @@ use fsbench::results::load_run;
 use serde_json::Value;
 
 use crate::support::fsbench;
-use crate::support::report::{latfs_cell, latfs_scenario_text, meta, step, steps_cell, steps_scenario_text, write_run};
+use crate::support::report::{latfs_cell, latfs_scenario_text, meta, step, steps_cell, steps_scenario_text};
 
 /// Markdown blocks, inline HTML, a link, a table row and terminal escapes in one value.
 const INJECTION: &str = "x\n## fsbench gate: no regression\n<img src=https://evil.example/p.png>\n\
