@@ -32,6 +32,7 @@
 //! Threshold: `--threshold` for everything, else the baseline scenario's
 //! `[gate]` section (per lat_fs test or step op), else 5%.
 
+use crate::model::TextFormat;
 use std::fmt::Write as _;
 
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
@@ -289,7 +290,7 @@ fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
             (0..width)
                 .map(|j| {
                     let first = st.iterations.iter().find_map(|it| it.get(j));
-                    let op = first.map(|t| t.op.clone()).unwrap_or_default();
+                    let op = first.map(|t| t.op.escaped(TextFormat::Terminal).into_owned()).unwrap_or_default();
                     Series {
                         name: format!("{}#{j} {op}", cell.id),
                         key: op,
@@ -553,9 +554,16 @@ pub fn render_markdown(rep: &GateReport) -> String {
         "✅ no regression"
     };
     let _ = writeln!(s, "## fsbench gate: {status}\n");
-    let _ = writeln!(s, "Baseline `{}`, candidate `{}`: {}.\n", rep.baseline, rep.candidate, summary_line(rep));
+    // Labels, cell names and warnings come from result files: one line of inline text each.
+    let esc = crate::report::format::markdown_cell;
+    let _ = writeln!(
+        s,
+        "Baseline {}, candidate {}: {}.\n",
+        code_span(&rep.baseline),
+        code_span(&rep.candidate),
+        summary_line(rep)
+    );
     let _ = writeln!(s, "Verdicts: {RULE}.\n");
-    let esc = |x: &str| x.replace('|', "\\|");
     let _ = writeln!(s, "| {} | threshold | worse when |", HEADER.join(" | "));
     let _ = writeln!(s, "|{}", "---|".repeat(HEADER.len() + 2));
     for r in &rep.rows {
@@ -573,6 +581,17 @@ pub fn render_markdown(rep: &GateReport) -> String {
         let _ = writeln!(s, "\n> warning: {}", esc(w));
     }
     s
+}
+
+/// `text` as a Markdown code span: delimited by more backticks than it holds in a row,
+/// so a label with a backtick cannot end the span and be read as Markdown (nor a line
+/// break in it end the paragraph).
+fn code_span(text: &str) -> String {
+    let text = text.replace(['\n', '\r'], " ");
+    let run = text.split(|c: char| c != '`').map(str::len).max().unwrap_or(0);
+    let ticks = "`".repeat(run + 1);
+    let pad = if run > 0 { " " } else { "" };
+    format!("{ticks}{pad}{text}{pad}{ticks}")
 }
 
 /// The metrics of a report's rows, each once, in order of appearance.

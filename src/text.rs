@@ -86,6 +86,66 @@ pub fn escape_control_multiline(text: &str) -> Cow<'_, str> {
     escape_where(text, |c| c != '\n' && c != '\t')
 }
 
+/// `text` safe inside one line of Markdown: the characters that would make structure
+/// there are shown as characters. `<` and `>` become entities (no inline HTML such as
+/// `<img src=...>`, no autolinks), `](` is broken so no `[text](url)` link or image
+/// forms, and a line break becomes a space so nothing can start a block of its own
+/// (`## heading`, `| row |`, `> quote`). Table cells also need `|` escaped
+/// (`report::format::markdown` does that). Everything else is left as it reads.
+pub fn escape_markdown_inline(text: &str) -> Cow<'_, str> {
+    escape_markdown(text, false)
+}
+
+/// `text` as the inside of a Markdown table cell: [`escape_markdown_inline`], and `|`
+/// shown rather than read as the cell's end.
+pub fn escape_markdown_cell(text: &str) -> String {
+    escape_markdown_inline(text).replace('|', "\\|")
+}
+
+/// `text` as HTML text or an attribute value: markup characters as entities and
+/// control characters shown escaped ([`escape_control_multiline`]).
+pub fn escape_html(text: &str) -> String {
+    let text = escape_control_multiline(text);
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// [`escape_markdown_inline`] for a paragraph of several lines the program laid out
+/// itself: its line breaks stay (values loaded from result files hold none).
+pub fn escape_markdown_inline_keep_lines(text: &str) -> Cow<'_, str> {
+    escape_markdown(text, true)
+}
+
+fn escape_markdown(text: &str, keep_lines: bool) -> Cow<'_, str> {
+    let breaks: &[char] = if keep_lines { &[] } else { &['\n', '\r'] };
+    if !text.contains(['<', '>']) && !text.contains(breaks) && !text.contains("](") {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut after_bracket = false;
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\n' | '\r' if !keep_lines => out.push(' '),
+            '(' if after_bracket => out.push_str("\\("),
+            c => out.push(c),
+        }
+        after_bracket = c == ']';
+    }
+    Cow::Owned(out)
+}
+
 /// `text` with the control characters `escaped(c)` selects shown as `\u{..}` escapes.
 fn escape_where(text: &str, escaped: impl Fn(char) -> bool) -> Cow<'_, str> {
     let bad =
@@ -138,6 +198,14 @@ mod tests {
         assert_eq!(escape_control("a\x1b[2Jb\u{7f}"), "a\\u{1b}[2Jb\\u{7f}");
         assert_eq!(escape_control_multiline("a\nb\tc\x1b"), "a\nb\tc\\u{1b}");
         assert_eq!(escape_control("x\u{202e}y\u{9b}"), "x\\u{202e}y\\u{9b}");
+    }
+
+    #[test]
+    fn markdown_structure_from_a_value_is_shown_not_obeyed() {
+        assert_eq!(escape_markdown_inline("ext4 [s] 2.5.60"), "ext4 [s] 2.5.60");
+        assert_eq!(escape_markdown_inline("a\n## x"), "a ## x");
+        assert_eq!(escape_markdown_inline("<img src=x>"), "&lt;img src=x&gt;");
+        assert_eq!(escape_markdown_inline("[a](http://x) ![i](y)"), "[a]\\(http://x) ![i]\\(y)");
     }
 
     #[test]

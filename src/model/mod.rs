@@ -14,6 +14,7 @@ mod monitors;
 mod status;
 mod steps;
 mod summary;
+mod untrusted_text;
 mod workload_kind;
 
 pub use cell::{CellParams, LatfsTest, Layout, QuotaImpl, QuotaMode};
@@ -25,6 +26,7 @@ pub use monitors::{Counters, DeviceCounters, LatencyDist, Timeline, TimelineSamp
 pub use status::{CellStatus, SkipReason};
 pub use steps::{StepTiming, StepsCopy, StepsResult};
 pub use summary::Summary;
+pub use untrusted_text::{TextFormat, UntrustedText};
 pub use workload_kind::WorkloadKind;
 
 /// Version of the on-disk result format (`run.json` and cell files).

@@ -3,15 +3,15 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Counters, Disturbance, Timeline};
+use super::{Counters, Disturbance, TextFormat, Timeline, UntrustedText};
 
 /// The timing of one step, as time(1) reports it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StepTiming {
     /// The command the step stands for, as the seed printed it (`tar zxf linux-2.5.63.tar.gz`).
-    pub label: String,
+    pub label: UntrustedText,
     /// The op name (`untar`).
-    pub op: String,
+    pub op: UntrustedText,
     /// User CPU microseconds: of the fsbench process (all threads), or for `exec` of the
     /// command and its waited-for descendants only.
     pub user_us: u64,
@@ -75,7 +75,7 @@ impl StepTiming {
 
     /// One line as seed 002 printed it: `<label> <time_format>`.
     pub fn seed_line(&self) -> String {
-        format!("{} {}", self.label, self.time_format())
+        format!("{} {}", self.label.escaped(TextFormat::Terminal), self.time_format())
     }
 }
 

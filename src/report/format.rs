@@ -40,10 +40,16 @@ pub fn aligned(header: &[String], rows: &[Vec<String>]) -> String {
     for row in std::iter::once(header).chain(rows.iter().map(|r| r.as_slice())) {
         let mut line = String::new();
         for (i, c) in row.iter().enumerate().take(ncol) {
+            // Padded by hand: `format!`'s width stops at 65,535 and panics past it,
+            // and a column is as wide as the longest label a result file holds.
+            let fill = " ".repeat(width[i].saturating_sub(c.chars().count()));
             if i == 0 {
-                line.push_str(&format!("{c:<w$}", w = width[0]));
+                line.push_str(c);
+                line.push_str(&fill);
             } else {
-                line.push_str(&format!("  {c:>w$}", w = width[i]));
+                line.push_str("  ");
+                line.push_str(&fill);
+                line.push_str(c);
             }
         }
         out.push_str(line.trim_end());
@@ -63,9 +69,10 @@ pub fn tab_separated(header: &[String], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// A GitHub-flavoured Markdown table; numeric columns right-aligned.
+/// A GitHub-flavoured Markdown table; numeric columns right-aligned. Each cell is one
+/// line of inline text ([`markdown_cell`]): a value cannot end the table or start a block.
 pub fn markdown(header: &[String], rows: &[Vec<String>]) -> String {
-    let esc = |s: &str| s.replace('|', "\\|");
+    let esc = markdown_cell;
     let mut out = format!("| {} |\n", header.iter().map(|h| esc(h)).collect::<Vec<_>>().join(" | "));
     out.push('|');
     for i in 0..header.len() {
@@ -77,6 +84,8 @@ pub fn markdown(header: &[String], rows: &[Vec<String>]) -> String {
     }
     out
 }
+
+pub use crate::text::escape_markdown_cell as markdown_cell;
 
 /// One CSV record (RFC 4180 quoting where needed).
 pub fn csv_record(fields: &[String]) -> String {
@@ -122,5 +131,14 @@ mod tests {
         let md = markdown(&s(&["a", "b"]), &[s(&["x|y", "1"])]);
         assert!(md.contains("x\\|y"));
         assert!(md.contains("| :--- | ---: |"));
+        let md = markdown(&s(&["a"]), &[s(&["x\n## y <img src=z>"])]);
+        assert!(md.contains("| x ## y &lt;img src=z&gt; |") && md.lines().count() == 3, "{md}");
+    }
+
+    #[test]
+    fn a_column_wider_than_format_allows_is_padded_without_panicking() {
+        let long = "x".repeat(70_000);
+        let out = aligned(&s(&["#nr_task", "a"]), &[s(&[&long, "1"])]);
+        assert!(out.lines().nth(1).unwrap().ends_with("  1") && out.lines().next().unwrap().ends_with("  a"));
     }
 }

@@ -125,7 +125,7 @@ impl Markdown {
 impl Markup for Markdown {
     fn heading(&mut self, level: usize, text: &str) {
         self.block();
-        self.out.push_str(&format!("{} {text}\n", "#".repeat(level)));
+        self.out.push_str(&format!("{} {}\n", "#".repeat(level), inline(text)));
     }
 
     fn item(&mut self, text: &str) {
@@ -133,12 +133,12 @@ impl Markup for Markdown {
             self.block();
             self.in_list = true;
         }
-        self.out.push_str(&format!("- {text}\n"));
+        self.out.push_str(&format!("- {}\n", inline(text)));
     }
 
     fn paragraph(&mut self, text: &str) {
         self.block();
-        self.out.push_str(text);
+        self.out.push_str(&crate::text::escape_markdown_inline_keep_lines(text));
         self.out.push('\n');
     }
 
@@ -157,13 +157,18 @@ impl Markup for Markdown {
             return;
         }
         self.block();
-        self.out.push_str("```\n");
+        // A fence longer than any run of backticks inside, so that no line of the text
+        // (a label that reads "```") can close the block early.
+        let fence = "`".repeat(longest_backtick_run(text).max(2) + 1);
+        self.out.push_str(&fence);
+        self.out.push('\n');
         self.out.push_str(text);
         // The closing fence only closes on a line of its own.
         if !text.ends_with('\n') {
             self.out.push('\n');
         }
-        self.out.push_str("```\n");
+        self.out.push_str(&fence);
+        self.out.push('\n');
     }
 
     fn strong(&self, text: &str) -> String {
@@ -177,6 +182,16 @@ impl Markup for Markdown {
     fn finish(self: Box<Self>) -> String {
         self.out
     }
+}
+
+/// One line of Markdown text: values in it may not open HTML, links or blocks.
+fn inline(text: &str) -> std::borrow::Cow<'_, str> {
+    crate::text::escape_markdown_inline(text)
+}
+
+/// The most backticks in a row anywhere in `text`.
+fn longest_backtick_run(text: &str) -> usize {
+    text.split(|c| c != '`').map(str::len).max().unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -219,5 +234,15 @@ mod tests {
         m.heading(1, "t");
         m.preformatted("");
         assert_eq!(m.finish(), "# t\n");
+    }
+
+    #[test]
+    fn values_in_markdown_blocks_cannot_open_html_links_or_close_a_fence() {
+        let mut m: Box<dyn Markup> = Box::new(Markdown::default());
+        m.heading(2, "x <img src=y>");
+        m.item("[a](b)");
+        m.preformatted("```\n## injected\n");
+        let out = m.finish();
+        assert_eq!(out, "## x &lt;img src=y&gt;\n\n- [a]\\(b)\n\n````\n```\n## injected\n````\n");
     }
 }

@@ -5,6 +5,7 @@
 //! Several groups in one timeline overlay them on one clock (each from its own start),
 //! which is how a comparison shows two runs' dirty-memory behaviour side by side.
 
+use crate::model::TextFormat;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -121,7 +122,11 @@ fn draw_timeline<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, groups: &[&St
                     }
                     let at = (x, mem_max * (0.955 - 0.035 * (j % 3) as f64));
                     chart
-                        .draw_series([Text::new(st.op.clone(), at, ("sans-serif", 11).into_font())])
+                        .draw_series([Text::new(
+                            st.op.escaped(TextFormat::Terminal).into_owned(),
+                            at,
+                            ("sans-serif", 11).into_font(),
+                        )])
                         .map_err(|x| e(&x))?;
                 }
             }

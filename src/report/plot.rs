@@ -6,6 +6,7 @@
 //! iterations stands out. Text uses an embedded DejaVu Sans subset
 //! (`assets/`), so plotting needs no system fonts.
 
+use crate::model::TextFormat;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
@@ -288,7 +289,13 @@ fn draw_steps<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, g: &StepsGroup) 
     let ymax = g.iterations.iter().flatten().map(|s| s.elapsed_us as f64 / 1e6).fold(0.0f64, f64::max);
     let ymax = if ymax > 0.0 { ymax * 1.15 } else { 1.0 };
     let names: Vec<String> = (0..nsteps)
-        .map(|j| g.iterations.iter().find_map(|it| it.get(j)).map(|s| s.label.clone()).unwrap_or_default())
+        .map(|j| {
+            g.iterations
+                .iter()
+                .find_map(|it| it.get(j))
+                .map(|s| s.label.escaped(TextFormat::Terminal).into_owned())
+                .unwrap_or_default()
+        })
         .collect();
     let mut chart = ChartBuilder::on(&root)
         .caption(format!("{} {}: elapsed per step and iteration", g.label, g.config), ("sans-serif", 24))
@@ -418,7 +425,7 @@ fn draw_iterations<DB: DrawingBackend>(
     let panels = root.split_evenly((1, nsteps));
     for (j, panel) in panels.iter().enumerate() {
         let step = groups.iter().flat_map(|g| g.iterations.iter()).find_map(|it| it.get(j));
-        let name = step.map(|s| s.label.clone()).unwrap_or_default();
+        let name = step.map(|s| s.label.escaped(TextFormat::Terminal).into_owned()).unwrap_or_default();
         let ymax = groups
             .iter()
             .flat_map(|g| g.iterations.iter().filter_map(|it| it.get(j)))

@@ -48,11 +48,10 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ResultsError> {
 /// Load the run directory open at `dir_fd`, named `shown` in messages and in
 /// [`LoadedRun::dir`]: `run.json`, `cells/` and each cell file are opened beneath the
 /// fd without following any link, so what is read is the directory that was opened,
-/// whatever happens to its path meanwhile. Text fields are escaped for printing.
+/// whatever happens to its path meanwhile. Every string is capped and its control characters
+/// escaped as the file is read ([`printable`]).
 pub fn load_run_at(dir_fd: &OwnedFd, shown: &Path) -> Result<LoadedRun, ResultsError> {
-    let mut run = load_unescaped(dir_fd, shown)?;
-    printable::escape_text(&mut run);
-    Ok(run)
+    load_unescaped(dir_fd, shown)
 }
 
 /// [`load_run_at`] with every text field as stored: for a writer that writes `run.json` back.
@@ -193,54 +192,42 @@ pub(super) fn open_file(dir: &OwnedFd, name: &str) -> std::io::Result<Option<fs:
 /// The field name used when a whole result file, not one field, is unusable.
 const WHOLE_FILE: &str = "(whole file)";
 
-/// Read a JSON result file. The common case (a good file) is parsed once; only
-/// when parsing fails is the text looked at again as untyped JSON, so that a file
-/// from a newer fsbench gets the version message instead of a confusing field error.
+/// Read a JSON result file: parsed once as untyped JSON, so that a file from a newer
+/// fsbench gets the version message instead of a confusing field error, and so that
+/// every string in it is capped and escaped ([`printable`]) before it becomes typed data.
 fn read_json<T: serde::de::DeserializeOwned + HasSchema>(f: fs::File, path: &Path) -> Result<T, ResultsError> {
     let text = read_capped(f, path)?;
-    let mut de = serde_json::Deserializer::from_str(&text);
-    let typed: Result<T, (String, String)> = serde_path_to_error::deserialize(&mut de)
-        .map_err(|e| (e.path().to_string(), e.into_inner().to_string()))
-        .and_then(|v| de.end().map(|()| v).map_err(|e| (WHOLE_FILE.to_string(), e.to_string())));
-    match typed {
-        Ok(v) if v.schema() > RESULT_SCHEMA_VERSION => Err(ResultsError::NewerSchema {
-            path: path.to_path_buf(),
-            found: v.schema() as u64,
-            supported: RESULT_SCHEMA_VERSION,
-        }),
-        Ok(v) => match v.bounds() {
-            Ok(()) => Ok(v),
-            Err((field, message)) => Err(ResultsError::Parse { path: path.to_path_buf(), field, message }),
-        },
-        Err((field, message)) => {
-            let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| ResultsError::Parse {
-                path: path.to_path_buf(),
-                field: WHOLE_FILE.into(),
-                message: format!("not valid JSON ({e}); truncated or hand-edited?"),
-            })?;
-            // A missing `schema` is reported by serde's own message below.
-            if let Some(v) = value.get("schema") {
-                match v.as_u64() {
-                    Some(found) if found > RESULT_SCHEMA_VERSION as u64 => {
-                        return Err(ResultsError::NewerSchema {
-                            path: path.to_path_buf(),
-                            found,
-                            supported: RESULT_SCHEMA_VERSION,
-                        });
-                    }
-                    Some(_) => {}
-                    None => {
-                        return Err(ResultsError::Parse {
-                            path: path.to_path_buf(),
-                            field: "schema".into(),
-                            message: format!("expected a version number, found {v}"),
-                        });
-                    }
-                }
+    let parse_error = |field: String, message: String| ResultsError::Parse { path: path.to_path_buf(), field, message };
+    let mut value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        // serde_json quotes no input in its syntax errors, only positions.
+        parse_error(WHOLE_FILE.into(), format!("not valid JSON ({e}); truncated or hand-edited?"))
+    })?;
+    // A missing `schema` is reported by serde's own message below.
+    if let Some(v) = value.get("schema") {
+        match v.as_u64() {
+            Some(found) if found > RESULT_SCHEMA_VERSION as u64 => {
+                return Err(ResultsError::NewerSchema {
+                    path: path.to_path_buf(),
+                    found,
+                    supported: RESULT_SCHEMA_VERSION,
+                });
             }
-            Err(ResultsError::Parse { path: path.to_path_buf(), field, message })
+            Some(_) => {}
+            None => {
+                let shown = crate::text::first_line_cut(&crate::text::escape_control(&v.to_string()), 80);
+                return Err(parse_error("schema".into(), format!("expected a version number, found {shown}")));
+            }
         }
     }
+    printable::guard_strings(&mut value).map_err(|(field, message)| parse_error(field, message))?;
+    let typed: T = serde_path_to_error::deserialize(&value).map_err(|e| {
+        // serde quotes the value it refused (`unknown variant ...`): already escaped
+        // by the guard above, and cut so that a message stays one readable line.
+        let message = crate::text::first_line_cut(&crate::text::escape_control(&e.inner().to_string()), 300);
+        parse_error(e.path().to_string(), message)
+    })?;
+    typed.bounds().map_err(|(field, message)| parse_error(field, message))?;
+    Ok(typed)
 }
 
 /// Read a result file, refusing one larger than [`bounds::MAX_FILE_BYTES`] before allocating.
@@ -260,23 +247,16 @@ fn read_capped(f: fs::File, path: &Path) -> Result<String, ResultsError> {
 
 /// Result files carry their format version, and bounded numbers and counts.
 trait HasSchema {
-    fn schema(&self) -> u32;
     fn bounds(&self) -> Result<(), bounds::Violation>;
 }
 
 impl HasSchema for CellResult {
-    fn schema(&self) -> u32 {
-        self.schema
-    }
     fn bounds(&self) -> Result<(), bounds::Violation> {
         bounds::check_cell(self)
     }
 }
 
 impl HasSchema for RunMeta {
-    fn schema(&self) -> u32 {
-        self.schema
-    }
     fn bounds(&self) -> Result<(), bounds::Violation> {
         bounds::check_run(self)
     }

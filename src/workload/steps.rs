@@ -225,7 +225,7 @@ fn time_step(run: &StepsRun, step: &Step) -> Result<StepTiming, StepError> {
         (user_us, system_us, max_rss_kib) = (cu, cs, crss);
     }
     Ok(StepTiming {
-        label: step.label(),
+        label: step.label().into(),
         op: step.op().into(),
         user_us,
         system_us,

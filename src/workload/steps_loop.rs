@@ -18,7 +18,7 @@ pub fn loop_warnings(iterations: &[Vec<StepTiming>]) -> Vec<String> {
                 "iteration {}: `{}` removed nothing although iteration {} unpacked {created} entries; \
                  the path is not what the archive unpacks (write path = \"{{archive.top}}\")",
                 i + 1,
-                s.label,
+                s.label.escaped(crate::model::TextFormat::Terminal),
                 i
             ));
         }

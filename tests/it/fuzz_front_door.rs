@@ -128,7 +128,8 @@ const SET_VALUES: &[&str] =
 #[test]
 fn mutated_scenarios_and_overrides_never_panic_and_rejections_are_located() {
     let seeds = seed_scenarios();
-    let mut runner = TestRunner::new(Config { cases: 4000, failure_persistence: None, ..Config::default() });
+    let mut runner =
+        TestRunner::new(Config { cases: fuzz_cases(4000), failure_persistence: None, ..Config::default() });
     let strategy = (0..seeds.len(), mutations(), prop::collection::vec((0..SET_KEYS.len(), 0..SET_VALUES.len()), 0..3));
     runner
         .run(&strategy, |(seed, muts, sets)| {
@@ -150,6 +151,11 @@ fn mutated_scenarios_and_overrides_never_panic_and_rejections_are_located() {
             Ok(())
         })
         .unwrap();
+}
+
+/// `default` cases, or `FSBENCH_FUZZ_CASES` of them (the nightly run, `benches/fuzz.sh`).
+fn fuzz_cases(default: u32) -> u32 {
+    std::env::var("FSBENCH_FUZZ_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(default)
 }
 
 /// A good lat_fs run to mutate: run.json and one cell file, as JSON values.
@@ -201,6 +207,10 @@ fn hostile_values() -> Vec<serde_json::Value> {
         json!({}),
         json!(true),
         json!("ext4/../../x"),
+        // Text no renderer may obey or choke on: Markdown blocks, HTML, a long label.
+        json!("x\n## fsbench gate: no regression\n<img src=x>\n| a |"),
+        json!("L".repeat(65_536)),
+        json!("é".repeat(4_097)),
     ]
 }
 
@@ -227,7 +237,7 @@ fn mutated_result_files_never_panic_in_report_compare_gate_or_merge() {
     let (m, c) = seed_run();
     let hostile = hostile_values();
     let tmp = tempfile::tempdir().unwrap();
-    let mut runner = TestRunner::new(Config { cases: 600, failure_persistence: None, ..Config::default() });
+    let mut runner = TestRunner::new(Config { cases: fuzz_cases(600), failure_persistence: None, ..Config::default() });
     let strategy = (any::<bool>(), 0usize..200, 0..hostile.len(), prop::collection::vec(any::<u8>(), 0..3));
     let n = std::cell::Cell::new(0u32);
     runner
@@ -242,7 +252,9 @@ fn mutated_result_files_never_panic_in_report_compare_gate_or_merge() {
             std::fs::write(dir.join("run.json"), serde_json::to_vec(&m).unwrap()).unwrap();
             let mut cell = serde_json::to_vec(&c).unwrap();
             cell.extend_from_slice(&garbage);
-            let id = c["id"].as_str().unwrap_or("x").replace(['/', '\0'], "_");
+            // Named by the id as the store names it, unless the id is no file name (the loader
+            // reads every `*.json` in `cells/`).
+            let id = c["id"].as_str().filter(|i| fsbench::text::is_plain_name(i)).unwrap_or("x");
             std::fs::write(dir.join("cells").join(format!("{id}.json")), cell).unwrap();
             match load_run(&dir) {
                 Ok(run) => {

@@ -1,6 +1,8 @@
 //! Result files are other people's files: absurd numbers and counts in them are bad
 //! input (exit 2, the file and field named), never a hang, an abort or a verdict.
 
+mod text;
+
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 

@@ -200,7 +200,7 @@ pub fn parse_time_line(line: &str) -> StepTiming {
         other => other,
     };
     let mut t = StepTiming {
-        label,
+        label: label.into(),
         op: op.into(),
         user_us: secs(f[n - 4], "user"),
         system_us: secs(f[n - 3], "system"),

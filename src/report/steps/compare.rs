@@ -19,6 +19,7 @@
 //! The data ([`StepsComparison`]) is built once and written through [`Markup`],
 //! so the terminal, Markdown and HTML reports share one walk.
 
+use crate::model::TextFormat;
 use std::str::FromStr;
 
 use schemars::JsonSchema;
@@ -222,8 +223,9 @@ pub fn compare_steps(groups: &[StepsGroup], labels: &[String], choice: Iteration
         }
         for it in &g.iterations {
             for (j, s) in it.iter().enumerate() {
-                if !steps.iter().any(|(k, l)| *k == j && *l == s.label) {
-                    steps.push((j, s.label.clone()));
+                let label = s.label.escaped(TextFormat::Terminal);
+                if !steps.iter().any(|(k, l)| *k == j && *l == label) {
+                    steps.push((j, label.into_owned()));
                 }
             }
         }

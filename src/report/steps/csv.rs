@@ -1,6 +1,7 @@
 //! Steps reports as long-format CSV: one record per step of every iteration.
 
 use super::StepsGroup;
+use crate::model::TextFormat;
 use crate::report::format::csv_record;
 use crate::report::monitors;
 
@@ -36,8 +37,8 @@ pub(super) fn steps_csv(groups: &[StepsGroup]) -> String {
                     g.fs.clone(),
                     (i + 1).to_string(),
                     (j + 1).to_string(),
-                    s.op.clone(),
-                    s.label.clone(),
+                    s.op.escaped(TextFormat::Terminal).into_owned(),
+                    s.label.escaped(TextFormat::Terminal).into_owned(),
                     format!("{:.6}", s.user_us as f64 / 1e6),
                     format!("{:.6}", s.system_us as f64 / 1e6),
                     format!("{:.6}", s.elapsed_us as f64 / 1e6),

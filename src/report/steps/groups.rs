@@ -30,6 +30,7 @@
 //! same tree — a shift at iteration 2 that MAD alone misses, because the slow
 //! iterations are themselves noisy.
 
+use crate::model::TextFormat;
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -187,7 +188,11 @@ pub fn flag_steps(iterations: &[Vec<StepTiming>]) -> Vec<StepFlag> {
         }
         let trend = trend(&ef);
         if shift_at.is_some() || !outliers.is_empty() || trend.is_some() {
-            let label = iterations.iter().find_map(|it| it.get(j)).map(|s| s.label.clone()).unwrap_or_default();
+            let label = iterations
+                .iter()
+                .find_map(|it| it.get(j))
+                .map(|s| s.label.escaped(TextFormat::Terminal).into_owned())
+                .unwrap_or_default();
             let elapsed_s = ef.iter().map(|v| v / 1e6).collect();
             flags.push(StepFlag { step: j, label, elapsed_s, ratio, shift_at, outliers, trend });
         }

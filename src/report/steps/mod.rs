@@ -12,6 +12,7 @@ use super::json::{ReportJson, StepsReportJson};
 use super::markup::Markup;
 use super::plot::{self, PlotError, PlotImage};
 use super::{CompareOptions, WorkloadReport, monitor_plot, monitors};
+use crate::model::TextFormat;
 use crate::model::{OUTPUT_SCHEMA_VERSION, StepTiming};
 use crate::results::LoadedRun;
 use compare::{Iterations, StepsComparison};
@@ -58,7 +59,8 @@ impl<'a> StepsReport<'a> {
                         let tf = s.time_format();
                         let f: Vec<&str> = tf.split(' ').collect();
                         // A disturbed step is kept and shown, marked: it is not in any statistic.
-                        let label = if s.counts() { s.label.clone() } else { format!("{} (disturbed)", s.label) };
+                        let shown = s.label.escaped(TextFormat::Terminal);
+                        let label = if s.counts() { shown.into_owned() } else { format!("{shown} (disturbed)") };
                         let mut row =
                             vec![(i + 1).to_string(), label, f[0].into(), f[1].into(), f[2].into(), f[3].into()];
                         if monitored {
@@ -76,7 +78,7 @@ impl<'a> StepsReport<'a> {
                 .flat_map(|(i, it)| {
                     it.iter().filter_map(move |s| {
                         let d = s.disturbance.as_ref().filter(|d| d.disturbed)?;
-                        Some(format!("iteration {} {} ({:.2} CPU)", i + 1, s.op, d.share))
+                        Some(format!("iteration {} {} ({:.2} CPU)", i + 1, s.op.escaped(TextFormat::Terminal), d.share))
                     })
                 })
                 .collect();
@@ -253,7 +255,10 @@ fn step_counters(m: &mut dyn Markup, title: &str, iterations: &[Vec<StepTiming>]
         .flat_map(|(i, it)| {
             it.iter().map(move |s| {
                 let elapsed = format!("{:.2}s", s.elapsed_us as f64 / 1e6);
-                [(i + 1).to_string(), s.label.clone(), elapsed].into_iter().chain(monitors::step_columns(s)).collect()
+                [(i + 1).to_string(), s.label.escaped(TextFormat::Terminal).into_owned(), elapsed]
+                    .into_iter()
+                    .chain(monitors::step_columns(s))
+                    .collect()
             })
         })
         .collect();
