@@ -34,6 +34,8 @@ pub(super) fn escape_text(run: &mut LoadedRun) {
     for s in [&mut m.label, &mut m.finished].into_iter().flatten() {
         esc(s);
     }
+    // Checked on load (bounds), escaped again so no printer depends on that check.
+    m.meta = std::mem::take(&mut m.meta).into_iter().map(|(k, v)| (escape_control(&k), escape_control(&v))).collect();
     for c in &mut run.cells {
         esc(&mut c.id);
         esc(&mut c.started);

@@ -59,6 +59,10 @@ pub struct RunMeta {
     /// The order the cells ran in, when not the plan's (`run --order random --seed N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order: Option<RunOrder>,
+    /// What the user recorded about the run (`run --meta KEY=VALUE`: a commit, a branch),
+    /// by key; absent when none was given. `history --order-by KEY` orders runs by one.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub meta: crate::model::run_tags::RunTags,
 }
 
 /// How the cells of a run were ordered, as recorded in `run.json`.

@@ -78,6 +78,7 @@ impl RunWriter {
             shard,
             environment: None,
             order: None,
+            meta: Default::default(),
         };
         let (writer, parent_fd) = made.into_writer(meta);
         if let Err(e) = writer.write_meta() {
@@ -193,6 +194,12 @@ impl RunWriter {
         if order.is_some() {
             self.meta.order = order;
         }
+        self.write_meta()
+    }
+
+    /// Record the run's `--meta` pairs in `run.json` (written again at once).
+    pub fn record_tags(&mut self, tags: crate::model::run_tags::RunTags) -> Result<(), ResultsError> {
+        self.meta.meta = tags;
         self.write_meta()
     }
 

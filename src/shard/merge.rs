@@ -396,6 +396,7 @@ mod tests {
             shard: Some(RunShard { index, count, key: key.into(), total_cells: 4, cell_indices: cells.to_vec() }),
             environment: None,
             order: None,
+            meta: Default::default(),
         };
         LoadedRun {
             dir: PathBuf::from(format!("/r/s/{host}-{index}-{key}")),

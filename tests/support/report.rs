@@ -83,6 +83,7 @@ pub fn meta(label: Option<&str>, scenario: &str, text: &str, workload: &str, pla
         shard: None,
         environment: None,
         order: None,
+        meta: Default::default(),
         archive: None,
     }
 }
