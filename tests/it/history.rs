@@ -87,3 +87,107 @@ fn run_records_its_meta_pairs_in_run_json() {
         serde_json::from_str(&std::fs::read_to_string(sb.runs()[0].join("run.json")).unwrap()).unwrap();
     assert_eq!(run["meta"], serde_json::json!({"commit": "abc123", "note": "a=b c"}), "{run:#}");
 }
+
+/// A lat_fs history of `n` runs in `root/hist`: `value(i)` loops/ms in run `i`, `commit=<n-i>`.
+fn history_of(root: &Path, n: usize, text: &dyn Fn(usize) -> String, value: &dyn Fn(usize) -> f64) {
+    for i in 0..n {
+        let commit = format!("{}", n - i);
+        write_history_run(root, i, &text(i), value(i), &[("commit", &commit), ("branch", "main")]);
+    }
+}
+
+fn history(args: &[&str], dir: &Path) -> (i32, String, String) {
+    let out = fsbench().arg("history").arg(dir).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn history_prints_a_series_per_cell_with_a_sparkline_within_100_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = latfs_scenario_text("hist", "");
+    history_of(dir.path(), 40, &|_| text.clone(), &|i| if i < 25 { 100.0 } else { 110.0 });
+    let (code, out, err) = history(&[], &dir.path().join("hist"));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("40 runs in "), "{out}");
+    let row = out.lines().find(|l| l.starts_with("ext4-M-qoff-t1-open_close total_loops")).expect(&out);
+    // Piped output is 100 columns: the sparkline shows the last 30 runs that fit.
+    assert!(row.contains("+10.0%") && row.ends_with(&format!("  {}{}", "▁".repeat(15), "█".repeat(15))), "{row}");
+    assert!(out.lines().all(|l| l.chars().count() <= 100), "{out}");
+    // --last and --since narrow it; --only picks cells.
+    let (_, out, _) = history(&["--last", "10", "--only", "fs=ext2"], &dir.path().join("hist"));
+    assert!(out.starts_with("10 runs in ") && !out.contains("ext4-M"), "{out}");
+    let (_, out, _) = history(&["--since", "2011-01-02"], &dir.path().join("hist"));
+    assert!(out.starts_with("16 runs in "), "{out}");
+}
+
+#[test]
+fn history_orders_by_a_meta_key_and_filters_by_meta_and_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = latfs_scenario_text("hist", "");
+    // commit counts down as time goes on: ordered by commit, the series runs backwards.
+    history_of(dir.path(), 12, &|_| text.clone(), &|i| 100.0 + i as f64);
+    let (code, out, err) = history(&["--order-by", "commit", "--csv"], &dir.path().join("hist"));
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().filter(|l| l.contains("ext2-M-qoff-t1-open_close,total_loops")).collect();
+    assert_eq!(lines.len(), 12);
+    assert!(lines[0].contains(",111,") && lines[11].contains(",100,"), "{out}");
+    assert!(out.lines().next().unwrap().ends_with("meta.branch,meta.commit"), "{out}");
+    let (_, out, _) = history(&["--meta", "commit=3"], &dir.path().join("hist"));
+    assert!(out.starts_with("1 run in "), "{out}");
+    let (code, _, err) = history(&["--host", "elsewhere"], &dir.path().join("hist"));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no run matches"), "{err}");
+    for bad in [&["--since", "yesterday"][..], &["--order-by", "a b"], &["--meta", "x"], &["--only", "fs=xfs"]] {
+        let (code, _, err) = history(bad, &dir.path().join("hist"));
+        assert_eq!(code, 2, "{bad:?}: {err}");
+    }
+}
+
+#[test]
+fn a_scenario_that_measures_something_else_splits_the_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = latfs_scenario_text("hist", "");
+    let with_test = |t: &str| base.replace("tasks = [1, 2, 4, 8]", &format!("tasks = [1, 2, 4, 8]\ntest = [\"{t}\"]"));
+    // A mount option changes the conditions, not the quantity: runs 4..8 stay in the series.
+    let option = with_test("chown").replace("\"noload\"]", "\"noload\", \"nodelalloc\"]");
+    let texts = [with_test("chown"), option, with_test("open_close")];
+    history_of(dir.path(), 12, &|i| texts[i / 4].clone(), &|_| 100.0);
+    let (code, out, err) = history(&["--json"], &dir.path().join("hist"));
+    assert_eq!(code, 0, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let segments: Vec<u64> = doc["runs"].as_array().unwrap().iter().map(|r| r["segment"].as_u64().unwrap()).collect();
+    assert_eq!(segments, [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1]);
+    let lens: Vec<usize> =
+        doc["series"].as_array().unwrap().iter().map(|s| s["points"].as_array().unwrap().len()).collect();
+    assert_eq!(lens, [8, 8, 4, 4], "{doc:#}");
+    let (_, table, _) = history(&[], &dir.path().join("hist"));
+    assert!(table.contains("segment 2 (from "), "{table}");
+}
+
+#[test]
+fn history_json_conforms_to_its_checked_in_schema() {
+    let path = crate_root().join("schemas/history.schema.json");
+    let generated = fsbench::history::json::history_schema_json();
+    if std::env::var_os("FSBENCH_BLESS").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        on_disk == generated,
+        "schemas/history.schema.json is stale: FSBENCH_BLESS=1 cargo test --test it history::"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let text = latfs_scenario_text("hist", "");
+    history_of(dir.path(), 3, &|_| text.clone(), &|_| 100.0);
+    let (code, out, err) = history(&["--json"], &dir.path().join("hist"));
+    assert_eq!(code, 0, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(&on_disk).unwrap();
+    let errors = crate::support::jsonschema::validate(&schema, &doc);
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert_eq!((doc["schema"].as_u64(), doc["order"].as_str()), (Some(1), Some("started")));
+}
