@@ -6,6 +6,7 @@
 //! into one series per metric and segment; [`render`] prints them as a table with a
 //! sparkline per series or as CSV; [`json`] is the `--json` document.
 
+pub mod change_points;
 pub mod json;
 pub mod load;
 pub mod render;
