@@ -35,6 +35,12 @@ pub struct HistoryArgs {
     /// runs without it are left out.
     #[arg(long, value_name = "KEY")]
     pub order_by: Option<String>,
+    /// Change points: the largest permutation p-value that counts as one.
+    #[arg(long, default_value_t = 0.001, value_name = "P")]
+    pub max_p: f64,
+    /// Change points: points examined together (longer series in windows overlapping by half).
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    pub window: usize,
     /// Print the history as JSON (`schemas/history.schema.json`).
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
@@ -83,7 +89,18 @@ fn request(args: &HistoryArgs) -> anyhow::Result<HistoryRequest> {
         tags,
         last: args.last,
     };
-    Ok(HistoryRequest { filter, order })
+    if !(args.max_p > 0.0 && args.max_p < 1.0) {
+        return Err(InputError::anyhow(format!("--max-p {}: give a p-value between 0 and 1", args.max_p)));
+    }
+    if args.window < 6 {
+        return Err(InputError::anyhow(format!("--window {}: change points need at least 6 points", args.window)));
+    }
+    let change_points = crate::history::change_points::ChangePointOptions {
+        max_p: args.max_p,
+        window: args.window,
+        ..Default::default()
+    };
+    Ok(HistoryRequest { filter, order, change_points })
 }
 
 /// `fsbench history`.
@@ -100,7 +117,7 @@ pub fn history(args: &HistoryArgs) -> anyhow::Result<i32> {
         other => InputError::anyhow(other.to_string()),
     })?;
     if args.json {
-        let doc = crate::history::json::history_json(&h, &req.order);
+        let doc = crate::history::json::history_json(&h, &req.order, req.change_points.min_points());
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else if args.csv {
         print!("{}", crate::history::render::render_csv(&h));

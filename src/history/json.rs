@@ -63,6 +63,25 @@ pub struct SeriesJson {
     pub better: Better,
     /// The points, in series order.
     pub points: Vec<PointJson>,
+    /// True when the series has fewer points than change-point detection needs.
+    pub too_few_points: bool,
+    /// Its change points, in order.
+    pub change_points: Vec<ChangePointJson>,
+}
+
+/// A change point of a series.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ChangePointJson {
+    /// Position in `points` of the first point of the new level.
+    pub index: usize,
+    /// Position in `runs` of the last run before the shift.
+    pub run_before: usize,
+    /// Position in `runs` of the first run after it.
+    pub run_after: usize,
+    /// Permutation p-value.
+    pub p: f64,
+    /// Relative change of the mean between the levels either side, with its 95% interval.
+    pub change: Option<crate::stats::Change>,
 }
 
 /// One point of a series.
@@ -77,7 +96,7 @@ pub struct PointJson {
 }
 
 /// The document of `h`.
-pub fn history_json(h: &History, order: &super::OrderBy) -> HistoryJson {
+pub fn history_json(h: &History, order: &super::OrderBy, min_points: usize) -> HistoryJson {
     HistoryJson {
         schema: HISTORY_SCHEMA_VERSION,
         dir: h.dir.clone(),
@@ -108,6 +127,18 @@ pub fn history_json(h: &History, order: &super::OrderBy) -> HistoryJson {
                 unit: s.unit.to_string(),
                 better: s.better,
                 points: s.points.iter().map(|p| PointJson { run: p.run, value: p.value, n: p.n }).collect(),
+                too_few_points: s.points.len() < min_points,
+                change_points: s
+                    .change_points
+                    .iter()
+                    .map(|c| ChangePointJson {
+                        index: c.index,
+                        run_before: s.points[c.index - 1].run,
+                        run_after: s.points[c.index].run,
+                        p: c.p,
+                        change: c.change,
+                    })
+                    .collect(),
             })
             .collect(),
         left_out: h.left_out.clone(),

@@ -22,6 +22,8 @@ pub struct HistoryRequest {
     pub filter: HistoryFilter,
     /// Start time, or a `--meta` key.
     pub order: OrderBy,
+    /// How change points are found.
+    pub change_points: change_points::ChangePointOptions,
 }
 
 /// The runs of a history and their series.
@@ -41,6 +43,7 @@ pub struct History {
 pub fn history(dir: &std::path::Path, req: &HistoryRequest) -> Result<History, HistoryError> {
     let loaded = load_history(dir, req)?;
     let only = load::cell_filter(&req.filter.only, &loaded.runs).map_err(|e| HistoryError::Only(e.to_string()))?;
-    let series = series_of(&loaded.runs, &only);
+    let mut series = series_of(&loaded.runs, &only);
+    series::find_change_points(&mut series, &req.change_points);
     Ok(History { dir: dir.to_path_buf(), runs: loaded.runs, series, left_out: loaded.left_out })
 }

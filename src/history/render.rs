@@ -67,6 +67,9 @@ pub fn render_table(h: &History, width: usize) -> String {
         ));
         for s in h.series.iter().filter(|s| s.segment == seg) {
             out.push_str(&row(s, cell_w, metric_w, spark_w));
+            for c in &s.change_points {
+                out.push_str(&shift_line(h, s, c));
+            }
         }
     }
     for l in &h.left_out {
@@ -90,6 +93,22 @@ fn row(s: &Series, cell_w: usize, metric_w: usize, spark_w: usize) -> String {
         change,
         sparkline(tail)
     )
+}
+
+/// `  ↳ change +10.0% [+8.1%, +11.9%], p=0.0005` and the runs either side with their `--meta` pairs.
+fn shift_line(h: &History, s: &Series, c: &super::series::Shift) -> String {
+    let tags = |i: usize| {
+        let r = &h.runs[s.points[i].run];
+        let pairs: Vec<String> = r.run.meta.meta.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let pairs = if pairs.is_empty() { String::new() } else { format!(" ({})", pairs.join(" ")) };
+        first_line_cut(&escape_control(&format!("{}{pairs}", r.name())), 88)
+    };
+    let pct = |x: f64| if x.is_finite() { format!("{:+.1}%", x * 100.0) } else { "?".into() };
+    let size = match c.change {
+        Some(ch) => format!("{} [{}, {}]", pct(ch.mean), pct(ch.ci_low), pct(ch.ci_high)),
+        None => "?".into(),
+    };
+    format!("  ↳ change {size}, p={:.4}\n      before {}\n      after  {}\n", c.p, tags(c.index - 1), tags(c.index))
 }
 
 /// CSV: one line per point (`segment,cell,metric,unit,run,started,value,n` plus one column per

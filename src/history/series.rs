@@ -42,6 +42,38 @@ pub struct Series {
     pub better: Better,
     /// The points, in series order.
     pub points: Vec<Point>,
+    /// Its change points ([`super::change_points`]), filled by [`find_change_points`].
+    pub change_points: Vec<Shift>,
+}
+
+/// A change point of a series, as reported.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shift {
+    /// Index of the first point of the new level, in the series' points.
+    pub index: usize,
+    /// Permutation p-value.
+    pub p: f64,
+    /// Relative change of the mean from the points since the previous change point to those
+    /// up to the next one, with its 95% interval (Fieller's, as compare and gate use).
+    pub change: Option<crate::stats::Change>,
+}
+
+/// Find the change points of every series with at least the points the method needs.
+pub fn find_change_points(series: &mut [Series], opt: &super::change_points::ChangePointOptions) {
+    for s in series.iter_mut() {
+        let v = s.values();
+        let cps = super::change_points::change_points(&v, opt);
+        let bounds: Vec<usize> = std::iter::once(0).chain(cps.iter().map(|c| c.index)).chain([v.len()]).collect();
+        s.change_points = cps
+            .iter()
+            .enumerate()
+            .map(|(k, c)| Shift {
+                index: c.index,
+                p: c.p,
+                change: crate::stats::relative_change(&v[bounds[k]..c.index], &v[c.index..bounds[k + 2]]),
+            })
+            .collect();
+    }
 }
 
 impl Series {
@@ -102,6 +134,7 @@ pub fn series_of(runs: &[HistoryRun], only: &CellFilter) -> Vec<Series> {
                     unit,
                     better,
                     points: Vec::new(),
+                    change_points: Vec::new(),
                 });
                 s.points.push(Point { run: i, value, n });
             }

@@ -117,6 +117,18 @@ fn history_prints_a_series_per_cell_with_a_sparkline_within_100_columns() {
     // Piped output is 100 columns: the sparkline shows the last 30 runs that fit.
     assert!(row.contains("+10.0%") && row.ends_with(&format!("  {}{}", "▁".repeat(15), "█".repeat(15))), "{row}");
     assert!(out.lines().all(|l| l.chars().count() <= 100), "{out}");
+    // The step is found at run 25 (the 26th, 2011-01-02 01:00) in both cells, with the size of the shift.
+    assert_eq!(out.matches("↳ change +10.0% [").count(), 2, "{out}");
+    assert_eq!(out.matches("after  20110102T010000Z-host (branch=main commit=15)\n").count(), 2, "{out}");
+    let (_, json, _) = history(&["--json"], &dir.path().join("hist"));
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let cp = &doc["series"][0]["change_points"];
+    assert_eq!(
+        (cp.as_array().unwrap().len(), cp[0]["index"].as_u64(), cp[0]["run_after"].as_u64()),
+        (1, Some(25), Some(25))
+    );
+    assert!(cp[0]["p"].as_f64().unwrap() <= 0.001 && cp[0]["change"]["ci_low"].as_f64().unwrap() > 0.09, "{cp:#}");
+    assert_eq!(doc["series"][0]["too_few_points"], false);
     // --last and --since narrow it; --only picks cells.
     let (_, out, _) = history(&["--last", "10", "--only", "fs=ext2"], &dir.path().join("hist"));
     assert!(out.starts_with("10 runs in ") && !out.contains("ext4-M"), "{out}");
@@ -190,4 +202,5 @@ fn history_json_conforms_to_its_checked_in_schema() {
     let errors = crate::support::jsonschema::validate(&schema, &doc);
     assert!(errors.is_empty(), "{errors:#?}");
     assert_eq!((doc["schema"].as_u64(), doc["order"].as_str()), (Some(1), Some("started")));
+    assert_eq!(doc["series"][0]["too_few_points"], true, "three runs are too few for a change point");
 }
