@@ -35,6 +35,7 @@ pub mod bundle;
 pub mod exit;
 pub mod fixture;
 pub mod gate;
+pub mod history;
 pub mod host;
 pub mod model;
 pub mod monitor;

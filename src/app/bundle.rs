@@ -200,7 +200,12 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
     let outcome = crate::runner::run(RunRequest {
         scenario: &scenario,
         cells: plan.cells,
-        target: RunTarget::New { out: args.out.clone(), label: args.label.clone(), shard: None },
+        target: RunTarget::New {
+            out: args.out.clone(),
+            label: args.label.clone(),
+            shard: None,
+            tags: Default::default(),
+        },
         workroot: args.workdir.clone().unwrap_or_else(crate::provision::workroot::default_workdir),
         allow_device: args.allow_device.clone(),
         quiet: args.quiet,

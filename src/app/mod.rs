@@ -15,6 +15,7 @@ pub mod completions;
 pub mod doctor;
 pub mod fixture;
 pub mod gate;
+pub mod history;
 pub mod man;
 pub mod measure;
 pub mod output;
@@ -97,6 +98,11 @@ pub enum Command {
     /// Exit 0 when no cell regressed, 1 when one did, 2 on bad input; `--inconclusive fail`
     /// also fails on comparisons the data cannot decide, `--bisect` gives `git bisect run` codes.
     Gate(gate::GateArgs),
+    /// Every run of a scenario as a series per cell and metric, with a sparkline per series.
+    ///
+    /// In start order or by a `run --meta` key (`--order-by commit`); runs whose scenario
+    /// changed what is measured start a new segment instead of joining the series.
+    History(history::HistoryArgs),
     /// Pack, verify and run scenario bundles shared between labs.
     #[command(subcommand)]
     Bundle(bundle::BundleCommand),
@@ -182,6 +188,7 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Report(args) => report::report(&args),
         Command::Compare(args) => report::compare(&args),
         Command::Gate(args) => gate::gate(&args),
+        Command::History(args) => history::history(&args),
         Command::Bundle(bundle::BundleCommand::Pack(args)) => bundle::pack(&args),
         Command::Bundle(bundle::BundleCommand::Verify(args)) => bundle::verify(&args),
         Command::Bundle(bundle::BundleCommand::Run(args)) => bundle::run(&args),

@@ -24,6 +24,11 @@ pub struct RunArgs {
     /// Label for this run, e.g. the kernel under test (`BASE`, `V3`); used by compare.
     #[arg(long, value_name = "NAME")]
     pub label: Option<String>,
+    /// Record KEY=VALUE in run.json (a commit, a branch, a lab); may be repeated. Keys are
+    /// 1 to 64 of A-Z a-z 0-9 _ . -, values up to 256 printable characters.
+    /// `fsbench history --order-by KEY` orders runs by one.
+    #[arg(long = "meta", value_name = "KEY=VALUE")]
+    pub meta: Vec<String>,
     /// Finish an interrupted run: run only the cells missing from this run directory.
     #[arg(long, value_name = "RUN_DIR", conflicts_with = "scenario")]
     pub resume: Option<PathBuf>,
@@ -99,6 +104,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     if let Some(l) = &args.label {
         super::checks::check_label("--label", l)?;
     }
+    let tags = crate::model::run_tags::parse_tags(&args.meta).map_err(|e| InputError::anyhow(format!("--meta {e}")))?;
     if let Some(dir) = &args.resume {
         return resume(args, dir);
     }
@@ -118,6 +124,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         scenario.kernels.clone()
     };
     if !kernels.is_empty() {
+        if !tags.is_empty() {
+            return Err(InputError::anyhow("--meta is not recorded under --kernel/[[kernels]] yet: run without it"));
+        }
         return run_in_kernels(args, &scenario, &kernels);
     }
     let order = cell_order(args)?;
@@ -139,7 +148,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     let outcome = runner::run(RunRequest {
         scenario: &scenario,
         cells,
-        target: RunTarget::New { out: args.out.clone(), label: args.label.clone(), shard: shard_meta },
+        target: RunTarget::New { out: args.out.clone(), label: args.label.clone(), shard: shard_meta, tags },
         workroot: workroot(args),
         allow_device: args.allow_device.clone(),
         quiet: args.quiet,
@@ -172,9 +181,10 @@ fn resume(args: &RunArgs, dir: &std::path::Path) -> anyhow::Result<i32> {
         || args.scenario_options.archive.is_some()
         || !args.scenario_options.only.is_empty()
         || args.label.is_some()
+        || !args.meta.is_empty()
     {
         return Err(InputError::anyhow(
-            "--resume continues a run as it was planned: --set, --archive, --only and --label cannot change it",
+            "--resume continues a run as it was planned: --set, --archive, --only, --label and --meta cannot change it",
         ));
     }
     let (scenario, cells, resumed) = runner::open_resumed(run, args.allow_exec)?;

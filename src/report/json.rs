@@ -155,6 +155,9 @@ pub struct ListedRun {
     pub failed: usize,
     /// Cell files that could not be read.
     pub unreadable: usize,
+    /// Its `run --meta` pairs, by key; absent when it has none.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub meta: std::collections::BTreeMap<String, String>,
 }
 
 /// `fsbench merge --json`: every group of runs merged (the exit code is 1 when any is

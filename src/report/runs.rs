@@ -64,9 +64,28 @@ pub fn run_list_json(dir: &Path, runs: &[RunSummary]) -> RunListJson {
                 skipped: r.skipped,
                 failed: r.failed,
                 unreadable: r.unreadable,
+                meta: r.meta.meta.clone(),
             })
             .collect(),
     }
+}
+
+/// `header` and `rows` with a last `meta` column (`commit=abc branch=main`, cut to fit) when any
+/// run recorded `--meta` pairs; unchanged otherwise.
+fn with_tags_column(
+    mut header: Vec<String>,
+    mut rows: Vec<Vec<String>>,
+    runs: &[RunSummary],
+) -> (Vec<String>, Vec<Vec<String>>) {
+    if runs.iter().all(|r| r.meta.meta.is_empty()) {
+        return (header, rows);
+    }
+    header.push("meta".into());
+    for (row, r) in rows.iter_mut().zip(runs) {
+        let pairs: Vec<String> = r.meta.meta.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        row.push(first_line_cut(&escape_control(&pairs.join(" ")), 30));
+    }
+    (header, rows)
 }
 
 /// The listing of `dir`'s runs (oldest first) in `format`.
@@ -88,6 +107,8 @@ pub fn render_run_list(dir: &Path, runs: &[RunSummary], format: Format) -> Strin
             ]
         })
         .collect();
+    // `run --meta` pairs get a column only when some run has them: older listings stay as they were.
+    let (header, rows) = with_tags_column(header, rows, runs);
     let rows: Vec<Vec<String>> =
         rows.into_iter().map(|r| r.into_iter().map(|c| escape_control(&c)).collect()).collect();
     match format {

@@ -133,6 +133,13 @@ pub fn check_run(m: &RunMeta) -> Result<(), Violation> {
     if let Some(s) = &m.shard {
         shard(s, m.planned_cells.len())?;
     }
+    count("meta", m.meta.len(), crate::model::run_tags::MAX_TAGS)?;
+    // A run.json from elsewhere holds the same `--meta` pairs `run` would accept, or none.
+    for (k, v) in &m.meta {
+        if let Err(e) = crate::model::run_tags::parse_tag(&format!("{k}={v}")) {
+            return Err((format!("meta.{}", crate::text::escape_control(k)), e));
+        }
+    }
     Ok(())
 }
 

@@ -63,6 +63,10 @@ pub struct RunMeta {
     /// bundle or merged from shards. Such a run is never resumed (absent in measured runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub derived: Option<Derived>,
+    /// What the user recorded about the run (`run --meta KEY=VALUE`: a commit, a branch),
+    /// by key; absent when none was given. `history --order-by KEY` orders runs by one.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub meta: crate::model::run_tags::RunTags,
 }
 
 /// Where a run directory that fsbench did not measure there came from.

@@ -77,6 +77,7 @@ impl RunWriter {
             environment: None,
             order: None,
             derived: None,
+            meta: Default::default(),
         };
         let (writer, parent_fd) = made.into_writer(meta);
         if let Err(e) = writer.write_meta() {
@@ -189,6 +190,12 @@ impl RunWriter {
         if order.is_some() {
             self.meta.order = order;
         }
+        self.write_meta()
+    }
+
+    /// Record the run's `--meta` pairs in `run.json` (written again at once).
+    pub fn record_tags(&mut self, tags: crate::model::run_tags::RunTags) -> Result<(), ResultsError> {
+        self.meta.meta = tags;
         self.write_meta()
     }
 

@@ -82,6 +82,8 @@ pub enum RunTarget {
         label: Option<String>,
         /// The shard this run is, when the matrix is split.
         shard: Option<crate::results::RunShard>,
+        /// `--meta KEY=VALUE` pairs, already validated; recorded in `run.json`.
+        tags: crate::model::run_tags::RunTags,
     },
     /// An interrupted run reopened by [`open_resumed`].
     Resumed(Box<Resumed>),

@@ -60,10 +60,16 @@ pub(super) fn open(target: RunTarget, scenario: &Scenario, cells: &[Cell], workr
     let is_new = matches!(target, RunTarget::New { .. });
     let (writer, stored) = match target {
         RunTarget::Resumed(r) => (r.writer, r.stored),
-        RunTarget::New { out, label, shard } => {
+        RunTarget::New { out, label, shard, tags } => {
             let planned: Vec<CellParams> = cells.iter().map(|c| c.params.clone()).collect();
-            let writer = RunWriter::create_shard(&out, scenario, label.as_deref(), &planned, shard)
+            let mut writer = RunWriter::create_shard(&out, scenario, label.as_deref(), &planned, shard)
                 .with_context(|| format!("cannot create a run directory under {}", out.display()))?;
+            if !tags.is_empty()
+                && let Err(e) = writer.record_tags(tags)
+            {
+                writer.abandon();
+                return Err(anyhow::Error::new(e).context("cannot record --meta in run.json"));
+            }
             (writer, Default::default())
         }
     };

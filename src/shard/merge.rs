@@ -397,6 +397,7 @@ mod tests {
             environment: None,
             order: None,
             derived: None,
+            meta: Default::default(),
         };
         LoadedRun {
             dir: PathBuf::from(format!("/r/s/{host}-{index}-{key}")),

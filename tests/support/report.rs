@@ -84,6 +84,7 @@ pub fn meta(label: Option<&str>, scenario: &str, text: &str, workload: &str, pla
         environment: None,
         order: None,
         derived: None,
+        meta: Default::default(),
         archive: None,
     }
 }

@@ -1,0 +1,191 @@
+//! Change points of a series: E-divisive means with a permutation test, as Apache Otava
+//! (formerly Hunter, MongoDB's CI change-point detection) does. See docs/history.md.
+//!
+//! Within a window, the split that maximises the energy-distance statistic
+//! `Q(τ) = τ·m/n · (2/(τ·m)·Σ|xᵢ−yⱼ| − Σ|xᵢ−xₖ|/C(τ,2) − Σ|yⱼ−yₗ|/C(m,2))` is tested
+//! against the same maximum over random permutations of the window; a split whose p-value
+//! is at most the threshold is kept, and both sides are searched again (binary segmentation).
+
+use crate::fixture::rng::SplitMix64;
+
+/// Settings of the detection.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ChangePointOptions {
+    /// A split is a change point when its permutation p-value is at most this.
+    pub max_p: f64,
+    /// Points examined together; a longer series is examined in windows overlapping by half.
+    pub window: usize,
+    /// Fewest points on each side of a split.
+    pub min_side: usize,
+}
+
+impl Default for ChangePointOptions {
+    fn default() -> Self {
+        ChangePointOptions { max_p: 0.001, window: 50, min_side: 3 }
+    }
+}
+
+impl ChangePointOptions {
+    /// Permutations per test: enough that the smallest p-value they can give, 1/(k+1), is
+    /// half the threshold (1999 at p ≤ 0.001).
+    pub fn permutations(&self) -> usize {
+        ((2.0 / self.max_p).ceil() as usize).saturating_sub(1).clamp(99, 100_000)
+    }
+
+    /// Fewest points a series needs before a change point can be found in it.
+    pub fn min_points(&self) -> usize {
+        2 * self.min_side
+    }
+}
+
+/// A change point: the first point after the shift and how sure the test is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ChangePoint {
+    /// Index of the first point of the new level.
+    pub index: usize,
+    /// Permutation p-value of the split.
+    pub p: f64,
+}
+
+/// The change points of `values` in index order; empty when there are too few points
+/// ([`ChangePointOptions::min_points`]; the caller says so).
+pub fn change_points(values: &[f64], opt: &ChangePointOptions) -> Vec<ChangePoint> {
+    let window = opt.window.max(opt.min_points());
+    let mut found: Vec<ChangePoint> = Vec::new();
+    let step = (window / 2).max(1);
+    let mut start = 0;
+    loop {
+        let end = (start + window).min(values.len());
+        // Seeded by the window's place: the same series gives the same answer every time.
+        let mut rng = SplitMix64::new(0x5eed ^ start as u64);
+        let mut local = Vec::new();
+        bisect(values, start, end, opt, &mut rng, &mut local);
+        for cp in local {
+            // Two overlapping windows may find one shift: keep it once, with its smaller p.
+            match found.iter_mut().find(|f| f.index.abs_diff(cp.index) <= 1) {
+                Some(f) if cp.p < f.p => *f = cp,
+                Some(_) => {}
+                None => found.push(cp),
+            }
+        }
+        if end == values.len() {
+            break;
+        }
+        start += step;
+    }
+    found.sort_by_key(|c| c.index);
+    found
+}
+
+/// Binary segmentation of `values[lo..hi]`.
+fn bisect(
+    values: &[f64],
+    lo: usize,
+    hi: usize,
+    opt: &ChangePointOptions,
+    rng: &mut SplitMix64,
+    out: &mut Vec<ChangePoint>,
+) {
+    if hi - lo < opt.min_points() {
+        return;
+    }
+    let part = &values[lo..hi];
+    let Some((tau, q)) = best_split(part, opt.min_side) else { return };
+    let perms = opt.permutations();
+    let mut shuffled = part.to_vec();
+    let mut as_large = 0usize;
+    for _ in 0..perms {
+        shuffle(&mut shuffled, rng);
+        if best_split(&shuffled, opt.min_side).is_some_and(|(_, qp)| qp >= q) {
+            as_large += 1;
+        }
+    }
+    let p = (as_large + 1) as f64 / (perms + 1) as f64;
+    if p > opt.max_p {
+        return;
+    }
+    out.push(ChangePoint { index: lo + tau, p });
+    bisect(values, lo, lo + tau, opt, rng, out);
+    bisect(values, lo + tau, hi, opt, rng, out);
+}
+
+/// Fisher–Yates.
+fn shuffle(v: &mut [f64], rng: &mut SplitMix64) {
+    for i in (1..v.len()).rev() {
+        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+        v.swap(i, j);
+    }
+}
+
+/// The split τ (points `..τ` against `τ..`) maximising Q, and Q.
+fn best_split(x: &[f64], min_side: usize) -> Option<(usize, f64)> {
+    let n = x.len();
+    // s[a][b]: Σ |xᵢ − xⱼ| over i < a, j < b (prefix sums of the distance matrix).
+    let w = n + 1;
+    let mut s = vec![0.0f64; w * w];
+    for a in 1..=n {
+        let mut row = 0.0;
+        for b in 1..=n {
+            row += (x[a - 1] - x[b - 1]).abs();
+            s[a * w + b] = s[(a - 1) * w + b] + row;
+        }
+    }
+    let sum =
+        |a0: usize, a1: usize, b0: usize, b1: usize| s[a1 * w + b1] - s[a0 * w + b1] - s[a1 * w + b0] + s[a0 * w + b0];
+    let mut best: Option<(usize, f64)> = None;
+    for tau in min_side..=n.saturating_sub(min_side) {
+        let m = n - tau;
+        let (t, mf) = (tau as f64, m as f64);
+        let between = sum(0, tau, tau, n);
+        let left = sum(0, tau, 0, tau) / 2.0;
+        let right = sum(tau, n, tau, n) / 2.0;
+        let e = 2.0 * between / (t * mf) - left / (t * (t - 1.0) / 2.0) - right / (mf * (mf - 1.0) / 2.0);
+        let q = t * mf / n as f64 * e;
+        if best.is_none_or(|(_, b)| q > b) {
+            best = Some((tau, q));
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` values around `level(i)` with a relative noise of ±`noise` (uniform, seeded).
+    fn noisy(n: usize, noise: f64, seed: u64, level: impl Fn(usize) -> f64) -> Vec<f64> {
+        let mut rng = SplitMix64::new(seed);
+        (0..n).map(|i| level(i) * (1.0 + noise * (2.0 * rng.f64() - 1.0))).collect()
+    }
+
+    #[test]
+    fn a_ten_percent_step_at_run_25_of_40_is_found_there() {
+        for seed in 1..=5 {
+            let v = noisy(40, 0.03, seed, |i| if i < 25 { 100.0 } else { 110.0 });
+            let cps = change_points(&v, &ChangePointOptions::default());
+            assert_eq!(cps.len(), 1, "seed {seed}: {cps:?}");
+            assert!(cps[0].index.abs_diff(25) <= 1 && cps[0].p <= 0.001, "seed {seed}: {cps:?}");
+        }
+    }
+
+    #[test]
+    fn an_a_a_series_with_five_percent_noise_has_no_change_point() {
+        for seed in 1..=5 {
+            let v = noisy(40, 0.05, seed, |_| 100.0);
+            assert_eq!(change_points(&v, &ChangePointOptions::default()), vec![], "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn a_one_percent_per_run_drift_over_20_runs_is_reported_as_a_change_point() {
+        let v = noisy(20, 0.01, 7, |i| 100.0 * (1.0 + 0.01 * i as f64));
+        let cps = change_points(&v, &ChangePointOptions::default());
+        assert!(!cps.is_empty() && cps.iter().all(|c| (3..=17).contains(&c.index)), "{cps:?}");
+    }
+
+    #[test]
+    fn too_few_points_give_no_change_point() {
+        assert!(change_points(&[1.0, 1.0, 9.0, 9.0, 9.0], &ChangePointOptions::default()).is_empty());
+        assert_eq!(ChangePointOptions::default().min_points(), 6);
+    }
+}

@@ -1,0 +1,152 @@
+//! The terminal table (a sparkline per series) and the CSV of a history.
+
+use super::History;
+use super::series::Series;
+use crate::report::format::csv_record;
+use crate::text::{escape_control, first_line_cut};
+
+/// The eight heights of a sparkline, lowest first.
+const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// A sparkline of `values`, one character per value, scaled from their minimum to their
+/// maximum; a flat series is a flat line at mid height.
+pub fn sparkline(values: &[f64]) -> String {
+    let (lo, hi) = values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| (l.min(v), h.max(v)));
+    values
+        .iter()
+        .map(|&v| {
+            if hi - lo <= f64::EPSILON * hi.abs().max(1.0) {
+                return BARS[3];
+            }
+            BARS[(((v - lo) / (hi - lo)) * 7.0).round().clamp(0.0, 7.0) as usize]
+        })
+        .collect()
+}
+
+/// Significant figures enough to see a few percent: `1234`, `12.3`, `0.0123`.
+fn short_number(x: f64) -> String {
+    let a = x.abs();
+    if a >= 1000.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// The table: one row per series (cell, metric, points, first, last, last vs first, sparkline
+/// of the last points that fit), at most `width` columns.
+pub fn render_table(h: &History, width: usize) -> String {
+    let mut out = format!(
+        "{} in {}, {} series\n",
+        crate::text::plural(h.runs.len(), "run", "runs"),
+        escape_control(&h.dir.display().to_string()),
+        h.series.len()
+    );
+    let segments = h.runs.last().map(|r| r.segment + 1).unwrap_or(1);
+    let cell_w = h.series.iter().map(|s| s.cell.chars().count()).max().unwrap_or(4).clamp(4, 28);
+    let metric_w = h.series.iter().map(|s| s.metric.chars().count()).max().unwrap_or(6).clamp(6, 24);
+    // cell, metric, n (4), first (8), last (8), change (7), spaces between.
+    let fixed = cell_w + metric_w + 4 + 8 + 8 + 7 + 7;
+    let spark_w = width.saturating_sub(fixed).clamp(8, 60);
+    for seg in 0..segments {
+        if segments > 1 {
+            let first = h.runs.iter().find(|r| r.segment == seg).map(|r| r.name()).unwrap_or_default();
+            out.push_str(&format!(
+                "\nsegment {} (from {}): the scenario changed what is measured\n",
+                seg + 1,
+                escape_control(&first)
+            ));
+        }
+        out.push_str(&format!(
+            "\n{:<cell_w$} {:<metric_w$} {:>4} {:>8} {:>8} {:>7}  trend\n",
+            "cell", "metric", "runs", "first", "last", "change"
+        ));
+        for s in h.series.iter().filter(|s| s.segment == seg) {
+            out.push_str(&row(s, cell_w, metric_w, spark_w));
+            for c in &s.change_points {
+                out.push_str(&shift_line(h, s, c));
+            }
+        }
+    }
+    for l in &h.left_out {
+        out.push_str(&format!("left out: {}\n", escape_control(l)));
+    }
+    out
+}
+
+fn row(s: &Series, cell_w: usize, metric_w: usize, spark_w: usize) -> String {
+    let v = s.values();
+    let (first, last) = (v.first().copied().unwrap_or(f64::NAN), v.last().copied().unwrap_or(f64::NAN));
+    let change = if first != 0.0 { format!("{:+.1}%", (last / first - 1.0) * 100.0) } else { "-".into() };
+    let tail = &v[v.len().saturating_sub(spark_w)..];
+    format!(
+        "{:<cell_w$} {:<metric_w$} {:>4} {:>8} {:>8} {:>7}  {}\n",
+        first_line_cut(&escape_control(&s.cell), cell_w),
+        first_line_cut(&escape_control(&s.metric), metric_w),
+        v.len(),
+        short_number(first),
+        short_number(last),
+        change,
+        sparkline(tail)
+    )
+}
+
+/// `  ↳ change +10.0% [+8.1%, +11.9%], p=0.0005` and the runs either side with their `--meta` pairs.
+fn shift_line(h: &History, s: &Series, c: &super::series::Shift) -> String {
+    let tags = |i: usize| {
+        let r = &h.runs[s.points[i].run];
+        let pairs: Vec<String> = r.run.meta.meta.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let pairs = if pairs.is_empty() { String::new() } else { format!(" ({})", pairs.join(" ")) };
+        first_line_cut(&escape_control(&format!("{}{pairs}", r.name())), 88)
+    };
+    let pct = |x: f64| if x.is_finite() { format!("{:+.1}%", x * 100.0) } else { "?".into() };
+    let size = match c.change {
+        Some(ch) => format!("{} [{}, {}]", pct(ch.mean), pct(ch.ci_low), pct(ch.ci_high)),
+        None => "?".into(),
+    };
+    format!("  ↳ change {size}, p={:.4}\n      before {}\n      after  {}\n", c.p, tags(c.index - 1), tags(c.index))
+}
+
+/// CSV: one line per point (`segment,cell,metric,unit,run,started,value,n` plus one column per
+/// `--meta` key any run recorded).
+pub fn render_csv(h: &History) -> String {
+    let keys: std::collections::BTreeSet<&String> = h.runs.iter().flat_map(|r| r.run.meta.meta.keys()).collect();
+    let mut header: Vec<String> =
+        ["segment", "cell", "metric", "unit", "run", "started", "value", "n"].map(String::from).to_vec();
+    header.extend(keys.iter().map(|k| format!("meta.{k}")));
+    let mut out = csv_record(&header);
+    for s in &h.series {
+        for p in &s.points {
+            let r = &h.runs[p.run];
+            let mut rec = vec![
+                s.segment.to_string(),
+                s.cell.clone(),
+                s.metric.clone(),
+                s.unit.to_string(),
+                r.name(),
+                r.run.meta.started.clone(),
+                format!("{}", p.value),
+                p.n.to_string(),
+            ];
+            rec.extend(keys.iter().map(|k| r.run.meta.meta.get(*k).cloned().unwrap_or_default()));
+            out.push_str(&csv_record(&rec));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sparklines_span_the_range_and_a_flat_series_is_flat() {
+        assert_eq!(sparkline(&[1.0, 2.0, 3.0, 8.0]), "▁▂▃█");
+        assert_eq!(sparkline(&[5.0, 5.0]), "▄▄");
+        assert_eq!(sparkline(&[]), "");
+    }
+}

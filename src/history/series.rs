@@ -1,0 +1,151 @@
+//! One series per (segment, cell, metric): the number each run measured, in series order.
+
+use std::collections::BTreeMap;
+
+use super::HistoryRun;
+use crate::model::CellResult;
+use crate::plan::CellFilter;
+
+/// Which way a metric is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    /// More is better (loops per millisecond).
+    Higher,
+    /// Less is better (elapsed time, latency).
+    Lower,
+}
+
+/// One point: a run's value of one metric in one cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    /// Index of the run in [`super::History::runs`].
+    pub run: usize,
+    /// The run's value: the mean over its repetitions or iterations.
+    pub value: f64,
+    /// The repetitions or iterations behind it.
+    pub n: usize,
+}
+
+/// The values of one metric of one cell over the runs of one segment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// Comparable segment, from 0.
+    pub segment: usize,
+    /// Cell id (`ext4-M-qoff-t1-open_close`).
+    pub cell: String,
+    /// Metric name (`total_loops`, `latency_p99`, `step2 tar zxf linux-2.5.63.tar.gz elapsed`).
+    pub metric: String,
+    /// Unit of the values (`loops/ms`, `µs`, `s`).
+    pub unit: &'static str,
+    /// Which way is better.
+    pub better: Better,
+    /// The points, in series order.
+    pub points: Vec<Point>,
+    /// Its change points ([`super::change_points`]), filled by [`find_change_points`].
+    pub change_points: Vec<Shift>,
+}
+
+/// A change point of a series, as reported.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shift {
+    /// Index of the first point of the new level, in the series' points.
+    pub index: usize,
+    /// Permutation p-value.
+    pub p: f64,
+    /// Relative change of the mean from the points since the previous change point to those
+    /// up to the next one, with its 95% interval (Fieller's, as compare and gate use).
+    pub change: Option<crate::stats::Change>,
+}
+
+/// Find the change points of every series with at least the points the method needs.
+pub fn find_change_points(series: &mut [Series], opt: &super::change_points::ChangePointOptions) {
+    for s in series.iter_mut() {
+        let v = s.values();
+        let cps = super::change_points::change_points(&v, opt);
+        let bounds: Vec<usize> = std::iter::once(0).chain(cps.iter().map(|c| c.index)).chain([v.len()]).collect();
+        s.change_points = cps
+            .iter()
+            .enumerate()
+            .map(|(k, c)| Shift {
+                index: c.index,
+                p: c.p,
+                change: crate::stats::relative_change(&v[bounds[k]..c.index], &v[c.index..bounds[k + 2]]),
+            })
+            .collect();
+    }
+}
+
+impl Series {
+    /// The values alone, in order.
+    pub fn values(&self) -> Vec<f64> {
+        self.points.iter().map(|p| p.value).collect()
+    }
+}
+
+/// The metrics of one measured cell: (name, unit, better, value, n).
+fn metrics(c: &CellResult) -> Vec<(String, &'static str, Better, f64, usize)> {
+    let mut out = Vec::new();
+    if let Some(l) = &c.latfs {
+        if l.total_loops.n > 0 {
+            out.push(("total_loops".into(), "loops/ms", Better::Higher, l.total_loops.mean, l.total_loops.n));
+        }
+        if let Some(d) = &l.latency_dist {
+            for (name, ns) in [("latency_p50", d.p50_ns), ("latency_p90", d.p90_ns), ("latency_p99", d.p99_ns)] {
+                out.push((name.into(), "µs", Better::Lower, ns as f64 / 1000.0, 1));
+            }
+        }
+    }
+    if let Some(s) = &c.steps {
+        let steps = s.iterations.iter().map(Vec::len).max().unwrap_or(0);
+        for j in 0..steps {
+            let times: Vec<f64> =
+                s.iterations.iter().filter_map(|it| it.get(j)).map(|t| t.elapsed_us as f64 / 1e6).collect();
+            let Some(label) = s
+                .iterations
+                .iter()
+                .find_map(|it| it.get(j))
+                .map(|t| t.label.escaped(crate::model::TextFormat::Terminal).into_owned())
+            else {
+                continue;
+            };
+            let mean = times.iter().sum::<f64>() / times.len() as f64;
+            out.push((format!("step{} {label} elapsed", j + 1), "s", Better::Lower, mean, times.len()));
+        }
+    }
+    out
+}
+
+/// Every series of `runs`, by segment, cell (in the first plan's order) and metric.
+pub fn series_of(runs: &[HistoryRun], only: &CellFilter) -> Vec<Series> {
+    // Keyed by (segment, cell position, cell id, metric position, metric): plan order, not names.
+    let mut by_key: BTreeMap<(usize, usize, String, usize, String), Series> = BTreeMap::new();
+    let mut cell_pos: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, hr) in runs.iter().enumerate() {
+        for p in &hr.run.meta.planned_cells {
+            let next = cell_pos.len();
+            cell_pos.entry(p.id()).or_insert(next);
+        }
+        for c in hr.run.cells.iter().filter(|c| c.status == crate::model::CellStatus::Ok && only.matches(&c.params)) {
+            let next = cell_pos.len();
+            let pos = *cell_pos.entry(c.id.clone()).or_insert(next);
+            for (m, (metric, unit, better, value, n)) in metrics(c).into_iter().enumerate() {
+                if !value.is_finite() {
+                    continue;
+                }
+                let key = (hr.segment, pos, c.id.clone(), m, metric.clone());
+                let s = by_key.entry(key).or_insert_with(|| Series {
+                    segment: hr.segment,
+                    cell: c.id.clone(),
+                    metric,
+                    unit,
+                    better,
+                    points: Vec::new(),
+                    change_points: Vec::new(),
+                });
+                s.points.push(Point { run: i, value, n });
+            }
+        }
+    }
+    by_key.into_values().collect()
+}
