@@ -240,6 +240,7 @@ fn disturbance(disturbed: bool) -> Option<Disturbance> {
         steal_us: 0,
         share: if disturbed { 0.83 } else { 0.003 },
         disturbed,
+        ..Disturbance::default()
     })
 }
 
