@@ -17,12 +17,22 @@
 //!   other processes, including the short-lived ones no snapshot saw;
 //! - `steal_us`: time the hypervisor gave our virtual CPUs to someone else.
 //!
-//! A window is **disturbed** when `(foreign + steal) / wall` exceeds the threshold,
-//! a fraction of one CPU (default [`DEFAULT_THRESHOLD`] = 25%: a neighbour that
-//! keeps a quarter of a CPU busy for the whole window). All of it ticks at
+//! A window is **disturbed** when other processes competed with the cell for CPUs,
+//! not merely when they ran: [`contention_us`] is the foreign CPU time that did not
+//! fit into the CPUs the cell left idle, plus all steal time. The cell needs one CPU
+//! per task for the whole window (what it asked for, not what it got: a contended
+//! cell gets less), or the CPU its tree actually used if that is more, plus the
+//! kernel threads and interrupts it woke; the machine has `online_cpus` for the
+//! window. So a one-task cell beside a one-core neighbour on two CPUs is quiet (the
+//! neighbour had the other CPU), two tasks beside it are contended, and a background
+//! job on a 16-CPU workstation is not a disturbance. Steal time always counts: the
+//! hypervisor took a virtual CPU that was runnable, and it may have been ours.
+//! The window is disturbed when `contention_us / wall` exceeds the threshold, a
+//! fraction of one CPU (default [`DEFAULT_THRESHOLD`] = 25%: a neighbour that takes
+//! a quarter of a CPU from the cell for the whole window). All of it ticks at
 //! USER_HZ (10 ms), so a short window has a granularity of about one tick per
 //! CPU: a window is also never disturbed by less than [`MIN_TICKS`] ticks of
-//! foreign + steal time, so tick jitter alone cannot mark a 100 ms window.
+//! contention, so tick jitter alone cannot mark a 100 ms window.
 //!
 //! Why a process tree and not getrusage: getrusage(RUSAGE_CHILDREN) adds a child's
 //! whole life when it is reaped, so any long-lived child reaped inside a window
@@ -33,10 +43,10 @@ use std::io;
 
 use crate::model::Disturbance;
 
-/// Default disturbance threshold: foreign + steal CPU above a quarter of one CPU over the window.
+/// Default disturbance threshold: contention above a quarter of one CPU over the window.
 pub const DEFAULT_THRESHOLD: f64 = 0.25;
 
-/// Fewest clock ticks of foreign + steal time that can make a window disturbed.
+/// Fewest clock ticks of contention that can make a window disturbed.
 pub const MIN_TICKS: u64 = 3;
 
 /// System-wide CPU time totals from the `cpu` line of `/proc/stat`, in clock ticks.
@@ -58,6 +68,8 @@ pub struct CpuTotals {
     pub softirq: u64,
     /// Stolen by the hypervisor.
     pub steal: u64,
+    /// CPUs these totals cover: the `cpuN` lines (one per online CPU).
+    pub online_cpus: u32,
 }
 
 impl CpuTotals {
@@ -76,6 +88,10 @@ impl CpuTotals {
             irq: at(5),
             softirq: at(6),
             steal: at(7),
+            online_cpus: stat
+                .lines()
+                .filter(|l| l.strip_prefix("cpu").is_some_and(|n| n.starts_with(|c: char| c.is_ascii_digit())))
+                .count() as u32,
         })
     }
 
@@ -218,16 +234,24 @@ impl Window {
         Window { root, start: Snapshot::read(root), started: std::time::Instant::now() }
     }
 
-    /// Close the window; `None` when /proc cannot be read (nothing to judge by).
-    pub fn finish(&self, threshold: f64) -> Option<Disturbance> {
+    /// Close the window of a cell that needed `needed_cpus` CPUs (one per task);
+    /// `None` when /proc cannot be read (nothing to judge by).
+    pub fn finish(&self, threshold: f64, needed_cpus: u32) -> Option<Disturbance> {
         let end = Snapshot::read(self.root)?;
         let wall_us = self.started.elapsed().as_micros() as u64;
-        Some(account(&self.start?, &end, wall_us, tick_us(), threshold))
+        Some(account(&self.start?, &end, wall_us, tick_us(), Judge { threshold, needed_cpus }))
     }
 }
 
+/// What a window is judged against: the threshold and the CPUs the cell needed.
+#[derive(Debug, Clone, Copy)]
+struct Judge {
+    threshold: f64,
+    needed_cpus: u32,
+}
+
 /// The disturbance of a window from its two snapshots (pure, for tests).
-fn account(before: &Snapshot, after: &Snapshot, wall_us: u64, tick_us: u64, threshold: f64) -> Disturbance {
+fn account(before: &Snapshot, after: &Snapshot, wall_us: u64, tick_us: u64, judge: Judge) -> Disturbance {
     let delta = |a: u64, b: u64| b.saturating_sub(a) * tick_us;
     let (b, a) = (&before.totals, &after.totals);
     let process_us = delta(b.processes(), a.processes());
@@ -237,24 +261,51 @@ fn account(before: &Snapshot, after: &Snapshot, wall_us: u64, tick_us: u64, thre
     let foreign_cpu_us = process_us.saturating_sub(own_cpu_us + kernel_threads_us);
     let steal_us = delta(b.steal, a.steal);
     let share = if wall_us == 0 { 0.0 } else { (foreign_cpu_us + steal_us) as f64 / wall_us as f64 };
-    let disturbed = share > threshold && foreign_cpu_us + steal_us >= MIN_TICKS * tick_us;
-    Disturbance {
+    // A CPU taken offline inside the window leaves the smaller count: the cautious one.
+    let online_cpus = b.online_cpus.min(a.online_cpus);
+    let mut d = Disturbance {
         wall_us,
         own_cpu_us,
         kernel_cpu_us: kernel_threads_us + interrupt_us,
         foreign_cpu_us,
         steal_us,
         share,
-        disturbed,
-    }
+        disturbed: false,
+        needed_cpus: Some(judge.needed_cpus),
+        online_cpus: Some(online_cpus),
+        contention_us: None,
+    };
+    let contention = contention_us(&d, judge.needed_cpus, online_cpus);
+    d.contention_us = Some(contention);
+    d.disturbed = is_disturbed(contention, wall_us, tick_us, judge.threshold);
+    d
+}
+
+/// The part of other processes' CPU time that competed with the cell, plus all steal
+/// time, in µs: `min(foreign, max(0, foreign + needed + kernel - online × wall)) + steal`,
+/// where `needed` is one CPU per task over the window or the run's own CPU time if
+/// that is more. Foreign time that fitted into CPUs the cell left idle is not
+/// contention; the cell's own excess (more tasks than CPUs) is not a disturbance
+/// either, hence the `min`. With `online_cpus` unknown (0) every foreign µs counts.
+pub fn contention_us(d: &Disturbance, needed_cpus: u32, online_cpus: u32) -> u64 {
+    let capacity = u64::from(online_cpus) * d.wall_us;
+    let needed = d.own_cpu_us.max(u64::from(needed_cpus) * d.wall_us) + d.kernel_cpu_us;
+    let crowded = (d.foreign_cpu_us + needed).saturating_sub(capacity);
+    crowded.min(d.foreign_cpu_us) + d.steal_us
+}
+
+/// A window is disturbed when its contention, in CPUs over the window, exceeds
+/// `threshold` by at least [`MIN_TICKS`] clock ticks.
+pub fn is_disturbed(contention_us: u64, wall_us: u64, tick_us: u64, threshold: f64) -> bool {
+    wall_us > 0 && contention_us as f64 / wall_us as f64 > threshold && contention_us >= MIN_TICKS * tick_us
 }
 
 /// How long a rerun waits, at most, for the machine to become quiet (see [`wait_until_quiet`]).
 pub const QUIET_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Sleep in windows of `step` until one of them is not disturbed at `threshold`, or
-/// until `max` has passed or `cancel()` says stop; returns how long it waited.
-/// `root`'s tree is ours, as in [`Window::start`].
+/// Sleep in windows of `step` until one of them is not disturbed at `threshold` for a
+/// cell needing `needed_cpus` CPUs, or until `max` has passed or `cancel()` says stop;
+/// returns how long it waited. `root`'s tree is ours, as in [`Window::start`].
 ///
 /// A disturbed repetition is rerun, and a neighbour that is busy now is likely still
 /// busy a moment later: rerunning at once mostly buys another disturbed repetition and
@@ -262,6 +313,7 @@ pub const QUIET_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(5
 pub fn wait_until_quiet(
     root: u32,
     threshold: f64,
+    needed_cpus: u32,
     step: std::time::Duration,
     max: std::time::Duration,
     cancel: &dyn Fn() -> bool,
@@ -270,7 +322,7 @@ pub fn wait_until_quiet(
     while t0.elapsed() < max && !cancel() {
         let w = Window::start(root);
         std::thread::sleep(step);
-        match w.finish(threshold) {
+        match w.finish(threshold, needed_cpus) {
             Some(d) if d.disturbed => continue,
             _ => break,
         }
@@ -336,6 +388,79 @@ mod tests {
         assert_eq!(Processes::split(&cycle, 10), Processes::default());
     }
 
+    /// A one-task cell on a machine whose CPU count is unknown: every foreign µs counts.
+    fn judge(threshold: f64) -> Judge {
+        Judge { threshold, needed_cpus: 1 }
+    }
+
+    /// A 1 s window with `own`, `kernel`, `foreign` and `steal` in CPUs.
+    fn window(own: f64, kernel: f64, foreign: f64, steal: f64) -> Disturbance {
+        let us = |cpus: f64| (cpus * 1e6) as u64;
+        Disturbance {
+            wall_us: 1_000_000,
+            own_cpu_us: us(own),
+            kernel_cpu_us: us(kernel),
+            foreign_cpu_us: us(foreign),
+            steal_us: us(steal),
+            ..Disturbance::default()
+        }
+    }
+
+    fn disturbed(d: &Disturbance, needed_cpus: u32, online_cpus: u32) -> bool {
+        is_disturbed(contention_us(d, needed_cpus, online_cpus), d.wall_us, 10_000, DEFAULT_THRESHOLD)
+    }
+
+    #[test]
+    fn one_task_beside_a_one_core_neighbour_on_two_cpus_is_not_disturbed() {
+        // The neighbour had the other CPU; the cell's kernel threads fit beside both.
+        let d = window(1.0, 0.05, 1.0, 0.0);
+        assert_eq!(contention_us(&d, 1, 2), 50_000);
+        assert!(!disturbed(&d, 1, 2));
+        // Judged as before (a fraction of one CPU, whoever it competed with), it was.
+        assert!(disturbed(&d, 1, 0));
+    }
+
+    #[test]
+    fn two_tasks_beside_a_one_core_neighbour_on_two_cpus_are_disturbed() {
+        // Three busy loops on two CPUs: each got two thirds of one. What the cell got
+        // (1.33 CPUs) is not what it needed (2): the rule judges the need.
+        let d = window(4.0 / 3.0, 0.0, 2.0 / 3.0, 0.0);
+        assert_eq!(contention_us(&d, 2, 2), 666_666);
+        assert!(disturbed(&d, 2, 2));
+    }
+
+    #[test]
+    fn a_background_job_on_sixteen_cpus_is_not_disturbed() {
+        let d = window(4.0, 0.2, 1.5, 0.0);
+        assert_eq!(contention_us(&d, 4, 16), 0);
+        assert!(!disturbed(&d, 4, 16));
+        // Unless the job fills the CPUs the cell left idle.
+        let d = window(3.0, 0.2, 13.0, 0.0);
+        assert!(disturbed(&d, 4, 16), "{}", contention_us(&d, 4, 16));
+    }
+
+    #[test]
+    fn steal_time_counts_even_with_idle_cpus() {
+        let d = window(1.0, 0.0, 0.0, 0.3);
+        assert_eq!(contention_us(&d, 1, 16), 300_000);
+        assert!(disturbed(&d, 1, 16));
+    }
+
+    #[test]
+    fn more_tasks_than_cpus_is_not_a_disturbance_by_itself() {
+        // Four tasks on two CPUs crowd each other; a sliver of foreign time is all
+        // the others took, and only that counts.
+        let d = window(1.9, 0.05, 0.05, 0.0);
+        assert_eq!(contention_us(&d, 4, 2), 50_000);
+        assert!(!disturbed(&d, 4, 2));
+    }
+
+    #[test]
+    fn the_online_cpus_are_the_cpu_n_lines() {
+        assert_eq!(CpuTotals::parse(STAT).unwrap().online_cpus, 1);
+        assert_eq!(CpuTotals::parse("cpu  1 2 3 4\ncpu0 1 1 1 1\ncpu1 0 1 2 3\nintr 5\n").unwrap().online_cpus, 2);
+    }
+
     #[test]
     fn foreign_time_is_process_time_minus_ours_and_the_kernels() {
         let snap = |user, system, irq, steal, ours, kernel| Snapshot {
@@ -345,10 +470,10 @@ mod tests {
         // A 1 s window: 60 ticks of process time, 30 ours and 10 the kernel threads'.
         let before = snap(100, 50, 0, 0, 500, 70);
         let after = snap(140, 70, 4, 5, 530, 80);
-        let d = account(&before, &after, 1_000_000, 10_000, 0.25);
+        let d = account(&before, &after, 1_000_000, 10_000, judge(0.25));
         assert_eq!((d.own_cpu_us, d.kernel_cpu_us, d.foreign_cpu_us, d.steal_us), (300_000, 140_000, 200_000, 50_000));
         assert!((d.share - 0.25).abs() < 1e-12 && !d.disturbed, "{d:?}");
-        assert!(account(&before, &after, 1_000_000, 10_000, 0.2).disturbed);
+        assert!(account(&before, &after, 1_000_000, 10_000, judge(0.2)).disturbed);
         // A worker reaped inside the window: its 40 ticks moved into its parent's cutime,
         // so the tree's sum grows by what it did in the window only.
         let procs = |parent: u64, worker: Option<u64>| {
@@ -359,10 +484,10 @@ mod tests {
         let (b, a) = (procs(100, Some(30)), procs(100 + 40, None));
         assert_eq!(a.ours - b.ours, 10);
         // Ours beyond the tick-sampled totals never makes a negative foreign time.
-        let d = account(&before, &snap(110, 50, 0, 0, 900, 70), 1_000_000, 10_000, 0.25);
+        let d = account(&before, &snap(110, 50, 0, 0, 900, 70), 1_000_000, 10_000, judge(0.25));
         assert_eq!(d.foreign_cpu_us, 0);
         // Two ticks of foreign time in a 50 ms window is 40% of a CPU, but within tick jitter.
-        let d = account(&before, &snap(102, 50, 0, 0, 500, 70), 50_000, 10_000, 0.25);
+        let d = account(&before, &snap(102, 50, 0, 0, 500, 70), 50_000, 10_000, judge(0.25));
         assert!(d.share > 0.25 && !d.disturbed, "{d:?}");
     }
 
@@ -394,7 +519,9 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(50));
         let w = Window::start(root);
         std::thread::sleep(std::time::Duration::from_millis(600));
-        let d = w.finish(DEFAULT_THRESHOLD).expect("/proc is readable");
+        // A cell that needs every CPU: the neighbour competes with it wherever it runs.
+        let all = CpuTotals::read().unwrap().online_cpus;
+        let d = w.finish(DEFAULT_THRESHOLD, all).expect("/proc is readable");
         drop(neighbour);
         // The neighbour ran for (nearly) the whole window unless the machine is saturated;
         // a third of a CPU is a floor that holds even when it shares its core.
@@ -404,10 +531,10 @@ mod tests {
         let w = Window::start(root);
         let mut child = std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(600));
-        let running = w.finish(DEFAULT_THRESHOLD).unwrap();
+        let running = w.finish(DEFAULT_THRESHOLD, 1).unwrap();
         let _ = child.kill();
         let _ = child.wait();
-        let reaped = w.finish(DEFAULT_THRESHOLD).unwrap();
+        let reaped = w.finish(DEFAULT_THRESHOLD, 1).unwrap();
         for d in [&running, &reaped] {
             assert!(d.own_cpu_us as f64 >= 0.3 * 600_000.0, "{d:?}");
         }
@@ -418,10 +545,11 @@ mod tests {
     fn waiting_for_quiet_stops_at_a_quiet_window_or_when_cancelled() {
         let step = std::time::Duration::from_millis(20);
         // Any window is quiet under an infinite threshold: one step.
-        let w = wait_until_quiet(std::process::id(), f64::INFINITY, step, std::time::Duration::from_secs(5), &|| false);
+        let w =
+            wait_until_quiet(std::process::id(), f64::INFINITY, 1, step, std::time::Duration::from_secs(5), &|| false);
         assert!(w >= step && w < std::time::Duration::from_secs(5), "{w:?}");
         // A cancelled wait returns at once, however busy the machine.
-        let w = wait_until_quiet(std::process::id(), 0.0, step, std::time::Duration::from_secs(5), &|| true);
+        let w = wait_until_quiet(std::process::id(), 0.0, 1, step, std::time::Duration::from_secs(5), &|| true);
         assert!(w < step, "{w:?}");
     }
 }

@@ -20,9 +20,21 @@ pub struct Disturbance {
     pub foreign_cpu_us: u64,
     /// Steal time of all CPUs (a virtual machine's CPUs given to others), µs.
     pub steal_us: u64,
-    /// `(foreign_cpu_us + steal_us) / wall_us`, in CPUs.
+    /// `(foreign_cpu_us + steal_us) / wall_us`, in CPUs: how busy the others were,
+    /// whether or not they competed with the run (see `contention_us`).
     pub share: f64,
-    /// `share` exceeded the threshold, by at least `host::cpu::MIN_TICKS` clock ticks of
-    /// foreign and steal time: the sample is kept but left out of the statistics.
+    /// `contention_us / wall_us` exceeded the threshold, by at least
+    /// `host::cpu::MIN_TICKS` clock ticks (results written before contention was
+    /// recorded judged `share` instead): the sample is kept but left out of the statistics.
     pub disturbed: bool,
+    /// CPUs the run needed during the window: one per task (lat_fs worker or steps copy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needed_cpus: Option<u32>,
+    /// CPUs online during the window (the `cpuN` lines of /proc/stat).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub online_cpus: Option<u32>,
+    /// Foreign CPU time that did not fit into the CPUs the run left idle, plus steal
+    /// time, µs (`host::cpu::contention_us`): what the threshold is compared with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contention_us: Option<u64>,
 }

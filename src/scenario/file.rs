@@ -293,7 +293,8 @@ pub struct WorkloadFile {
     /// lat_fs: how many disturbed repetitions a cell may run again. Default 3.
     #[serde(default)]
     pub max_reruns: Option<i64>,
-    /// Share of one CPU that other processes (plus steal time) may use during a lat_fs
+    /// Share of one CPU that other processes may take from the run (their CPU time that
+    /// did not fit into the CPUs the run left idle, plus steal time) during a lat_fs
     /// repetition or a step before it counts as disturbed (`"25%"`, default), or `"off"`.
     #[serde(default)]
     pub disturbance: Option<String>,

@@ -326,7 +326,7 @@ pub struct NoiseSpec {
     pub min_repetitions: u32,
     /// Stop once the 95% CI half-width of the mean is within this fraction of the mean.
     pub ci_target: Option<f64>,
-    /// Foreign + steal CPU share (of one CPU) above which a repetition is disturbed; `None`: not checked.
+    /// Contention (of one CPU, see `host::cpu::contention_us`) above which a repetition is disturbed; `None`: not checked.
     pub disturbance: Option<f64>,
     /// How many disturbed repetitions may be run again, per cell.
     pub max_reruns: u32,
@@ -359,7 +359,7 @@ pub enum LatencyMode {
 pub struct StepsSpec {
     /// How many times the step list runs.
     pub iterations: u32,
-    /// Foreign + steal CPU share above which a step is marked disturbed and left out of statistics.
+    /// Contention (of one CPU, see `host::cpu::contention_us`) above which a step is marked disturbed and left out of statistics.
     pub disturbance: Option<f64>,
     /// The steps, in order.
     pub steps: Vec<Step>,

@@ -216,7 +216,9 @@ fn time_step(run: &StepsRun, step: &Step) -> Result<StepTiming, StepError> {
     let elapsed = t0.elapsed();
     // Our CPU first: closing the window scans /proc, which is not the step's work.
     let (u1, s1, self_rss) = rusage(libc::RUSAGE_SELF);
-    let disturbance = window.and_then(|(t, w)| w.finish(t));
+    // One CPU for the copy timing this step; the other copies of a `tasks = N` cell
+    // count by the CPU they got (the run's tree), which under-states their need.
+    let disturbance = window.and_then(|(t, w)| w.finish(t, 1));
     let (mut user_us, mut system_us) = (u1.saturating_sub(u0), s1.saturating_sub(s0));
     let mut max_rss_kib = self_rss;
     if let Some((cu, cs, crss)) = child {

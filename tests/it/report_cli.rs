@@ -243,6 +243,7 @@ fn disturbance(disturbed: bool) -> Option<Disturbance> {
         steal_us: 0,
         share: if disturbed { 0.83 } else { 0.003 },
         disturbed,
+        ..Disturbance::default()
     })
 }
 
@@ -276,6 +277,41 @@ fn disturbed_repetitions_and_cells_are_left_out_and_said_so() {
     let g = fsbench().args(["gate", "--baseline"]).arg(&run).arg("--candidate").arg(&run).output().unwrap();
     let gout = String::from_utf8_lossy(&g.stdout);
     let line = gout.lines().find(|l| l.contains("t2-chown")).unwrap_or_else(|| panic!("{gout}"));
+    assert!(line.contains("missing"), "{gout}");
+}
+
+#[test]
+fn a_cell_whose_every_repetition_was_disturbed_shows_its_numbers_marked() {
+    // Issue 24: on a busy machine every repetition of a cell can be disturbed, and the
+    // report then showed `-` with no number at all.
+    let tmp = tempfile::tempdir().unwrap();
+    let text = latfs_scenario_text("quota-smp", "repetitions = 3\n");
+    let mut all = latfs_cell(params(QuotaMode::Off, 1), &[500.0, 510.0, 520.0]);
+    for r in &mut all.latfs.as_mut().unwrap().repetitions {
+        r.disturbance = disturbance(true);
+    }
+    all.status = CellStatus::Disturbed;
+    let planned = vec![all.params.clone()];
+    let run = write_run(&tmp.path().join("r"), &meta(Some("BASE"), "quota-smp", &text, "lat_fs", planned), &[all]);
+    let (stdout, _) = out(&fsbench().arg("report").arg(&run).assert().success());
+    let row = stdout.lines().find(|l| l.starts_with("1 ")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(row.contains("510.0000~") && !row.contains(" -"), "{stdout}");
+    assert!(
+        stdout.contains("~: every repetition disturbed") && stdout.contains("1 task BASE-ext4-M-qoff (3 of 3)"),
+        "{stdout}"
+    );
+    let (md, _) = out(&fsbench().arg("report").arg(&run).args(["--format", "markdown"]).assert().success());
+    assert!(md.contains("510.0000~") && md.contains("every repetition disturbed"), "{md}");
+    let (csv, _) = out(&fsbench().arg("report").arg(&run).args(["--format", "csv"]).assert().success());
+    assert!(csv.lines().next().unwrap().ends_with(",all_disturbed"), "{csv}");
+    assert!(csv.contains(",510.0000,") && csv.lines().nth(1).unwrap().ends_with(",true"), "{csv}");
+    let html = tmp.path().join("r.html");
+    fsbench().arg("report").arg(&run).arg("--html").arg(&html).assert().success();
+    assert!(std::fs::read_to_string(&html).unwrap().contains("510.0000~"), "the HTML page shares the tables");
+    // Still out of gates: the cell has no samples to compare.
+    let g = fsbench().args(["gate", "--baseline"]).arg(&run).arg("--candidate").arg(&run).output().unwrap();
+    let gout = String::from_utf8_lossy(&g.stdout);
+    let line = gout.lines().find(|l| l.contains("t1-chown")).unwrap_or_else(|| panic!("{gout}"));
     assert!(line.contains("missing"), "{gout}");
 }
 

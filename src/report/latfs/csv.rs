@@ -48,6 +48,11 @@ pub(super) fn latfs_csv(
     if !latencies.is_empty() {
         head.extend(["p50_us", "p90_us", "p99_us", "p99.9_us", "max_us"].map(String::from));
     }
+    // Like the monitor columns: only when some cell needs it, so other files keep their shape.
+    let any_all_disturbed = tables.iter().any(|t| t.values.iter().flatten().flatten().any(|p| p.all_disturbed));
+    if any_all_disturbed {
+        head.push("all_disturbed".into());
+    }
     let mut out = csv_record(&head);
     for t in tables {
         let rt = with_ratios.then(|| compare::ratio_table(t, reference));
@@ -109,6 +114,9 @@ pub(super) fn latfs_csv(
                         }
                     }
                     None => rec.extend((0..5).map(|_| String::new())),
+                }
+                if any_all_disturbed {
+                    rec.push(if p.all_disturbed { "true".into() } else { String::new() });
                 }
                 out.push_str(&csv_record(&rec));
             }

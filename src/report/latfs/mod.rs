@@ -65,6 +65,14 @@ impl<'a> LatfsReport<'a> {
                     disturbed.join(", ")
                 ));
             }
+            let all_disturbed = t.all_disturbed();
+            if !all_disturbed.is_empty() {
+                m.note(&format!(
+                    "{}: every repetition disturbed (the number is over the disturbed repetitions; left out of comparisons and gates): {}",
+                    tables::ALL_DISTURBED_MARK,
+                    all_disturbed.join(", ")
+                ));
+            }
             if self.with_ratios {
                 let rt = compare::ratio_table(t, reference);
                 let (header, rows) = ratio_rows(&rt, |r| m.literal(&r.display()));

@@ -22,7 +22,15 @@ pub struct Point {
     pub disturbed: usize,
     /// Repetitions measured, disturbed ones included (with rounds, more than `samples`).
     pub repetitions: usize,
+    /// Every repetition was disturbed: `summary` is over the disturbed repetitions,
+    /// shown marked [`ALL_DISTURBED_MARK`], and `samples` is empty so that no
+    /// comparison or gate counts it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub all_disturbed: bool,
 }
+
+/// The suffix of a number measured only in disturbed repetitions (`1234.5678~`).
+pub const ALL_DISTURBED_MARK: &str = "~";
 
 /// `1 task`, `2 tasks`.
 fn tasks(n: u32) -> String {
@@ -89,9 +97,7 @@ impl LatfsTable {
             .zip(&self.values)
             .map(|(t, vals)| {
                 std::iter::once(t.to_string())
-                    .chain(vals.iter().map(|v| {
-                        v.as_ref().map(|p| crate::report::format::fmt4(p.summary.median)).unwrap_or_else(|| "-".into())
-                    }))
+                    .chain(vals.iter().map(|v| v.as_ref().map(Point::median_text).unwrap_or_else(|| "-".into())))
                     .collect()
             })
             .collect()
@@ -115,7 +121,20 @@ impl LatfsTable {
         let mut out = Vec::new();
         for (t, vals) in self.tasks.iter().zip(&self.values) {
             for (col, v) in self.columns.iter().zip(vals) {
-                if let Some(p) = v.as_ref().filter(|p| p.disturbed > 0) {
+                if let Some(p) = v.as_ref().filter(|p| p.disturbed > 0 && !p.all_disturbed) {
+                    out.push(format!("{} {} ({} of {})", tasks(*t), col.name, p.disturbed, p.repetitions));
+                }
+            }
+        }
+        out
+    }
+
+    /// Cells shown with [`ALL_DISTURBED_MARK`], as `2 tasks BASE-ext2-M-qoff (3 of 3)`.
+    pub fn all_disturbed(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (t, vals) in self.tasks.iter().zip(&self.values) {
+            for (col, v) in self.columns.iter().zip(vals) {
+                if let Some(p) = v.as_ref().filter(|p| p.all_disturbed) {
                     out.push(format!("{} {} ({} of {})", tasks(*t), col.name, p.disturbed, p.repetitions));
                 }
             }
@@ -130,6 +149,14 @@ impl LatfsTable {
     }
 }
 
+impl Point {
+    /// The median at four decimals, marked when only disturbed repetitions measured it.
+    pub fn median_text(&self) -> String {
+        let mark = if self.all_disturbed { ALL_DISTURBED_MARK } else { "" };
+        format!("{}{mark}", crate::report::format::fmt4(self.summary.median))
+    }
+}
+
 /// Coefficient of variation above which a cell's repetitions are called noisy in reports.
 pub const NOISY_CV: f64 = 0.05;
 
@@ -140,24 +167,50 @@ pub fn point_of(cell: &CellResult) -> Option<Point> {
 
 /// The point of a cell for a metric: total loops/ms, or a latency percentile in µs per repetition.
 pub fn point_by(cell: &CellResult, metric: Option<Percentile>) -> Option<Point> {
+    let latfs = cell.latfs.as_ref()?;
+    if cell.status == CellStatus::Disturbed {
+        return all_disturbed_point(latfs, metric);
+    }
     if cell.status != CellStatus::Ok {
         return None;
     }
-    let latfs = cell.latfs.as_ref()?;
     let counted = || latfs.repetitions.iter().filter(|r| r.counts());
     let repetitions = latfs.repetitions.len();
     let disturbed = repetitions - counted().count();
     if let Some(p) = metric {
         let samples = latfs.samples(|r| r.latency_dist.as_ref().map(|d| p.of(d) as f64 / 1e3));
         let summary = summarize(&samples);
-        return (summary.n > 0).then_some(Point { summary, samples, disturbed, repetitions });
+        return (summary.n > 0).then_some(Point { summary, samples, disturbed, repetitions, all_disturbed: false });
     }
     let samples = latfs.samples(|r| Some(r.total_loops_per_ms));
     let summary = if samples.is_empty() && disturbed == 0 { latfs.total_loops.clone() } else { summarize(&samples) };
     if summary.n == 0 {
         return None;
     }
-    Some(Point { summary, samples, disturbed, repetitions })
+    Some(Point { summary, samples, disturbed, repetitions, all_disturbed: false })
+}
+
+/// The point of a cell whose every repetition was disturbed: statistics over all of
+/// them, each repetition one value (rounds are not averaged: a number to look at, not
+/// to compare), and no samples, so that comparisons and gates leave it out.
+fn all_disturbed_point(latfs: &crate::model::LatfsResult, metric: Option<Percentile>) -> Option<Point> {
+    let values: Vec<f64> = latfs
+        .repetitions
+        .iter()
+        .filter_map(|r| match metric {
+            Some(p) => r.latency_dist.as_ref().map(|d| p.of(d) as f64 / 1e3),
+            None => Some(r.total_loops_per_ms),
+        })
+        .collect();
+    let summary = summarize(&values);
+    let repetitions = latfs.repetitions.len();
+    (summary.n > 0).then_some(Point {
+        summary,
+        samples: Vec::new(),
+        disturbed: repetitions,
+        repetitions,
+        all_disturbed: true,
+    })
 }
 
 /// Build the tables of several labelled runs, merged: fs and layouts in the

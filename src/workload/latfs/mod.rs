@@ -211,7 +211,7 @@ pub fn run_monitored(
         let window = noise.disturbance.map(|t| (t, crate::host::cpu::Window::start(std::process::id())));
         let (tasks, latency, counters) = run_once(run, &cpus, watch)?;
         let mut rep = repetition(tasks);
-        rep.disturbance = window.and_then(|(t, w)| w.finish(t));
+        rep.disturbance = window.and_then(|(t, w)| w.finish(t, run.task_dirs.len() as u32));
         rep.counters = counters;
         // Tasks are merged: the cell's latency is every operation of every task.
         rep.latency_dist = latency.map(|l| crate::monitor::latency::merge(&l));
@@ -226,6 +226,7 @@ pub fn run_monitored(
                 crate::host::cpu::wait_until_quiet(
                     std::process::id(),
                     t,
+                    run.task_dirs.len() as u32,
                     Duration::from_millis(200),
                     crate::host::cpu::QUIET_WAIT_MAX,
                     &crate::signals::interrupted,
