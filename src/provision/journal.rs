@@ -442,7 +442,7 @@ mod tests {
     }
 
     #[test]
-    fn sigkill_between_cells_left_the_run_dir_and_its_archive_copy_for_good() {
+    fn stale_cleanup_removes_the_run_dir_and_archive_copy_a_sigkill_left() {
         let root = tempfile::tempdir().unwrap();
         let run = root.path().join("20260101T000000Z-host");
         std::fs::create_dir_all(run.join("archive")).unwrap();

@@ -134,7 +134,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn kernel_with_a_relative_archive_path_copied_it_under_its_absolute_host_path() {
+    fn a_relative_archive_path_goes_under_the_guests_fixtures_not_its_host_path() {
         let host = Path::new("/home/u/bundle/linux.tar.gz");
         let rel = "schema = 1\n[archive]\npath = \"fixtures/linux.tar.gz\"\n";
         assert_eq!(guest_archive_path(rel, host), "/fsbench.d/fixtures/linux.tar.gz");

@@ -148,7 +148,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn f64_max_in_a_summary_made_report_plot_spin_forever() {
+    fn f64_max_in_a_summary_is_refused_on_load() {
         let s = Summary { n: 1, median: f64::MAX, ..Default::default() };
         let (field, msg) = summary("latfs.total_loops", &s).unwrap_err();
         assert_eq!(field, "latfs.total_loops.median");
@@ -158,7 +158,7 @@ mod tests {
     }
 
     #[test]
-    fn a_huge_shard_count_from_run_json_aborted_merge_on_allocation() {
+    fn a_huge_shard_count_from_run_json_is_refused_before_allocating() {
         let s = RunShard { index: 1, count: u32::MAX, key: "k".into(), total_cells: 2, cell_indices: vec![0] };
         assert_eq!(shard(&s, 1).unwrap_err().0, "shard.count");
         let s = RunShard { index: 3, count: 2, key: "k".into(), total_cells: 2, cell_indices: vec![0] };

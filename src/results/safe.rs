@@ -234,7 +234,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
-    fn a_symlinked_scenario_directory_was_followed_when_writing_results() {
+    fn a_symlinked_scenario_directory_is_refused_when_writing_results() {
         let tmp = tempfile::tempdir().unwrap();
         let elsewhere = tmp.path().join("elsewhere");
         std::fs::create_dir(&elsewhere).unwrap();

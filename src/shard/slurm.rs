@@ -218,7 +218,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn submit_slurm_wrote_a_newline_in_out_or_partition_into_the_script_as_a_command() {
+    fn a_newline_in_out_or_partition_never_reaches_the_slurm_script() {
         let job = |out: &str, partition: Option<&str>| SlurmJob {
             exe: "/usr/bin/fsbench".into(),
             scenario: "/s/q.toml".into(),
