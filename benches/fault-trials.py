@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Randomized fault trials of fsbench's lifecycle (issue 16).
+"""Randomized fault trials of fsbench's lifecycle.
 
 Each trial starts a short real run (lat_fs or steps on ext4 over loop over tmpfs),
 waits a random time, and then either

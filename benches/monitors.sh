@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the monitors cost, side by side in one sitting (issue 17):
+# What the monitors cost, side by side in one sitting:
 #
 # 1. kernel-untar on ext4 (noload, barrier=0) over loop over tmpfs, the full-size
 #    generated linux-2.5.63 tree: `fsbench run` with monitors on (the default) and

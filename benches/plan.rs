@@ -1,6 +1,6 @@
 //! Planning speed: parse, validate and expand a 10,000-cell scenario.
 //!
-//! Target (issue 2): under 100 ms. Run with `cargo bench --bench plan`.
+//! Target: under 100 ms. Run with `cargo bench --bench plan`.
 //! Reports the median of 20 runs and, as a same-run reference, the time to
 //! merely parse the TOML text, so the figure can be read as a ratio on a noisy host.
 

@@ -1,4 +1,4 @@
-//! Reporting 10,000 lat_fs cells must take well under a second (issue 6).
+//! Reporting 10,000 lat_fs cells must take well under a second.
 //!
 //! `cargo bench --bench report` writes a synthetic run (25 fs × M/S × qoff/qon ×
 //! tasks 1..=25 × 4 tests = 10,000 cells, 5 repetitions each with per-task

@@ -4,7 +4,7 @@
 # tmpfs, a fresh filesystem for every measurement, the full-size generated
 # linux-2.5.63 archive sitting on the target (as in seed 002).
 #
-# Targets (issue 5): untar elapsed <= 1.0x tar zxf, CPU <= 1.1x, peak RSS <= 64 MiB;
+# Targets: untar elapsed <= 1.0x tar zxf, CPU <= 1.1x, peak RSS <= 64 MiB;
 # rm_rf elapsed <= 1.05x rm -rf.
 #
 # Usage: sudo benches/steps.sh [ROUNDS]   (default 5). Needs root, losetup, mkfs.ext4, /usr/bin/time.

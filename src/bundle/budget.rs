@@ -164,7 +164,7 @@ mod tests {
         crate::scenario::parse_str(&text, "b.toml").unwrap()
     }
 
-    /// Issue 27 (item 5): image_size × tasks in layout M is what one cell holds.
+    /// Security review, round two: image_size × tasks in layout M is what one cell holds.
     #[test]
     fn the_most_demanding_cell_counts_an_image_per_task_in_layout_m() {
         let s = scenario("image_size = { M = \"3GiB\", S = \"10GiB\" }\n");

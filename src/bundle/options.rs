@@ -512,7 +512,7 @@ mod tests {
         }
     }
 
-    /// Issue 26 (Broken 2): a variant was judged by its name, so `ext4-nodelalloc` had no
+    /// New users' report: a variant was judged by its name, so `ext4-nodelalloc` had no
     /// allow-list at all; it is judged by its type, and refused exactly as its type would be.
     #[test]
     fn a_variant_is_judged_by_its_type() {
@@ -528,7 +528,7 @@ mod tests {
         assert!(check_mkfs_args("f2fs-x", "f2fs", &s(&["-l", "x"])).unwrap_err().contains("mkfs.f2fs"));
     }
 
-    /// Issue 27 (item 12): allow-listed options turned any filesystem error into a host panic.
+    /// Security review, round two: allow-listed options turned any filesystem error into a host panic.
     #[test]
     fn panic_words_are_refused_in_every_spelling() {
         for (fs, o) in [

@@ -86,7 +86,7 @@ pub fn judge(key: &str, value: &str) -> SysctlVerdict {
 mod tests {
     use super::*;
 
-    /// Issue 27 (item 1): these were applied as root with no flag and no allow-list.
+    /// Security review, round two: these were applied as root with no flag and no allow-list.
     #[test]
     fn host_wide_keys_are_refused_whatever_the_value() {
         for key in [

@@ -168,7 +168,7 @@ mod tests {
 
     #[test]
     fn a_ratio_of_positive_quantities_has_a_positive_or_open_interval() {
-        // Issue 26: a candidate within noise of zero gave `3.6655 [-5.5200, 13.1029]`.
+        // New users' report: a candidate within noise of zero gave `3.6655 [-5.5200, 13.1029]`.
         let (a, b) = (summarize(&[1.0, 1.1, 0.9]), summarize(&[0.2, 7.7, 0.3]));
         let (lo, hi) = ratio_interval(&a, &b).unwrap();
         assert!(lo < 0.0 && hi.is_finite(), "{lo} {hi}");

@@ -688,7 +688,7 @@ fn verify(scenario: &str) -> (i32, String, String) {
     out
 }
 
-/// Issue 27 (item 1): a bundle's `[sysctl]` was applied as root with no flag and no
+/// Security review, round two: a bundle's `[sysctl]` was applied as root with no flag and no
 /// allow-list; `kernel.core_pattern` set to a pipe ran the bundle's command as uid 0.
 /// Host-wide keys are refused by verify and run, and --allow-sysctl does not lift that,
 /// whether or not a `[filesystems]` entry would carry them into a cell.
@@ -752,7 +752,7 @@ fn mem_available() -> u64 {
     kb * 1024
 }
 
-/// Issue 27 (item 5): a bundle chose the size of RAM-backed images (16 TiB, × tasks in
+/// Security review, round two: a bundle chose the size of RAM-backed images (16 TiB, × tasks in
 /// layout M) and filled the host's memory. One cell's images are checked against half of
 /// MemAvailable before anything is allocated: an image that fits alone but not four times
 /// over (layout M, 4 tasks) is refused, with the sizes named, unless --allow-size.
@@ -784,7 +784,7 @@ fn ram_backed_images_beyond_the_budget_are_refused_before_allocation() {
     assert!(!mounts.contains("fsbench-hostile-"), "a tmpfs was mounted: {mounts}");
 }
 
-/// Issue 27 (item 5): a 13 KB bundle declared a fixture of gigabytes; its expanded bytes
+/// Security review, round two: a 13 KB bundle declared a fixture of gigabytes; its expanded bytes
 /// count against the same budget (here on top of an image that fits alone).
 #[test]
 fn a_fixture_expanding_beyond_the_budget_is_refused() {
@@ -817,7 +817,7 @@ fn a_fixture_expanding_beyond_the_budget_is_refused() {
     assert!(stderr.contains("refusing the bundle's sizes") && stderr.contains("fixture expanded"), "{stderr}");
 }
 
-/// Issue 27 (item 12): allow-listed options turned any filesystem error the workload
+/// Security review, round two: allow-listed options turned any filesystem error the workload
 /// reaches into a panic of the host. Refused in every spelling, by verify and run.
 #[test]
 fn panic_words_in_mount_and_mkfs_options() {
@@ -835,7 +835,7 @@ fn panic_words_in_mount_and_mkfs_options() {
     }
 }
 
-/// Issue 26 (Broken 2): the allow-lists were looked up by the filesystem's name, so a
+/// New users' report: the allow-lists were looked up by the filesystem's name, so a
 /// variant `[filesystems.ext4-nodelalloc] type = "ext4"` had none and was refused, and
 /// would equally have had none to refuse with. Judged by its type now, both ways.
 #[test]
@@ -859,7 +859,7 @@ fn a_variant_is_judged_by_its_filesystem_type() {
     }
 }
 
-/// Issue 27: verify lists every tunable, size and privilege with the flag that unlocks
+/// Security review, round two: verify lists every tunable, size and privilege with the flag that unlocks
 /// it, in the text and in `flags_needed` of --json.
 #[test]
 fn verify_lists_every_ask_with_its_flag() {
@@ -888,7 +888,7 @@ fn verify_lists_every_ask_with_its_flag() {
     sb.assert_nothing_written("asks");
 }
 
-/// Class: safe extraction (issue 27, item 11). Names that clash (a file then a directory of
+/// Class: safe extraction (security review, round two). Names that clash (a file then a directory of
 /// the same name, a directory then a file) or exceed NAME_MAX fail inside the cell when
 /// extracted; verify's dry run makes the same per-entry decision, so it refuses them
 /// up front with the entry named.

@@ -373,7 +373,7 @@ fn results_from_a_different_scenario_text_are_not_packed() {
     assert!(!lab.join("lab.fsb").exists());
 }
 
-/// Issue 27: `pack` runs the checks of `verify`, so the packing lab hears of a refusal
+/// Security review, round two: `pack` runs the checks of `verify`, so the packing lab hears of a refusal
 /// (and of the flags the receiver will need) before the bundle travels. It warns and
 /// still packs: the receiver's checks are the ones that hold.
 #[test]

@@ -273,7 +273,7 @@ fn a_candidate_without_readable_results_is_bad_input_not_a_pass() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--markdown"));
 }
 
-/// Issue 14: iteration 1's `rm -rf` of nothing is no sample, and values are printed in seconds
+/// Iteration 1's `rm -rf` of nothing is no sample, and values are printed in seconds
 /// with the direction of "worse" stated.
 #[test]
 fn steps_gate_uses_steady_iterations_and_prints_seconds() {
@@ -306,7 +306,7 @@ fn steps_gate_uses_steady_iterations_and_prints_seconds() {
     assert!(g.junit.contains("elapsed [s], higher is worse"), "{}", g.junit);
 }
 
-/// Issue 15: a mount option more on one side is shown key by key and the gate still
+/// A mount option more on one side is shown key by key and the gate still
 /// decides (Markdown and JUnit written); runs that share no lat_fs test are refused, saying why.
 #[test]
 fn scenario_differences_are_shown_and_only_different_quantities_refuse() {
@@ -345,7 +345,7 @@ fn scenario_differences_are_shown_and_only_different_quantities_refuse() {
     assert!(err.contains("did not measure the same quantities: they share no lat_fs test"), "{err}");
 }
 
-/// Issue 26, Misleading 5: "passing anyway" was printed and then the gate exited 1 for a
+/// New users' report: "passing anyway" was printed and then the gate exited 1 for a
 /// missing cell; the words must match the exit status.
 #[test]
 fn the_inconclusive_warning_does_not_say_passing_when_the_gate_fails() {
@@ -362,7 +362,7 @@ fn the_inconclusive_warning_does_not_say_passing_when_the_gate_fails() {
     assert!(g.stderr.contains("passing anyway"), "{}", g.stderr);
 }
 
-/// Issue 26, Misleading 6: `--metric p99` on runs without histograms printed every row
+/// New users' report: `--metric p99` on runs without histograms printed every row
 /// `missing` with no reason; it is refused up front, saying what to do, and a row missing
 /// its histogram on one side says so.
 #[test]

@@ -1,4 +1,4 @@
-//! What new users tripped over (issue 26): each test pins one hint, message or
+//! What new users tripped over (new users' report): each test pins one hint, message or
 //! output that misled or slowed a first-time user down, end to end through the CLI.
 
 use std::os::unix::fs::PermissionsExt;

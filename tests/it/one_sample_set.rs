@@ -1,4 +1,4 @@
-//! Issue 26: `compare` and `gate` read one sample set per comparison, state one statistic,
+//! New users' report: `compare` and `gate` read one sample set per comparison, state one statistic,
 //! and print intervals of ratios of times as positive or unbounded.
 
 use std::path::{Path, PathBuf};

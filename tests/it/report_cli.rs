@@ -64,7 +64,7 @@ fn significant_differences_are_marked_and_noise_is_not() {
     assert!(stdout.contains("after Holm–Bonferroni correction over the 4 comparisons in this table"), "{stdout}");
     // The legend says which interval the brackets are (the one `stats::ratio_interval` computes).
     let words = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
-    // One statistic (issue 26): the ratio is of means, the one whose interval is printed.
+    // One statistic (new users' report): the ratio is of means, the one whose interval is printed.
     assert!(words.contains("ratio = mean / mean of BASE"), "{stdout}");
     assert!(words.contains("[..] its 95% CI (Fieller's interval)"), "{stdout}");
     assert!(plots.join("ext4-M-lat_fs_chown.png").exists());
@@ -104,7 +104,7 @@ fn incompatible_runs_are_refused_with_the_reason() {
     let text = latfs_scenario_text("quota-smp", "repetitions = 5\n");
     let a = five_rep_run(&tmp.path().join("a"), "BASE", &text, |_, _| 10.0);
     // Another scenario name, the same quantities (a renamed copy): compared, with a note
-    // (issue 26: it used to be refused).
+    // (New users' report: it used to be refused).
     let mut cells = vec![latfs_cell(params(QuotaMode::Off, 1), &[1.0])];
     let other = write_run(&tmp.path().join("o"), &meta(Some("X"), "my-quota-smp", &text, "lat_fs", vec![]), &cells);
     let (_, err) = out(&fsbench().arg("compare").arg(&a).arg(&other).assert().success());
@@ -282,7 +282,7 @@ fn disturbed_repetitions_and_cells_are_left_out_and_said_so() {
 
 #[test]
 fn a_cell_whose_every_repetition_was_disturbed_shows_its_numbers_marked() {
-    // Issue 24: on a busy machine every repetition of a cell can be disturbed, and the
+    // Paired comparisons: on a busy machine every repetition of a cell can be disturbed, and the
     // report then showed `-` with no number at all.
     let tmp = tempfile::tempdir().unwrap();
     let text = latfs_scenario_text("quota-smp", "repetitions = 3\n");

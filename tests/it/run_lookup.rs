@@ -124,9 +124,9 @@ fn a_broken_run_is_reported_and_hides_nothing() {
     assert!(err.contains("20101111T120000Z-xeon") && err.contains("1 run not readable"), "{err}");
 }
 
-/// Issue 26, Broken 5: a bare name next to `SCENARIO@LABEL` asked "which scenario?" with
+/// New users' report: a bare name next to `SCENARIO@LABEL` asked "which scenario?" with
 /// two scenarios under the results root; `@BASE` alone suggested a scenario without BASE;
-/// and a `./@BASE` directory in the current directory won over the label (issue 27).
+/// and a `./@BASE` directory in the current directory won over the label (security review, round two).
 #[test]
 fn a_bare_name_looks_where_the_other_runs_are_and_names_come_before_paths() {
     let (tmp, root) = three_runs();

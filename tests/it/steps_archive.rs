@@ -1,4 +1,4 @@
-//! Issue 14: a real archive replaces the generated one in one option, and the run records it.
+//! A real archive replaces the generated one in one option, and the run records it.
 
 use crate::support::kernel::assert_no_leaks;
 use crate::support::sandbox::Sandbox;

@@ -1,4 +1,4 @@
-//! Issue 14: `tasks = 2` on kernel-untar runs two copies of the loop at once, each timed
+//! `tasks = 2` on kernel-untar runs two copies of the loop at once, each timed
 //! like time(1) in its own process, in its own directory (S) or filesystem (M).
 
 use crate::support::kernel::assert_no_leaks;

@@ -239,7 +239,7 @@ fn gzip_bomb_is_stopped() {
     assert!(written <= 4 << 20, "wrote {written} bytes past the cap");
 }
 
-/// The hostile archive of the review (issue 27, item 6): `d/l1 -> ../y` and
+/// The hostile archive of the review (security review, round two): `d/l1 -> ../y` and
 /// `d/l2 -> l1/../..` each stay inside when every component is taken for a directory,
 /// but `l2` really is the directory above the destination. `name` (where the next
 /// iteration looks for its archive) then becomes a link through the chain to a host file.

@@ -1,4 +1,4 @@
-//! Issue 14: variants as axis values, run for real and compared side by side.
+//! Variants as axis values, run for real and compared side by side.
 
 use crate::support::kernel::assert_no_leaks;
 use crate::support::sandbox::Sandbox;
@@ -113,7 +113,7 @@ fn a_scheduler_the_kernel_lacks_skips_the_cell_with_its_answer() {
     assert_no_leaks(sb.path());
 }
 
-/// Issue 26, Broken 4: `validate` warned "no mkfs.ext4-nodelalloc on this host" for every
+/// New users' report: `validate` warned "no mkfs.ext4-nodelalloc on this host" for every
 /// variant, while `plan` said ready and `run` measured it: tools are looked up by type.
 #[test]
 fn validate_looks_up_a_variants_tools_by_its_type() {

@@ -20,7 +20,7 @@ fn validate_warns_of_a_typod_filesystem_name_with_a_suggestion() {
     assert!(!err.contains("`ext4`"), "ext4 is fine here: {err}");
 }
 
-/// Issue 26, Broken 3: with CPU hogs and no reruns every cell came out DISTURBED with no
+/// New users' report: with CPU hogs and no reruns every cell came out DISTURBED with no
 /// statistics, and `run --strict` exited 0. A cell without statistics gave no number: the
 /// run fails ("no cell produced a number"), and `--strict` fails on it.
 #[test]
