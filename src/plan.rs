@@ -37,8 +37,8 @@ impl Cell {
     }
 }
 
-/// The axis names `--only` accepts.
-pub const AXES: &[&str] = &["fs", "layout", "quota", "tasks", "test"];
+/// The axis names `--only` accepts: the scenario's matrix axes.
+pub use crate::scenario::AXES;
 
 /// Expand a scenario into all its cells, in run order.
 pub fn expand(s: &Scenario) -> Plan {

@@ -10,7 +10,7 @@ use super::guest::GuestConfig;
 use super::initramfs::{self, Contents, GUEST_CACHE, GUEST_CONFIG, GUEST_EXE, GUEST_MODULES};
 use super::kernel::modules_dir;
 use super::modules;
-use super::run::KernelsRequest;
+use super::request::KernelsRequest;
 use crate::model::QuotaMode;
 use crate::scenario::{ArchiveSource, KernelSpec, Scenario, Step, Workload};
 

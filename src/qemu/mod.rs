@@ -21,6 +21,7 @@ mod guest_files;
 pub mod initramfs;
 pub mod kernel;
 pub mod modules;
+mod request;
 pub mod run;
 pub mod vm;
 

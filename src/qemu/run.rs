@@ -10,26 +10,9 @@ use super::adopt::adopt_results;
 use super::guest;
 use super::guest_files::build_initramfs;
 use super::initramfs::GUEST_EXE;
+pub use super::request::KernelsRequest;
 use super::vm::{self, Accel, BootSpec, Outcome};
 use crate::scenario::{KernelSpec, Scenario, Workload};
-
-/// A request to run a scenario's cells under other kernels, one qemu guest each.
-pub struct KernelsRequest<'a> {
-    /// The scenario, loaded once by the caller; the guest gets its text.
-    pub scenario: &'a Scenario,
-    /// The kernels, in order.
-    pub kernels: &'a [KernelSpec],
-    /// `--only` filters, passed on to the guest's run.
-    pub only: &'a [String],
-    /// The order the guest's run takes its cells in (`run --order`).
-    pub order: crate::runner::CellOrder,
-    /// How many cells each guest runs (for its deadlines).
-    pub cells: usize,
-    /// The results root; each kernel's run directory is adopted under it.
-    pub out: &'a Path,
-    /// No progress lines from the guests.
-    pub quiet: bool,
-}
 
 /// How one guest's run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

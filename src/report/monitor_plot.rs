@@ -11,7 +11,7 @@ use plotters::prelude::*;
 
 use super::monitors::CellLatency;
 use super::plot::{PlotError, PlotImage, colors, render_with};
-use super::steps::StepsGroup;
+use super::steps::groups::StepsGroup;
 
 /// Dirty, writeback and throughput over time for one or more steps groups (overlaid).
 pub fn plot_timeline(stem: String, groups: &[&StepsGroup]) -> Result<PlotImage, PlotError> {

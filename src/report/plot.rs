@@ -15,7 +15,7 @@ use plotters::prelude::*;
 
 use super::compare_steps::{StepTable, StepsComparison};
 use super::latfs_tables::LatfsTable;
-use super::steps::StepsGroup;
+use super::steps::groups::StepsGroup;
 
 /// DejaVu Sans reduced to Latin-1 punctuation and ASCII (see assets/LICENSE-DejaVu.txt).
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans-subset.ttf");

@@ -9,6 +9,7 @@ use std::path::Path;
 use anyhow::Context;
 
 use super::RunContext;
+use super::progress::Phase;
 use super::steps_stage::{StepsAt, run_steps};
 use crate::exit;
 use crate::model::{CellParams, CellResult, CellStatus, RESULT_SCHEMA_VERSION};
@@ -17,9 +18,6 @@ use crate::provision::{self, ProvisionRequest};
 use crate::results;
 use crate::scenario::Workload;
 use crate::workload::latfs;
-
-/// What a cell is doing now (`repetition 2/5`), for the progress display.
-pub(super) type Phase<'a> = dyn Fn(&str) + 'a;
 
 /// Measures one cell to a result; never returns an error: failures and skips are results too.
 pub trait CellExecutor {

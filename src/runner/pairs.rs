@@ -8,7 +8,8 @@
 
 use serde::Serialize;
 
-use super::cell::{CellExecutor, Phase};
+use super::cell::CellExecutor;
+use super::progress::Phase;
 use crate::gate::{Direction, Verdict};
 use crate::model::{CellResult, CellStatus};
 use crate::plan::Cell;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use super::cell::Phase;
+use super::progress::Phase;
 use super::{RunContext, interrupted};
 use crate::provision;
 use crate::scenario::ArchiveSpec;

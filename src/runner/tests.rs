@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::cell::{CellExecutor, Phase, new_result};
+use super::cell::{CellExecutor, new_result};
+use super::progress::Phase;
 use super::progress::Progress;
 use super::rounds::{CellOrder, RoundPlan, Tally, run_rounds};
 use crate::model::{CellParams, CellResult, CellStatus, LatfsRepetition, LatfsTest, Layout, QuotaMode, round_samples};

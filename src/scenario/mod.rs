@@ -31,6 +31,9 @@ use crate::model::{LatfsTest, Layout, QuotaImpl, QuotaMode};
 pub use error::{ScenarioError, suggest};
 pub use load::{load, load_named, load_with, parse_overridden, parse_str, parses_on_this_thread};
 
+/// The names of the matrix axes, in the order a cell id spells them (`--only` takes them too).
+pub const AXES: &[&str] = &["fs", "layout", "quota", "tasks", "test"];
+
 /// The current scenario format version (`schema = 1`).
 pub const SCENARIO_SCHEMA_VERSION: u32 = 1;
 
@@ -117,7 +120,7 @@ impl GateSpec {
 /// `[compare]`: one matrix axis run as the arms of a paired comparison.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompareSpec {
-    /// The axis name, one of [`crate::plan::AXES`]; it has at least two values.
+    /// The axis name, one of [`AXES`]; it has at least two values.
     pub arms: String,
     /// Pairs always run per pair group before the sequential rule looks (at least 2).
     pub min_pairs: u32,
@@ -157,7 +160,7 @@ pub struct Matrix {
 }
 
 impl Matrix {
-    /// The values of the axis named `axis` (one of [`crate::plan::AXES`]) as cells spell
+    /// The values of the axis named `axis` (one of [`AXES`]) as cells spell
     /// them, in the order written; `None` for a name that is no axis of this matrix (also
     /// `test` in a steps workload, whose matrix has no such axis).
     pub fn axis_values(&self, axis: &str) -> Option<Vec<String>> {

@@ -25,7 +25,7 @@ use std::str::FromStr;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::StepsGroup;
+use super::groups::StepsGroup;
 use crate::model::StepTiming;
 use crate::report::compare::ALPHA;
 use crate::report::markup::Markup;

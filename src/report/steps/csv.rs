@@ -1,6 +1,6 @@
 //! Steps reports as long-format CSV: one record per step of every iteration.
 
-use super::StepsGroup;
+use super::groups::StepsGroup;
 use crate::model::TextFormat;
 use crate::report::format::csv_record;
 use crate::report::monitors;

@@ -4,7 +4,7 @@
 
 pub mod compare;
 mod csv;
-mod groups;
+pub mod groups;
 
 pub use groups::*;
 

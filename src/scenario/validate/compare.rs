@@ -13,7 +13,8 @@ const MAX_PAIRS: i64 = 1000;
 pub(super) fn validate_compare(ctx: &Ctx, c: &CompareFile, matrix: &Matrix) -> Result<CompareSpec, ScenarioError> {
     let arms = c.arms.trim();
     let Some(values) = matrix.axis_values(arms) else {
-        let axes: Vec<&str> = crate::plan::AXES.iter().copied().filter(|a| matrix.axis_values(a).is_some()).collect();
+        let axes: Vec<&str> =
+            crate::scenario::AXES.iter().copied().filter(|a| matrix.axis_values(a).is_some()).collect();
         return Err(ctx.at(
             &p("compare.arms"),
             false,
