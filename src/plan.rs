@@ -68,7 +68,8 @@ pub struct CellFilter {
     groups: Vec<BTreeMap<String, Vec<String>>>,
 }
 
-fn axis_value(p: &CellParams, axis: &str) -> String {
+/// The value a cell has on `axis`, spelt as its id spells it (`ext4`, `M`, `on`, `4`, `chown`).
+pub fn axis_value(p: &CellParams, axis: &str) -> String {
     match axis {
         "fs" => p.fs.clone(),
         "layout" => p.layout.to_string(),

@@ -102,19 +102,27 @@ pub fn escape_markdown_cell(text: &str) -> String {
     escape_markdown_inline(text).replace('|', "\\|")
 }
 
+/// The entity HTML needs for `c` in text or an attribute value, if any.
+pub fn html_entity(c: char) -> Option<&'static str> {
+    match c {
+        '&' => Some("&amp;"),
+        '<' => Some("&lt;"),
+        '>' => Some("&gt;"),
+        '"' => Some("&quot;"),
+        '\'' => Some("&#39;"),
+        _ => None,
+    }
+}
+
 /// `text` as HTML text or an attribute value: markup characters as entities and
 /// control characters shown escaped ([`escape_control_multiline`]).
 pub fn escape_html(text: &str) -> String {
     let text = escape_control_multiline(text);
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
+        match html_entity(c) {
+            Some(e) => out.push_str(e),
+            None => out.push(c),
         }
     }
     out

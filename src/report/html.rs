@@ -41,12 +41,11 @@ pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 16);
     let mut open = false;
     for c in text.chars() {
+        if let Some(e) = crate::text::html_entity(c) {
+            out.push_str(e);
+            continue;
+        }
         match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
             STRONG_OPEN if !open => {
                 out.push_str("<strong>");
                 open = true;

@@ -76,15 +76,7 @@ pub fn pair_groups<'c>(cells: &'c [Cell], spec: &CompareSpec, arm_values: &[Stri
 }
 
 fn arm_value(cell: &Cell, axis: &str) -> String {
-    let p = &cell.params;
-    match axis {
-        "fs" => p.fs.clone(),
-        "layout" => p.layout.to_string(),
-        "quota" => p.quota.to_string(),
-        "tasks" => p.tasks.to_string(),
-        "test" => p.test.map(|t| t.name().to_string()).unwrap_or_default(),
-        _ => String::new(),
-    }
+    crate::plan::axis_value(&cell.params, axis)
 }
 
 /// The cell's id parts without the arm's: what all members of a group share.
