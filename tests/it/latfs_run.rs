@@ -134,8 +134,10 @@ fn disturbed_repetitions_are_kept_marked_rerun_and_left_out() {
     spec.noise.disturbance = Some(0.10);
     spec.noise.max_reruns = 1;
     let (_tmp, dirs) = task_dirs(1);
-    // Two busy neighbours on two CPUs: each window sees far more than 10% of a CPU elsewhere.
-    let hogs = Hogs::start(2);
+    // Two busy neighbours per CPU: they compete with the task for its CPU, not only use the
+    // idle ones (disturbance counts contention), so each window sees far more than 10%.
+    let online = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let hogs = Hogs::start(2 * online);
     std::thread::sleep(Duration::from_millis(100));
     let r = latfs::run(&LatfsRun { test: LatfsTest::OpenClose, spec: &spec, task_dirs: &dirs, exe: exe() }).unwrap();
     drop(hogs);

@@ -192,7 +192,7 @@ fn a_queue_setting_lands_on_the_device_mkfs_formatted_through_a_link_named_like_
     let (named_now, formatted_now) = (read(&queue(&named)), read(&queue(&formatted)));
     let journalled = host_journal_names(&by_number);
     let blkid = |dev: &Path| {
-        let out = Command::new("blkid").args(["-o", "value", "-s", "TYPE"]).arg(dev).output().unwrap();
+        let out = Command::new("blkid").args(["-p", "-o", "value", "-s", "TYPE"]).arg(dev).output().unwrap();
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
     let (named_type, formatted_type) = (blkid(&named), blkid(&formatted));
