@@ -57,6 +57,7 @@ fn cell(params: CellParams, seed: u64) -> CellResult {
             latency_dist: None,
         }),
         steps: None,
+        pairing: None,
         started: "2025-01-01T00:00:00Z".into(),
         finished: "2025-01-01T00:00:01Z".into(),
     }

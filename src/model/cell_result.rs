@@ -38,6 +38,9 @@ pub struct CellResult {
     /// Step measurements.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<StepsResult>,
+    /// Its part in a pair group, in a paired run (`[compare] arms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairing: Option<super::pairing::CellPairing>,
     /// Start, RFC 3339 UTC.
     pub started: String,
     /// End, RFC 3339 UTC.

@@ -11,6 +11,7 @@ mod disturbance;
 mod label;
 mod latfs;
 mod monitors;
+pub mod pairing;
 pub mod run_tags;
 mod status;
 mod steps;

@@ -45,6 +45,7 @@ pub(super) fn new_result(p: &CellParams, status: CellStatus, started: &str) -> C
         filesystems: Vec::new(),
         latfs: None,
         steps: None,
+        pairing: None,
         started: started.to_string(),
         finished: started.to_string(),
     }
