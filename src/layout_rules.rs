@@ -39,7 +39,10 @@ fn in_app(rel: &str) -> bool {
 fn offenders(needles: &[&str], allowed: &[&str]) -> Vec<String> {
     let mut found = Vec::new();
     for (rel, text) in sources() {
-        if in_app(&rel) || allowed.contains(&rel.as_str()) || rel == "src/layout_rules.rs" {
+        if in_app(&rel)
+            || allowed.iter().any(|a| if a.ends_with('/') { rel.starts_with(a) } else { rel == *a })
+            || rel == "src/layout_rules.rs"
+        {
             continue;
         }
         for (n, line) in text.lines().enumerate() {
@@ -104,12 +107,12 @@ fn only_the_command_layer_the_gate_and_the_merge_read_the_report() {
     // Renderers sit at the end of the data flow: measuring, storing or provisioning a cell
     // never formats one. The gate judges the report's comparison, merge renders its
     // groups, and history's renderer writes CSV records as the report does.
-    let allowed = ["src/gate.rs", "src/shard/merge.rs", "src/history/render.rs"];
+    let allowed = ["src/gate/", "src/shard/merge.rs", "src/history/render.rs"];
     let mut bad = Vec::new();
     for (rel, text) in sources() {
         if in_app(&rel)
             || rel.starts_with("src/report/")
-            || allowed.contains(&rel.as_str())
+            || allowed.iter().any(|a| if a.ends_with('/') { rel.starts_with(a) } else { rel == *a })
             || rel == "src/layout_rules.rs"
         {
             continue;

@@ -1,0 +1,249 @@
+//! The gate's report as text: the terminal table, Markdown and JUnit XML.
+
+use std::fmt::Write as _;
+
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+
+use super::{GateReport, GateRow, Metric, Verdict};
+use crate::model::Summary;
+
+fn pct(x: f64) -> String {
+    if x.is_infinite() { if x > 0.0 { "+inf".into() } else { "-inf".into() } } else { format!("{:+.1}%", x * 100.0) }
+}
+
+fn num(s: &Summary, metric: Metric) -> String {
+    if s.n == 0 { "-".into() } else { format!("{:.4} {}", s.median, metric.unit()) }
+}
+
+fn cells_of(r: &GateRow) -> [String; 7] {
+    let (change, ci) = match r.change {
+        Some(c) => (pct(c.mean), format!("[{}, {}]", pct(c.ci_low), pct(c.ci_high))),
+        None => ("-".into(), "-".into()),
+    };
+    [
+        r.name.clone(),
+        r.metric.described(),
+        num(&r.baseline, r.metric),
+        num(&r.candidate, r.metric),
+        change,
+        ci,
+        r.verdict.name().into(),
+    ]
+}
+
+const HEADER: [&str; 7] =
+    ["cell", "metric", "baseline median", "candidate median", "change of means", "95% CI", "verdict"];
+
+fn summary_line(rep: &GateReport) -> String {
+    format!(
+        "{} regressed, {} improved, {} unchanged, {} inconclusive, {} missing",
+        rep.count(Verdict::Regressed),
+        rep.count(Verdict::Improved),
+        rep.count(Verdict::Unchanged),
+        rep.count(Verdict::Inconclusive),
+        rep.count(Verdict::Missing)
+    )
+}
+
+/// What the verdicts mean, one sentence per line, shared by the Markdown and terminal texts.
+const RULE: &str = "regressed/improved: the whole 95% CI of the change of means lies beyond the threshold; \
+unchanged: the whole CI lies inside ±threshold; inconclusive: the CI straddles the threshold (the data cannot tell)";
+
+/// The verdict table as plain cells (header, one row per comparison) and the summary line,
+/// for renderers of other formats (the HTML report).
+pub fn table_cells(rep: &GateReport) -> (Vec<String>, Vec<Vec<String>>, String) {
+    let header = HEADER.iter().map(|h| h.to_string()).collect();
+    let rows = rep.rows.iter().map(|r| cells_of(r).to_vec()).collect();
+    (header, rows, summary_line(rep))
+}
+
+/// The terminal table, laid out for `width` columns, plus the rule and a summary line.
+///
+/// Narrower than the other formats' table so that it fits a pipe's 100 columns: what each
+/// metric is (unit, which way is worse) is said once under the table instead of on every
+/// row, the medians go without their unit, the change and its interval share a column, and
+/// the metric column is left out when every row has the same metric.
+pub fn render_table(rep: &GateReport, width: u16) -> String {
+    let mut metrics: Vec<Metric> = Vec::new();
+    for r in &rep.rows {
+        if !metrics.contains(&r.metric) {
+            metrics.push(r.metric);
+        }
+    }
+    let one_metric = metrics.len() <= 1;
+    let mut header = vec!["cell", "metric", "baseline", "candidate", "change [95% CI]", "verdict"];
+    if one_metric {
+        header.remove(1);
+    }
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
+        .set_width(width)
+        .set_header(header);
+    // Names and verdicts are read whole; the numbers' column gives way first.
+    for i in [0, t.column_count() - 1] {
+        if let Some(c) = t.column_mut(i) {
+            c.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+        }
+    }
+    for r in &rep.rows {
+        let median = |s: &Summary| if s.n == 0 { "-".to_string() } else { format!("{:.4}", s.median) };
+        let change = match r.change {
+            Some(c) => format!("{} [{}, {}]", pct(c.mean), pct(c.ci_low), pct(c.ci_high)),
+            None => "-".into(),
+        };
+        let mut row =
+            vec![r.name.clone(), r.metric.name().to_string(), median(&r.baseline), median(&r.candidate), change];
+        row.push(r.verdict.name().into());
+        if one_metric {
+            row.remove(1);
+        }
+        t.add_row(row);
+    }
+    let described: Vec<String> = metrics.iter().map(|m| m.described()).collect();
+    let wrap = |text: &str| crate::text::wrap(text, width as usize, "  ");
+    // Why a row is missing or cannot be significant: the table has no room for it.
+    let notes: String =
+        rep.rows.iter().filter_map(|r| r.note.as_ref().map(|n| wrap(&format!("{}: {n}", r.name)) + "\n")).collect();
+    format!(
+        "{t}\n{notes}{}\n{}\ngate: {}\n",
+        wrap(&format!("metric: {}; baseline, candidate: medians; change: of the means", described.join("; "))),
+        wrap(RULE),
+        summary_line(rep)
+    )
+}
+
+/// A Markdown summary for a CI job summary or a PR comment.
+pub fn render_markdown(rep: &GateReport) -> String {
+    let mut s = String::new();
+    let status = if rep.count(Verdict::Regressed) > 0 {
+        "❌ regression"
+    } else if rep.count(Verdict::Inconclusive) > 0 {
+        "⚠️ no regression found, some comparisons inconclusive"
+    } else {
+        "✅ no regression"
+    };
+    let _ = writeln!(s, "## fsbench gate: {status}\n");
+    // Labels, cell names and warnings come from result files: one line of inline text each.
+    let esc = crate::report::format::markdown_cell;
+    let _ = writeln!(
+        s,
+        "Baseline {}, candidate {}: {}.\n",
+        code_span(&rep.baseline),
+        code_span(&rep.candidate),
+        summary_line(rep)
+    );
+    let _ = writeln!(s, "Verdicts: {RULE}.\n");
+    let _ = writeln!(s, "| {} | threshold | worse when |", HEADER.join(" | "));
+    let _ = writeln!(s, "|{}", "---|".repeat(HEADER.len() + 2));
+    for r in &rep.rows {
+        let mut c = cells_of(r).map(|x| esc(&x));
+        if matches!(r.verdict, Verdict::Regressed | Verdict::Inconclusive) {
+            c[6] = format!("**{}**", c[6]);
+        }
+        let worse = if r.metric.higher_is_better() { "lower" } else { "higher" };
+        let _ = writeln!(s, "| {} | {} | {worse} |", c.join(" | "), pct(r.threshold).trim_start_matches('+'));
+    }
+    for m in metrics_of(rep) {
+        let _ = writeln!(s, "\n`{}`: {}.", m.name(), m.direction().worse());
+    }
+    for w in &rep.warnings {
+        let _ = writeln!(s, "\n> warning: {}", esc(w));
+    }
+    s
+}
+
+/// `text` as a Markdown code span: delimited by more backticks than it holds in a row,
+/// so a label with a backtick cannot end the span and be read as Markdown (nor a line
+/// break in it end the paragraph).
+fn code_span(text: &str) -> String {
+    let text = text.replace(['\n', '\r'], " ");
+    let run = text.split(|c: char| c != '`').map(str::len).max().unwrap_or(0);
+    let ticks = "`".repeat(run + 1);
+    let pad = if run > 0 { " " } else { "" };
+    format!("{ticks}{pad}{text}{pad}{ticks}")
+}
+
+/// The metrics of a report's rows, each once, in order of appearance.
+fn metrics_of(rep: &GateReport) -> Vec<Metric> {
+    let mut out: Vec<Metric> = Vec::new();
+    for r in &rep.rows {
+        if !out.contains(&r.metric) {
+            out.push(r.metric);
+        }
+    }
+    out
+}
+
+pub(super) fn xml_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&apos;"),
+            // Control characters are not allowed in XML 1.0.
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => o.push('?'),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// JUnit XML: one `<testcase>` per comparison, `<failure>` when regressed (and when
+/// inconclusive if `inconclusive_fails`), `<skipped>` when missing.
+pub fn render_junit(rep: &GateReport, inconclusive_fails: bool) -> String {
+    let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let fails = |v: Verdict| v == Verdict::Regressed || (inconclusive_fails && v == Verdict::Inconclusive);
+    let (n, f, k) = (rep.rows.len(), rep.rows.iter().filter(|r| fails(r.verdict)).count(), rep.count(Verdict::Missing));
+    let _ =
+        writeln!(s, "<testsuites name=\"fsbench gate\" tests=\"{n}\" failures=\"{f}\" skipped=\"{k}\" errors=\"0\">");
+    let suite = xml_escape(&format!("fsbench gate {} vs {}", rep.baseline, rep.candidate));
+    let _ = writeln!(s, "  <testsuite name=\"{suite}\" tests=\"{n}\" failures=\"{f}\" skipped=\"{k}\" errors=\"0\">");
+    for r in &rep.rows {
+        let c = cells_of(r);
+        let detail = format!(
+            "{}: baseline median {}, candidate median {}, change {} (95% CI {}), threshold {}: {}{}",
+            r.metric.described(),
+            c[2],
+            c[3],
+            c[4],
+            c[5],
+            pct(r.threshold),
+            r.verdict.name(),
+            r.note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default()
+        );
+        let _ = write!(
+            s,
+            "    <testcase classname=\"fsbench.gate.{}\" name=\"{}\"",
+            xml_escape(r.metric.name()),
+            xml_escape(&r.name)
+        );
+        match r.verdict {
+            Verdict::Regressed => {
+                let _ = writeln!(
+                    s,
+                    ">\n      <failure message=\"regressed\" type=\"regression\">{}</failure>\n    </testcase>",
+                    xml_escape(&detail)
+                );
+            }
+            Verdict::Inconclusive if inconclusive_fails => {
+                let _ = writeln!(
+                    s,
+                    ">\n      <failure message=\"inconclusive\" type=\"inconclusive\">{}</failure>\n    </testcase>",
+                    xml_escape(&detail)
+                );
+            }
+            Verdict::Missing => {
+                let _ = writeln!(s, ">\n      <skipped message=\"{}\"/>\n    </testcase>", xml_escape(&detail));
+            }
+            _ => {
+                let _ = writeln!(s, ">\n      <system-out>{}</system-out>\n    </testcase>", xml_escape(&detail));
+            }
+        }
+    }
+    s.push_str("  </testsuite>\n</testsuites>\n");
+    s
+}
