@@ -328,7 +328,7 @@ fn metric_for(workload: WorkloadKind, requested: Option<&str>) -> Result<Metric,
 }
 
 /// The `[gate]` thresholds of a run's scenario text; default 5% (with a warning) when unreadable.
-fn gate_spec_of(run: &LoadedRun, warnings: &mut Vec<String>) -> GateSpec {
+pub(crate) fn gate_spec_of(run: &LoadedRun, warnings: &mut Vec<String>) -> GateSpec {
     // Validating the whole scenario can fail on another host (an archive path that
     // does not exist here) while its thresholds are still wanted: then only the
     // `[gate]` table is read, with the same types and units as the scenario.

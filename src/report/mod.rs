@@ -22,6 +22,7 @@ mod markup;
 pub mod monitor_plot;
 pub mod monitors;
 mod not_measured;
+pub mod paired;
 pub mod plot;
 pub mod runs;
 pub mod steps;
