@@ -227,3 +227,15 @@ pub fn csv(paired: &[PairedRun]) -> String {
     }
     out
 }
+
+/// The section of one run as plain text (`markdown` false) or Markdown, for outputs that
+/// are not reports (the gate's table and summary).
+pub fn section_text(paired: &PairedRun, markdown: bool) -> String {
+    let mut m: Box<dyn Markup> = if markdown {
+        Box::new(crate::report::markup::Markdown::default())
+    } else {
+        Box::new(crate::report::markup::Plain::default())
+    };
+    write_sections(&mut *m, std::slice::from_ref(paired), false);
+    m.finish()
+}
