@@ -42,8 +42,10 @@ use crate::results::LoadedRun;
 use crate::scenario::GateSpec;
 use crate::stats::summarize;
 pub use crate::stats::{Change, relative_change};
+pub use paired::evaluate_paired;
 pub use render::{render_junit, render_markdown, render_table, table_cells};
 
+mod paired;
 mod render;
 
 /// Why the gate cannot run.
@@ -227,6 +229,9 @@ pub struct GateReport {
     pub rows: Vec<GateRow>,
     /// Warnings from the compatibility check and threshold lookup.
     pub warnings: Vec<String>,
+    /// `gate RUN` of a paired run: its pairs, statistics and interval level (`paired.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paired: Option<crate::report::paired::PairedRun>,
 }
 
 impl GateReport {
@@ -435,7 +440,7 @@ pub fn evaluate(baseline: &LoadedRun, candidate: &LoadedRun, opts: &GateOptions)
         rows.push(row(&c.name, &c.key, &[], &c.samples, Some("not in the baseline".into())));
     }
     let name = |r: &LoadedRun| r.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    Ok(GateReport { baseline: name(baseline), candidate: name(candidate), rows, warnings })
+    Ok(GateReport { baseline: name(baseline), candidate: name(candidate), rows, warnings, paired: None })
 }
 
 #[cfg(test)]
