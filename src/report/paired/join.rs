@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::gate::{Metric, Verdict};
-use crate::model::pairing::{CellPairing, DroppedPair, PairStop};
+use crate::model::pairing::{CellPairing, DroppedPair, MAX_PAIRS, PairStop};
 use crate::model::{CellResult, StepTiming, TextFormat};
 use crate::report::Iterations;
 use crate::results::LoadedRun;
@@ -150,6 +150,12 @@ pub fn join_pairs(label: &str, run: &LoadedRun, opts: &PairedOptions) -> Option<
     let mut groups: Vec<(&str, Vec<(&CellResult, &CellPairing)>)> = Vec::new();
     for cell in &run.cells {
         let Some(p) = &cell.pairing else { continue };
+        // The statistics grow with the square of the pairs (Walsh averages): a cell file
+        // claiming more than any run can take is not read as pairs.
+        if p.pairs.len() > MAX_PAIRS as usize || p.dropped.len() > MAX_PAIRS as usize {
+            out.warnings.push(format!("{}: more than {MAX_PAIRS} pair slots: left out", cell.id));
+            continue;
+        }
         if p.axis != out.axis || p.arms != out.arms || p.arm >= p.arms.len() {
             out.warnings.push(format!(
                 "{}: its pairing (arms {} = {:?}, arm {}) is not the run's ({} = {:?}): left out",
@@ -382,9 +388,9 @@ fn steps_member(cell: &CellResult, round: u32, per: u32) -> Option<&[Vec<StepTim
 
 /// Iterations per member when the scenario does not say: the cell's iterations over its rounds.
 fn steps_per_round(cell: &CellResult, p: &CellPairing) -> Option<u32> {
-    let rounds = p.pairs.iter().map(|s| s.round + 1).max()?;
+    let rounds = p.pairs.iter().map(|s| s.round.saturating_add(1)).max()?;
     let n = cell.steps.as_ref()?.iterations.len() as u32;
-    (n > 0 && n % rounds == 0).then_some(n / rounds)
+    (n > 0 && n.is_multiple_of(rounds)).then_some(n / rounds)
 }
 
 /// Step `j` of two members paired per iteration position over the positions steady in

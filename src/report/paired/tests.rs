@@ -240,7 +240,7 @@ fn the_section_names_the_level_and_every_column() {
     )
     .unwrap();
     let mut m: Box<dyn crate::report::markup::Markup> = Box::new(crate::report::markup::Plain::default());
-    write_sections(&mut *m, &[p.clone()], false);
+    write_sections(&mut *m, std::slice::from_ref(&p), false);
     let text = m.finish();
     assert!(text.starts_with("Paired comparison\n"), "{text}");
     assert!(text.contains("Intervals at 99%"), "{text}");
@@ -249,4 +249,24 @@ fn the_section_names_the_level_and_every_column() {
     let csv = csv(&[p]);
     assert!(csv.starts_with("label,pair_group,step,baseline,candidate,pairs,"), "{csv}");
     assert_eq!(csv.lines().count(), 2);
+}
+
+#[test]
+fn a_cell_claiming_more_pairs_than_any_run_takes_is_not_read_as_pairs() {
+    let slots: Vec<u32> = (0..=crate::model::pairing::MAX_PAIRS).collect();
+    let mut base = latfs_cell("ext4", &[100.0], pairing(0, "g", &slots, &[]));
+    base.pairing.as_mut().unwrap().pairs[0].round = u32::MAX;
+    let cand = latfs_cell("ext4-nodelalloc", &[100.0], pairing(1, "g", &[0], &[]));
+    let spec = GateSpec::default();
+    let r = join_pairs(
+        "run",
+        &run(vec![base, cand], WorkloadKind::LatFs),
+        &opts(&spec, crate::gate::Metric::TotalLoops, None),
+    )
+    .unwrap();
+    assert!(r.warnings[0].contains("more than 1000 pair slots"), "{:?}", r.warnings);
+    // The candidate is left without its baseline: missing, and said so.
+    assert_eq!(r.comparisons.len(), 1);
+    assert_eq!(r.comparisons[0].verdict, Verdict::Missing);
+    assert!(r.comparisons[0].note.as_deref().unwrap().contains("no baseline cell"));
 }
