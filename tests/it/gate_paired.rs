@@ -180,3 +180,68 @@ fn report_and_compare_show_the_paired_section() {
     assert_eq!(o.code, 2);
     assert!(o.stderr.contains("or one paired run"), "{}", o.stderr);
 }
+
+/// A steps member: 3 iterations of rm -rf (removing nothing in the first), untar, sync.
+fn untar_member(untar_ms: u64) -> Vec<Vec<fsbench::model::StepTiming>> {
+    (0..3)
+        .map(|k| {
+            let mut rm = step("rm -rf linux-2.5.63", "rm_rf", 20, 1710, 2160);
+            rm.entries = Some(if k == 0 { 0 } else { 17_000 });
+            vec![
+                rm,
+                step("tar zxf linux-2.5.63.tar.gz", "untar", 4830, 5860, untar_ms + k * 7),
+                step("sync", "sync", 0, 30, 960),
+            ]
+        })
+        .collect()
+}
+
+#[test]
+fn a_paired_steps_run_is_gated_per_step_and_iteration_position() {
+    use fsbench::model::pairing::{CellPairing, PairSlot, PairStop};
+    let d = tempfile::tempdir().unwrap();
+    let arms = ["ext4", "xfs"];
+    let drift = [10_000u64, 12_000, 9_000, 11_000, 10_500, 9_500];
+    let cells: Vec<_> = arms
+        .iter()
+        .enumerate()
+        .map(|(arm, fs)| {
+            // xfs untars 10% slower in every pair, whatever the machine's drift.
+            let iterations = drift.iter().flat_map(|ms| untar_member(ms * (10 + arm as u64) / 10)).collect();
+            let mut c = steps_cell(fs, iterations);
+            c.pairing = Some(CellPairing {
+                axis: "fs".into(),
+                arms: arms.iter().map(|a| a.to_string()).collect(),
+                arm,
+                group: "S-qoff-t1".into(),
+                seed: 1,
+                pairs: (0..6).map(|s| PairSlot { slot: s, order: vec![0, 1], round: s }).collect(),
+                dropped: vec![],
+                stop: Some(PairStop::Regressed),
+            });
+            c
+        })
+        .collect();
+    let text = "schema = 1\nname = \"paired-untar\"\n[matrix]\nfs = [\"ext4\", \"xfs\"]\nlayout = [\"S\"]\n\
+                [backing]\nkind = \"tmpfs-loop\"\n[archive]\ngenerate = \"linux-2.5.63\"\n[workload]\nkind = \"steps\"\n\
+                iterations = 3\nsteps = [{ op = \"rm_rf\", path = \"linux-2.5.63\" }, { op = \"untar\" }, { op = \"sync\" }]\n\
+                [compare]\narms = \"fs\"\n";
+    let planned = cells.iter().map(|c| c.params.clone()).collect();
+    let run = write_run(&d.path().join("S"), &meta(Some("S"), "paired-untar", text, "steps", planned), &cells);
+    let o = fsbench_out(&["gate"], &[&run]);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert!(row(&o.stdout, "xfs-S-qoff-t1#1 untar").contains("regressed"), "{}", o.stdout);
+    // Identical steps in both arms: no change at all.
+    assert!(row(&o.stdout, "xfs-S-qoff-t1#2 sync").contains("unchanged"), "{}", o.stdout);
+    let doc = crate::schemas::conforming(
+        "gate.schema.json",
+        fsbench_out(&["gate", "--json"], &[&run]).stdout.as_bytes(),
+        "gate RUN --json (steps)",
+    );
+    let untar = &doc["report"]["paired"]["comparisons"][1];
+    assert_eq!((untar["step"].as_str(), untar["pairs"].as_u64()), (Some("#1 untar"), Some(6)));
+    // Each pair's ratio is over its steady iterations (2 and 3): exactly 1.1.
+    for d in untar["log_ratios"].as_array().unwrap() {
+        assert!((d.as_f64().unwrap() - 1.1f64.ln()).abs() < 1e-3, "{d}");
+    }
+}
