@@ -221,9 +221,9 @@ pub struct GateRow {
 /// The gate's findings.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct GateReport {
-    /// Baseline run directory name.
+    /// Baseline run directory name (`gate RUN`: the run's, with the baseline arm: `RUN (fs = ext4)`).
     pub baseline: String,
-    /// Candidate run directory name.
+    /// Candidate run directory name (`gate RUN`: the run's, with the candidate arms).
     pub candidate: String,
     /// Every comparison, in the baseline's cell order, then candidate-only ones.
     pub rows: Vec<GateRow>,
