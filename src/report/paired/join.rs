@@ -171,16 +171,19 @@ pub fn join_pairs(label: &str, run: &LoadedRun, opts: &PairedOptions) -> Option<
     for (group, members) in &groups {
         let of_arm = |arm: usize| members.iter().find(|(_, p)| p.arm == arm).copied();
         let baseline = of_arm(0);
+        // One warning per group however many arms a (hostile) cell file names.
+        let mut absent: Vec<&str> = Vec::new();
         for arm in 1..out.arms.len() {
             let Some(candidate) = of_arm(arm) else {
-                if let Some((b, _)) = baseline {
-                    out.warnings
-                        .push(format!("pair group {group}: no cell of arm `{}` beside {}", out.arms[arm], b.id));
-                }
+                absent.push(&out.arms[arm]);
                 continue;
             };
             let ctx = Side { group, baseline: &out.arms[0], candidate: &out.arms[arm], alpha, opts };
             out.comparisons.extend(ctx.compare(baseline, candidate));
+        }
+        if let (Some((b, _)), false) = (baseline, absent.is_empty()) {
+            let arms = crate::text::some_of(&absent, 3);
+            out.warnings.push(format!("pair group {group}: no cell of arm {arms} beside {}", b.id));
         }
     }
     Some(out)
