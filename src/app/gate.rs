@@ -1,12 +1,15 @@
-//! `fsbench gate`: a CI verdict on a candidate run against a baseline.
+//! `fsbench gate`: a CI verdict on a candidate run against a baseline, or on the arms of
+//! one paired run (`fsbench gate RUN`).
 
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
 use crate::exit::{self, InputError};
-use crate::gate::{GateOptions, GateReport, Verdict, evaluate, render_junit, render_markdown, render_table};
-use crate::results::{load_run, write_atomic};
+use crate::gate::{
+    GateOptions, GateReport, Verdict, evaluate, evaluate_paired, render_junit, render_markdown, render_table,
+};
+use crate::results::{LoadedRun, load_run, write_atomic};
 
 /// What an `inconclusive` verdict does to the exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -21,12 +24,16 @@ pub enum InconclusivePolicy {
 /// `fsbench gate`.
 #[derive(Debug, Clone, Args)]
 pub struct GateArgs {
+    /// A paired run (`[compare] arms`) gated by itself: every arm against the first, pair by
+    /// pair. Instead of --baseline and --candidate.
+    #[arg(value_name = "RUN", conflicts_with_all = ["baseline", "candidate"])]
+    pub run: Option<PathBuf>,
     /// The reference run: a directory or a name (`@LABEL`, `latest`, `SCENARIO@LABEL`).
-    #[arg(long, value_name = "RUN")]
-    pub baseline: PathBuf,
+    #[arg(long, value_name = "RUN", required_unless_present = "run")]
+    pub baseline: Option<PathBuf>,
     /// The run under test: a directory or a name (`latest` is the newest run).
-    #[arg(long, value_name = "RUN")]
-    pub candidate: PathBuf,
+    #[arg(long, value_name = "RUN", required_unless_present = "run")]
+    pub candidate: Option<PathBuf>,
     /// Slowdown that counts as a regression when significant (`5%`); overrides the scenario's `[gate]`.
     #[arg(long, value_name = "PERCENT")]
     pub threshold: Option<String>,
@@ -85,35 +92,21 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
             super::checks::check_output_file(opt, p)?;
         }
     }
-    let load = |side: &str, p: &Path| load_run(p).map_err(|e| InputError::anyhow(format!("--{side}: {e}")));
-    let (b, c) = (args.baseline.to_string_lossy(), args.candidate.to_string_lossy());
-    let dirs = super::runs::resolve_runs(&[&b, &c], &args.lookup)?;
-    let baseline = load("baseline", &dirs[0])?;
-    let candidate = load("candidate", &dirs[1])?;
-    // A gate must not pass on data it could not read.
-    for (side, run) in [("baseline", &baseline), ("candidate", &candidate)] {
-        if !run.problems.is_empty() {
-            return Err(InputError::anyhow(format!(
-                "--{side} {}: {} unreadable result file(s):\n  {}",
-                run.dir.display(),
-                run.problems.len(),
-                run.problems.join("\n  ")
-            )));
-        }
-    }
-    let mut rep = evaluate(
-        &baseline,
-        &candidate,
-        &GateOptions { threshold, metric: args.metric.clone(), allow_missing: args.allow_missing },
-    )?;
-    if let Some(w) = same_run_warning(&dirs[0], &dirs[1]) {
-        rep.warnings.insert(0, w);
-    }
+    let opts = GateOptions { threshold, metric: args.metric.clone(), allow_missing: args.allow_missing };
+    let (rep, runs) = match (&args.run, &args.baseline, &args.candidate) {
+        (Some(run), _, _) => paired_gate(run, args, &opts)?,
+        (None, Some(b), Some(c)) => two_run_gate(b, c, args, &opts)?,
+        // clap requires both sides without RUN.
+        _ => return Err(InputError::anyhow("give a paired RUN, or --baseline RUN --candidate RUN")),
+    };
     if rep.rows.iter().all(|r| r.verdict == Verdict::Missing) {
         print!("{}", render_table(&rep, super::print::output_width()));
-        return Err(InputError::anyhow(
-            "nothing to compare: no cell has samples in both runs (did the candidate run measure anything?)",
-        ));
+        let what = if rep.paired.is_some() {
+            "nothing to compare: no pair group has a pair with both members measured"
+        } else {
+            "nothing to compare: no cell has samples in both runs (did the candidate run measure anything?)"
+        };
+        return Err(InputError::anyhow(what));
     }
     let width = super::print::output_width() as usize;
     for w in &rep.warnings {
@@ -136,13 +129,11 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
         let regressed = rep.count(Verdict::Regressed) > 0;
         let verdicts =
             crate::report::html::Verdicts { summary, regressed, header, rows, warnings: rep.warnings.clone() };
-        // Column labels must differ: two unlabelled runs are told apart by their side.
-        let (bl, cl) = match (baseline.label(), candidate.label()) {
-            (b, c) if b != c => (b.to_string(), c.to_string()),
-            _ => ("baseline".to_string(), "candidate".to_string()),
+        let page = match (&rep.paired, runs.as_slice()) {
+            // One paired run: its own report under the verdicts (no run to hold ratios against).
+            (Some(_), [(_, run)]) => crate::report::render_run_html_with_verdicts(run, &verdicts)?,
+            _ => crate::report::Comparison::checked_by_gate(&runs).html(Some(&verdicts))?,
         };
-        let runs = vec![(bl, baseline), (cl, candidate)];
-        let page = crate::report::Comparison::checked_by_gate(&runs).html(Some(&verdicts))?;
         write_atomic(p, page.as_bytes())?;
     }
     let code = exit_code(&rep, args.inconclusive, args.bisect, args.allow_missing);
@@ -157,11 +148,19 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
             }
             (false, false) => "not failing on them, but the gate fails: cells are missing",
         };
-        let line = format!(
-            "WARNING: {inconclusive} comparison(s) INCONCLUSIVE: their 95% CI straddles the threshold, so this gate \
-             cannot tell a change beyond it from noise; {what}. More rounds (`workload.rounds`), more repetitions \
-             or a quieter machine narrow the CI."
-        );
+        let line = match &rep.paired {
+            None => format!(
+                "WARNING: {inconclusive} comparison(s) INCONCLUSIVE: their 95% CI straddles the threshold, so this gate \
+                 cannot tell a change beyond it from noise; {what}. More rounds (`workload.rounds`), more repetitions \
+                 or a quieter machine narrow the CI."
+            ),
+            Some(p) => format!(
+                "WARNING: {inconclusive} comparison(s) INCONCLUSIVE: their {} CI straddles the threshold, so this gate \
+                 cannot tell a change beyond it from noise; {what}. More pairs (`compare.pairs.max`), more \
+                 repetitions per member or a quieter machine narrow the CI.",
+                crate::report::paired::percent(p.level)
+            ),
+        };
         eprintln!("{}", crate::text::wrap(&line, width, "  "));
     }
     let missing = rep.count(Verdict::Missing);
@@ -173,6 +172,60 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
         );
     }
     Ok(code)
+}
+
+/// The two-run gate's report and the labelled runs its HTML page shows.
+fn two_run_gate(
+    b: &Path,
+    c: &Path,
+    args: &GateArgs,
+    opts: &GateOptions,
+) -> anyhow::Result<(GateReport, Vec<(String, LoadedRun)>)> {
+    let load = |side: &str, p: &Path| load_run(p).map_err(|e| InputError::anyhow(format!("--{side}: {e}")));
+    let (b, c) = (b.to_string_lossy(), c.to_string_lossy());
+    let dirs = super::runs::resolve_runs(&[&b, &c], &args.lookup)?;
+    let baseline = load("baseline", &dirs[0])?;
+    let candidate = load("candidate", &dirs[1])?;
+    // A gate must not pass on data it could not read.
+    for (side, run) in [("baseline", &baseline), ("candidate", &candidate)] {
+        refuse_problems(&format!("--{side} "), run)?;
+    }
+    let mut rep = evaluate(&baseline, &candidate, opts)?;
+    if let Some(w) = same_run_warning(&dirs[0], &dirs[1]) {
+        rep.warnings.insert(0, w);
+    }
+    // Column labels must differ: two unlabelled runs are told apart by their side.
+    let (bl, cl) = match (baseline.label(), candidate.label()) {
+        (b, c) if b != c => (b.to_string(), c.to_string()),
+        _ => ("baseline".to_string(), "candidate".to_string()),
+    };
+    Ok((rep, vec![(bl, baseline), (cl, candidate)]))
+}
+
+/// `gate RUN`: the paired run's report and the run its HTML page shows.
+fn paired_gate(
+    run: &Path,
+    args: &GateArgs,
+    opts: &GateOptions,
+) -> anyhow::Result<(GateReport, Vec<(String, LoadedRun)>)> {
+    let dirs = super::runs::resolve_runs(&[&run.to_string_lossy()], &args.lookup)?;
+    let loaded = load_run(&dirs[0]).map_err(|e| InputError::anyhow(e.to_string()))?;
+    refuse_problems("", &loaded)?;
+    let rep = evaluate_paired(&loaded, opts)?;
+    Ok((rep, vec![(loaded.label().to_string(), loaded)]))
+}
+
+/// A gate must not pass on data it could not read: unreadable cell files are bad input.
+fn refuse_problems(side: &str, run: &LoadedRun) -> anyhow::Result<()> {
+    if run.problems.is_empty() {
+        return Ok(());
+    }
+    Err(InputError::anyhow(format!(
+        "{side}{}: {} unreadable result file(s):\n  {}",
+        run.dir.display(),
+        run.problems.len(),
+        run.problems.join("\n  ")
+    )))
 }
 
 /// A gate of a run against itself passes whatever the run measured: say so (a CI job
@@ -232,7 +285,7 @@ mod tests {
                 note: None,
             })
             .collect();
-        GateReport { baseline: "b".into(), candidate: "c".into(), rows, warnings: Vec::new() }
+        GateReport { baseline: "b".into(), candidate: "c".into(), rows, warnings: Vec::new(), paired: None }
     }
 
     #[test]

@@ -73,8 +73,9 @@ pub struct ReportArgs {
 pub struct CompareArgs {
     /// Runs to compare, each as `LABEL=RUN` (or a bare RUN, labelled by its `--label`), RUN a
     /// directory or a name: `@LABEL`, `latest`, `SCENARIO@LABEL` (`compare BASE=@BASE V3=latest`).
-    /// The first is the reference for ratios.
-    #[arg(required = true, num_args = 2..)]
+    /// The first is the reference for ratios. One paired run (`[compare] arms`) alone is
+    /// compared arm against arm, pair by pair.
+    #[arg(required = true, num_args = 1..)]
     pub runs: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
@@ -281,6 +282,9 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
         });
         runs.push((label, run));
     }
+    if let [(_, run)] = runs.as_slice() {
+        return compare_paired_run(run, args, metric.is_some());
+    }
     if metric.is_some() && runs.iter().any(|(_, r)| r.meta.workload != crate::model::WorkloadKind::LatFs) {
         return Err(InputError::anyhow("--metric with a percentile needs lat_fs runs (steps compare elapsed times)"));
     }
@@ -310,6 +314,38 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
     if let Some(file) = &args.html {
         let page = cmp.html(None)?;
         write_atomic(file, page.as_bytes())?;
+        eprintln!("wrote {}", file.display());
+    }
+    Ok(code)
+}
+
+/// `compare` of one run: a paired run's arms are its comparison, so its report (with the
+/// paired section) is the answer; any other single run is too few to compare.
+fn compare_paired_run(run: &crate::results::LoadedRun, args: &CompareArgs, metric: bool) -> anyhow::Result<i32> {
+    if !report::paired::is_paired(run) {
+        return Err(InputError::anyhow(format!(
+            "cannot compare: compare needs at least two runs, or one paired run (a scenario with [compare] arms); \
+             {} is not paired",
+            run.dir.display()
+        )));
+    }
+    if metric {
+        return Err(InputError::anyhow(
+            "--metric: a paired run's comparison is on total_loops (lat_fs) or elapsed (steps)",
+        ));
+    }
+    let mut code = exit::SUCCESS;
+    for p in &run.problems {
+        eprintln!("warning: {p}");
+        code = exit::USAGE;
+    }
+    print!("{}", render_run(run, args.format.or_json(args.json).into()));
+    if let Some(dir) = &args.plot {
+        let n = write_plot_dir(dir, &[(run.label(), run)])?;
+        eprintln!("wrote {n} plots (PNG and SVG) and report.txt to {}", dir.display());
+    }
+    if let Some(file) = &args.html {
+        write_atomic(file, report::render_run_html(run)?.as_bytes())?;
         eprintln!("wrote {}", file.display());
     }
     Ok(code)

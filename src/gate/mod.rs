@@ -42,8 +42,10 @@ use crate::results::LoadedRun;
 use crate::scenario::GateSpec;
 use crate::stats::summarize;
 pub use crate::stats::{Change, relative_change};
+pub use paired::evaluate_paired;
 pub use render::{render_junit, render_markdown, render_table, table_cells};
 
+mod paired;
 mod render;
 
 /// Why the gate cannot run.
@@ -219,14 +221,17 @@ pub struct GateRow {
 /// The gate's findings.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct GateReport {
-    /// Baseline run directory name.
+    /// Baseline run directory name (`gate RUN`: the run's, with the baseline arm: `RUN (fs = ext4)`).
     pub baseline: String,
-    /// Candidate run directory name.
+    /// Candidate run directory name (`gate RUN`: the run's, with the candidate arms).
     pub candidate: String,
     /// Every comparison, in the baseline's cell order, then candidate-only ones.
     pub rows: Vec<GateRow>,
     /// Warnings from the compatibility check and threshold lookup.
     pub warnings: Vec<String>,
+    /// `gate RUN` of a paired run: its pairs, statistics and interval level (`paired.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paired: Option<crate::report::paired::PairedRun>,
 }
 
 impl GateReport {
@@ -328,7 +333,7 @@ fn metric_for(workload: WorkloadKind, requested: Option<&str>) -> Result<Metric,
 }
 
 /// The `[gate]` thresholds of a run's scenario text; default 5% (with a warning) when unreadable.
-fn gate_spec_of(run: &LoadedRun, warnings: &mut Vec<String>) -> GateSpec {
+pub(crate) fn gate_spec_of(run: &LoadedRun, warnings: &mut Vec<String>) -> GateSpec {
     // Validating the whole scenario can fail on another host (an archive path that
     // does not exist here) while its thresholds are still wanted: then only the
     // `[gate]` table is read, with the same types and units as the scenario.
@@ -435,7 +440,7 @@ pub fn evaluate(baseline: &LoadedRun, candidate: &LoadedRun, opts: &GateOptions)
         rows.push(row(&c.name, &c.key, &[], &c.samples, Some("not in the baseline".into())));
     }
     let name = |r: &LoadedRun| r.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    Ok(GateReport { baseline: name(baseline), candidate: name(candidate), rows, warnings })
+    Ok(GateReport { baseline: name(baseline), candidate: name(candidate), rows, warnings, paired: None })
 }
 
 #[cfg(test)]

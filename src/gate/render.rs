@@ -31,8 +31,19 @@ fn cells_of(r: &GateRow) -> [String; 7] {
     ]
 }
 
-const HEADER: [&str; 7] =
-    ["cell", "metric", "baseline median", "candidate median", "change of means", "95% CI", "verdict"];
+/// The interval's name: `95% CI`, or a paired run's level (`99% CI`).
+fn ci_name(rep: &GateReport) -> String {
+    match &rep.paired {
+        Some(p) => format!("{} CI", crate::report::paired::percent(p.level)),
+        None => "95% CI".into(),
+    }
+}
+
+/// The full table's columns.
+fn header(rep: &GateReport) -> [String; 7] {
+    let change = if rep.paired.is_some() { "paired change" } else { "change of means" };
+    ["cell", "metric", "baseline median", "candidate median", change, &ci_name(rep), "verdict"].map(String::from)
+}
 
 fn summary_line(rep: &GateReport) -> String {
     format!(
@@ -46,13 +57,19 @@ fn summary_line(rep: &GateReport) -> String {
 }
 
 /// What the verdicts mean, one sentence per line, shared by the Markdown and terminal texts.
-const RULE: &str = "regressed/improved: the whole 95% CI of the change of means lies beyond the threshold; \
-unchanged: the whole CI lies inside ±threshold; inconclusive: the CI straddles the threshold (the data cannot tell)";
+fn rule(rep: &GateReport) -> String {
+    let of = if rep.paired.is_some() { "paired change" } else { "change of means" };
+    format!(
+        "regressed/improved: the whole {} of the {of} lies beyond the threshold; \
+         unchanged: the whole CI lies inside ±threshold; inconclusive: the CI straddles the threshold (the data cannot tell)",
+        ci_name(rep)
+    )
+}
 
 /// The verdict table as plain cells (header, one row per comparison) and the summary line,
 /// for renderers of other formats (the HTML report).
 pub fn table_cells(rep: &GateReport) -> (Vec<String>, Vec<Vec<String>>, String) {
-    let header = HEADER.iter().map(|h| h.to_string()).collect();
+    let header = header(rep).to_vec();
     let rows = rep.rows.iter().map(|r| cells_of(r).to_vec()).collect();
     (header, rows, summary_line(rep))
 }
@@ -71,7 +88,8 @@ pub fn render_table(rep: &GateReport, width: u16) -> String {
         }
     }
     let one_metric = metrics.len() <= 1;
-    let mut header = vec!["cell", "metric", "baseline", "candidate", "change [95% CI]", "verdict"];
+    let change = format!("change [{}]", ci_name(rep));
+    let mut header = vec!["cell", "metric", "baseline", "candidate", change.as_str(), "verdict"];
     if one_metric {
         header.remove(1);
     }
@@ -105,11 +123,17 @@ pub fn render_table(rep: &GateReport, width: u16) -> String {
     // Why a row is missing or cannot be significant: the table has no room for it.
     let notes: String =
         rep.rows.iter().filter_map(|r| r.note.as_ref().map(|n| wrap(&format!("{}: {n}", r.name)) + "\n")).collect();
+    let (medians, change) = match rep.paired {
+        Some(_) => ("medians of the pair members", "the paired ratio less 1"),
+        None => ("medians", "of the means"),
+    };
+    let paired = rep.paired.as_ref().map(|p| format!("\n{}", crate::report::paired::section_text(p, false)));
     format!(
-        "{t}\n{notes}{}\n{}\ngate: {}\n",
-        wrap(&format!("metric: {}; baseline, candidate: medians; change: of the means", described.join("; "))),
-        wrap(RULE),
-        summary_line(rep)
+        "{t}\n{notes}{}\n{}\ngate: {}\n{}",
+        wrap(&format!("metric: {}; baseline, candidate: {medians}; change: {change}", described.join("; "))),
+        wrap(&rule(rep)),
+        summary_line(rep),
+        paired.unwrap_or_default()
     )
 }
 
@@ -133,9 +157,10 @@ pub fn render_markdown(rep: &GateReport) -> String {
         code_span(&rep.candidate),
         summary_line(rep)
     );
-    let _ = writeln!(s, "Verdicts: {RULE}.\n");
-    let _ = writeln!(s, "| {} | threshold | worse when |", HEADER.join(" | "));
-    let _ = writeln!(s, "|{}", "---|".repeat(HEADER.len() + 2));
+    let _ = writeln!(s, "Verdicts: {}.\n", rule(rep));
+    let header = header(rep);
+    let _ = writeln!(s, "| {} | threshold | worse when |", header.join(" | "));
+    let _ = writeln!(s, "|{}", "---|".repeat(header.len() + 2));
     for r in &rep.rows {
         let mut c = cells_of(r).map(|x| esc(&x));
         if matches!(r.verdict, Verdict::Regressed | Verdict::Inconclusive) {
@@ -149,6 +174,9 @@ pub fn render_markdown(rep: &GateReport) -> String {
     }
     for w in &rep.warnings {
         let _ = writeln!(s, "\n> warning: {}", esc(w));
+    }
+    if let Some(p) = &rep.paired {
+        let _ = write!(s, "\n{}", crate::report::paired::section_text(p, true));
     }
     s
 }
@@ -205,11 +233,12 @@ pub fn render_junit(rep: &GateReport, inconclusive_fails: bool) -> String {
     for r in &rep.rows {
         let c = cells_of(r);
         let detail = format!(
-            "{}: baseline median {}, candidate median {}, change {} (95% CI {}), threshold {}: {}{}",
+            "{}: baseline median {}, candidate median {}, change {} ({} {}), threshold {}: {}{}",
             r.metric.described(),
             c[2],
             c[3],
             c[4],
+            ci_name(rep),
             c[5],
             pct(r.threshold),
             r.verdict.name(),

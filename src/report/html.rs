@@ -263,6 +263,7 @@ pub(super) fn render(
         gate_section(&mut m, v);
     }
     body.write_html(&mut m)?;
+    super::paired::write_sections(&mut m, &super::paired_runs(runs), runs.len() > 1);
     let footer = text_footer(&not_measured(runs), &all_problems(runs));
     if !footer.is_empty() {
         m.heading(2, "Not measured");

@@ -44,6 +44,9 @@ pub struct LatfsReportJson {
     pub latency: Vec<crate::report::monitors::CellLatency>,
     /// Cells without a number: skipped, failed, disturbed, or planned but never stored.
     pub not_measured: Vec<crate::report::NotMeasured>,
+    /// The paired comparisons of each paired run (`[compare] arms`); absent when no run is paired.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paired: Vec<crate::report::paired::PairedRun>,
     /// Result files that could not be read, one line each.
     pub problems: Vec<String>,
 }
@@ -78,6 +81,9 @@ pub struct StepsReportJson {
     pub comparison: Option<crate::report::StepsComparison>,
     /// Cells without a number: skipped, failed, or planned but never stored.
     pub not_measured: Vec<crate::report::NotMeasured>,
+    /// The paired comparisons of each paired run (`[compare] arms`); absent when no run is paired.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paired: Vec<crate::report::paired::PairedRun>,
     /// Result files that could not be read, one line each.
     pub problems: Vec<String>,
 }

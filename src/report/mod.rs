@@ -22,6 +22,7 @@ mod markup;
 pub mod monitor_plot;
 pub mod monitors;
 mod not_measured;
+pub mod paired;
 pub mod plot;
 pub mod runs;
 pub mod steps;
@@ -126,7 +127,7 @@ impl<'a> Comparison<'a> {
 
     /// The comparison as a report document (`fsbench compare --json`).
     pub fn json(&self, opts: &CompareOptions) -> ReportJson {
-        body(&self.runs, Some(opts)).json(&self.warnings)
+        json_of(&self.runs, body(&self.runs, Some(opts)), &self.warnings)
     }
 
     /// The comparison as one HTML page, with the gate's verdicts when there are some.
@@ -159,7 +160,7 @@ pub fn render_compare_with(
 /// One run as a report document (`fsbench report RUN --json`).
 pub fn run_json(run: &LoadedRun) -> ReportJson {
     let runs = [(run.label(), run)];
-    body(&runs, None).json(&[])
+    json_of(&runs, body(&runs, None), &[])
 }
 
 /// Several labelled runs compared as one report document (`fsbench compare --json`), with
@@ -172,6 +173,12 @@ pub fn compare_json(runs: &[(String, LoadedRun)], opts: &CompareOptions) -> Resu
 pub fn render_run_html(run: &LoadedRun) -> Result<String, PlotError> {
     let runs = [(run.label(), run)];
     html::render(&runs, &[], body(&runs, None), None)
+}
+
+/// One run as an HTML page with a gate's verdicts on it (`fsbench gate RUN` of a paired run).
+pub fn render_run_html_with_verdicts(run: &LoadedRun, verdicts: &html::Verdicts) -> Result<String, PlotError> {
+    let runs = [(run.label(), run)];
+    html::render(&runs, &[], body(&runs, None), Some(verdicts))
 }
 
 /// A checked comparison on one HTML page, with the gate's verdicts when there are some.
@@ -227,14 +234,37 @@ fn render(
     let (mut m, long): (Box<dyn Markup>, bool) = match format {
         Format::Table => (Box::new(Plain::default()), true),
         Format::Markdown => (Box::new(Markdown::default()), false),
-        Format::Csv => return body.csv(),
-        Format::Json => return json::to_json(&body.json(warnings)),
+        Format::Csv => return with_paired_csv(body.csv(), &paired_runs(runs)),
+        Format::Json => return json::to_json(&json_of(runs, body, warnings)),
     };
     m.heading(1, &format!("Results for {}", scenario_name(runs)));
     run_list(&mut *m, runs, warnings);
     body.write(&mut *m, long);
+    paired::write_sections(&mut *m, &paired_runs(runs), runs.len() > 1);
     m.preformatted(&text_footer(&not_measured(runs), &all_problems(runs)));
     m.finish()
+}
+
+/// The paired comparisons of every paired run among `runs`, in their order.
+fn paired_runs(runs: &[(&str, &LoadedRun)]) -> Vec<paired::PairedRun> {
+    runs.iter().filter_map(|(l, r)| paired::paired_of(l, r)).collect()
+}
+
+/// The report document of `runs`, with the paired comparisons of its paired runs.
+fn json_of(runs: &[(&str, &LoadedRun)], body: Box<dyn WorkloadReport + '_>, warnings: &[String]) -> ReportJson {
+    let mut doc = body.json(warnings);
+    let paired = paired_runs(runs);
+    match &mut doc {
+        ReportJson::LatFs(d) => d.paired = paired,
+        ReportJson::Steps(d) => d.paired = paired,
+    }
+    doc
+}
+
+/// The CSV of a report, and after a blank line the paired comparisons' records under
+/// their own header when a run is paired (an unpaired run's CSV is one table, as ever).
+fn with_paired_csv(csv: String, paired: &[paired::PairedRun]) -> String {
+    if paired.is_empty() { csv } else { format!("{csv}\n{}", paired::csv(paired)) }
 }
 
 /// A run's line in the run list: who, where, which kernel and CPU, from when to when.

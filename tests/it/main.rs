@@ -22,6 +22,7 @@ mod fixture_cli;
 mod fixture_shape;
 mod fuzz_front_door;
 mod gate_cli;
+mod gate_paired;
 mod history;
 mod hostile_results;
 mod latfs_run;

@@ -346,3 +346,85 @@ pub fn write_untar_run(dir: &Path, label: &str, per_fs: &[(&str, [u64; 3])]) -> 
     let planned = cells.iter().map(|c| c.params.clone()).collect();
     write_run(dir, &meta(Some(label), "kernel-untar", "name='kernel-untar'", "steps", planned), &cells)
 }
+
+/// A lat_fs scenario text of a paired run: `fs` arms compared (`[compare] arms = "fs"`),
+/// one layout, quota off, one task; `extra` is appended (a `[gate]` section, `pairs`).
+pub fn paired_scenario_text(name: &str, arms: &[&str], tests: &[&str], extra: &str) -> String {
+    let list = |v: &[&str]| v.iter().map(|a| format!("\"{a}\"")).collect::<Vec<_>>().join(", ");
+    let variants: String =
+        arms.iter().skip(1).map(|a| format!("[filesystems.{a}]\ntype = \"{}\"\n", arms[0])).collect();
+    format!(
+        "schema = 1\nname = \"{name}\"\n[matrix]\nfs = [{}]\nlayout = [\"S\"]\nquota = [\"off\"]\ntasks = [1]\ntest = [{}]\n\
+         {variants}[backing]\nkind = \"tmpfs-loop\"\n[workload]\nkind = \"lat_fs\"\nrepetitions = 1\n[compare]\narms = \"fs\"\n{extra}",
+        list(arms),
+        list(tests)
+    )
+}
+
+/// `cell` as arm `arm` of `arms` (axis `fs`) in pair group `group`: its repetition `i` is
+/// round `i`, the member of pair slot `i`; `dropped` slots are recorded as dropped (give
+/// no sample for them), and the group stopped for `stop`.
+pub fn as_pair_member(
+    mut cell: CellResult,
+    arms: &[&str],
+    arm: usize,
+    group: &str,
+    dropped: &[u32],
+    stop: Option<pairing::PairStop>,
+) -> CellResult {
+    let mut slots = (0u32..).filter(|s| !dropped.contains(s));
+    let mut pairs = Vec::new();
+    if let Some(l) = cell.latfs.as_mut() {
+        for (i, r) in l.repetitions.iter_mut().enumerate() {
+            r.round = i as u32;
+            let slot = slots.next().unwrap();
+            let order = if slot % 2 == 0 { vec![0, 1] } else { vec![1, 0] };
+            pairs.push(pairing::PairSlot { slot, order, round: i as u32 });
+        }
+    }
+    cell.pairing = Some(pairing::CellPairing {
+        axis: "fs".into(),
+        arms: arms.iter().map(|a| a.to_string()).collect(),
+        arm,
+        group: group.into(),
+        seed: 42,
+        pairs,
+        dropped: dropped
+            .iter()
+            .map(|&slot| pairing::DroppedPair { slot, reason: format!("{}-{group}: disturbed", arms[1]) })
+            .collect(),
+        stop,
+    });
+    cell
+}
+
+/// Write a paired lat_fs run into `dir`: per test, one cell per arm with one member value
+/// per pair (`values[arm]`), dropped slots `dropped`, and `extra` appended to the scenario.
+pub fn write_paired_run(
+    dir: &Path,
+    label: &str,
+    arms: &[&str],
+    groups: &[(LatfsTest, Vec<Vec<f64>>)],
+    dropped: &[u32],
+    extra: &str,
+) -> PathBuf {
+    let mut cells = Vec::new();
+    for (test, values) in groups {
+        let group = format!("S-qoff-t1-{}", test.name());
+        for (arm, fs) in arms.iter().enumerate() {
+            let p = CellParams {
+                fs: fs.to_string(),
+                layout: Layout::S,
+                quota: QuotaMode::Off,
+                tasks: 1,
+                test: Some(*test),
+            };
+            let cell = latfs_cell(p, &values[arm]);
+            cells.push(as_pair_member(cell, arms, arm, &group, dropped, Some(pairing::PairStop::MaxPairs)));
+        }
+    }
+    let tests: Vec<&str> = groups.iter().map(|(t, _)| t.name()).collect();
+    let text = paired_scenario_text("paired", arms, &tests, extra);
+    let planned = cells.iter().map(|c| c.params.clone()).collect();
+    write_run(dir, &meta(Some(label), "paired", &text, "lat_fs", planned), &cells)
+}

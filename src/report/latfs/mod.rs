@@ -181,6 +181,7 @@ impl WorkloadReport for LatfsReport<'_> {
             counters: monitors::latfs_counters(runs),
             latency: monitors::latfs_latencies(runs),
             not_measured: super::not_measured::not_measured(runs),
+            paired: Vec::new(),
             problems: super::all_problems(runs),
         })
     }

@@ -201,6 +201,7 @@ impl WorkloadReport for StepsReport<'_> {
             groups: self.groups,
             comparison: self.comparison.map(|(c, _)| c),
             not_measured: super::not_measured::not_measured(runs),
+            paired: Vec::new(),
             problems: super::all_problems(runs),
         })
     }

@@ -1,0 +1,272 @@
+//! The join and the statistics on hand-made paired runs.
+
+use super::*;
+use crate::gate::Verdict;
+use crate::model::pairing::{CellPairing, DroppedPair, PairSlot, PairStop};
+use crate::model::*;
+use crate::results::RunMeta;
+use crate::scenario::GateSpec;
+use crate::stats::paired::{alpha_per_look, change_of_log_ratios, wilcoxon};
+
+fn params(fs: &str, test: Option<LatfsTest>) -> CellParams {
+    CellParams { fs: fs.into(), layout: Layout::S, quota: QuotaMode::Off, tasks: 1, test }
+}
+
+fn pairing(arm: usize, group: &str, slots: &[u32], dropped: &[u32]) -> CellPairing {
+    CellPairing {
+        axis: "fs".into(),
+        arms: vec!["ext4".into(), "ext4-nodelalloc".into()],
+        arm,
+        group: group.into(),
+        seed: 7,
+        // Round r of the cell is slot r's member, but a void attempt took a round too.
+        pairs: slots
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| PairSlot { slot: s, order: vec![0, 1], round: i as u32 + 1 })
+            .collect(),
+        dropped: dropped
+            .iter()
+            .map(|&s| DroppedPair { slot: s, reason: format!("ext4-nodelalloc-{group}: disturbed") })
+            .collect(),
+        stop: Some(PairStop::MaxPairs),
+    }
+}
+
+fn rep(round: u32, loops: f64, disturbed: bool) -> LatfsRepetition {
+    LatfsRepetition {
+        round,
+        total_loops_per_ms: loops,
+        disturbance: disturbed.then(|| Disturbance { disturbed: true, ..Default::default() }),
+        ..Default::default()
+    }
+}
+
+/// A lat_fs cell whose round `i + 1` has two repetitions averaging `values[i]` (round 0 is
+/// a void attempt that must not be read).
+fn latfs_cell(fs: &str, values: &[f64], p: CellPairing) -> CellResult {
+    let params = params(fs, Some(LatfsTest::Chown));
+    let mut reps = vec![rep(0, 1.0, false)];
+    for (i, v) in values.iter().enumerate() {
+        let r = i as u32 + 1;
+        reps.extend([rep(r, v * 0.99, false), rep(r, v * 1.01, false), rep(r, 1e6, true)]);
+    }
+    CellResult {
+        schema: RESULT_SCHEMA_VERSION,
+        id: params.id(),
+        params,
+        status: CellStatus::Ok,
+        skip: None,
+        error: None,
+        notes: vec![],
+        filesystems: vec![],
+        latfs: Some(LatfsResult { repetitions: reps, ..Default::default() }),
+        steps: None,
+        pairing: Some(p),
+        started: String::new(),
+        finished: String::new(),
+    }
+}
+
+fn run(cells: Vec<CellResult>, workload: WorkloadKind) -> crate::results::LoadedRun {
+    crate::results::LoadedRun {
+        dir: "results/paired/r1".into(),
+        meta: RunMeta { workload, ..Default::default() },
+        cells,
+        problems: vec![],
+    }
+}
+
+fn opts(spec: &GateSpec, metric: crate::gate::Metric, steps_iterations: Option<u32>) -> PairedOptions<'_> {
+    PairedOptions {
+        metric,
+        spec,
+        settings: PairSettings { min_pairs: 6, max_pairs: 32, steps_iterations, warnings: vec![] },
+    }
+}
+
+#[test]
+fn slots_join_arms_into_pairs_and_the_statistics_are_the_paired_ones() {
+    // Slot 3 was dropped; slot 7 has a baseline member only (the run stopped between them).
+    let base_vals = [100.0, 104.0, 97.0, 101.0, 99.0, 103.0, 98.0];
+    let cand_vals = [90.0, 93.0, 88.0, 91.5, 89.0, 92.0];
+    let base = latfs_cell("ext4", &base_vals, pairing(0, "S-qoff-t1-chown", &[0, 1, 2, 4, 5, 6, 7], &[3]));
+    let cand = latfs_cell("ext4-nodelalloc", &cand_vals, pairing(1, "S-qoff-t1-chown", &[0, 1, 2, 4, 5, 6], &[3]));
+    let spec = GateSpec::default();
+    let r = join_pairs(
+        "run",
+        &run(vec![base, cand], WorkloadKind::LatFs),
+        &opts(&spec, crate::gate::Metric::TotalLoops, None),
+    )
+    .unwrap();
+    assert_eq!((r.axis.as_str(), r.looks.as_slice()), ("fs", [6, 9, 14, 21, 32].as_slice()));
+    assert!((r.level - 0.99).abs() < 1e-12);
+    assert_eq!(r.comparisons.len(), 1);
+    let c = &r.comparisons[0];
+    assert_eq!(
+        (c.name.as_str(), c.group.as_str(), c.key.as_str()),
+        ("ext4-nodelalloc-S-qoff-t1-chown", "S-qoff-t1-chown", "chown")
+    );
+    assert_eq!((c.baseline.as_str(), c.candidate.as_str()), ("ext4", "ext4-nodelalloc"));
+    // Members are the rounds' undisturbed means, paired slot by slot.
+    assert_eq!(c.pairs, 6);
+    assert_eq!(c.unmatched, [7]);
+    assert_eq!(c.dropped.iter().map(|d| d.slot).collect::<Vec<_>>(), [3]);
+    let want: Vec<f64> = base_vals[..6].iter().zip(&cand_vals).map(|(b, c)| (c / b).ln()).collect();
+    for (a, b) in c.log_ratios.iter().zip(&want) {
+        assert!((a - b).abs() < 1e-12, "{:?} {want:?}", c.log_ratios);
+    }
+    let alpha = alpha_per_look(6, 32);
+    assert_eq!(c.change, change_of_log_ratios(&want, alpha));
+    let w = wilcoxon(&want, alpha).unwrap();
+    let sr = c.signed_rank.unwrap();
+    assert_eq!((sr.n, sr.p, sr.hl), (w.n, w.p, w.hl));
+    // About -10% with a tight spread: regressed at 5%, with 99% intervals.
+    assert_eq!(c.verdict, Verdict::Regressed, "{:?}", c.change);
+    assert_eq!(c.stop, Some(PairStop::MaxPairs));
+    assert!(c.note.as_deref().unwrap().contains("slot 7"), "{:?}", c.note);
+    assert_eq!(pairs_cell(c), "6 (+1 dropped, 1 unmatched)");
+}
+
+#[test]
+fn below_six_pairs_there_is_no_wilcoxon_check_and_an_unpaired_run_has_no_section() {
+    let base = latfs_cell("ext4", &[100.0, 101.0, 99.0], pairing(0, "g", &[0, 1, 2], &[]));
+    let cand = latfs_cell("ext4-nodelalloc", &[100.5, 100.0, 99.5], pairing(1, "g", &[0, 1, 2], &[]));
+    let spec = GateSpec::default();
+    let r = join_pairs(
+        "run",
+        &run(vec![base.clone(), cand], WorkloadKind::LatFs),
+        &opts(&spec, crate::gate::Metric::TotalLoops, None),
+    )
+    .unwrap();
+    let c = &r.comparisons[0];
+    assert_eq!((c.pairs, c.signed_rank), (3, None));
+    assert_eq!(hl_cell(c), "needs 6 pairs");
+    // Three pairs at 99%: too wide to call unchanged at 5%.
+    assert_eq!(c.verdict, Verdict::Inconclusive);
+    // Without its candidate cell, a group has no comparison but a warning.
+    let r = join_pairs(
+        "run",
+        &run(vec![base.clone()], WorkloadKind::LatFs),
+        &opts(&spec, crate::gate::Metric::TotalLoops, None),
+    )
+    .unwrap();
+    assert!(r.comparisons.is_empty() && r.warnings.len() == 1, "{:?}", r.warnings);
+    let mut plain = base;
+    plain.pairing = None;
+    assert!(
+        join_pairs("run", &run(vec![plain], WorkloadKind::LatFs), &opts(&spec, crate::gate::Metric::TotalLoops, None))
+            .is_none()
+    );
+}
+
+fn step(op: &str, elapsed_ms: u64, entries: Option<u64>) -> StepTiming {
+    StepTiming { label: op.into(), op: op.into(), elapsed_us: elapsed_ms * 1000, entries, ..Default::default() }
+}
+
+/// A steps cell whose members are 3 iterations each (rm_rf removing nothing in the first).
+fn steps_cell(fs: &str, untar_ms: &[[u64; 3]], p: CellPairing) -> CellResult {
+    let params = params(fs, None);
+    // Round 0: a void attempt's iterations, then one member per slot.
+    let mut iterations: Vec<Vec<StepTiming>> =
+        (0..3).map(|_| vec![step("rm_rf", 1, Some(0)), step("untar", 1, None)]).collect();
+    for member in untar_ms {
+        for (k, ms) in member.iter().enumerate() {
+            iterations.push(vec![step("rm_rf", 50, Some(if k == 0 { 0 } else { 1000 })), step("untar", *ms, None)]);
+        }
+    }
+    let mut c = latfs_cell(fs, &[], p);
+    c.id = params.id();
+    c.params = params;
+    c.latfs = None;
+    c.steps = Some(StepsResult { iterations, ..Default::default() });
+    c
+}
+
+#[test]
+fn steps_pair_per_iteration_position_over_steady_iterations() {
+    let slots: Vec<u32> = (0..6).collect();
+    // Iteration 0 of each member (nothing removed) is not steady: its 10x must not count.
+    let a: Vec<[u64; 3]> = (0..6).map(|i| [1000, 1000 + i * 10, 1100 + i * 10]).collect();
+    let b: Vec<[u64; 3]> = (0..6).map(|i| [10_000, 1100 + i * 11, 1210 + i * 11]).collect();
+    let base = steps_cell("ext4", &a, pairing(0, "S-qoff-t1", &slots, &[]));
+    let cand = steps_cell("ext4-nodelalloc", &b, pairing(1, "S-qoff-t1", &slots, &[]));
+    let spec = GateSpec::default();
+    let r = join_pairs(
+        "run",
+        &run(vec![base, cand], WorkloadKind::Steps),
+        &opts(&spec, crate::gate::Metric::Elapsed, Some(3)),
+    )
+    .unwrap();
+    assert_eq!(r.comparisons.len(), 2, "one per step");
+    let untar = &r.comparisons[1];
+    assert_eq!(
+        (untar.name.as_str(), untar.step.as_deref(), untar.key.as_str()),
+        ("ext4-nodelalloc-S-qoff-t1#1 untar", Some("#1 untar"), "untar")
+    );
+    assert_eq!(untar.pairs, 6);
+    for (i, d) in untar.log_ratios.iter().enumerate() {
+        let want = ((b[i][1] as f64 / a[i][1] as f64).ln() + (b[i][2] as f64 / a[i][2] as f64).ln()) / 2.0;
+        assert!((d - want).abs() < 1e-12, "pair {i}: {d} vs {want}");
+    }
+    // 10% slower every time, elapsed higher is worse: regressed.
+    assert_eq!(untar.verdict, Verdict::Regressed, "{:?}", untar.change);
+    // The same data read with the iterations guessed from the rounds (7 rounds of 3).
+    let r2 = join_pairs(
+        "run",
+        &run(r_cells(&a, &b, &slots), WorkloadKind::Steps),
+        &opts(&spec, crate::gate::Metric::Elapsed, None),
+    )
+    .unwrap();
+    assert_eq!(r2.comparisons[1].log_ratios, untar.log_ratios);
+}
+
+fn r_cells(a: &[[u64; 3]], b: &[[u64; 3]], slots: &[u32]) -> Vec<CellResult> {
+    vec![
+        steps_cell("ext4", a, pairing(0, "S-qoff-t1", slots, &[])),
+        steps_cell("ext4-nodelalloc", b, pairing(1, "S-qoff-t1", slots, &[])),
+    ]
+}
+
+#[test]
+fn the_section_names_the_level_and_every_column() {
+    let base = latfs_cell("ext4", &[100.0; 6], pairing(0, "g", &[0, 1, 2, 3, 4, 5], &[]));
+    let cand = latfs_cell("ext4-nodelalloc", &[100.0; 6], pairing(1, "g", &[0, 1, 2, 3, 4, 5], &[]));
+    let spec = GateSpec::default();
+    let p = join_pairs(
+        "run",
+        &run(vec![base, cand], WorkloadKind::LatFs),
+        &opts(&spec, crate::gate::Metric::TotalLoops, None),
+    )
+    .unwrap();
+    let mut m: Box<dyn crate::report::markup::Markup> = Box::new(crate::report::markup::Plain::default());
+    write_sections(&mut *m, std::slice::from_ref(&p), false);
+    let text = m.finish();
+    assert!(text.starts_with("Paired comparison\n"), "{text}");
+    assert!(text.contains("Intervals at 99%"), "{text}");
+    assert!(text.contains("ratio [99% CI]") && text.contains("HL [99% CI]"), "{text}");
+    assert!(text.contains("1.000 [1.000, 1.000]") && text.contains("unchanged"), "{text}");
+    let csv = csv(&[p]);
+    assert!(csv.starts_with("label,pair_group,step,baseline,candidate,pairs,"), "{csv}");
+    assert_eq!(csv.lines().count(), 2);
+}
+
+#[test]
+fn a_cell_claiming_more_pairs_than_any_run_takes_is_not_read_as_pairs() {
+    let slots: Vec<u32> = (0..=crate::model::pairing::MAX_PAIRS).collect();
+    let mut base = latfs_cell("ext4", &[100.0], pairing(0, "g", &slots, &[]));
+    base.pairing.as_mut().unwrap().pairs[0].round = u32::MAX;
+    let cand = latfs_cell("ext4-nodelalloc", &[100.0], pairing(1, "g", &[0], &[]));
+    let spec = GateSpec::default();
+    let r = join_pairs(
+        "run",
+        &run(vec![base, cand], WorkloadKind::LatFs),
+        &opts(&spec, crate::gate::Metric::TotalLoops, None),
+    )
+    .unwrap();
+    assert!(r.warnings[0].contains("more than 1000 pair slots"), "{:?}", r.warnings);
+    // The candidate is left without its baseline: missing, and said so.
+    assert_eq!(r.comparisons.len(), 1);
+    assert_eq!(r.comparisons[0].verdict, Verdict::Missing);
+    assert!(r.comparisons[0].note.as_deref().unwrap().contains("no baseline cell"));
+}
