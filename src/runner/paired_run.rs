@@ -116,7 +116,7 @@ pub(super) fn run_paired(
                 store(r)?;
             }
         }
-        progress.note(&group_line(group, &out, &rules));
+        progress.summary(&group_line(group, &out, &rules));
         if out.stop == PairStop::Interrupted {
             progress.done();
             return Ok(PairedRan { ran, previously_done });

@@ -47,12 +47,12 @@ impl Progress {
         Progress { pass: "pair", ..Progress::new(total, max_pairs.max(2), quiet) }
     }
 
-    /// A line of its own (a pair group's end), above the bar or on stderr.
-    pub(super) fn note(&self, line: &str) {
+    /// A line of the run's summary (a pair group's end), above the bar or on stderr; said
+    /// even when quiet, as the run's final tables are.
+    pub(super) fn summary(&self, line: &str) {
         match &self.bar {
-            Some(bar) => bar.println(line),
-            None if self.lines => eprintln!("{line}"),
-            None => {}
+            Some(bar) => bar.println(format!("fsbench: {line}")),
+            None => eprintln!("fsbench: {line}"),
         }
     }
 
