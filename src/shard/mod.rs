@@ -118,18 +118,25 @@ fn units(s: &Scenario, cells: &[Cell]) -> Vec<Vec<usize>> {
     units
 }
 
+/// The units of a plan ([`units`]), what each costs, and the shard each goes to.
+struct Assigned {
+    units: Vec<Vec<usize>>,
+    costs: Vec<(usize, Duration)>,
+    owner: Vec<u32>,
+}
+
 /// The shard of each unit of [`units`] and the units' costs.
-fn assign_units(s: &Scenario, cells: &[Cell], count: u32) -> (Vec<Vec<usize>>, Vec<(usize, Duration)>, Vec<u32>) {
+fn assign_units(s: &Scenario, cells: &[Cell], count: u32) -> Assigned {
     let units = units(s, cells);
     let costs: Vec<(usize, Duration)> =
         units.iter().map(|u| (cells[u[0]].index, u.iter().map(|&i| cell_cost(s, &cells[i])).sum())).collect();
     let owner = assign(&costs, count);
-    (units, costs, owner)
+    Assigned { units, costs, owner }
 }
 
 /// The cells of one shard, in plan order; a paired scenario's pair groups stay whole.
 pub fn select(s: &Scenario, cells: &[Cell], shard: ShardSpec) -> Vec<Cell> {
-    let (units, _, owner) = assign_units(s, cells, shard.count);
+    let Assigned { units, owner, .. } = assign_units(s, cells, shard.count);
     let mut mine: Vec<usize> =
         units.into_iter().zip(owner).filter(|(_, o)| *o == shard.index).flat_map(|(u, _)| u).collect();
     mine.sort_unstable();
@@ -158,7 +165,7 @@ pub fn shard_plan(
 
 /// Estimated wall time of each shard (for `plan`-like summaries and the balance test).
 pub fn shard_loads(s: &Scenario, cells: &[Cell], count: u32) -> Vec<Duration> {
-    let (_, costs, owner) = assign_units(s, cells, count);
+    let Assigned { costs, owner, .. } = assign_units(s, cells, count);
     let mut loads = vec![Duration::ZERO; count.max(1) as usize];
     for (i, shard) in owner.into_iter().enumerate() {
         loads[shard as usize] += costs[i].1;
