@@ -29,15 +29,21 @@ struct Scripted<'f> {
     /// The signal flag the loop polls, and the call (from 0) during which the signal arrives.
     signal: &'f std::cell::Cell<bool>,
     signal_during: Option<usize>,
+    /// Cells (by fs) the host check skips before anything runs.
+    host_lacks: Vec<&'static str>,
 }
 
 impl<'f> Scripted<'f> {
     fn new(answers: Vec<Answer>, signal: &'f std::cell::Cell<bool>) -> Scripted<'f> {
-        Scripted { answers, calls: Vec::new(), signal, signal_during: None }
+        Scripted { answers, calls: Vec::new(), signal, signal_during: None, host_lacks: Vec::new() }
     }
 }
 
 impl CellExecutor for Scripted<'_> {
+    fn skip(&mut self, cell: &Cell) -> Option<CellResult> {
+        self.host_lacks.contains(&cell.params.fs.as_str()).then(|| new_result(&cell.params, CellStatus::Skipped, "t"))
+    }
+
     fn measure(&mut self, cell: &Cell, phase: &Phase) -> CellResult {
         let call = self.calls.len();
         self.calls.push(cell.id());
@@ -363,4 +369,35 @@ fn cells_in_no_complete_group_run_unpaired_after_the_groups() {
     let r = &ran.stored[&lone.id()];
     assert_eq!((r.pairing.is_none(), r.latfs.as_ref().unwrap().rounds_done()), (true, 1));
     assert_eq!(ran.tally.measured, 3);
+}
+
+#[test]
+fn an_arm_the_host_cannot_run_is_skipped_and_its_partners_run_unpaired() {
+    let s = paired_scenario("\"chown\"", 2, 4);
+    let cells = crate::plan::expand(&s).cells;
+    let signal = std::cell::Cell::new(false);
+    let mut exec = Scripted::new(vec![], &signal);
+    exec.host_lacks = vec!["b"];
+    let ran = run_paired(&s, &cells, BTreeMap::new(), &mut exec);
+    // No pair is attempted: arm a runs once, unpaired.
+    assert_eq!(ran.calls, ids(&cells, &[0]));
+    assert_eq!(ran.stored[&cells[1].id()].status, CellStatus::Skipped);
+    assert!(ran.stored[&cells[0].id()].pairing.is_none());
+    assert_eq!(ran.tally, Tally { measured: 1, failed: 0, skipped: 1, without_statistics: 0 });
+}
+
+#[test]
+fn a_paired_run_refuses_a_random_order_and_steps_before_creating_anything() {
+    let s = paired_scenario("\"chown\"", 2, 4);
+    let e = super::paired_run::refuse_unpairable(&s, CellOrder::Random { seed: 1 }).unwrap_err();
+    assert!(e.to_string().contains("--order random does not apply to a paired run"), "{e}");
+    assert!(super::paired_run::refuse_unpairable(&s, CellOrder::Plan).is_ok());
+    let steps = crate::scenario::parse_str(
+        "schema = 1\nname = \"p\"\n[matrix]\nfs = [\"a\", \"b\"]\n[backing]\nkind = \"dir\"\npath = \"/tmp\"\n\
+         [workload]\nkind = \"steps\"\nsteps = [{ op = \"sync\" }]\n[compare]\narms = \"fs\"\n",
+        "p.toml",
+    )
+    .unwrap();
+    let e = super::paired_run::refuse_unpairable(&steps, CellOrder::Plan).unwrap_err();
+    assert!(e.to_string().contains("paired steps runs are not executed yet"), "{e}");
 }
