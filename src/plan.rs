@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::exit::InputError;
 use crate::model::{CellParams, Layout, QuotaImpl, QuotaMode, SkipReason};
-use crate::scenario::{Backing, Scenario, Workload, units::format_size};
+use crate::scenario::{Backing, CompareSpec, Scenario, Workload, units::format_size};
 
 /// The expanded matrix of one scenario.
 #[derive(Debug, Clone, PartialEq)]
@@ -309,9 +309,129 @@ pub fn render_plan_table(s: &Scenario, plan: &Plan, check: &HostCheck, width: u1
     out
 }
 
+/// Cells that differ only in the arm: one member per arm, baseline first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairGroup<'c> {
+    /// The group's cell id with the arm left out (`S-qoff-t1-chown` for arms = fs).
+    pub key: String,
+    /// One cell per arm, in the order of the arm axis's values.
+    pub members: Vec<&'c Cell>,
+}
+
+/// The pair groups of `cells` for arms on `spec.arms` with values `arm_values` (the
+/// baseline first), in the order their first member appears; a group missing an arm
+/// (narrowed away by `--only`) is left out, since it has nothing to pair.
+pub fn pair_groups<'c>(cells: &'c [Cell], spec: &CompareSpec, arm_values: &[String]) -> Vec<PairGroup<'c>> {
+    let mut groups: Vec<(String, Vec<Option<&Cell>>)> = Vec::new();
+    for cell in cells {
+        let value = arm_value(cell, &spec.arms);
+        let Some(arm) = arm_values.iter().position(|v| *v == value) else { continue };
+        let key = group_key(cell, &spec.arms);
+        let slot = match groups.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None => {
+                groups.push((key, vec![None; arm_values.len()]));
+                groups.len() - 1
+            }
+        };
+        groups[slot].1[arm] = Some(cell);
+    }
+    groups
+        .into_iter()
+        .filter_map(|(key, m)| m.into_iter().collect::<Option<Vec<_>>>().map(|members| PairGroup { key, members }))
+        .collect()
+}
+
+fn arm_value(cell: &Cell, axis: &str) -> String {
+    axis_value(&cell.params, axis)
+}
+
+/// The cell's id parts without the arm's: what all members of a group share.
+fn group_key(cell: &Cell, axis: &str) -> String {
+    let p = &cell.params;
+    let parts = [
+        ("fs", p.fs.clone()),
+        ("layout", p.layout.to_string()),
+        ("quota", format!("q{}", p.quota)),
+        ("tasks", format!("t{}", p.tasks)),
+        ("test", p.test.map(|t| t.name().to_string()).unwrap_or_default()),
+    ];
+    parts.iter().filter(|(a, v)| *a != axis && !v.is_empty()).map(|(_, v)| v.as_str()).collect::<Vec<_>>().join("-")
+}
+
+/// What `plan` says of a paired scenario: the arms, the pair bounds and the looks, the
+/// pair groups, the cells in none, and what the groups cost at best (every group decided
+/// at `min` pairs) and at worst (`max` pairs and every rerun spent); `None` without `[compare]`.
+pub fn render_pairing(s: &Scenario, plan: &Plan, width: u16) -> Option<String> {
+    let spec = s.compare.as_ref()?;
+    let arms = s.matrix.axis_values(&spec.arms).unwrap_or_default();
+    let groups = pair_groups(&plan.cells, spec, &arms);
+    let reruns = match &s.workload {
+        Workload::Latfs(l) => l.noise.max_reruns,
+        Workload::Steps(_) => 0,
+    };
+    let cost = |g: &PairGroup| g.members.iter().map(|c| crate::shard::cell_cost(s, c)).sum::<Duration>();
+    let best: Duration = groups.iter().map(|g| cost(g) * spec.min_pairs).sum();
+    let worst: Duration = groups.iter().map(|g| cost(g) * (spec.max_pairs + reruns)).sum();
+    let looks: Vec<String> =
+        crate::stats::paired::look_schedule(spec.min_pairs, spec.max_pairs).iter().map(u32::to_string).collect();
+    let wrap = |t: &str| crate::text::wrap(t, usize::from(width), "    ");
+    let mut out = String::from("\n");
+    out.push_str(&wrap(&format!(
+        "paired: arms {} = {} (baseline first); {}–{} pairs per group, verdict looked at after {} pairs",
+        spec.arms,
+        arms.join(", "),
+        spec.min_pairs,
+        spec.max_pairs,
+        looks.join(", ")
+    )));
+    out.push('\n');
+    let keys: Vec<&str> = groups.iter().map(|g| g.key.as_str()).collect();
+    out.push_str(&wrap(&format!("pair groups ({}): {}", groups.len(), keys.join(", "))));
+    out.push('\n');
+    out.push_str(&wrap(&format!(
+        "pairs take about {} at best (every group decided after {} pairs) and {} at worst ({} pairs and {} void pairs rerun per group)",
+        crate::text::human_duration(best),
+        spec.min_pairs,
+        crate::text::human_duration(worst),
+        spec.max_pairs,
+        reruns
+    )));
+    out.push('\n');
+    let grouped: std::collections::BTreeSet<usize> =
+        groups.iter().flat_map(|g| g.members.iter().map(|c| c.index)).collect();
+    let lone: Vec<String> = plan.cells.iter().filter(|c| !grouped.contains(&c.index)).map(Cell::id).collect();
+    if !lone.is_empty() {
+        out.push_str(&wrap(&format!("in no complete pair group, run unpaired: {}", lone.join(", "))));
+        out.push('\n');
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_paired_plan_names_its_groups_and_what_the_pairs_cost() {
+        let text = include_str!("../scenarios/paired-nodelalloc.toml");
+        let s = crate::scenario::parse_str(text, "paired-nodelalloc.toml").unwrap();
+        let plan = plan_for(&s, &["test=chown,open_close".to_string()]).unwrap();
+        let out = render_pairing(&s, &plan, 200).unwrap();
+        assert!(out.contains("paired: arms fs = ext4, ext4-nodelalloc (baseline first); 6–32 pairs per group, verdict looked at after 6, 9, 14, 21, 32 pairs"), "{out}");
+        assert!(out.contains("pair groups (2): S-qoff-t1-open_close, S-qoff-t1-chown"), "{out}");
+        assert!(
+            out.contains("at best (every group decided after 6 pairs)")
+                && out.contains("(32 pairs and 3 void pairs rerun per group)"),
+            "{out}"
+        );
+        assert!(!out.contains("unpaired"), "{out}");
+        let narrowed = plan_for(&s, &["test=chown".to_string(), "fs=ext4".to_string()]).unwrap();
+        let out = render_pairing(&s, &narrowed, 200).unwrap();
+        assert!(out.contains("pair groups (0)") && out.contains("run unpaired: ext4-S-qoff-t1-chown"), "{out}");
+        let unpaired = Scenario { compare: None, ..s };
+        assert_eq!(render_pairing(&unpaired, &plan, 200), None);
+    }
 
     fn scenario(matrix: &str) -> Scenario {
         let text = format!(

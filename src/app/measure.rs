@@ -191,19 +191,6 @@ pub(crate) fn run_under_kernels(
     Ok(super::strict_policy(worst, skipped, strict))
 }
 
-/// `[compare] arms` is validated and its statistics and schedule exist, but `run` does not yet
-/// execute pair groups: refuse rather than run the cells unpaired under a paired scenario.
-pub fn refuse_unpaired_compare(s: &crate::scenario::Scenario) -> anyhow::Result<()> {
-    match &s.compare {
-        Some(c) => Err(crate::exit::InputError::anyhow(format!(
-            "[compare] arms = \"{}\": paired runs are validated but not yet executed by `run` (docs/paired.md); \
-             remove the [compare] section to run the cells unpaired",
-            c.arms
-        ))),
-        None => Ok(()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

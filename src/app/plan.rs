@@ -115,6 +115,9 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
         PlanFormat::Table => {
             let piped = !std::io::IsTerminal::is_terminal(&std::io::stdout());
             print!("{}", render_plan_table(&s, &plan, &check, super::print::output_width(), piped));
+            if let Some(pairing) = plan::render_pairing(&s, &plan, super::print::output_width()) {
+                print!("{pairing}");
+            }
             if in_guests {
                 let labels: Vec<&str> = s.kernels.iter().map(|k| k.label.as_str()).collect();
                 println!(

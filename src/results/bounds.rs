@@ -4,6 +4,7 @@
 //! no renderer has to survive `1.8e308` loops/ms (a plot whose axis never ends) and no
 //! merge allocates `u32::MAX` shard slots.
 
+use crate::model::pairing::{CellPairing, MAX_PAIRS};
 use crate::model::{CellResult, LatfsResult, StepsResult, Summary};
 
 use super::{RunMeta, RunShard};
@@ -17,6 +18,10 @@ pub const MAX_CELLS: usize = 1_000_000;
 pub const MAX_SHARDS: u32 = 100_000;
 /// Most repetitions, iterations, steps or tasks a cell file may hold.
 pub const MAX_SAMPLES: usize = 100_000;
+/// Most arms a paired cell may name (a comparison of more is no longer a pair).
+pub const MAX_ARMS: usize = 16;
+/// Longest arm value, group key or dropped-pair reason in a paired cell's record.
+pub const MAX_PAIRING_TEXT: usize = 4096;
 /// Largest result file read into memory (a real cell file is a few KiB).
 pub const MAX_FILE_BYTES: u64 = 64 << 20;
 
@@ -92,9 +97,71 @@ fn steps(s: &StepsResult) -> Result<(), Violation> {
     Ok(())
 }
 
-/// Check every measured number and sample count of a cell file.
+fn text(field: impl Into<String>, t: &str) -> Result<(), Violation> {
+    if t.len() <= MAX_PAIRING_TEXT {
+        return Ok(());
+    }
+    Err((field.into(), format!("{} bytes, more than the {MAX_PAIRING_TEXT} allowed", t.len())))
+}
+
+/// A paired cell's record: bounded counts, an arm that exists, orders that are
+/// permutations of the arms, each slot once, and every pair's round among the cell's.
+fn pairing(p: &CellPairing, c: &CellResult) -> Result<(), Violation> {
+    let bad = |field: &str, why: String| Err((format!("pairing.{field}"), why));
+    if !crate::scenario::AXES.contains(&p.axis.as_str()) {
+        return bad("axis", format!("`{}` is not a matrix axis", crate::text::escape_control(&p.axis)));
+    }
+    if !(2..=MAX_ARMS).contains(&p.arms.len()) {
+        return bad("arms", format!("{} arms: expected 2 to {MAX_ARMS}", p.arms.len()));
+    }
+    for (i, a) in p.arms.iter().enumerate() {
+        text(format!("pairing.arms[{i}]"), a)?;
+    }
+    text("pairing.group", &p.group)?;
+    if p.arm >= p.arms.len() {
+        return bad("arm", format!("arm {} of {} arms", p.arm, p.arms.len()));
+    }
+    count("pairing.pairs", p.pairs.len(), MAX_PAIRS as usize)?;
+    count("pairing.dropped", p.dropped.len(), MAX_PAIRS as usize)?;
+    let rounds = c.latfs.as_ref().map_or(0, |l| l.rounds_done());
+    let mut slots = std::collections::BTreeSet::new();
+    for (i, pair) in p.pairs.iter().enumerate() {
+        let at = format!("pairs[{i}]");
+        if pair.slot >= MAX_PAIRS || !slots.insert(pair.slot) {
+            return bad(&format!("{at}.slot"), format!("slot {}: out of range or given twice", pair.slot));
+        }
+        let mut order = pair.order.clone();
+        order.sort_unstable();
+        if order != (0..p.arms.len()).collect::<Vec<_>>() {
+            return bad(
+                &format!("{at}.order"),
+                format!("{:?} is not an order of the {} arms", pair.order, p.arms.len()),
+            );
+        }
+        if pair.round >= rounds
+            || !c.latfs.as_ref().is_some_and(|l| l.repetitions.iter().any(|r| r.round == pair.round))
+        {
+            return bad(
+                &format!("{at}.round"),
+                format!("round {} is not among the cell's {rounds} rounds", pair.round),
+            );
+        }
+    }
+    for (i, d) in p.dropped.iter().enumerate() {
+        if d.slot >= MAX_PAIRS || !slots.insert(d.slot) {
+            return bad(&format!("dropped[{i}].slot"), format!("slot {}: out of range or given twice", d.slot));
+        }
+        text(format!("pairing.dropped[{i}].reason"), &d.reason)?;
+    }
+    Ok(())
+}
+
+/// Check every measured number and sample count of a cell file, and its pairing.
 pub fn check_cell(c: &CellResult) -> Result<(), Violation> {
     count("filesystems", c.filesystems.len(), MAX_SAMPLES)?;
+    if let Some(p) = &c.pairing {
+        pairing(p, c)?;
+    }
     if let Some(l) = &c.latfs {
         latfs(l)?;
     }
@@ -155,6 +222,67 @@ mod tests {
         assert!(msg.contains("plausible"), "{msg}");
         assert!(number("x", f64::NAN).is_err() && number("x", f64::INFINITY).is_err());
         assert!(number("x", 1e6).is_ok() && number("x", -3.5).is_ok());
+    }
+
+    #[test]
+    fn a_hostile_pairing_is_refused_on_load() {
+        use crate::model::pairing::{DroppedPair, PairSlot};
+        use crate::model::{CellParams, CellStatus, LatfsRepetition};
+        let reps = (0..2).map(|round| LatfsRepetition { round, ..Default::default() }).collect();
+        let good = CellResult {
+            schema: crate::model::RESULT_SCHEMA_VERSION,
+            id: "ext4-S-qoff-t1-chown".into(),
+            params: CellParams {
+                fs: "ext4".into(),
+                layout: crate::model::Layout::S,
+                quota: crate::model::QuotaMode::Off,
+                tasks: 1,
+                test: None,
+            },
+            status: CellStatus::Ok,
+            skip: None,
+            error: None,
+            notes: vec![],
+            filesystems: vec![],
+            latfs: Some(crate::workload::latfs::result(reps)),
+            steps: None,
+            pairing: Some(CellPairing {
+                axis: "fs".into(),
+                arms: vec!["ext4".into(), "ext4-nodelalloc".into()],
+                arm: 1,
+                group: "S-qoff-t1-chown".into(),
+                seed: 3,
+                pairs: vec![
+                    PairSlot { slot: 0, order: vec![0, 1], round: 0 },
+                    PairSlot { slot: 2, order: vec![1, 0], round: 1 },
+                ],
+                dropped: vec![DroppedPair { slot: 1, reason: "ext4-S-qoff-t1-chown: disturbed".into() }],
+                stop: None,
+            }),
+            started: String::new(),
+            finished: String::new(),
+        };
+        assert_eq!(check_cell(&good), Ok(()));
+        let field = |f: &dyn Fn(&mut CellPairing)| {
+            let mut c = good.clone();
+            f(c.pairing.as_mut().unwrap());
+            check_cell(&c).unwrap_err().0
+        };
+        assert_eq!(field(&|p| p.arm = 2), "pairing.arm");
+        assert_eq!(field(&|p| p.arms = vec!["x".into(); 17]), "pairing.arms");
+        assert_eq!(field(&|p| p.arms.truncate(1)), "pairing.arms");
+        assert_eq!(field(&|p| p.axis = "kernel".into()), "pairing.axis");
+        assert_eq!(field(&|p| p.pairs[1].round = 2), "pairing.pairs[1].round");
+        assert_eq!(field(&|p| p.pairs[1].order = vec![1, 1]), "pairing.pairs[1].order");
+        assert_eq!(field(&|p| p.pairs[1].slot = 0), "pairing.pairs[1].slot");
+        assert_eq!(field(&|p| p.dropped[0].slot = 2), "pairing.dropped[0].slot");
+        assert_eq!(field(&|p| p.group = "g".repeat(5000)), "pairing.group");
+        assert_eq!(
+            field(
+                &|p| p.pairs = (0..MAX_PAIRS + 1).map(|slot| PairSlot { slot, order: vec![0, 1], round: 0 }).collect()
+            ),
+            "pairing.pairs"
+        );
     }
 
     #[test]

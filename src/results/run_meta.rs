@@ -67,6 +67,10 @@ pub struct RunMeta {
     /// by key; absent when none was given. `history --order-by KEY` orders runs by one.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub meta: crate::model::run_tags::RunTags,
+    /// Seed of the pair order of a paired run (`[compare]`), as every paired cell file
+    /// records it too; absent in unpaired runs. `--resume` continues with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair_seed: Option<u64>,
 }
 
 /// Where a run directory that fsbench did not measure there came from.

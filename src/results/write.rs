@@ -78,6 +78,7 @@ impl RunWriter {
             order: None,
             derived: None,
             meta: Default::default(),
+            pair_seed: None,
         };
         let (writer, parent_fd) = made.into_writer(meta);
         if let Err(e) = writer.write_meta() {
@@ -191,6 +192,17 @@ impl RunWriter {
             self.meta.order = order;
         }
         self.write_meta()
+    }
+
+    /// Record the seed of a paired run's pair order in `run.json` (written again at once).
+    pub fn record_pair_seed(&mut self, seed: u64) -> Result<(), ResultsError> {
+        self.meta.pair_seed = Some(seed);
+        self.write_meta()
+    }
+
+    /// The seed of the pair order recorded in `run.json`, if any (a resumed paired run's).
+    pub fn pair_seed(&self) -> Option<u64> {
+        self.meta.pair_seed
     }
 
     /// Record the run's `--meta` pairs in `run.json` (written again at once).

@@ -23,12 +23,27 @@ use crate::workload::latfs;
 pub trait CellExecutor {
     /// The cell's result, telling `phase` what it is doing as it goes.
     fn measure(&mut self, cell: &Cell, phase: &Phase) -> CellResult;
+
+    /// The cell's skipped result when the host cannot run it, found without touching
+    /// anything; `None` when it may run. Paired runs ask before a pair group starts, so
+    /// that an arm the host lacks does not void pair after pair.
+    fn skip(&mut self, _cell: &Cell) -> Option<CellResult> {
+        None
+    }
 }
 
 /// The real executor: the host check, provisioning, the workload and the teardown.
 impl CellExecutor for RunContext<'_> {
     fn measure(&mut self, cell: &Cell, phase: &Phase) -> CellResult {
         run_cell(self, cell, phase)
+    }
+
+    fn skip(&mut self, cell: &Cell) -> Option<CellResult> {
+        let started = results::now_rfc3339();
+        let skip = provision::capability::check_cell(self.scenario, &self.backing, &cell.params, self.allow_device)?;
+        let mut r = new_result(&cell.params, CellStatus::Skipped, &started);
+        r.skip = Some(skip);
+        Some(r)
     }
 }
 

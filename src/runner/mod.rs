@@ -8,9 +8,11 @@
 //! directories, [`rounds`] plans and runs the rounds over the cells, [`cell`] measures one
 //! cell behind the [`cell::CellExecutor`] seam, [`steps_stage`] stages a steps cell's
 //! archive, [`resume`] reopens an interrupted run and [`progress`] shows how far it got.
-//! [`pairs`] runs the pair groups of a `[compare]` scenario (not yet wired into [`run`]).
+//! [`pairs`] runs one pair group of a `[compare]` scenario and [`paired_run`] all of a
+//! run's groups, storing each member as a round of its cell.
 
 mod cell;
+mod paired_run;
 pub mod pairs;
 mod progress;
 mod resume;
@@ -153,29 +155,57 @@ impl RunOutcome {
 pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
     let scenario = req.scenario;
     workdir::refuse_unconfirmed_device(scenario, req.allow_device.as_deref())?;
+    paired_run::refuse_unpairable(scenario, req.order)?;
     let workroot = workdir::prepare_workroot(&req.workroot)?;
     let cells = req.cells;
     let workdir::Opened { mut writer, mut stored, workdir } = workdir::open(req.target, scenario, &cells, &workroot)?;
     let mut ctx = RunContext::new(scenario, &workdir, req.allow_device.as_deref(), req.untrusted_archives)?;
 
-    let plan = rounds::RoundPlan::new(rounds::scenario_rounds(scenario), &cells, &stored, req.order);
-    if req.environment.is_some() || plan.order.is_some() {
-        writer.record(req.environment, plan.order.clone()).context("cannot record the environment in run.json")?;
-    }
-    if !stored.is_empty() {
-        eprintln!(
-            "fsbench: resuming {}: {} of {} cells done, {} to run",
-            writer.dir().display(),
-            plan.previously_done,
-            cells.len(),
-            cells.len() - plan.previously_done
-        );
-    }
-    let progress = progress::Progress::new(plan.cell_runs(), plan.rounds, req.quiet);
-    let mut store = |r: &CellResult| writer.write_cell(r).map(drop).context("cannot store a cell result");
-    let ran = rounds::run_rounds(&plan.runs_of, &mut stored, &mut ctx, &mut store, &progress, &interrupted)?;
+    let (ran, previously_done) = match &scenario.compare {
+        Some(spec) => {
+            // A resumed run keeps the seed its run.json recorded (drawn when it started).
+            let seed = spec.seed.or(writer.pair_seed()).unwrap_or_else(paired_run::draw_seed);
+            writer.record(req.environment, None).context("cannot record the environment in run.json")?;
+            if writer.pair_seed() != Some(seed) {
+                writer.record_pair_seed(seed).context("cannot record the pair seed in run.json")?;
+            }
+            if !stored.is_empty() {
+                eprintln!(
+                    "fsbench: resuming {}: {} of {} cells stored; pair groups go on where they stopped",
+                    writer.dir().display(),
+                    stored.len(),
+                    cells.len()
+                );
+            }
+            let run = paired_run::PairedRun { scenario, spec, seed, quiet: req.quiet };
+            let mut store = |r: &CellResult| writer.write_cell(r).map(drop).context("cannot store a cell result");
+            let paired = paired_run::run_paired(&run, &cells, &mut stored, &mut ctx, &mut store, &interrupted)?;
+            (paired.ran, paired.previously_done)
+        }
+        None => {
+            let plan = rounds::RoundPlan::new(rounds::scenario_rounds(scenario), &cells, &stored, req.order);
+            if req.environment.is_some() || plan.order.is_some() {
+                writer
+                    .record(req.environment, plan.order.clone())
+                    .context("cannot record the environment in run.json")?;
+            }
+            if !stored.is_empty() {
+                eprintln!(
+                    "fsbench: resuming {}: {} of {} cells done, {} to run",
+                    writer.dir().display(),
+                    plan.previously_done,
+                    cells.len(),
+                    cells.len() - plan.previously_done
+                );
+            }
+            let progress = progress::Progress::new(plan.cell_runs(), plan.rounds, req.quiet);
+            let mut store = |r: &CellResult| writer.write_cell(r).map(drop).context("cannot store a cell result");
+            let ran = rounds::run_rounds(&plan.runs_of, &mut stored, &mut ctx, &mut store, &progress, &interrupted)?;
+            progress.done();
+            (ran, plan.previously_done)
+        }
+    };
     let tally = rounds::Tally::of(&ran, &stored);
-    progress.done();
 
     let _finishing = crate::signals::enter(crate::signals::Activity::Other);
     let was_interrupted = interrupted();
@@ -188,7 +218,7 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
         failed: tally.failed,
         skipped: tally.skipped,
         without_statistics: tally.without_statistics,
-        previously_done: plan.previously_done,
+        previously_done,
         interrupted: was_interrupted,
     })
 }

@@ -9,10 +9,11 @@
 use serde::Serialize;
 
 use super::cell::CellExecutor;
-use super::progress::Phase;
+use super::progress::Progress;
 use crate::gate::{Direction, Verdict};
+pub use crate::model::pairing::{DroppedPair, PairStop};
 use crate::model::{CellResult, CellStatus};
-use crate::plan::Cell;
+pub use crate::plan::{PairGroup, pair_groups};
 use crate::scenario::CompareSpec;
 use crate::stats::paired::{alpha_per_look, look_schedule, paired_change};
 
@@ -42,57 +43,7 @@ pub fn pair_schedule(seed: u64, n_pairs: usize, arms: usize) -> Vec<Vec<usize>> 
         .collect()
 }
 
-/// Cells that differ only in the arm: one member per arm, baseline first.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PairGroup<'c> {
-    /// The group's cell id with the arm left out (`S-qoff-t1-chown` for arms = fs).
-    pub key: String,
-    /// One cell per arm, in the order of the arm axis's values.
-    pub members: Vec<&'c Cell>,
-}
-
-/// The pair groups of `cells` for arms on `spec.arms` with values `arm_values` (the
-/// baseline first), in the order their first member appears; a group missing an arm
-/// (narrowed away by `--only`) is left out, since it has nothing to pair.
-pub fn pair_groups<'c>(cells: &'c [Cell], spec: &CompareSpec, arm_values: &[String]) -> Vec<PairGroup<'c>> {
-    let mut groups: Vec<(String, Vec<Option<&Cell>>)> = Vec::new();
-    for cell in cells {
-        let value = arm_value(cell, &spec.arms);
-        let Some(arm) = arm_values.iter().position(|v| *v == value) else { continue };
-        let key = group_key(cell, &spec.arms);
-        let slot = match groups.iter().position(|(k, _)| *k == key) {
-            Some(i) => i,
-            None => {
-                groups.push((key, vec![None; arm_values.len()]));
-                groups.len() - 1
-            }
-        };
-        groups[slot].1[arm] = Some(cell);
-    }
-    groups
-        .into_iter()
-        .filter_map(|(key, m)| m.into_iter().collect::<Option<Vec<_>>>().map(|members| PairGroup { key, members }))
-        .collect()
-}
-
-fn arm_value(cell: &Cell, axis: &str) -> String {
-    crate::plan::axis_value(&cell.params, axis)
-}
-
-/// The cell's id parts without the arm's: what all members of a group share.
-fn group_key(cell: &Cell, axis: &str) -> String {
-    let p = &cell.params;
-    let parts = [
-        ("fs", p.fs.clone()),
-        ("layout", p.layout.to_string()),
-        ("quota", format!("q{}", p.quota)),
-        ("tasks", format!("t{}", p.tasks)),
-        ("test", p.test.map(|t| t.name().to_string()).unwrap_or_default()),
-    ];
-    parts.iter().filter(|(a, v)| *a != axis && !v.is_empty()).map(|(_, v)| v.as_str()).collect::<Vec<_>>().join("-")
-}
-
-/// One pair that counts: which repetition of each arm pairs with which.
+/// One pair that counts: the arms' values in the slot's order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PairRecord {
     /// The pair's place in the schedule, from 0.
@@ -103,38 +54,59 @@ pub struct PairRecord {
     pub values: Vec<f64>,
 }
 
-/// A schedule slot that yielded no pair, and why.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DroppedPair {
-    /// The slot, from 0.
-    pub slot: usize,
-    /// Why its last attempt was void (`ext4-nodelalloc: disturbed`).
-    pub reason: String,
+/// Where a pair group starts: nothing yet, or what a resumed run had stored of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupStart {
+    /// The pairs that count so far, in schedule order.
+    pub pairs: Vec<PairRecord>,
+    /// Slots dropped so far.
+    pub dropped: Vec<DroppedPair>,
+    /// The first slot still to run.
+    pub next_slot: usize,
+    /// Void pairs that may still run again.
+    pub reruns_left: u32,
 }
 
-/// Why a pair group stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "why", content = "verdict")]
-pub enum PairStop {
-    /// A look decided every candidate arm (regressed, improved or unchanged).
-    Decided(Verdict),
-    /// The schedule's `max` pairs were taken without a decision.
-    MaxPairs,
-    /// A signal stopped the run.
-    Interrupted,
+impl GroupStart {
+    /// A group with nothing measured, and its whole rerun budget.
+    pub fn fresh(rules: &PairRules) -> GroupStart {
+        GroupStart { pairs: Vec::new(), dropped: Vec::new(), next_slot: 0, reruns_left: rules.max_reruns }
+    }
+}
+
+/// What became of one attempt at a slot.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttemptFate {
+    /// Every member gave a value: the slot's pair.
+    Pair,
+    /// A member voided it, and the slot runs again (the reason).
+    Rerun(String),
+    /// A member voided it and the rerun budget is spent: the slot is dropped (the reason).
+    Dropped(String),
+}
+
+/// One attempt at a slot, measured: handed to the caller (to store) before the next begins.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    /// The slot, from 0.
+    pub slot: usize,
+    /// The arm indices in the order they ran.
+    pub order: Vec<usize>,
+    /// The members' results, in the order they ran (`results[i]` is arm `order[i]`).
+    pub results: Vec<CellResult>,
+    /// Whether it made the slot's pair.
+    pub fate: AttemptFate,
 }
 
 /// What one pair group measured.
 #[derive(Debug, Clone)]
 pub struct PairGroupOutcome {
-    /// The pairs that count, in schedule order.
+    /// The pairs that count, in schedule order (those it started with included).
     pub pairs: Vec<PairRecord>,
     /// Slots that yielded no pair after their reruns.
     pub dropped: Vec<DroppedPair>,
     /// Why the group stopped.
     pub stop: PairStop,
-    /// Every member's result, in the order measured (void attempts included).
-    pub results: Vec<CellResult>,
 }
 
 /// How a pair group runs: its bounds, order seed, verdict threshold and rerun budget.
@@ -162,8 +134,8 @@ impl PairRules {
 }
 
 /// The value a member contributes to its pair, or why it voids the pair: the mean of a
-/// lat_fs cell's undisturbed repetitions (loops/ms); failed, skipped and disturbed cells
-/// (and a steps cell, not paired yet) void it.
+/// lat_fs cell's repetitions (loops/ms); failed, skipped and disturbed cells (one
+/// disturbed repetition is enough) void it.
 pub fn latfs_member_value(r: &CellResult) -> Result<f64, String> {
     match r.status {
         CellStatus::Ok => {}
@@ -172,64 +144,102 @@ pub fn latfs_member_value(r: &CellResult) -> Result<f64, String> {
         CellStatus::Disturbed => return Err("disturbed".into()),
     }
     let Some(l) = &r.latfs else { return Err("no lat_fs samples".into()) };
-    if l.repetitions.iter().any(|x| !x.counts()) {
-        return Err("disturbed".into());
-    }
-    let v: Vec<f64> = l.repetitions.iter().map(|x| x.total_loops_per_ms).collect();
-    if v.is_empty() {
-        return Err("no repetitions".into());
-    }
-    Ok(v.iter().sum::<f64>() / v.len() as f64)
+    latfs_reps_value(l.repetitions.iter())
 }
 
-/// Run one pair group: each slot of the schedule measures every member back to back in
-/// the slot's order; a member `value` rejects voids the pair, which runs again while the
-/// group's rerun budget lasts and is dropped with the reason after. At each look of
+/// The value round `round` of a stored cell contributed to its pair, as
+/// [`latfs_member_value`] computed it when the round was measured.
+pub fn round_value(r: &CellResult, round: u32) -> Result<f64, String> {
+    let Some(l) = &r.latfs else { return Err("no lat_fs samples".into()) };
+    latfs_reps_value(l.repetitions.iter().filter(|x| x.round == round))
+}
+
+/// The mean loops/ms of `reps`, or why they make no member value.
+fn latfs_reps_value<'r>(reps: impl Iterator<Item = &'r crate::model::LatfsRepetition>) -> Result<f64, String> {
+    let mut sum = 0.0;
+    let mut n = 0usize;
+    for x in reps {
+        if !x.counts() {
+            return Err("disturbed".into());
+        }
+        sum += x.total_loops_per_ms;
+        n += 1;
+    }
+    if n == 0 {
+        return Err("no repetitions".into());
+    }
+    Ok(sum / n as f64)
+}
+
+/// Run one pair group from `start`: each slot of the schedule measures every member back
+/// to back in the slot's order; a member `value` rejects voids the pair, which runs again
+/// while the group's rerun budget lasts and is dropped with the reason after. Every
+/// attempt goes to `record` as soon as it is measured; an attempt during which a signal
+/// arrived is not recorded (it did not finish as planned). At each look of
 /// [`look_schedule`] the paired interval at [`alpha_per_look`] is read with the gate's
 /// rule, and the group stops once every candidate arm is decided, or after `max` slots.
-pub fn run_pair_group(
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_pair_group(
     exec: &mut dyn CellExecutor,
     group: &PairGroup,
     rules: &PairRules,
     value: &dyn Fn(&CellResult) -> Result<f64, String>,
+    start: GroupStart,
+    record: &mut dyn FnMut(Attempt) -> anyhow::Result<()>,
     interrupted: &dyn Fn() -> bool,
-    phase: &Phase,
-) -> PairGroupOutcome {
+    progress: &Progress,
+) -> anyhow::Result<PairGroupOutcome> {
     let arms = group.members.len();
     let schedule = pair_schedule(rules.seed, rules.max_pairs as usize, arms);
     let looks = look_schedule(rules.min_pairs, rules.max_pairs);
     let alpha = alpha_per_look(rules.min_pairs, rules.max_pairs);
-    let mut out =
-        PairGroupOutcome { pairs: Vec::new(), dropped: Vec::new(), stop: PairStop::MaxPairs, results: Vec::new() };
-    let mut reruns_left = rules.max_reruns;
-    for (slot, order) in schedule.iter().enumerate() {
+    let mut out = PairGroupOutcome { pairs: start.pairs, dropped: start.dropped, stop: PairStop::MaxPairs };
+    let mut reruns_left = start.reruns_left;
+    for (slot, order) in schedule.iter().enumerate().skip(start.next_slot) {
         loop {
             if interrupted() {
                 out.stop = PairStop::Interrupted;
-                return out;
+                return Ok(out);
             }
             let mut values = vec![f64::NAN; arms];
             let mut void: Option<String> = None;
+            let mut results = Vec::with_capacity(arms);
             for &arm in order {
-                let r = exec.measure(group.members[arm], phase);
+                let cell = group.members[arm];
+                progress.start(cell, slot as u32);
+                let r = exec.measure(cell, &|what| progress.phase(cell, slot as u32, what));
+                if interrupted() {
+                    out.stop = PairStop::Interrupted;
+                    return Ok(out);
+                }
+                progress.finish(cell, slot as u32, &r);
                 match value(&r) {
                     Ok(v) => values[arm] = v,
                     Err(why) => {
                         void.get_or_insert(format!("{}: {why}", arm_label(group, arm)));
                     }
                 }
-                out.results.push(r);
+                results.push(r);
             }
-            match void {
-                None => {
-                    out.pairs.push(PairRecord { slot, order: order.clone(), values });
-                    break;
+            let fate = match void {
+                None => AttemptFate::Pair,
+                Some(reason) if reruns_left > 0 => {
+                    reruns_left -= 1;
+                    AttemptFate::Rerun(reason)
                 }
-                Some(_) if reruns_left > 0 => reruns_left -= 1,
-                Some(reason) => {
-                    out.dropped.push(DroppedPair { slot, reason });
-                    break;
+                Some(reason) => AttemptFate::Dropped(reason),
+            };
+            match &fate {
+                AttemptFate::Pair => out.pairs.push(PairRecord { slot, order: order.clone(), values }),
+                AttemptFate::Dropped(reason) => {
+                    out.dropped.push(DroppedPair { slot: slot as u32, reason: reason.clone() })
                 }
+                AttemptFate::Rerun(_) => {}
+            }
+            let again = matches!(fate, AttemptFate::Rerun(_));
+            record(Attempt { slot, order: order.clone(), results, fate })?;
+            if !again {
+                break;
             }
         }
         let n = out.pairs.len() as u32;
@@ -237,16 +247,16 @@ pub fn run_pair_group(
         // look is also due at the last slot.
         let at_look = looks.contains(&n) && out.pairs.last().is_some_and(|p| p.slot == slot);
         if at_look && let Some(v) = decided(&out.pairs, arms, alpha, rules) {
-            out.stop = PairStop::Decided(v);
-            return out;
+            out.stop = v;
+            return Ok(out);
         }
     }
-    out
+    Ok(out)
 }
 
 /// The verdict of every candidate arm against the baseline at level `alpha`, when each is
 /// decided; the worst of them (regressed over improved over unchanged).
-fn decided(pairs: &[PairRecord], arms: usize, alpha: f64, rules: &PairRules) -> Option<Verdict> {
+fn decided(pairs: &[PairRecord], arms: usize, alpha: f64, rules: &PairRules) -> Option<PairStop> {
     let baseline: Vec<f64> = pairs.iter().map(|p| p.values[0]).collect();
     let mut verdicts = Vec::new();
     for arm in 1..arms {
@@ -257,7 +267,10 @@ fn decided(pairs: &[PairRecord], arms: usize, alpha: f64, rules: &PairRules) -> 
         }
         verdicts.push(v);
     }
-    [Verdict::Regressed, Verdict::Improved, Verdict::Unchanged].into_iter().find(|v| verdicts.contains(v))
+    [(Verdict::Regressed, PairStop::Regressed), (Verdict::Improved, PairStop::Improved)]
+        .into_iter()
+        .find(|(v, _)| verdicts.contains(v))
+        .map_or(Some(PairStop::Unchanged), |(_, stop)| Some(stop))
 }
 
 fn arm_label(group: &PairGroup, arm: usize) -> String {
@@ -270,6 +283,7 @@ mod tests {
 
     use super::*;
     use crate::model::{CellParams, Disturbance, LatfsRepetition, LatfsTest, Layout, QuotaMode};
+    use crate::plan::Cell;
     use crate::runner::cell::new_result;
     use crate::workload::latfs;
 
@@ -316,7 +330,7 @@ mod tests {
             cell(3, "ext4-nodelalloc", LatfsTest::Chown),
             cell(4, "xfs", LatfsTest::Chown),
         ];
-        let spec = CompareSpec { arms: "fs".into(), min_pairs: 6, max_pairs: 32 };
+        let spec = CompareSpec { arms: "fs".into(), min_pairs: 6, max_pairs: 32, seed: None };
         let groups = pair_groups(&cells, &spec, &["ext4".into(), "ext4-nodelalloc".into()]);
         assert_eq!(groups.len(), 2);
         assert_eq!(groups[0].key, "S-qoff-t1-open_close");
@@ -343,7 +357,7 @@ mod tests {
     }
 
     impl CellExecutor for Arms {
-        fn measure(&mut self, cell: &Cell, _phase: &Phase) -> CellResult {
+        fn measure(&mut self, cell: &Cell, _phase: &crate::runner::progress::Phase) -> CellResult {
             self.calls.push(cell.params.fs.clone());
             let arm = self.by_fs.iter_mut().find(|(f, _, _)| *f == cell.params.fs).unwrap();
             let answer = arm.1.pop_front().unwrap_or(Some(arm.2));
@@ -374,6 +388,32 @@ mod tests {
         }
     }
 
+    /// Run `cells` as one group from scratch; what it returned and every attempt recorded.
+    fn run_group(
+        exec: &mut Arms,
+        cells: &[Cell],
+        rules: &PairRules,
+        interrupted: &dyn Fn() -> bool,
+    ) -> (PairGroupOutcome, Vec<Attempt>) {
+        let mut attempts = Vec::new();
+        let progress = Progress::new(0, 1, true);
+        let out = run_pair_group(
+            exec,
+            &group(cells),
+            rules,
+            &latfs_member_value,
+            GroupStart::fresh(rules),
+            &mut |a| {
+                attempts.push(a);
+                Ok(())
+            },
+            interrupted,
+            &progress,
+        )
+        .unwrap();
+        (out, attempts)
+    }
+
     fn noisy(center: f64, n: usize, seed: u64, spread: f64) -> Vec<Option<f64>> {
         let mut rng = crate::fixture::rng::SplitMix64::new(seed);
         (0..n).map(|_| Some(center * (1.0 + spread * rng.normal()))).collect()
@@ -383,8 +423,8 @@ mod tests {
     fn a_clear_regression_stops_at_the_first_look() {
         let cells = [cell(0, "a", LatfsTest::Chown), cell(1, "b", LatfsTest::Chown)];
         let mut exec = Arms::new(&[("a", noisy(100.0, 40, 1, 0.01), 100.0), ("b", noisy(80.0, 40, 2, 0.01), 80.0)]);
-        let out = run_pair_group(&mut exec, &group(&cells), &rules(6, 32, 3), &latfs_member_value, &|| false, &|_| {});
-        assert_eq!(out.stop, PairStop::Decided(Verdict::Regressed));
+        let (out, _) = run_group(&mut exec, &cells, &rules(6, 32, 3), &|| false);
+        assert_eq!(out.stop, PairStop::Regressed);
         assert_eq!(out.pairs.len(), 6);
         assert_eq!(exec.calls.len(), 12);
         // Members ran back to back in the schedule's order.
@@ -398,7 +438,7 @@ mod tests {
         // 5% apart with 6% noise per member: a 5% threshold cannot be decided in 9 pairs.
         let cells = [cell(0, "a", LatfsTest::Chown), cell(1, "b", LatfsTest::Chown)];
         let mut exec = Arms::new(&[("a", noisy(100.0, 40, 3, 0.06), 100.0), ("b", noisy(95.0, 40, 4, 0.06), 95.0)]);
-        let out = run_pair_group(&mut exec, &group(&cells), &rules(6, 9, 0), &latfs_member_value, &|| false, &|_| {});
+        let (out, _) = run_group(&mut exec, &cells, &rules(6, 9, 0), &|| false);
         assert_eq!(out.stop, PairStop::MaxPairs);
         assert_eq!(out.pairs.len(), 9);
     }
@@ -409,23 +449,26 @@ mod tests {
         // b's first two answers are disturbed: slot 0 runs again once (the budget), is void
         // again and is dropped; a's values from the void attempts are not kept.
         let mut exec = Arms::new(&[("a", vec![Some(100.0); 3], 100.0), ("b", vec![None, None], 100.0)]);
-        let out = run_pair_group(&mut exec, &group(&cells), &rules(2, 3, 1), &latfs_member_value, &|| false, &|_| {});
+        let (out, attempts) = run_group(&mut exec, &cells, &rules(2, 3, 1), &|| false);
         assert_eq!(out.dropped.len(), 1, "{:?}", out.dropped);
         assert_eq!(out.dropped[0].slot, 0);
         assert!(out.dropped[0].reason.ends_with("disturbed"), "{}", out.dropped[0].reason);
         assert_eq!(out.pairs.iter().map(|p| p.slot).collect::<Vec<_>>(), [1, 2]);
         assert!(out.pairs.iter().all(|p| p.values == [100.0, 100.0]));
-        // 2 attempts at slot 0, one each at slots 1 and 2; all results kept.
-        assert_eq!(out.results.len(), 8);
+        // 2 attempts at slot 0, one each at slots 1 and 2; every attempt recorded.
+        assert_eq!(attempts.iter().map(|a| a.results.len()).sum::<usize>(), 8);
+        assert!(matches!(&attempts[0].fate, AttemptFate::Rerun(r) if r.ends_with("disturbed")));
+        assert!(matches!(&attempts[1].fate, AttemptFate::Dropped(_)));
+        assert_eq!(attempts[2].fate, AttemptFate::Pair);
         // Identical arms without spread: the interval is the point 0, unchanged at the first look.
-        assert_eq!(out.stop, PairStop::Decided(Verdict::Unchanged));
+        assert_eq!(out.stop, PairStop::Unchanged);
     }
 
     #[test]
     fn a_signal_stops_the_group_between_pairs() {
         let cells = [cell(0, "a", LatfsTest::Chown), cell(1, "b", LatfsTest::Chown)];
         let mut exec = Arms::new(&[("a", vec![], 100.0), ("b", vec![], 100.0)]);
-        let out = run_pair_group(&mut exec, &group(&cells), &rules(6, 32, 3), &latfs_member_value, &|| true, &|_| {});
-        assert_eq!((out.stop, out.results.len()), (PairStop::Interrupted, 0));
+        let (out, attempts) = run_group(&mut exec, &cells, &rules(6, 32, 3), &|| true);
+        assert_eq!((out.stop, attempts.len()), (PairStop::Interrupted, 0));
     }
 }

@@ -7,7 +7,7 @@ use crate::model::{CellResult, CellStatus};
 use crate::plan::Cell;
 
 /// What a cell is doing now (`repetition 2/5`), for the progress display.
-pub(super) type Phase<'a> = dyn Fn(&str) + 'a;
+pub(crate) type Phase<'a> = dyn Fn(&str) + 'a;
 
 /// Progress: a bar with ETA on a terminal, one line per cell otherwise (unless --quiet).
 /// With several rounds, each line says the round and the total counts cell runs.
@@ -16,6 +16,8 @@ pub(super) struct Progress {
     lines: bool,
     total: usize,
     rounds: u32,
+    /// What a numbered pass over a cell is called: `round`, or `pair` in a paired run.
+    pass: &'static str,
     started: Instant,
     done: std::cell::Cell<usize>,
 }
@@ -35,12 +37,28 @@ impl Progress {
             );
             bar
         });
-        Progress { bar, lines: !tty && !quiet, total, rounds, started: Instant::now(), done: 0.into() }
+        Progress { bar, lines: !tty && !quiet, total, rounds, pass: "round", started: Instant::now(), done: 0.into() }
+    }
+
+    /// Progress over at most `total` member runs of a paired run whose groups take at most
+    /// `max_pairs` pairs: each line says the pair slot (a group may stop early, so the
+    /// total is the most it can take).
+    pub(super) fn paired(total: usize, max_pairs: u32, quiet: bool) -> Progress {
+        Progress { pass: "pair", ..Progress::new(total, max_pairs.max(2), quiet) }
+    }
+
+    /// A line of the run's summary (a pair group's end), above the bar or on stderr; said
+    /// even when quiet, as the run's final tables are.
+    pub(super) fn summary(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(format!("fsbench: {line}")),
+            None => eprintln!("fsbench: {line}"),
+        }
     }
 
     /// `round 2/3 ` before a cell's id when there are rounds; nothing otherwise.
     fn round(&self, round: u32) -> String {
-        if self.rounds > 1 { format!("round {}/{} ", round + 1, self.rounds) } else { String::new() }
+        if self.rounds > 1 { format!("{} {}/{} ", self.pass, round + 1, self.rounds) } else { String::new() }
     }
 
     /// A cell run begins: the bar names it (it provisions first).
@@ -107,7 +125,9 @@ impl Progress {
         }
         // The total stays too: on a terminal the bar that carried it is gone.
         if (self.lines || self.bar.is_some()) && self.done.get() > 0 {
-            let what = if self.rounds > 1 {
+            let what = if self.pass == "pair" {
+                format!("{} pair members", self.done.get())
+            } else if self.rounds > 1 {
                 format!("{} cell runs ({} rounds)", self.done.get(), self.rounds)
             } else {
                 crate::text::cell_count(self.done.get())

@@ -29,15 +29,21 @@ struct Scripted<'f> {
     /// The signal flag the loop polls, and the call (from 0) during which the signal arrives.
     signal: &'f std::cell::Cell<bool>,
     signal_during: Option<usize>,
+    /// Cells (by fs) the host check skips before anything runs.
+    host_lacks: Vec<&'static str>,
 }
 
 impl<'f> Scripted<'f> {
     fn new(answers: Vec<Answer>, signal: &'f std::cell::Cell<bool>) -> Scripted<'f> {
-        Scripted { answers, calls: Vec::new(), signal, signal_during: None }
+        Scripted { answers, calls: Vec::new(), signal, signal_during: None, host_lacks: Vec::new() }
     }
 }
 
 impl CellExecutor for Scripted<'_> {
+    fn skip(&mut self, cell: &Cell) -> Option<CellResult> {
+        self.host_lacks.contains(&cell.params.fs.as_str()).then(|| new_result(&cell.params, CellStatus::Skipped, "t"))
+    }
+
     fn measure(&mut self, cell: &Cell, phase: &Phase) -> CellResult {
         let call = self.calls.len();
         self.calls.push(cell.id());
@@ -215,4 +221,183 @@ fn a_cell_that_saw_the_signal_is_not_stored_and_its_earlier_rounds_stay() {
     assert_eq!((a.latfs.as_ref().unwrap().rounds_done(), round_means(a)), (1, vec![3.0]));
     let again = RoundPlan::new(2, &cells, &ran.stored, CellOrder::Plan);
     assert_eq!(again.runs_of, vec![Vec::<&Cell>::new(), cells.iter().collect()]);
+}
+
+/// A paired scenario: arms `a` (baseline) and `b` on `fs`, the lat_fs tests given, pairs `min..=max`.
+fn paired_scenario(tests: &str, min: u32, max: u32) -> crate::scenario::Scenario {
+    let text = format!(
+        "schema = 1\nname = \"p\"\n[matrix]\nfs = [\"a\", \"b\"]\ntest = [{tests}]\n[backing]\nkind = \"dir\"\npath = \"/tmp\"\n\
+         [workload]\nkind = \"lat_fs\"\n[compare]\narms = \"fs\"\npairs = {{ min = {min}, max = {max} }}\nseed = 7\n"
+    );
+    crate::scenario::parse_str(&text, "p.toml").unwrap()
+}
+
+/// Run the pair groups of `cells` over `stored`, as `run` would; the signal as in [`run`].
+fn run_paired(
+    s: &crate::scenario::Scenario,
+    cells: &[Cell],
+    mut stored: BTreeMap<String, CellResult>,
+    exec: &mut Scripted,
+) -> Ran {
+    let spec = s.compare.as_ref().unwrap();
+    let run = super::paired_run::PairedRun { scenario: s, spec, seed: spec.seed.unwrap(), quiet: true };
+    let signal = exec.signal;
+    let mut writes = Vec::new();
+    let mut store = |r: &CellResult| {
+        writes.push(r.id.clone());
+        Ok(())
+    };
+    let ran = super::paired_run::run_paired(&run, cells, &mut stored, exec, &mut store, &|| signal.get()).unwrap();
+    let tally = Tally::of(&ran.ran, &stored);
+    Ran { calls: std::mem::take(&mut exec.calls), writes, stored, tally, previously_done: ran.previously_done }
+}
+
+fn pairing(r: &CellResult) -> &crate::model::pairing::CellPairing {
+    r.pairing.as_ref().expect("a paired cell")
+}
+
+/// `(slot, round)` of every pair a cell was a member of.
+fn slots(r: &CellResult) -> Vec<(u32, u32)> {
+    pairing(r).pairs.iter().map(|p| (p.slot, p.round)).collect()
+}
+
+#[test]
+fn a_paired_run_stores_every_member_as_a_round_and_its_pairs_join_up() {
+    use crate::model::pairing::PairStop;
+    let s = paired_scenario("\"chown\"", 2, 4);
+    let cells = crate::plan::expand(&s).cells;
+    let signal = std::cell::Cell::new(false);
+    // Identical arms without spread: unchanged at the first look, after 2 pairs.
+    let mut exec = Scripted::new(vec![], &signal);
+    let ran = run_paired(&s, &cells, BTreeMap::new(), &mut exec);
+    assert_eq!(ran.calls.len(), 4);
+    // Both members are stored after every pair, and once more with the group's stop.
+    assert_eq!(ran.writes.len(), 6);
+    // The members ran in the schedule's order.
+    let sched = super::pairs::pair_schedule(7, 4, 2);
+    let want: Vec<String> = sched[..2].iter().flatten().map(|&a| cells[a].id()).collect();
+    assert_eq!(ran.calls, want);
+    for (arm, cell) in cells.iter().enumerate() {
+        let r = &ran.stored[&cell.id()];
+        let p = pairing(r);
+        assert_eq!((p.axis.as_str(), p.arm, p.seed, p.group.as_str()), ("fs", arm, 7, "S-qoff-t1-chown"));
+        assert_eq!(p.arms, ["a", "b"]);
+        assert_eq!(slots(r), [(0, 0), (1, 1)]);
+        assert_eq!(p.stop, Some(PairStop::Unchanged));
+        assert_eq!(r.latfs.as_ref().unwrap().rounds_done(), 2);
+        // The slot order is stored as it ran.
+        assert_eq!(p.pairs[1].order, sched[1]);
+    }
+    assert_eq!(ran.tally, Tally { measured: 2, failed: 0, skipped: 0, without_statistics: 0 });
+}
+
+#[test]
+fn a_void_attempt_is_a_round_but_no_pair_and_a_failed_one_only_a_note() {
+    let s = paired_scenario("\"chown\"", 2, 4);
+    let cells = crate::plan::expand(&s).cells;
+    let signal = std::cell::Cell::new(false);
+    // The first attempt's first member fails: the slot runs again (the rerun budget is 3).
+    let mut exec = Scripted::new(vec![Answer::Fails("mount: EIO")], &signal);
+    let ran = run_paired(&s, &cells, BTreeMap::new(), &mut exec);
+    assert_eq!(ran.calls.len(), 6);
+    let first = &ran.calls[0];
+    let other = cells.iter().map(Cell::id).find(|id| id != first).unwrap();
+    // The failed member has no round of that attempt; its partner's void round 0 is kept.
+    let failed = &ran.stored[first];
+    assert_eq!(slots(failed), [(0, 0), (1, 1)]);
+    assert!(failed.notes.iter().any(|n| n.contains("failed: mount: EIO")), "{:?}", failed.notes);
+    assert_eq!(failed.status, CellStatus::Ok);
+    assert_eq!(slots(&ran.stored[&other]), [(0, 1), (1, 2)]);
+    assert!(pairing(failed).dropped.is_empty());
+}
+
+#[test]
+fn an_interrupted_paired_run_resumes_its_groups_at_the_next_slot_with_the_same_schedule() {
+    use crate::model::pairing::PairStop;
+    let s = paired_scenario("\"chown\", \"open_close\"", 3, 3);
+    let cells = crate::plan::expand(&s).cells;
+    let signal = std::cell::Cell::new(false);
+    let mut exec = Scripted::new(vec![], &signal);
+    // The signal arrives during the first group's third attempt's first member (call 4).
+    exec.signal_during = Some(4);
+    let first = run_paired(&s, &cells, BTreeMap::new(), &mut exec);
+    assert_eq!(first.calls.len(), 5);
+    // The pair in flight is lost; the two before are stored, the group says it was interrupted.
+    let group: Vec<&CellResult> = first.stored.values().collect();
+    assert_eq!(group.len(), 2, "only the first group ran");
+    for r in &group {
+        assert_eq!(slots(r), [(0, 0), (1, 1)]);
+        assert_eq!(pairing(r).stop, Some(PairStop::Interrupted));
+    }
+    signal.set(false);
+    exec.signal_during = None;
+    let resumed = run_paired(&s, &cells, first.stored, &mut exec);
+    // Slot 2 of the first group, then the second group's 3 pairs.
+    assert_eq!(resumed.calls.len(), 2 + 6);
+    let sched = super::pairs::pair_schedule(7, 3, 2);
+    let ids = |c: &[String]| c.to_vec();
+    let group_cells: Vec<String> =
+        cells.iter().filter(|c| c.params.test == cells[0].params.test).map(Cell::id).collect();
+    let want: Vec<String> = sched[2].iter().map(|&a| group_cells[a].clone()).collect();
+    assert_eq!(ids(&resumed.calls[..2]), want);
+    for r in resumed.stored.values() {
+        assert_eq!(slots(r), [(0, 0), (1, 1), (2, 2)], "{}", r.id);
+        // 3 pairs is `max`; identical arms are unchanged at that look.
+        assert_eq!(pairing(r).stop, Some(PairStop::Unchanged));
+    }
+    // A run whose groups all stopped has nothing left to do.
+    let again = run_paired(&s, &cells, resumed.stored, &mut exec);
+    assert_eq!((again.calls.len(), again.previously_done), (0, 4));
+}
+
+#[test]
+fn cells_in_no_complete_group_run_unpaired_after_the_groups() {
+    let s = paired_scenario("\"chown\", \"open_close\"", 2, 2);
+    // `--only` left arm b of open_close out.
+    let cells: Vec<Cell> = crate::plan::expand(&s)
+        .cells
+        .into_iter()
+        .filter(|c| c.params.fs == "a" || c.params.test == Some(LatfsTest::Chown))
+        .collect();
+    assert_eq!(cells.len(), 3);
+    let signal = std::cell::Cell::new(false);
+    let mut exec = Scripted::new(vec![], &signal);
+    let ran = run_paired(&s, &cells, BTreeMap::new(), &mut exec);
+    let lone = cells.iter().find(|c| c.params.test == Some(LatfsTest::OpenClose)).unwrap();
+    assert_eq!(ran.calls.last(), Some(&lone.id()));
+    assert_eq!(ran.calls.len(), 5);
+    let r = &ran.stored[&lone.id()];
+    assert_eq!((r.pairing.is_none(), r.latfs.as_ref().unwrap().rounds_done()), (true, 1));
+    assert_eq!(ran.tally.measured, 3);
+}
+
+#[test]
+fn an_arm_the_host_cannot_run_is_skipped_and_its_partners_run_unpaired() {
+    let s = paired_scenario("\"chown\"", 2, 4);
+    let cells = crate::plan::expand(&s).cells;
+    let signal = std::cell::Cell::new(false);
+    let mut exec = Scripted::new(vec![], &signal);
+    exec.host_lacks = vec!["b"];
+    let ran = run_paired(&s, &cells, BTreeMap::new(), &mut exec);
+    // No pair is attempted: arm a runs once, unpaired.
+    assert_eq!(ran.calls, ids(&cells, &[0]));
+    assert_eq!(ran.stored[&cells[1].id()].status, CellStatus::Skipped);
+    assert!(ran.stored[&cells[0].id()].pairing.is_none());
+    assert_eq!(ran.tally, Tally { measured: 1, failed: 0, skipped: 1, without_statistics: 0 });
+}
+
+#[test]
+fn a_paired_run_refuses_a_random_order_and_steps_before_creating_anything() {
+    let s = paired_scenario("\"chown\"", 2, 4);
+    let e = super::paired_run::refuse_unpairable(&s, CellOrder::Random { seed: 1 }).unwrap_err();
+    assert!(e.to_string().contains("--order random does not apply to a paired run"), "{e}");
+    assert!(super::paired_run::refuse_unpairable(&s, CellOrder::Plan).is_ok());
+    let steps = crate::scenario::parse_str(
+        "schema = 1\nname = \"p\"\n[matrix]\nfs = [\"a\", \"b\"]\n[backing]\nkind = \"dir\"\npath = \"/tmp\"\n\
+         [workload]\nkind = \"steps\"\nsteps = [{ op = \"sync\" }]\n[compare]\narms = \"fs\"\n",
+        "p.toml",
+    )
+    .unwrap();
+    let e = super::paired_run::refuse_unpairable(&steps, CellOrder::Plan).unwrap_err();
+    assert!(e.to_string().contains("paired steps runs are not executed yet"), "{e}");
 }

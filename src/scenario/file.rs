@@ -62,6 +62,10 @@ pub struct CompareFile {
     /// `min` pairs a group stops as soon as its verdict at the gate threshold is decided.
     #[serde(default)]
     pub pairs: Option<PairsFile>,
+    /// Seed of the ABBA/BAAB order of the pairs (0 or more); default: drawn when the run
+    /// starts. Either way it is recorded in `run.json` and every paired cell file.
+    #[serde(default)]
+    pub seed: Option<i64>,
 }
 
 /// `pairs = { min = 6, max = 32 }`: the sequential bounds of a pair group.

@@ -126,6 +126,8 @@ pub struct CompareSpec {
     pub min_pairs: u32,
     /// Most pairs per pair group.
     pub max_pairs: u32,
+    /// Seed of the pair order (`compare.seed`); `None`: drawn when the run starts.
+    pub seed: Option<u64>,
 }
 
 /// Default `compare.pairs.min`.

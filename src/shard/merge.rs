@@ -398,6 +398,7 @@ mod tests {
             order: None,
             derived: None,
             meta: Default::default(),
+            pair_seed: None,
         };
         LoadedRun {
             dir: PathBuf::from(format!("/r/s/{host}-{index}-{key}")),

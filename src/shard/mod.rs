@@ -101,11 +101,46 @@ pub fn assign(costs: &[(usize, Duration)], count: u32) -> Vec<u32> {
     out
 }
 
-/// The cells of one shard, in plan order.
+/// What is assigned to a shard as one: a cell, or in a paired scenario a whole pair
+/// group (its members must run back to back on one machine); positions in `cells`, in
+/// order of first appearance.
+fn units(s: &Scenario, cells: &[Cell]) -> Vec<Vec<usize>> {
+    let Some(spec) = &s.compare else { return (0..cells.len()).map(|i| vec![i]).collect() };
+    let arms = s.matrix.axis_values(&spec.arms).unwrap_or_default();
+    let position = |c: &Cell| cells.iter().position(|x| x.index == c.index).expect("a cell of the plan");
+    let mut units: Vec<Vec<usize>> = crate::runner::pairs::pair_groups(cells, spec, &arms)
+        .iter()
+        .map(|g| g.members.iter().map(|c| position(c)).collect())
+        .collect();
+    let grouped: std::collections::BTreeSet<usize> = units.iter().flatten().copied().collect();
+    units.extend((0..cells.len()).filter(|i| !grouped.contains(i)).map(|i| vec![i]));
+    units.sort_by_key(|u| u.iter().min().copied());
+    units
+}
+
+/// The units of a plan ([`units`]), what each costs, and the shard each goes to.
+struct Assigned {
+    units: Vec<Vec<usize>>,
+    costs: Vec<(usize, Duration)>,
+    owner: Vec<u32>,
+}
+
+/// The shard of each unit of [`units`] and the units' costs.
+fn assign_units(s: &Scenario, cells: &[Cell], count: u32) -> Assigned {
+    let units = units(s, cells);
+    let costs: Vec<(usize, Duration)> =
+        units.iter().map(|u| (cells[u[0]].index, u.iter().map(|&i| cell_cost(s, &cells[i])).sum())).collect();
+    let owner = assign(&costs, count);
+    Assigned { units, costs, owner }
+}
+
+/// The cells of one shard, in plan order; a paired scenario's pair groups stay whole.
 pub fn select(s: &Scenario, cells: &[Cell], shard: ShardSpec) -> Vec<Cell> {
-    let costs: Vec<(usize, Duration)> = cells.iter().map(|c| (c.index, cell_cost(s, c))).collect();
-    let owner = assign(&costs, shard.count);
-    cells.iter().zip(owner).filter(|(_, o)| *o == shard.index).map(|(c, _)| c.clone()).collect()
+    let Assigned { units, owner, .. } = assign_units(s, cells, shard.count);
+    let mut mine: Vec<usize> =
+        units.into_iter().zip(owner).filter(|(_, o)| *o == shard.index).flat_map(|(u, _)| u).collect();
+    mine.sort_unstable();
+    mine.into_iter().map(|i| cells[i].clone()).collect()
 }
 
 /// The cells of one shard of a plan and what `run.json` records about it.
@@ -130,9 +165,9 @@ pub fn shard_plan(
 
 /// Estimated wall time of each shard (for `plan`-like summaries and the balance test).
 pub fn shard_loads(s: &Scenario, cells: &[Cell], count: u32) -> Vec<Duration> {
-    let costs: Vec<(usize, Duration)> = cells.iter().map(|c| (c.index, cell_cost(s, c))).collect();
+    let Assigned { costs, owner, .. } = assign_units(s, cells, count);
     let mut loads = vec![Duration::ZERO; count.max(1) as usize];
-    for (i, shard) in assign(&costs, count).into_iter().enumerate() {
+    for (i, shard) in owner.into_iter().enumerate() {
         loads[shard as usize] += costs[i].1;
     }
     loads
@@ -146,6 +181,25 @@ mod tests {
         let workload = if backing.contains("[workload]") { "" } else { "[workload]\nkind = \"lat_fs\"\n" };
         let text = format!("schema = 1\nname = \"t\"\n[matrix]\n{matrix}\n[backing]\n{backing}\n{workload}");
         crate::scenario::parse_str(&text, "t.toml").unwrap()
+    }
+
+    #[test]
+    fn a_paired_scenarios_pair_groups_stay_whole_in_one_shard() {
+        let s = scenario(
+            "fs = [\"ext4\", \"ext2\"]\ntest = [\"chown\", \"open_close\", \"create_unlink\"]\n[compare]\narms = \"fs\"",
+            "kind = \"tmpfs-loop\"\nimage_size = \"64MiB\"",
+        );
+        let cells = crate::plan::expand(&s).cells;
+        let mut seen = Vec::new();
+        for k in 0..3 {
+            let mine = select(&s, &cells, ShardSpec { index: k, count: 3 });
+            // One group per shard: both arms of one test.
+            assert_eq!(mine.len(), 2, "{mine:?}");
+            assert_eq!(mine[0].params.test, mine[1].params.test);
+            seen.extend(mine.iter().map(|c| c.index));
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, (0..6).collect::<Vec<_>>());
     }
 
     #[test]

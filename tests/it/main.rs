@@ -30,6 +30,7 @@ mod lifecycle;
 mod monitors;
 mod newcomer;
 mod one_sample_set;
+mod paired_run;
 mod provision_faults;
 mod provision_layouts;
 mod provision_stale;

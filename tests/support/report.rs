@@ -86,6 +86,7 @@ pub fn meta(label: Option<&str>, scenario: &str, text: &str, workload: &str, pla
         derived: None,
         meta: Default::default(),
         archive: None,
+        pair_seed: None,
     }
 }
 

@@ -48,7 +48,30 @@ pub(super) fn validate_compare(ctx: &Ctx, c: &CompareFile, matrix: &Matrix) -> R
         let key = if pairs.and_then(|x| x.max).is_some() { "compare.pairs.max" } else { "compare.pairs.min" };
         return Err(ctx.value(&p(key), format!("pairs `min` ({min}) is more than `max` ({max})")));
     }
-    Ok(CompareSpec { arms: arms.to_string(), min_pairs: min as u32, max_pairs: max as u32 })
+    let seed = match c.seed {
+        Some(n) if n < 0 => {
+            return Err(ctx.value_help(
+                &p("compare.seed"),
+                format!("seed {n} is negative"),
+                "use 0 or more, or leave it out to draw one when the run starts",
+            ));
+        }
+        n => n.map(|n| n as u64),
+    };
+    Ok(CompareSpec { arms: arms.to_string(), min_pairs: min as u32, max_pairs: max as u32, seed })
+}
+
+/// Pairs replace rounds: every member of a pair is a round of its cell already, so a
+/// paired scenario with `workload.rounds > 1` would mean two things at once.
+pub(super) fn refuse_rounds_with_pairs(ctx: &Ctx, workload: &Workload) -> Result<(), ScenarioError> {
+    match workload {
+        Workload::Latfs(l) if l.rounds > 1 => Err(ctx.value_help(
+            &p("workload.rounds"),
+            format!("`rounds = {}` with `[compare]`: in a paired run the pairs are the rounds", l.rounds),
+            "remove `rounds`: each pair member is stored as one round of its cell, and `compare.pairs` says how many",
+        )),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -64,10 +87,10 @@ mod tests {
     #[test]
     fn arms_name_an_axis_and_pairs_default_to_6_to_32() {
         let s = parse_str(&with_compare("arms = \"fs\""), "t.toml").unwrap();
-        assert_eq!(s.compare, Some(CompareSpec { arms: "fs".into(), min_pairs: 6, max_pairs: 32 }));
+        assert_eq!(s.compare, Some(CompareSpec { arms: "fs".into(), min_pairs: 6, max_pairs: 32, seed: None }));
         assert_eq!(s.matrix.axis_values("fs").unwrap(), ["ext4", "ext2"]);
         let s = parse_str(&with_compare("arms = \"test\"\npairs = { min = 2, max = 4 }"), "t.toml").unwrap();
-        assert_eq!(s.compare, Some(CompareSpec { arms: "test".into(), min_pairs: 2, max_pairs: 4 }));
+        assert_eq!(s.compare, Some(CompareSpec { arms: "test".into(), min_pairs: 2, max_pairs: 4, seed: None }));
         // A min above the default max raises the default max with it.
         let s = parse_str(&with_compare("arms = \"fs\"\npairs = { min = 40 }"), "t.toml").unwrap();
         assert_eq!(s.compare.map(|c| (c.min_pairs, c.max_pairs)), Some((40, 40)));
@@ -110,8 +133,20 @@ mod tests {
     fn the_paired_example_scenario_pairs_ext4_with_its_nodelalloc_variant() {
         let text = include_str!("../../../scenarios/paired-nodelalloc.toml");
         let s = parse_str(text, "paired-nodelalloc.toml").unwrap();
-        assert_eq!(s.compare, Some(CompareSpec { arms: "fs".into(), min_pairs: 6, max_pairs: 32 }));
+        assert_eq!(s.compare, Some(CompareSpec { arms: "fs".into(), min_pairs: 6, max_pairs: 32, seed: None }));
         assert_eq!(s.fs_type("ext4-nodelalloc"), "ext4");
+    }
+
+    #[test]
+    fn a_seed_is_kept_and_rounds_are_refused_since_pairs_are_the_rounds() {
+        let s = parse_str(&with_compare("arms = \"fs\"\nseed = 42"), "t.toml").unwrap();
+        assert_eq!(s.compare.and_then(|c| c.seed), Some(42));
+        let e = parse_str(&with_compare("arms = \"fs\"\nseed = -1"), "t.toml").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("compare.seed"), "{e}");
+        let rounds = with_compare("arms = \"fs\"").replace("kind = \"lat_fs\"\n", "kind = \"lat_fs\"\nrounds = 3\n");
+        let e = parse_str(&rounds, "t.toml").unwrap_err();
+        assert_eq!((e.key.as_deref(), e.line), (Some("workload.rounds"), Some(10)), "{e}");
+        assert!(e.message.contains("the pairs are the rounds"), "{e}");
     }
 
     #[test]
