@@ -308,6 +308,12 @@ fn a_cell_whose_every_repetition_was_disturbed_shows_its_numbers_marked() {
     let html = tmp.path().join("r.html");
     fsbench().arg("report").arg(&run).arg("--html").arg(&html).assert().success();
     assert!(std::fs::read_to_string(&html).unwrap().contains("510.0000~"), "the HTML page shares the tables");
+    // Its plot says that nothing in it was measured undisturbed instead of drawing the
+    // disturbed numbers as a measurement (issue 26).
+    let plots = tmp.path().join("plots");
+    fsbench().arg("report").arg(&run).arg("--plot").arg(&plots).assert().success();
+    let svg = std::fs::read_to_string(plots.join("ext4-M-lat_fs_chown.svg")).unwrap();
+    assert!(svg.contains("no measured values: every cell disturbed"), "{svg:.2000}");
     // Still out of gates: the cell has no samples to compare.
     let g = fsbench().args(["gate", "--baseline"]).arg(&run).arg("--candidate").arg(&run).output().unwrap();
     let gout = String::from_utf8_lossy(&g.stdout);
