@@ -350,3 +350,25 @@ fn a_disturbed_step_is_marked_in_markdown_and_html_tables() {
         "the HTML page shares the walk"
     );
 }
+
+#[test]
+fn compare_refuses_a_percentile_metric_with_plot_or_html_instead_of_drawing_total_loops() {
+    // Issue 26: `compare --metric p99 --plot DIR` printed p99 tables and drew total loops
+    // under them without a word; the page did the same.
+    let tmp = tempfile::tempdir().unwrap();
+    let text = latfs_scenario_text("quota-smp", "");
+    let cell = latfs_cell(params(QuotaMode::Off, 1), &[500.0, 510.0, 520.0]);
+    let planned = vec![cell.params.clone()];
+    let run = write_run(&tmp.path().join("r"), &meta(Some("BASE"), "quota-smp", &text, "lat_fs", planned), &[cell]);
+    let (a, b) = (format!("A={}", run.display()), format!("B={}", run.display()));
+    for (flag, target) in [("--plot", tmp.path().join("plots")), ("--html", tmp.path().join("c.html"))] {
+        let o = fsbench().args(["compare", &a, &b, "--metric", "p99", flag]).arg(&target).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {err}");
+        assert!(err.contains("--metric p99 is for the tables only") && err.contains(flag), "{err}");
+        assert!(!target.exists(), "{flag}: nothing written");
+        // total_loops is what they draw: accepted.
+        let o = fsbench().args(["compare", &a, &b, "--metric", "total_loops", flag]).arg(&target).output().unwrap();
+        assert!(o.status.success(), "{flag}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+}
