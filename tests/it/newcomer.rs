@@ -273,6 +273,28 @@ fn doctor_has_a_qemu_row_that_names_kvm_or_tcg() {
     }
 }
 
+// Friction 5: `plan` had no `--kernel`, so a run under qemu could not be previewed.
+#[test]
+fn plan_previews_a_run_under_another_kernel() {
+    let tmp = tempfile::tempdir().unwrap();
+    let image = tmp.path().join("bzImage");
+    std::fs::write(&image, b"not a kernel, only a path that exists").unwrap();
+    let out = fsbench()
+        .current_dir(crate_root())
+        .args(["plan", "scenarios/quickstart.toml", "--kernel"])
+        .arg(format!("V3={}", image.display()))
+        .args(["--kernel", "V4=/nonexistent/bzImage"])
+        .output()
+        .unwrap();
+    let (text, err) = (stdout_of(&out), stderr_of(&out));
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(text.contains("every cell runs once per kernel in qemu (V3, V4)"), "{text}");
+    assert!(err.contains("kernel V4: no image at /nonexistent/bzImage") && !err.contains("V3"), "{err}");
+    let out = fsbench().args(["plan", "--kernel", "no-equals-sign"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("LABEL=PATH"), "{}", stderr_of(&out));
+}
+
 // Misleading 3: a line ran straight through task counts with no value (2 and 4 tasks
 // disturbed), as if they had been measured. Each run of measured points is its own line.
 #[test]
