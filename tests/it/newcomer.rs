@@ -335,3 +335,16 @@ fn a_plot_line_breaks_where_a_cell_has_no_value() {
         assert!(legend || points.len() < 2, "a line across missing cells: {l}");
     }
 }
+
+// Misleading 9: `scripts/test.sh --check` printed "every package the tests need is
+// installed", then "missing: a Debian kernel", and exited 0. Whatever this machine has,
+// the answer and the exit status agree.
+#[test]
+fn test_sh_check_exits_1_exactly_when_it_names_something_missing() {
+    let out =
+        std::process::Command::new("bash").arg(crate_root().join("scripts/test.sh")).arg("--check").output().unwrap();
+    let text = stdout_of(&out);
+    let missing = text.contains("missing");
+    assert_eq!(out.status.code(), Some(if missing { 1 } else { 0 }), "{text}{}", stderr_of(&out));
+    assert_ne!(missing, text.contains("everything the tests need is installed"), "{text}");
+}

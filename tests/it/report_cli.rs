@@ -372,3 +372,30 @@ fn compare_refuses_a_percentile_metric_with_plot_or_html_instead_of_drawing_tota
         assert!(o.status.success(), "{flag}: {}", String::from_utf8_lossy(&o.stderr));
     }
 }
+
+#[test]
+fn the_gate_page_shows_each_warning_once() {
+    // Issue 26, Friction 7: the gate's HTML page printed its warnings twice (under the run
+    // list and under the verdicts).
+    let tmp = tempfile::tempdir().unwrap();
+    let a =
+        five_rep_run(&tmp.path().join("a"), "BASE", &latfs_scenario_text("quota-smp", "repetitions = 5\n"), |_, _| {
+            10.0
+        });
+    let fewer = latfs_scenario_text("quota-smp", "repetitions = 3\n");
+    let d = five_rep_run(&tmp.path().join("d"), "V3", &fewer, |_, _| 10.0);
+    let page = tmp.path().join("g.html");
+    let o = fsbench()
+        .args(["gate", "--baseline"])
+        .arg(&a)
+        .arg("--candidate")
+        .arg(&d)
+        .arg("--html")
+        .arg(&page)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("scenario texts differ"), "{err}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("scenario texts differ").count(), 1, "{html}");
+}
