@@ -348,3 +348,22 @@ fn test_sh_check_exits_1_exactly_when_it_names_something_missing() {
     assert_eq!(out.status.code(), Some(if missing { 1 } else { 0 }), "{text}{}", stderr_of(&out));
     assert_ne!(missing, text.contains("everything the tests need is installed"), "{text}");
 }
+
+// Friction 5: doctor's `n/a` rows printed the raw tool error (`mkfs.xfs -O quota …
+// invalid option -- 'O'`); the row says what it means instead.
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn doctor_says_what_a_missing_mkfs_quota_switch_means_not_the_tools_words() {
+    skip_unless_root!();
+    let out = fsbench().args(["doctor", "--fs", "xfs", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = doc["capabilities"].as_array().unwrap();
+    for r in rows.iter().filter(|r| r["state"] == "n/a") {
+        assert!(!r["detail"].as_str().unwrap().contains("invalid option"), "{r}");
+    }
+    // Without mkfs.xfs the row says that instead.
+    if let Some(r) = rows.iter().find(|r| r["name"] == "xfs quota feature" && r["state"] == "n/a") {
+        assert!(r["detail"].as_str().unwrap().contains("no quota feature set at mkfs time"), "{r}");
+    }
+}
