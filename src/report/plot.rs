@@ -247,11 +247,8 @@ fn draw_latfs<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &LatfsTable) 
         // An empty chart reads as a drawing error, and one of disturbed numbers alone as a
         // measurement: say what it shows.
         let (w, h) = root.dim_in_pixel();
-        let style =
-            TextStyle::from(("sans-serif", 22).into_font().color(&RED)).pos(plotters::style::text_anchor::Pos::new(
-                plotters::style::text_anchor::HPos::Center,
-                plotters::style::text_anchor::VPos::Center,
-            ));
+        use plotters::style::text_anchor::{HPos, Pos, VPos};
+        let style = ("sans-serif", 22).into_font().color(&RED).pos(Pos::new(HPos::Center, VPos::Center));
         root.draw(&Text::new(NOTHING_MEASURED, (w as i32 / 2, h as i32 / 2), style)).map_err(|x| e(&x))?;
     }
     root.present().map_err(|x| e(&x))?;
