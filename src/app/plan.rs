@@ -6,6 +6,7 @@ use clap::{Args, ValueEnum};
 
 use super::scenario_options::ScenarioOptions;
 use crate::exit;
+use crate::exit::InputError;
 use crate::model::CellParams;
 use crate::plan::{self, needs, render_plan_table};
 use crate::scenario::Scenario;
@@ -45,6 +46,10 @@ pub struct PlanArgs {
     /// Print JSON (`schemas/plan.schema.json`): the same as `--format json`.
     #[arg(long)]
     pub json: bool,
+    /// Preview a run under another kernel in qemu, as `run --kernel` takes it:
+    /// `LABEL=PATH[,modules=DIR]`. May be repeated; replaces the scenario's `[[kernels]]`.
+    #[arg(long = "kernel", value_name = "LABEL=PATH[,modules=DIR]")]
+    pub kernels: Vec<String>,
 }
 
 /// `fsbench validate`: every file is checked, `--set` and `--only` included; exit 2 if any is bad.
@@ -103,7 +108,20 @@ pub fn validate(args: &ValidateArgs) -> anyhow::Result<i32> {
 pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
     // The capability check may probe quota with a tiny real mount: let Ctrl-C release it.
     crate::signals::install();
-    let s = crate::scenario::load_named(args.scenario.as_deref(), &args.scenario_options.overrides()?)?;
+    let mut s = crate::scenario::load_named(args.scenario.as_deref(), &args.scenario_options.overrides()?)?;
+    // `--kernel` as `run` takes it, so a qemu run can be previewed before anything boots.
+    if !args.kernels.is_empty() {
+        s.kernels = args
+            .kernels
+            .iter()
+            .map(|a| crate::qemu::parse_kernel_arg(a).map_err(|e| InputError::anyhow(e.to_string())))
+            .collect::<anyhow::Result<_>>()?;
+    }
+    for k in &s.kernels {
+        if !k.image.exists() {
+            eprintln!("warning: kernel {}: no image at {} (run would fail to boot it)", k.label, k.image.display());
+        }
+    }
     let plan = plan::plan_for(&s, &args.scenario_options.only)?;
     // Cells that run under other kernels in qemu are checked inside each guest, not here.
     let in_guests = !s.kernels.is_empty();

@@ -93,7 +93,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "all|steady|last|N", default_value = "steady", value_parser = parse_iterations)]
     pub iterations: Iterations,
     /// Compare a lat_fs latency percentile instead of total loops: p50, p90, p99, p99.9 or max
-    /// (needs runs made with `latency = "histogram"`).
+    /// (needs runs made with `latency = "histogram"`). Tables only: not with --plot or --html.
     #[arg(long, value_name = "METRIC")]
     pub metric: Option<String>,
     /// Also write the comparison as one self-contained HTML page (tables, plots, provenance).
@@ -242,6 +242,17 @@ fn parse_run_arg(arg: &str) -> (Option<String>, String) {
 
 /// `fsbench compare`.
 pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
+    // Plots and the page draw total loops: with a percentile they would show another
+    // quantity than the tables above them claim, so the combination is refused.
+    if let Some(m) = args.metric.as_deref().filter(|m| *m != "total_loops")
+        && (args.plot.is_some() || args.html.is_some())
+    {
+        let flag = if args.plot.is_some() { "--plot" } else { "--html" };
+        return Err(InputError::anyhow(format!(
+            "--metric {m} is for the tables only: {flag} draws total loops; run the comparison once with \
+             --metric for the tables and once without it for {flag}"
+        )));
+    }
     if let Some(dir) = &args.plot {
         super::checks::check_output_dir("--plot", dir)?;
     }

@@ -2,6 +2,7 @@
 //! flag of `bundle run` that unlocks it: the list `bundle verify` prints, `bundle
 //! pack` warns about, and `bundle run` checks.
 
+use crate::model::{TextFormat, UntrustedText};
 use crate::scenario::{Backing, Scenario};
 
 use super::budget::MemoryNeed;
@@ -44,7 +45,7 @@ pub fn requested_sysctls(s: &Scenario) -> Vec<(String, String)> {
 /// Everything the bundle asks for, in the order `verify` prints it. `over_budget` says
 /// whether `memory` exceeds this host's cap (then `--allow-size` unlocks it).
 pub fn asks(s: &Scenario, exec: &[String], memory: &MemoryNeed, over_budget: bool) -> Vec<Ask> {
-    let esc = crate::text::escape_control;
+    let esc = |s: &str| UntrustedText::escape(s, TextFormat::Terminal);
     let mut v = Vec::new();
     for (k, val) in requested_sysctls(s) {
         v.push(Ask { what: format!("sysctl {} = {}", esc(&k), esc(&val)), flag: Some("--allow-sysctl".into()) });

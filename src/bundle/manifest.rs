@@ -5,6 +5,8 @@ use std::path::{Component, Path};
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::{TextFormat, UntrustedText};
+
 /// Version of the bundle format written by this fsbench (and the newest it reads).
 pub const BUNDLE_FORMAT_VERSION: u32 = 1;
 /// Name of the manifest, always the first entry of a bundle.
@@ -34,11 +36,11 @@ pub const MAX_DEPTH: usize = 8;
 pub struct Manifest {
     /// Bundle format version ([`BUNDLE_FORMAT_VERSION`]).
     pub format: u32,
-    /// fsbench version that packed the bundle.
-    pub tool_version: String,
+    /// fsbench version that packed the bundle (free text from the packer: printed escaped).
+    pub tool_version: UntrustedText,
     /// When it was packed (RFC 3339), from `SOURCE_DATE_EPOCH` or the packed run's
     /// finish time; `null` when neither exists, so that packing stays deterministic.
-    pub created: Option<String>,
+    pub created: Option<UntrustedText>,
     /// Path of the scenario inside the bundle (`scenario.toml`).
     pub scenario: String,
     /// Path of the packed run directory (`results/<scenario>/<run-id>`), if any.
@@ -108,8 +110,9 @@ fn check(m: &Manifest) -> Result<(), String> {
     }
     let mut seen = BTreeSet::new();
     for f in &m.files {
-        check_path(&f.path)
-            .map_err(|why| format!("{MANIFEST_FILE}: file `{}`: {why}", crate::text::escape_control(&f.path)))?;
+        check_path(&f.path).map_err(|why| {
+            format!("{MANIFEST_FILE}: file `{}`: {why}", UntrustedText::escape(&f.path, TextFormat::Terminal))
+        })?;
         if f.path == MANIFEST_FILE {
             return Err(format!("{MANIFEST_FILE} lists itself"));
         }
@@ -129,7 +132,7 @@ fn check(m: &Manifest) -> Result<(), String> {
     // `results` becomes a directory name too: checked like every path, and it must
     // be `results/<scenario>/<run-id>` with plain names and its run.json listed.
     if let Some(r) = &m.results {
-        let shown = crate::text::escape_control(r);
+        let shown = UntrustedText::escape(r, TextFormat::Terminal);
         check_path(r).map_err(|why| format!("{MANIFEST_FILE}: `results` `{shown}`: {why}"))?;
         let parts: Vec<&str> = r.split('/').collect();
         if parts.len() != 3 || parts[0] != RESULTS_DIR || !parts[1..].iter().all(|p| crate::text::is_plain_name(p)) {

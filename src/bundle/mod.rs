@@ -20,6 +20,7 @@ pub mod options;
 pub mod pack;
 pub mod sysctl;
 
+use crate::model::{TextFormat, UntrustedText};
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 
@@ -196,21 +197,39 @@ pub fn exec_steps(s: &Scenario) -> Vec<String> {
 #[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct PackedRun {
     /// `results/<scenario>/<run-id>` inside the bundle.
-    pub path: String,
+    #[serde(serialize_with = "terminal")]
+    pub path: UntrustedText,
     /// The run's label.
-    pub label: Option<String>,
+    #[serde(serialize_with = "terminal_opt")]
+    pub label: Option<UntrustedText>,
     /// Host name.
-    pub host: String,
+    #[serde(serialize_with = "terminal")]
+    pub host: UntrustedText,
     /// Kernel release.
-    pub kernel: String,
+    #[serde(serialize_with = "terminal")]
+    pub kernel: UntrustedText,
     /// fsbench version that measured it.
-    pub tool_version: String,
+    #[serde(serialize_with = "terminal")]
+    pub tool_version: UntrustedText,
     /// Cells stored.
     pub cells: usize,
     /// Cells its run planned.
     pub planned: usize,
     /// Cells the full matrix has (more than `planned`: a subset, `--only` or a shard).
     pub matrix: usize,
+}
+
+/// Bundle text in `bundle verify --json`: escaped for a terminal, as the text shows it.
+fn terminal<S: serde::Serializer>(t: &UntrustedText, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&t.escaped(TextFormat::Terminal))
+}
+
+/// [`terminal`] for optional text.
+fn terminal_opt<S: serde::Serializer>(t: &Option<UntrustedText>, s: S) -> Result<S::Ok, S::Error> {
+    match t {
+        Some(t) => s.serialize_some(&*t.escaped(TextFormat::Terminal)),
+        None => s.serialize_none(),
+    }
 }
 
 /// Everything that can be known before a bundle runs, found the same way by
@@ -256,20 +275,20 @@ pub fn preflight(ob: &OpenBundle, s: &Scenario) -> Preflight {
     let mut pf = check_scenario(s, |p| p.strip_prefix(ob.dir.path()).unwrap_or(p).display().to_string());
     if let Some(rel) = &ob.manifest.results {
         match crate::results::load_run(&ob.dir.path().join(rel)) {
-            Err(e) => {
-                pf.refused.push(format!("bundled results {rel}: {}", crate::text::escape_control(&e.to_string())))
-            }
+            Err(e) => pf.refused.push(format!(
+                "bundled results {rel}: {}",
+                UntrustedText::escape(&e.to_string(), TextFormat::Terminal)
+            )),
             Ok(run) => {
                 if let Err(e) = check_run_names(&run) {
                     pf.refused.push(e.to_string());
                 }
-                let esc = crate::text::escape_control;
                 pf.results = Some(PackedRun {
-                    path: esc(rel),
-                    label: run.meta.label.as_deref().map(esc),
-                    host: esc(&run.meta.host.hostname),
-                    kernel: esc(&run.meta.host.kernel_release),
-                    tool_version: esc(&run.meta.tool_version),
+                    path: rel.as_str().into(),
+                    label: run.meta.label.as_deref().map(UntrustedText::from),
+                    host: run.meta.host.hostname.as_str().into(),
+                    kernel: run.meta.host.kernel_release.as_str().into(),
+                    tool_version: run.meta.tool_version.as_str().into(),
                     cells: run.cells.len(),
                     planned: run.meta.planned_cells.len(),
                     matrix: plan::expand(s).cells.len(),
@@ -308,12 +327,14 @@ pub fn check_scenario(s: &Scenario, shown: impl Fn(&Path) -> String) -> Prefligh
         match crate::workload::untar::scan_untrusted(p, &limits) {
             Ok(report) => {
                 for r in &report.refused {
-                    pf.refused.push(format!("fixture {rel}: {}", crate::text::escape_control(r)));
+                    pf.refused.push(format!("fixture {rel}: {}", UntrustedText::escape(r, TextFormat::Terminal)));
                 }
                 fixture = report.stats.bytes;
                 pf.archive = Some((rel, report));
             }
-            Err(e) => pf.refused.push(format!("fixture {rel}: {}", crate::text::escape_control(&e.to_string()))),
+            Err(e) => pf
+                .refused
+                .push(format!("fixture {rel}: {}", UntrustedText::escape(&e.to_string(), TextFormat::Terminal))),
         }
     }
     pf.memory = budget::need(s, &plan::expand(s).cells, fixture);
@@ -336,7 +357,7 @@ pub fn flags_needed(s: &Scenario) -> Vec<String> {
 fn kernels_shown(s: &Scenario) -> String {
     s.kernels
         .iter()
-        .map(|k| format!("`{}={}`", crate::text::escape_control(&k.label), k.image.display()))
+        .map(|k| format!("`{}={}`", UntrustedText::escape(&k.label, TextFormat::Terminal), k.image.display()))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -350,8 +371,8 @@ pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario, pf: &Preflight) ->
         "{}: bundle format {}, packed by fsbench {}{}",
         bundle.display(),
         m.format,
-        m.tool_version,
-        m.created.as_ref().map(|c| format!(", created {c}")).unwrap_or_default()
+        m.tool_version.escaped(TextFormat::Terminal),
+        m.created.as_ref().map(|c| format!(", created {}", c.escaped(TextFormat::Terminal))).unwrap_or_default()
     );
     let _ = writeln!(
         o,
@@ -384,7 +405,10 @@ pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario, pf: &Preflight) ->
             o,
             "  exec steps:  {} (refused unless --allow-exec): {}",
             exec.len(),
-            exec.iter().map(|e| format!("`{}`", crate::text::escape_control(e))).collect::<Vec<_>>().join(", ")
+            exec.iter()
+                .map(|e| format!("`{}`", UntrustedText::escape(e, TextFormat::Terminal)))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     match &s.backing {
@@ -487,17 +511,17 @@ pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario, pf: &Preflight) ->
         let _ = writeln!(
             o,
             "  results:     {} ({} of {} cells stored{subset})",
-            crate::text::escape_control(&r.path),
+            r.path.escaped(TextFormat::Terminal),
             r.cells,
             r.planned
         );
         let _ = writeln!(
             o,
             "    label {}, host {}, kernel {}, fsbench {}",
-            r.label.as_deref().unwrap_or("(none)"),
-            r.host,
-            r.kernel,
-            r.tool_version
+            r.label.as_ref().map_or("(none)".into(), |l| l.escaped(TextFormat::Terminal)),
+            r.host.escaped(TextFormat::Terminal),
+            r.kernel.escaped(TextFormat::Terminal),
+            r.tool_version.escaped(TextFormat::Terminal)
         );
     }
     if pf.refused.is_empty() {
@@ -509,7 +533,7 @@ pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario, pf: &Preflight) ->
         }
     }
     // Paths, argv and versions come from the bundle: each line printed with its controls escaped.
-    o.lines().map(|l| crate::text::escape_control(l) + "\n").collect()
+    o.lines().map(|l| UntrustedText::escape(l, TextFormat::Terminal) + "\n").collect()
 }
 
 /// The packed run's scenario name and run id become directories under `--out`: plain names only.
@@ -518,7 +542,7 @@ fn check_run_names(run: &crate::results::LoadedRun) -> Result<(), BundleError> {
         if !crate::text::is_plain_name(name) {
             return Err(BundleError::Refused(format!(
                 "refusing bundled results: {what} `{}` in run.json is not a plain name (A-Z a-z 0-9 . _ - +)",
-                crate::text::escape_control(name)
+                UntrustedText::escape(name, TextFormat::Terminal)
             )));
         }
     }
@@ -550,7 +574,11 @@ pub fn check_allowed(effective: &Scenario, overrides: &[String], allowed: Allowe
              `fsbench bundle verify` and pass --allow-sysctl to allow",
             sysctls
                 .iter()
-                .map(|(k, v)| format!("`{} = {}`", crate::text::escape_control(k), crate::text::escape_control(v)))
+                .map(|(k, v)| format!(
+                    "`{} = {}`",
+                    UntrustedText::escape(k, TextFormat::Terminal),
+                    UntrustedText::escape(v, TextFormat::Terminal)
+                ))
                 .collect::<Vec<_>>()
                 .join(", ")
         )));
@@ -570,7 +598,10 @@ pub fn check_allowed(effective: &Scenario, overrides: &[String], allowed: Allowe
     if !exec.is_empty() && !allow_exec {
         return Err(BundleError::Refused(format!(
             "refusing bundle step `exec`: the scenario runs commands on this machine ({}); inspect it with `fsbench bundle verify` and pass --allow-exec to allow",
-            exec.iter().map(|e| format!("`{}`", crate::text::escape_control(e))).collect::<Vec<_>>().join(", ")
+            exec.iter()
+                .map(|e| format!("`{}`", UntrustedText::escape(e, TextFormat::Terminal)))
+                .collect::<Vec<_>>()
+                .join(", ")
         )));
     }
     if let Backing::Device { path } = &effective.backing

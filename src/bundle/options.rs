@@ -384,7 +384,7 @@ const PANIC_WHY: &str = "it turns a filesystem error the workload can reach into
 /// type's); `Err` says why it is refused.
 pub fn check_mount_option(name: &str, fs_type: &str, opt: &str) -> Result<(), String> {
     let fs = shown(name, fs_type);
-    let opt_shown = crate::text::escape_control(opt);
+    let opt_shown = crate::model::UntrustedText::escape(opt, crate::model::TextFormat::Terminal);
     if mentions_panic(opt) {
         return Err(format!("refusing mount option `{opt_shown}` of filesystem {fs}: {PANIC_WHY}"));
     }
@@ -404,14 +404,14 @@ pub fn check_mkfs_args(name: &str, fs_type: &str, args: &[String]) -> Result<(),
     if let Some(a) = args.iter().find(|a| mentions_panic(a)) {
         return Err(format!(
             "refusing mkfs argument `{}` of filesystem {fs}: {PANIC_WHY}",
-            crate::text::escape_control(a)
+            crate::model::UntrustedText::escape(a, crate::model::TextFormat::Terminal)
         ));
     }
     let refuse = |a: &str, why: &str| {
         Err(format!(
             "refusing mkfs argument `{}` of filesystem {fs}: {why}; a bundle's mkfs arguments may not name files or devices \
              (review the scenario and run it yourself with `fsbench run` if you trust it)",
-            crate::text::escape_control(a)
+            crate::model::UntrustedText::escape(a, crate::model::TextFormat::Terminal)
         ))
     };
     let Some(table) = mkfs_table(fs_type) else {

@@ -196,7 +196,7 @@ pub fn pack(scenario: &Path, with_results: Option<&Path>, out: &Path) -> Result<
     let manifest = Manifest {
         format: BUNDLE_FORMAT_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").into(),
-        created: created.map(|c| c.0),
+        created: created.map(|c| c.0.into()),
         scenario: SCENARIO_FILE.into(),
         results: results_dir,
         files: listed,

@@ -55,7 +55,7 @@ pub enum SysctlVerdict {
 
 /// Judge one `[sysctl]` entry of a bundle.
 pub fn judge(key: &str, value: &str) -> SysctlVerdict {
-    let key_shown = crate::text::escape_control(key);
+    let key_shown = crate::model::UntrustedText::escape(key, crate::model::TextFormat::Terminal);
     let Some(rule) = ALLOWED.iter().find(|r| r.key == key) else {
         return SysctlVerdict::Refused(format!(
             "refusing sysctl `{key_shown}`: a bundle may set only the writeback and cache knobs {} \
@@ -74,7 +74,7 @@ pub fn judge(key: &str, value: &str) -> SysctlVerdict {
         Some(n) if (rule.min..=rule.max).contains(&n) => SysctlVerdict::NeedsFlag,
         _ => SysctlVerdict::Refused(format!(
             "refusing sysctl `{key_shown}` = `{}`: a bundle may set it only to a decimal integer from {} to {}{}",
-            crate::text::escape_control(value),
+            crate::model::UntrustedText::escape(value, crate::model::TextFormat::Terminal),
             rule.min,
             rule.max,
             if rule.unit.is_empty() { String::new() } else { format!(" ({})", rule.unit) }

@@ -45,6 +45,13 @@ impl UntrustedText {
         }
     }
 
+    /// `text` from a result file or a bundle that is held as a plain `String` (a bundle's
+    /// scenario values, its manifest's paths), escaped for `format` by the same escapers
+    /// as [`UntrustedText::escaped`]: the one way such text reaches output.
+    pub fn escape(text: &str, format: TextFormat) -> String {
+        UntrustedText::from(text).escaped(format).into_owned()
+    }
+
     /// The bytes as read, for comparing, hashing and choosing (`op == "rm_rf"`), never for
     /// output: the name says so at every call site.
     pub fn trusted_raw_for_comparison(&self) -> &str {

@@ -1,5 +1,7 @@
 //! Small text helpers shared by the renderers: aligned columns, Markdown, CSV.
 
+use std::borrow::Cow;
+
 /// What a report is rendered as. The library's own enum: the command line maps
 /// its flag onto it, so nothing below the command layer depends on the argument parser.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -87,15 +89,32 @@ pub fn markdown(header: &[String], rows: &[Vec<String>]) -> String {
 
 pub use crate::text::escape_markdown_cell as markdown_cell;
 
-/// One CSV record (RFC 4180 quoting where needed).
+/// One CSV record: each field neutralised against formulas ([`csv_neutral`]), then RFC 4180
+/// quoting where needed.
 pub fn csv_record(fields: &[String]) -> String {
     let mut out = fields
         .iter()
-        .map(|f| if f.contains([',', '"', '\n', '\r']) { format!("\"{}\"", f.replace('"', "\"\"")) } else { f.clone() })
+        .map(|f| csv_neutral(f))
+        .map(|f| {
+            if f.contains([',', '"', '\n', '\r']) { format!("\"{}\"", f.replace('"', "\"\"")) } else { f.into_owned() }
+        })
         .collect::<Vec<_>>()
         .join(",");
     out.push('\n');
     out
+}
+
+/// A CSV field that a spreadsheet will not run as a formula: text beginning with `=`, `+`, `-`,
+/// `@`, a tab or a carriage return gets a leading `'` (OWASP's advice). Numbers (`-1.5`, `+3`)
+/// are left as they are, so they stay numbers, and so is a lone character (the run list's `-`
+/// for "no label"): one character is no formula.
+fn csv_neutral(field: &str) -> Cow<'_, str> {
+    let starts_like_formula = field.len() > 1 && field.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    if starts_like_formula && field.parse::<f64>().is_err() {
+        Cow::Owned(format!("'{field}"))
+    } else {
+        Cow::Borrowed(field)
+    }
 }
 
 /// A float for CSV: empty when absent.
@@ -118,6 +137,15 @@ mod tests {
         assert_eq!(lines[0], "#nr_task  BASE-ext2-M-qoff");
         assert_eq!(lines[1], "1                 948.1667");
         assert_eq!(lines[2].split_whitespace().collect::<Vec<_>>(), ["8", "15674.1247"]);
+    }
+
+    #[test]
+    fn csv_cells_that_a_spreadsheet_would_run_are_neutralised_and_numbers_stay_numbers() {
+        // A label or step from someone else's result file, opened in a spreadsheet, must not
+        // become `=HYPERLINK(...)` or a DDE call: the leading `'` makes it text.
+        let rec = csv_record(&s(&["=HYPERLINK(\"http://x\")", "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)", "\tx", "a=b"]));
+        assert_eq!(rec, "\"'=HYPERLINK(\"\"http://x\"\")\",'+cmd|' /C calc'!A0,'-2+3,'@SUM(A1),'\tx,a=b\n");
+        assert_eq!(csv_record(&s(&["-1.5000", "+3", "-0", "1e-3", "-", "--"])), "-1.5000,+3,-0,1e-3,-,'--\n");
     }
 
     #[test]

@@ -136,8 +136,15 @@ impl Markup for Html {
         }
         self.body.push_str("</tr></thead>\n<tbody>\n");
         for row in rows {
-            let bad = row.iter().any(|c| c == "regressed");
-            self.body.push_str(if bad { "<tr class=\"bad\">" } else { "<tr>" });
+            // A verdict tints its row: red for a regression, amber where the data could not tell.
+            let tint = if row.iter().any(|c| c == "regressed") {
+                "<tr class=\"bad\">"
+            } else if row.iter().any(|c| c == "inconclusive") {
+                "<tr class=\"unsure\">"
+            } else {
+                "<tr>"
+            };
+            self.body.push_str(tint);
             for (i, c) in row.iter().enumerate() {
                 let class = match (numeric(c), c.ends_with('*')) {
                     (true, true) => " class=\"num sig\"",
@@ -230,6 +237,7 @@ tbody tr:nth-child(even) { background: #f8f9fa; }
 .num { text-align: right; font-family: ui-monospace, "DejaVu Sans Mono", monospace; white-space: nowrap; }
 .sig { font-weight: 700; color: #0b4f8a; }
 tr.bad { background: #ffe4e4 !important; }
+tr.unsure { background: #fff3cd !important; }
 p.note { color: #57606a; font-size: .92em; margin: .2rem 0 .8rem; }
 figure { margin: .6rem 0 1.6rem; }
 figure svg { max-width: 100%; height: auto; border: 1px solid #eaeef2; }
@@ -403,6 +411,24 @@ mod tests {
         assert_eq!(escape("\u{e001}a\u{e000}b"), "\u{fffd}a<strong>b</strong>");
         let m = Html::default();
         assert_eq!(escape(&format!("{} w", m.strong("warning:"))), "<strong>warning:</strong> w");
+    }
+
+    /// Friction 9 of issue 26: inconclusive rows looked like settled ones on the page.
+    #[test]
+    fn verdict_rows_are_tinted_regressed_red_and_inconclusive_amber() {
+        let mut m: Box<dyn Markup> = Box::new(Html::default());
+        let row = |v: &str| vec!["ext4-t1".to_string(), "+1.0%".into(), v.to_string()];
+        let rows = [row("regressed"), row("inconclusive"), row("unchanged")];
+        m.table(&["cell".into(), "change".into(), "verdict".into()], &rows);
+        let page = m.finish();
+        assert!(page.contains(
+            "<tr class=\"bad\"><th scope=\"row\">ext4-t1</th><td class=\"num\">+1.0%</td><td>regressed</td>"
+        ));
+        assert!(page.contains(
+            "<tr class=\"unsure\"><th scope=\"row\">ext4-t1</th><td class=\"num\">+1.0%</td><td>inconclusive</td>"
+        ));
+        assert!(page.contains("<tr><th scope=\"row\">ext4-t1</th><td class=\"num\">+1.0%</td><td>unchanged</td>"));
+        assert!(page.contains("tr.unsure { background:"));
     }
 
     #[test]

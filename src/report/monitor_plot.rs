@@ -10,6 +10,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::monitors::CellLatency;
+use super::plot::legend::{self, LegendEntry, Mark};
 use super::plot::{PlotError, PlotImage, colors, render_with};
 use super::steps::groups::StepsGroup;
 
@@ -61,9 +62,13 @@ fn max_y(v: &[(f64, f64)]) -> f64 {
     v.iter().map(|p| p.1).fold(0.0, f64::max)
 }
 
-/// The single-group timeline's Writeback colour: apart from the group colours (Dirty and
-/// the throughput lines) on the same chart.
-const WRITEBACK: RGBColor = RGBColor(255, 127, 14);
+/// The colours of group `gi`'s lines: Dirty, Writeback (a colour of its own: dashes alone
+/// are lost where the two lines meet) and device throughput (the Dirty colour when groups
+/// are overlaid, where the colour names the group; a third colour for one group).
+fn line_colors(gi: usize, groups: usize) -> (RGBColor, RGBColor, RGBColor) {
+    let dirty = colors(2 * gi);
+    (dirty, colors(2 * gi + 1), if groups == 1 { colors(3) } else { dirty })
+}
 
 fn draw_timeline<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, groups: &[&StepsGroup]) -> Result<(), String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
@@ -78,7 +83,17 @@ fn draw_timeline<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, groups: &[&St
         [g] => format!("{} {}: dirty memory and device throughput", g.label, g.config),
         _ => format!("{}: dirty memory and device throughput", groups.first().map(|g| g.config.as_str()).unwrap_or("")),
     };
-    let mut chart = ChartBuilder::on(&root)
+    // The legend goes below the chart: inside it would cover the lines or the step names.
+    let mut entries = Vec::new();
+    for (gi, g) in groups.iter().enumerate() {
+        let name = if groups.len() == 1 { String::new() } else { format!("{} ", g.label) };
+        let (dirty, writeback, tp) = line_colors(gi, groups.len());
+        entries.push(LegendEntry { label: format!("{name}Dirty MB"), color: dirty, mark: Mark::Line(2) });
+        entries.push(LegendEntry { label: format!("{name}Writeback MB"), color: writeback, mark: Mark::Dashed(2) });
+        entries.push(LegendEntry { label: format!("{name}write MB/s"), color: tp, mark: Mark::Line(1) });
+    }
+    let area = legend::below(&root, &entries, 13)?;
+    let mut chart = ChartBuilder::on(&area)
         .caption(title, ("sans-serif", 22))
         .margin(15)
         .x_label_area_size(45)
@@ -104,7 +119,7 @@ fn draw_timeline<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, groups: &[&St
         .draw()
         .map_err(|x| e(&x))?;
     for (gi, (g, s)) in groups.iter().zip(&all).enumerate() {
-        let color = colors(gi);
+        let (color, writeback, tp) = line_colors(gi, groups.len());
         // Step boundaries: a light line at every step, a darker one where an iteration starts.
         for (i, it) in g.iterations.iter().enumerate() {
             for (j, st) in it.iter().enumerate() {
@@ -131,32 +146,17 @@ fn draw_timeline<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, groups: &[&St
                 }
             }
         }
-        let name = if groups.len() == 1 { String::new() } else { format!("{} ", g.label) };
+        chart.draw_series(LineSeries::new(s.dirty.iter().copied(), color.stroke_width(2))).map_err(|x| e(&x))?;
         chart
-            .draw_series(LineSeries::new(s.dirty.iter().copied(), color.stroke_width(2)))
-            .map_err(|x| e(&x))?
-            .label(format!("{name}Dirty MB"))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
-        // Writeback in a colour of its own: dashes alone are lost where the two lines meet.
-        // With several groups the colour names the group, so there it is the group's, lighter.
-        let wb: ShapeStyle = if groups.len() == 1 { WRITEBACK.stroke_width(2) } else { color.mix(0.6).stroke_width(2) };
-        chart
-            .draw_series(DashedLineSeries::new(s.writeback.iter().copied(), 6, 4, wb))
-            .map_err(|x| e(&x))?
-            .label(format!("{name}Writeback MB"))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], wb));
-        let tp = colors(gi + 3);
-        let tp = if groups.len() == 1 { tp } else { color };
+            .draw_series(DashedLineSeries::new(s.writeback.iter().copied(), 6, 4, writeback.stroke_width(2)))
+            .map_err(|x| e(&x))?;
         chart
             .draw_secondary_series(LineSeries::new(s.write_mbs.iter().copied(), tp.mix(0.8).stroke_width(1)))
-            .map_err(|x| e(&x))?
-            .label(format!("{name}write MB/s"))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], tp.stroke_width(1)));
+            .map_err(|x| e(&x))?;
         chart
             .draw_secondary_series(DashedLineSeries::new(s.read_mbs.iter().copied(), 2, 3, tp.mix(0.8).stroke_width(1)))
             .map_err(|x| e(&x))?;
     }
-    super::plot::draw_legend(&mut chart, SeriesLabelPosition::UpperRight, 13)?;
     root.present().map_err(|x| e(&x))?;
     Ok(())
 }
@@ -238,6 +238,21 @@ fn percentile_label(y: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Friction 9 of issue 26: Dirty and Writeback were drawn in one colour.
+    #[test]
+    fn dirty_writeback_and_throughput_have_colours_of_their_own_per_group() {
+        for groups in 1..4 {
+            let all: Vec<_> = (0..groups).map(|g| line_colors(g, groups)).collect();
+            for (d, w, t) in &all {
+                assert_ne!(d, w);
+                assert!(groups > 1 || (t != d && t != w));
+            }
+            let mut lines: Vec<_> = all.iter().flat_map(|(d, w, _)| [*d, *w]).collect();
+            lines.dedup();
+            assert_eq!(lines.len(), 2 * groups, "no two groups share a line colour");
+        }
+    }
 
     #[test]
     fn percentile_axis_counts_nines() {

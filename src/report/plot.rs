@@ -17,6 +17,9 @@ use super::compare_steps::{StepTable, StepsComparison};
 use super::latfs_tables::LatfsTable;
 use super::steps::groups::StepsGroup;
 
+pub(super) mod legend;
+use legend::{LegendEntry, Mark};
+
 /// DejaVu Sans reduced to Latin-1 punctuation and ASCII (see assets/LICENSE-DejaVu.txt).
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans-subset.ttf");
 static FONT_ONCE: Once = Once::new();
@@ -200,12 +203,13 @@ fn draw_latfs<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &LatfsTable) 
         let pts: Vec<(f64, &super::latfs_tables::Point)> =
             t.values.iter().enumerate().filter_map(|(ri, row)| row[ci].as_ref().map(|p| (ri as f64 + dx, p))).collect();
         // One line per run of measured task counts: a line drawn across a row with no
-        // value (every repetition disturbed, a skipped cell) would show a measurement
-        // that was never made.
+        // value (a skipped cell) or only disturbed ones would show a measurement that was
+        // never made; a cell whose every repetition was disturbed is a hollow circle.
+        let measured = |ri: usize| t.values[ri][ci].as_ref().filter(|p| !p.all_disturbed);
         let mut segments: Vec<Vec<(f64, f64)>> = Vec::new();
-        for (ri, row) in t.values.iter().enumerate() {
-            match (&row[ci], segments.last_mut()) {
-                (Some(p), Some(seg)) if ri > 0 && t.values[ri - 1][ci].is_some() => {
+        for ri in 0..t.values.len() {
+            match (measured(ri), segments.last_mut()) {
+                (Some(p), Some(seg)) if ri > 0 && measured(ri - 1).is_some() => {
                     seg.push((ri as f64 + dx, p.summary.median))
                 }
                 (Some(p), _) => segments.push(vec![(ri as f64 + dx, p.summary.median)]),
@@ -227,28 +231,32 @@ fn draw_latfs<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &LatfsTable) 
             }
         }
         chart
-            .draw_series(pts.iter().map(|(x, p)| Circle::new((*x, p.summary.median), 4, color.filled())))
+            .draw_series(pts.iter().map(|(x, p)| {
+                let style = if p.all_disturbed { color.stroke_width(2) } else { color.filled() };
+                Circle::new((*x, p.summary.median), 4, style)
+            }))
             .map_err(|x| e(&x))?;
         chart
-            .draw_series(pts.iter().filter(|(_, p)| p.summary.n > 1).map(|(x, p)| {
+            .draw_series(pts.iter().filter(|(_, p)| p.summary.n > 1 && !p.all_disturbed).map(|(x, p)| {
                 ErrorBar::new_vertical(*x, p.summary.min, p.summary.median, p.summary.max, color.stroke_width(1), 8)
             }))
             .map_err(|x| e(&x))?;
     }
     draw_legend(&mut chart, legend_corner(t, n, ymax), 15)?;
-    if t.values.iter().flatten().all(Option::is_none) {
-        // An empty chart reads as a drawing error; say why it is empty.
+    if t.values.iter().flatten().flatten().all(|p| p.all_disturbed) {
+        // An empty chart reads as a drawing error, and one of disturbed numbers alone as a
+        // measurement: say what it shows.
         let (w, h) = root.dim_in_pixel();
-        root.draw(&Text::new(
-            "no measured values (every cell disturbed or not measured)",
-            (w as i32 / 2 - 250, h as i32 / 2),
-            ("sans-serif", 22).into_font().color(&RED),
-        ))
-        .map_err(|x| e(&x))?;
+        use plotters::style::text_anchor::{HPos, Pos, VPos};
+        let style = ("sans-serif", 22).into_font().color(&RED).pos(Pos::new(HPos::Center, VPos::Center));
+        root.draw(&Text::new(NOTHING_MEASURED, (w as i32 / 2, h as i32 / 2), style)).map_err(|x| e(&x))?;
     }
     root.present().map_err(|x| e(&x))?;
     Ok(())
 }
+
+/// What a lat_fs chart says across its middle when no cell has an undisturbed number.
+pub(super) const NOTHING_MEASURED: &str = "no measured values: every cell disturbed (hollow circles) or not measured";
 
 /// The first corner whose area (outer 40% of x, outer 35% of y) holds no point,
 /// so the legend does not hide data; upper left when every corner is taken.
@@ -297,7 +305,11 @@ fn draw_steps<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, g: &StepsGroup) 
                 .unwrap_or_default()
         })
         .collect();
-    let mut chart = ChartBuilder::on(&root)
+    let entries: Vec<LegendEntry> = (0..g.iterations.len())
+        .map(|i| LegendEntry { label: format!("iteration {}", i + 1), color: colors(i), mark: Mark::Bar })
+        .collect();
+    let area = legend::below(&root, &entries, 15)?;
+    let mut chart = ChartBuilder::on(&area)
         .caption(format!("{} {}: elapsed per step and iteration", g.label, g.config), ("sans-serif", 24))
         .margin(15)
         .x_label_area_size(45)
@@ -325,11 +337,8 @@ fn draw_steps<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, g: &StepsGroup) 
                     color.filled(),
                 )
             }))
-            .map_err(|x| e(&x))?
-            .label(format!("iteration {}", i + 1))
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+            .map_err(|x| e(&x))?;
     }
-    draw_legend(&mut chart, SeriesLabelPosition::UpperRight, 15)?;
     root.present().map_err(|x| e(&x))?;
     Ok(())
 }
@@ -359,7 +368,14 @@ fn draw_step_compare<DB: DrawingBackend>(
     let ymax = t.rows.iter().flat_map(|r| r.values.iter().flatten()).map(|v| v.mean_s + v.sd_s).fold(0.0f64, f64::max);
     let ymax = if ymax > 0.0 { ymax * 1.2 } else { 1.0 };
     let configs: Vec<String> = t.rows.iter().map(|r| r.config.clone()).collect();
-    let mut chart = ChartBuilder::on(&root)
+    let entries: Vec<LegendEntry> = cmp
+        .labels
+        .iter()
+        .enumerate()
+        .map(|(k, l)| LegendEntry { label: l.clone(), color: colors(k), mark: Mark::Bar })
+        .collect();
+    let area = legend::below(&root, &entries, 15)?;
+    let mut chart = ChartBuilder::on(&area)
         .caption(format!("step {}: {}", t.step + 1, t.label), ("sans-serif", 24))
         .margin(15)
         .x_label_area_size(45)
@@ -378,7 +394,7 @@ fn draw_step_compare<DB: DrawingBackend>(
         .draw()
         .map_err(|x| e(&x))?;
     let width = 0.8 / nlab as f64;
-    for (k, label) in cmp.labels.iter().enumerate() {
+    for k in 0..cmp.labels.len() {
         let color = colors(k);
         let bars: Vec<(f64, f64, f64)> = t
             .rows
@@ -393,9 +409,7 @@ fn draw_step_compare<DB: DrawingBackend>(
                 bars.iter()
                     .map(|(x, m, _)| Rectangle::new([(x - width * 0.42, 0.0), (x + width * 0.42, *m)], color.filled())),
             )
-            .map_err(|x| e(&x))?
-            .label(label.clone())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+            .map_err(|x| e(&x))?;
         chart
             .draw_series(
                 bars.iter().filter(|(_, _, sd)| *sd > 0.0).map(|(x, m, sd)| {
@@ -404,7 +418,6 @@ fn draw_step_compare<DB: DrawingBackend>(
             )
             .map_err(|x| e(&x))?;
     }
-    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 15)?;
     root.present().map_err(|x| e(&x))?;
     Ok(())
 }
@@ -420,6 +433,13 @@ fn draw_iterations<DB: DrawingBackend>(
     let nsteps = groups.iter().flat_map(|g| g.iterations.iter().map(Vec::len)).max().unwrap_or(0).max(1);
     let its: Vec<String> = (1..=nit).map(|i| i.to_string()).collect();
     let root = root.titled(&format!("{config}: elapsed per iteration"), ("sans-serif", 24)).map_err(|x| e(&x))?;
+    // One legend for every panel, below them all.
+    let entries: Vec<LegendEntry> = groups
+        .iter()
+        .enumerate()
+        .map(|(k, g)| LegendEntry { label: g.label.clone(), color: colors(k), mark: Mark::Line(2) })
+        .collect();
+    let root = legend::below(&root, &entries, 15)?;
     // One panel per step, each with its own y axis (an rm -rf of 2 s beside an untar of
     // 40 s would be flat on a shared one) and one line per label.
     let panels = root.split_evenly((1, nsteps));
@@ -457,14 +477,9 @@ fn draw_iterations<DB: DrawingBackend>(
                 .enumerate()
                 .filter_map(|(i, it)| it.get(j).map(|s| (i as f64, s.elapsed_us as f64 / 1e6)))
                 .collect();
-            chart
-                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-                .map_err(|x| e(&x))?
-                .label(g.label.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+            chart.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2))).map_err(|x| e(&x))?;
             chart.draw_series(pts.iter().map(|p| Circle::new(*p, 4, color.filled()))).map_err(|x| e(&x))?;
         }
-        draw_legend(&mut chart, SeriesLabelPosition::LowerRight, 13)?;
     }
     root.present().map_err(|x| e(&x))?;
     Ok(())

@@ -175,7 +175,7 @@ fn real_archive_travels_as_a_file_and_generated_as_a_recipe() {
     std::fs::create_dir_all(&lab_b).unwrap();
     small_archive(&lab_a.join("data/small.tar.gz"));
     let steps = "schema = 1\nname = \"untar\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"dir\"\npath = \"scratch\"\n\
-                 [archive]\npath = \"data/small.tar.gz\"\n[workload]\nkind = \"steps\"\niterations = 2\n\
+                 [archive]\npath = \"data/small.tar.gz\"\n[workload]\nkind = \"steps\"\niterations = 2\ndisturbance = \"off\"\n\
                  steps = [{ op = \"rm_rf\", path = \"src\" }, { op = \"untar\", archive = \"small.tar.gz\" }, { op = \"syncfs\" }]\n";
     std::fs::write(lab_a.join("untar.toml"), steps).unwrap();
     let packed = ok(fsbench_at(&lab_a, &cache).args(["bundle", "pack", "untar.toml", "-o", "untar.fsb"]));
@@ -287,7 +287,7 @@ fn a_real_tree_with_in_tree_links_travels_and_compares() {
     let tarball = crate::steps_untar::in_tree_links_tarball(&lab_a.join("data"));
     let steps = format!(
         "schema = 1\nname = \"links\"\n[matrix]\nfs = [\"ext4\"]\n[filesystems.ext4]\nmount = [\"noload\"]\n\
-         [backing]\nkind = \"dir\"\n[archive]\npath = \"{}\"\n[workload]\nkind = \"steps\"\niterations = 2\n\
+         [backing]\nkind = \"dir\"\n[archive]\npath = \"{}\"\n[workload]\nkind = \"steps\"\niterations = 2\ndisturbance = \"off\"\n\
          steps = [{{ op = \"rm_rf\", path = \"linux\" }}, {{ op = \"untar\", archive = \"linux-links.tar.gz\" }}, {{ op = \"syncfs\" }}]\n",
         tarball.display()
     );

@@ -273,6 +273,28 @@ fn doctor_has_a_qemu_row_that_names_kvm_or_tcg() {
     }
 }
 
+// Friction 5: `plan` had no `--kernel`, so a run under qemu could not be previewed.
+#[test]
+fn plan_previews_a_run_under_another_kernel() {
+    let tmp = tempfile::tempdir().unwrap();
+    let image = tmp.path().join("bzImage");
+    std::fs::write(&image, b"not a kernel, only a path that exists").unwrap();
+    let out = fsbench()
+        .current_dir(crate_root())
+        .args(["plan", "scenarios/quickstart.toml", "--kernel"])
+        .arg(format!("V3={}", image.display()))
+        .args(["--kernel", "V4=/nonexistent/bzImage"])
+        .output()
+        .unwrap();
+    let (text, err) = (stdout_of(&out), stderr_of(&out));
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(text.contains("every cell runs once per kernel in qemu (V3, V4)"), "{text}");
+    assert!(err.contains("kernel V4: no image at /nonexistent/bzImage") && !err.contains("V3"), "{err}");
+    let out = fsbench().args(["plan", "--kernel", "no-equals-sign"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("LABEL=PATH"), "{}", stderr_of(&out));
+}
+
 // Misleading 3: a line ran straight through task counts with no value (2 and 4 tasks
 // disturbed), as if they had been measured. Each run of measured points is its own line.
 #[test]
@@ -311,5 +333,37 @@ fn a_plot_line_breaks_where_a_cell_has_no_value() {
         // The legend's sample line: 20 px, level.
         let legend = matches!(points.as_slice(), [(x0, y0), (x1, y1)] if y0 == y1 && x1 - x0 == 20);
         assert!(legend || points.len() < 2, "a line across missing cells: {l}");
+    }
+}
+
+// Misleading 9: `scripts/test.sh --check` printed "every package the tests need is
+// installed", then "missing: a Debian kernel", and exited 0. Whatever this machine has,
+// the answer and the exit status agree.
+#[test]
+fn test_sh_check_exits_1_exactly_when_it_names_something_missing() {
+    let out =
+        std::process::Command::new("bash").arg(crate_root().join("scripts/test.sh")).arg("--check").output().unwrap();
+    let text = stdout_of(&out);
+    let missing = text.contains("missing");
+    assert_eq!(out.status.code(), Some(if missing { 1 } else { 0 }), "{text}{}", stderr_of(&out));
+    assert_ne!(missing, text.contains("everything the tests need is installed"), "{text}");
+}
+
+// Friction 5: doctor's `n/a` rows printed the raw tool error (`mkfs.xfs -O quota …
+// invalid option -- 'O'`); the row says what it means instead.
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn doctor_says_what_a_missing_mkfs_quota_switch_means_not_the_tools_words() {
+    skip_unless_root!();
+    let out = fsbench().args(["doctor", "--fs", "xfs", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = doc["capabilities"].as_array().unwrap();
+    for r in rows.iter().filter(|r| r["state"] == "n/a") {
+        assert!(!r["detail"].as_str().unwrap().contains("invalid option"), "{r}");
+    }
+    // Without mkfs.xfs the row says that instead.
+    if let Some(r) = rows.iter().find(|r| r["name"] == "xfs quota feature" && r["state"] == "n/a") {
+        assert!(r["detail"].as_str().unwrap().contains("no quota feature set at mkfs time"), "{r}");
     }
 }

@@ -308,6 +308,12 @@ fn a_cell_whose_every_repetition_was_disturbed_shows_its_numbers_marked() {
     let html = tmp.path().join("r.html");
     fsbench().arg("report").arg(&run).arg("--html").arg(&html).assert().success();
     assert!(std::fs::read_to_string(&html).unwrap().contains("510.0000~"), "the HTML page shares the tables");
+    // Its plot says that nothing in it was measured undisturbed instead of drawing the
+    // disturbed numbers as a measurement (issue 26).
+    let plots = tmp.path().join("plots");
+    fsbench().arg("report").arg(&run).arg("--plot").arg(&plots).assert().success();
+    let svg = std::fs::read_to_string(plots.join("ext4-M-lat_fs_chown.svg")).unwrap();
+    assert!(svg.contains("no measured values: every cell disturbed"), "{svg:.2000}");
     // Still out of gates: the cell has no samples to compare.
     let g = fsbench().args(["gate", "--baseline"]).arg(&run).arg("--candidate").arg(&run).output().unwrap();
     let gout = String::from_utf8_lossy(&g.stdout);
@@ -343,4 +349,53 @@ fn a_disturbed_step_is_marked_in_markdown_and_html_tables() {
         page.contains("(disturbed)") && page.contains("iteration 2 untar (0.83 CPU)"),
         "the HTML page shares the walk"
     );
+}
+
+#[test]
+fn compare_refuses_a_percentile_metric_with_plot_or_html_instead_of_drawing_total_loops() {
+    // Issue 26: `compare --metric p99 --plot DIR` printed p99 tables and drew total loops
+    // under them without a word; the page did the same.
+    let tmp = tempfile::tempdir().unwrap();
+    let text = latfs_scenario_text("quota-smp", "");
+    let cell = latfs_cell(params(QuotaMode::Off, 1), &[500.0, 510.0, 520.0]);
+    let planned = vec![cell.params.clone()];
+    let run = write_run(&tmp.path().join("r"), &meta(Some("BASE"), "quota-smp", &text, "lat_fs", planned), &[cell]);
+    let (a, b) = (format!("A={}", run.display()), format!("B={}", run.display()));
+    for (flag, target) in [("--plot", tmp.path().join("plots")), ("--html", tmp.path().join("c.html"))] {
+        let o = fsbench().args(["compare", &a, &b, "--metric", "p99", flag]).arg(&target).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {err}");
+        assert!(err.contains("--metric p99 is for the tables only") && err.contains(flag), "{err}");
+        assert!(!target.exists(), "{flag}: nothing written");
+        // total_loops is what they draw: accepted.
+        let o = fsbench().args(["compare", &a, &b, "--metric", "total_loops", flag]).arg(&target).output().unwrap();
+        assert!(o.status.success(), "{flag}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+}
+
+#[test]
+fn the_gate_page_shows_each_warning_once() {
+    // Issue 26, Friction 7: the gate's HTML page printed its warnings twice (under the run
+    // list and under the verdicts).
+    let tmp = tempfile::tempdir().unwrap();
+    let a =
+        five_rep_run(&tmp.path().join("a"), "BASE", &latfs_scenario_text("quota-smp", "repetitions = 5\n"), |_, _| {
+            10.0
+        });
+    let fewer = latfs_scenario_text("quota-smp", "repetitions = 3\n");
+    let d = five_rep_run(&tmp.path().join("d"), "V3", &fewer, |_, _| 10.0);
+    let page = tmp.path().join("g.html");
+    let o = fsbench()
+        .args(["gate", "--baseline"])
+        .arg(&a)
+        .arg("--candidate")
+        .arg(&d)
+        .arg("--html")
+        .arg(&page)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("scenario texts differ"), "{err}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("scenario texts differ").count(), 1, "{html}");
 }

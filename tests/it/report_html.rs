@@ -223,4 +223,8 @@ fn gate_page_shows_the_verdicts_above_the_comparison() {
     assert!(gate < html.find("<figure>").unwrap(), "verdicts come before the tables");
     assert!(html.contains("<th scope=\"col\">verdict</th>") && html.contains("regressed, "));
     assert_eq!(html.matches("<svg").count(), parse_seed000().len());
+    // Rows the data could not decide are tinted, so they do not read as settled (issue 26, Friction 9).
+    let inconclusive: Vec<&str> = html.lines().filter(|l| l.contains("<td>inconclusive</td>")).collect();
+    assert!(!inconclusive.is_empty(), "one repetition per cell decides nothing");
+    assert!(inconclusive.iter().all(|l| l.starts_with("<tr class=\"unsure\">")), "{inconclusive:?}");
 }

@@ -70,7 +70,10 @@ impl<'a, 'f> Extractor<'a, 'f> {
             groups: HashMap::new(),
             buf: vec![0; WRITE_BUF],
             stats: UnpackStats::default(),
-            tree: ArchiveTree::default(),
+            tree: match trust {
+                Trust::Untrusted(l) => ArchiveTree::with_caps(l.max_tree_nodes, l.max_tree_name_bytes),
+                Trust::Own => ArchiveTree::default(),
+            },
             refused: None,
         }
     }

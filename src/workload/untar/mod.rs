@@ -75,6 +75,11 @@ pub struct UnpackLimits {
     pub max_path_len: usize,
     /// Maximum number of path components.
     pub max_depth: usize,
+    /// Most paths the model of the archive's tree may hold in memory: entries and the
+    /// directories their names and link targets imply ([`tree`]).
+    pub max_tree_nodes: usize,
+    /// Most bytes of names and link targets that model may hold.
+    pub max_tree_name_bytes: usize,
     /// How paths are resolved beneath the destination (not a cap: chosen by the kernel, forced by tests).
     pub resolver: Resolver,
 }
@@ -88,6 +93,10 @@ impl Default for UnpackLimits {
             max_bytes: 8 << 30,
             max_path_len: 1024,
             max_depth: 32,
+            // One node per entry plus half again for directories implied by link targets,
+            // about 150 MB at most; names of 64 bytes on average for a full million entries.
+            max_tree_nodes: 1_500_000,
+            max_tree_name_bytes: 64 << 20,
             resolver: Resolver::Auto,
         }
     }

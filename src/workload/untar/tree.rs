@@ -25,6 +25,13 @@
 //! so every judgement made stays true to the end of the archive: when extraction ends,
 //! every symlink it made resolves inside the destination, whatever order they came in.
 //!
+//! The model is held in memory, so it has its own caps ([`ArchiveTree::with_caps`]): the
+//! paths it holds (entries and the directories their names and link targets imply) and
+//! the bytes of names and targets it keeps. One entry adds at most a path's worth of
+//! either (its name and its target are within `PATH_MAX`), and the caps are checked after
+//! each entry, so a hostile archive is stopped within one entry of them, with an error
+//! that names the entry and the cap.
+//!
 //! What the archive did not make (the destination's own contents) is not modelled:
 //! writing is safe regardless, because every write resolves beneath the destination
 //! without following any link ([`crate::beneath`]); these rules keep the *links left
@@ -95,11 +102,18 @@ enum Pin {
 pub(super) struct ArchiveTree {
     /// Node 0 is the top of the archive.
     nodes: Vec<Node>,
+    /// Bytes of names, link targets and the link names kept in `implied_by`/`pinned_by`.
+    name_bytes: usize,
+    /// Most nodes held before the archive is refused.
+    max_nodes: usize,
+    /// Most `name_bytes` held before the archive is refused.
+    max_name_bytes: usize,
 }
 
 impl Default for ArchiveTree {
     fn default() -> Self {
-        ArchiveTree { nodes: vec![Node::Dir { children: HashMap::new(), implied_by: None }] }
+        let l = super::UnpackLimits::default();
+        ArchiveTree::with_caps(l.max_tree_nodes, l.max_tree_name_bytes)
     }
 }
 
@@ -122,10 +136,37 @@ fn components(rel: &[u8]) -> impl Iterator<Item = &[u8]> {
 }
 
 impl ArchiveTree {
+    /// An empty tree that refuses an archive once it holds more than `max_nodes` paths or
+    /// `max_name_bytes` bytes of names and targets.
+    pub(super) fn with_caps(max_nodes: usize, max_name_bytes: usize) -> Self {
+        ArchiveTree {
+            nodes: vec![Node::Dir { children: HashMap::new(), implied_by: None }],
+            name_bytes: 0,
+            max_nodes,
+            max_name_bytes,
+        }
+    }
+
     /// Judge the entry `rel` (`raw` as written, for messages) and record what it makes.
     /// `Err` refuses it; nothing may then be written for it. A symlink whose target is
     /// refused is still recorded, so a dry run names the entries written through it too.
+    /// Past a memory cap the error is [`UntarError::Limit`], which ends the extraction.
     pub(super) fn enter(&mut self, raw: &[u8], rel: &[u8], new: NewEntry<'_>) -> Result<(), UntarError> {
+        let judged = self.judge(raw, rel, new);
+        let over = if self.nodes.len() > self.max_nodes {
+            Some(("paths the archive's tree model holds in memory", self.max_nodes))
+        } else if self.name_bytes > self.max_name_bytes {
+            Some(("bytes of names and link targets the archive's tree model holds in memory", self.max_name_bytes))
+        } else {
+            None
+        };
+        if let Some((what, limit)) = over {
+            return Err(UntarError::Limit { entry: shown(raw), what, limit: limit as u64 });
+        }
+        judged
+    }
+
+    fn judge(&mut self, raw: &[u8], rel: &[u8], new: NewEntry<'_>) -> Result<(), UntarError> {
         if components(rel).next() == Some(ARCHIVE_STAGING_DIR.as_bytes()) {
             return Err(refuse(
                 raw,
@@ -246,6 +287,7 @@ impl ArchiveTree {
                     Pin::Link(i) => {
                         if let Node::Symlink { pinned_by: p @ None, .. } = &mut self.nodes[i] {
                             *p = Some(rel.into());
+                            self.name_bytes += rel.len();
                         }
                     }
                 }
@@ -397,6 +439,9 @@ impl ArchiveTree {
 
     /// Record a non-directory at `rel`, making its directories and replacing what was there.
     fn put(&mut self, rel: &[u8], node: Node) {
+        if let Node::Symlink { target, .. } = &node {
+            self.name_bytes += target.len();
+        }
         let mut comps: Vec<Box<[u8]>> = components(rel).map(Box::from).collect();
         let name = comps.pop().expect("a path has a name");
         let parent = self.make_dirs(&comps, None);
@@ -409,6 +454,10 @@ impl ArchiveTree {
     }
 
     fn add(&mut self, parent: usize, name: &[u8], node: Node) -> usize {
+        self.name_bytes += name.len();
+        if let Node::Dir { implied_by: Some(l), .. } = &node {
+            self.name_bytes += l.len();
+        }
         let i = self.nodes.len();
         self.nodes.push(node);
         if let Node::Dir { children, .. } = &mut self.nodes[parent] {
@@ -511,6 +560,32 @@ mod tests {
         // A file replacing a link ends its rule.
         enter(&mut p, "l1", NewEntry::File).unwrap();
         assert!(enter(&mut p, "l1/x", NewEntry::File).unwrap_err().contains("name clash: `l1` is a file"));
+    }
+
+    /// Story: the model had no cap of its own; a million links whose targets each name
+    /// two thousand directories not made yet would have held billions of paths in memory.
+    #[test]
+    fn the_model_refuses_an_archive_past_its_memory_caps_naming_the_entry() {
+        let deep = vec!["d"; 2000].join("/");
+        let mut p = ArchiveTree::with_caps(3000, 1 << 20);
+        sym(&mut p, "l1", &deep).unwrap();
+        let e = sym(&mut p, "l2", &deep.replace('d', "e")).unwrap_err();
+        assert!(
+            e.contains("`l2`") && e.contains("limit on paths the archive's tree model holds in memory (3000)"),
+            "{e}"
+        );
+        let mut p = ArchiveTree::with_caps(1000, 4096);
+        let name = "n".repeat(200);
+        for i in 0..20 {
+            enter(&mut p, &format!("{i}{name}"), NewEntry::File).unwrap();
+        }
+        let e = enter(&mut p, &format!("x/{name}"), NewEntry::File).unwrap_err();
+        assert!(e.contains("bytes of names and link targets") && e.contains("(4096)"), "{e}");
+        // Real trees stay far below the defaults: a directory of 10,000 files.
+        let mut p = ArchiveTree::default();
+        for i in 0..10_000 {
+            enter(&mut p, &format!("linux/fs/file{i}.c"), NewEntry::File).unwrap();
+        }
     }
 
     #[test]

@@ -240,3 +240,69 @@ fn report_and_gate_markdown_show_a_newline_label_fs_and_op_as_text() {
         assert_eq!(text.matches("## fsbench gate").count(), 1, "{text}");
     }
 }
+
+/// The fields of one CSV text (RFC 4180 quoting undone), every record.
+fn csv_fields(csv: &str) -> Vec<String> {
+    let (mut fields, mut cur, mut quoted, mut chars) = (Vec::new(), String::new(), false, csv.chars().peekable());
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            ',' | '\n' if !quoted => fields.push(std::mem::take(&mut cur)),
+            _ => cur.push(c),
+        }
+    }
+    fields
+}
+
+/// No field a spreadsheet would run as a formula; numbers may begin with a sign.
+fn assert_csv_inert(what: &str, csv: &str) {
+    let fields = csv_fields(csv);
+    assert!(fields.len() > 10, "{what}: {csv}");
+    for f in fields {
+        let formula = f.len() > 1 && f.starts_with(['=', '+', '-', '@', '\t', '\r']) && f.parse::<f64>().is_err();
+        assert!(!formula, "{what}: a spreadsheet would run {f:?}");
+    }
+}
+
+#[test]
+fn csv_cells_from_hostile_labels_steps_and_meta_open_as_text_in_a_spreadsheet() {
+    // Story: a label `=HYPERLINK(...)` or a step `@SUM(...)` from another lab's result file
+    // became a live formula when report's or history's CSV was opened in a spreadsheet.
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut lm, lc) = seeds().remove(0);
+    lm["label"] = Value::String("=HYPERLINK(\"https://evil.example\",\"x\")".into());
+    write(&tmp.path().join("latfs"), &lm, &lc);
+    let (mut sm, mut sc) = seeds().remove(1);
+    sm["label"] = Value::String("+cmd|' /C calc'!A0".into());
+    sc["steps"]["iterations"][0][0]["label"] = Value::String("@SUM(A1:A9)".into());
+    sc["steps"]["iterations"][0][1]["label"] = Value::String("-2+3+cmd|' /C calc'!A0".into());
+    write(&tmp.path().join("steps"), &sm, &sc);
+    for run in ["latfs", "steps"] {
+        let out = fsbench().args(["report", "--format", "csv"]).arg(tmp.path().join(run)).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let csv = String::from_utf8_lossy(&out.stdout);
+        assert!(csv.contains("'=HYPERLINK") || csv.contains("'+cmd"), "{csv}");
+        assert_csv_inert(&format!("report {run}"), &csv);
+    }
+    let out = fsbench()
+        .args(["compare", "--format", "csv"])
+        .arg(format!("A={}", tmp.path().join("steps").display()))
+        .arg(format!("B={}", tmp.path().join("steps").display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_csv_inert("compare steps", &String::from_utf8_lossy(&out.stdout));
+    let text = latfs_scenario_text("hist", "");
+    for i in 0..3 {
+        crate::history::write_history_run(tmp.path(), i, &text, 100.0, &[("commit", "=1+1"), ("who", "@me")]);
+    }
+    let out = fsbench().args(["history", "--csv"]).arg(tmp.path().join("hist")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert!(csv.contains(",'=1+1,'@me"), "{csv}");
+    assert_csv_inert("history", &csv);
+}
