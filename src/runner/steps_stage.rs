@@ -55,8 +55,21 @@ pub(super) fn run_steps(
             watch,
         };
         // Each copy is a process of its own; progress says how many run, not their steps.
-        phase(&format!("{} copies at once, {} iterations each", at.tasks, spec.iterations));
-        return crate::workload::steps_tasks::run(&run).map_err(anyhow::Error::new);
+        phase(&if at.tasks > 1 {
+            format!("{} copies at once, {} iterations each", at.tasks, spec.iterations)
+        } else {
+            format!("one copy in the cell's cgroup, {} iterations", spec.iterations)
+        });
+        let mut res = crate::workload::steps_tasks::run(&run).map_err(anyhow::Error::new)?;
+        // One copy in a worker (the cell's cgroup) is the cell itself: stored as an
+        // in-process copy is, with its own timings and counters and no list of copies.
+        if at.tasks <= 1
+            && let [copy] = res.copies.as_mut_slice()
+        {
+            res.iterations = std::mem::take(&mut copy.iterations);
+            res.copies.clear();
+        }
+        return Ok(res);
     }
     let archive_dir = match &ctx.scenario.archive {
         Some(a) => Some(stage_archive(ctx, a, target, from_bundle)?),
