@@ -244,7 +244,8 @@ impl Provisioned {
         &self.task_dirs
     }
 
-    /// What a reader of the numbers should know about the cell's setup (sysctl values in effect).
+    /// What a reader of the numbers should know about the cell's setup (sysctl values in
+    /// effect, cgroup limits of its workers).
     pub fn notes(&self) -> &[String] {
         &self.notes
     }
@@ -417,6 +418,10 @@ fn apply_cgroup(req: &ProvisionRequest, p: &mut Provisioned) -> Result<(), Provi
     let group = made?;
     p.guards.push(Guard::Cgroup(group.clone()));
     let record = group.apply(limits, &devices)?;
+    // Said with the numbers wherever they are shown: they were measured under these limits.
+    for l in limits {
+        p.notes.push(format!("workers ran in a cgroup ({}): {} = {}", record.hierarchy, l.key, l.text));
+    }
     p.cgroup = Some((record, group.procs_files()));
     Ok(())
 }

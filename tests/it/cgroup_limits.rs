@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use fsbench::model::Layout;
+use fsbench::provision;
 use fsbench::provision::cgroup::{self, hierarchy};
 use fsbench::provision::journal::{Entry, JOURNAL_FILE, Journal};
-use fsbench::provision::{self, ProvisionError};
 use fsbench::scenario::cgroup_limits::{CgroupKey, CgroupLimit};
 
 use crate::support::kernel::*;
@@ -117,6 +117,8 @@ fn controller_of(key: &str) -> &'static str {
 }
 
 #[test]
+// The journal's record callback returns the library's ProvisionError, as provisioning's does.
+#[allow(clippy::result_large_err)]
 fn stale_cleanup_removes_the_group_a_killed_run_left() {
     skip_unless_root!();
     let Some(_) = limits_here(&test_name!()) else { return };
@@ -126,10 +128,8 @@ fn stale_cleanup_removes_the_group_a_killed_run_left() {
     // Created through the journal, as provisioning does it.
     let mut journal = Journal::create(&cell_dir).unwrap();
     let limits = [limit(CgroupKey::CpuMax, "max")];
-    let group = cgroup::create(&limits, &cell_dir, &mut |d: &Path| -> Result<(), ProvisionError> {
-        journal.record(&Entry::Cgroup(d.to_path_buf()))
-    })
-    .unwrap();
+    let group =
+        cgroup::create(&limits, &cell_dir, &mut |d: &Path| journal.record(&Entry::Cgroup(d.to_path_buf()))).unwrap();
     let dirs = group.dirs();
     assert!(dirs.iter().all(|d| d.is_dir()));
     // A task in it when the run dies.
