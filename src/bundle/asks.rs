@@ -80,6 +80,16 @@ pub fn asks(s: &Scenario, exec: &[String], memory: &MemoryNeed, over_budget: boo
             });
         }
     }
+    // A cgroup limit only holds back the cell's own workers, in a group made for the cell
+    // and removed after it: shown, but nothing to unlock.
+    for (name, spec) in &s.filesystems {
+        for l in &spec.tunables.cgroup {
+            v.push(Ask {
+                what: format!("cgroup limit {} = {} on the workers of {}'s cells", l.key, esc(&l.text), esc(name)),
+                flag: None,
+            });
+        }
+    }
     for part in memory.parts() {
         v.push(Ask { what: part, flag: over_budget.then(|| "--allow-size".to_string()) });
     }

@@ -41,6 +41,9 @@ pub struct CellResult {
     /// Its part in a pair group, in a paired run (`[compare] arms`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pairing: Option<super::pairing::CellPairing>,
+    /// The cgroup its workers ran in, with the limits read back (`[filesystems.X] cgroup`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<super::CellCgroup>,
     /// Start, RFC 3339 UTC.
     pub started: String,
     /// End, RFC 3339 UTC.

@@ -7,6 +7,7 @@
 
 mod cell;
 mod cell_result;
+mod cgroup;
 mod disturbance;
 mod label;
 mod latfs;
@@ -21,6 +22,7 @@ mod workload_kind;
 
 pub use cell::{CellParams, LatfsTest, Layout, QuotaImpl, QuotaMode};
 pub use cell_result::{CellResult, FilesystemInfo};
+pub use cgroup::{CellCgroup, CgroupLimitRecord};
 pub use disturbance::Disturbance;
 pub use label::{LABEL_RULE, is_valid_label};
 pub use latfs::{LatfsRepetition, LatfsResult, StopReason, TaskSample, round_samples};

@@ -19,6 +19,16 @@ fn skip(reason: impl Into<String>, remedy: impl Into<Option<String>>) -> SkipRea
 /// Side-effect-free (apart from a cached tiny quota probe) capability check for one cell.
 pub fn check(req: &ProvisionRequest) -> Result<(), SkipReason> {
     let cell = req.cell;
+    // A limit this host cannot apply skips the cell: it never runs unlimited instead.
+    if !req.fs.tunables.cgroup.is_empty() {
+        if !is_root() {
+            return Err(skip(
+                format!("a cgroup for the cell's workers needs root (running as uid {})", nix::unistd::geteuid()),
+                "run as root, or leave out the filesystem's `cgroup` table".to_string(),
+            ));
+        }
+        super::cgroup::check(&req.fs.tunables.cgroup)?;
+    }
     match req.backing {
         Backing::Dir { path } => check_dir(req, path),
         Backing::TmpfsLoop { .. } => {

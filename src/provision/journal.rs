@@ -34,6 +34,8 @@ pub enum Entry {
     Mount(PathBuf),
     /// A directory created outside the cell dir (backing `dir`), removed at teardown.
     Scratch(PathBuf),
+    /// A cgroup about to be made for the cell's workers (`<root>/fsbench/<run>.<cell-dir>`).
+    Cgroup(PathBuf),
     /// A kernel setting about to be changed (queue or sysctl), with the value to restore.
     /// Only journals of earlier versions hold these: settings are now journalled host-wide
     /// ([`super::host_tunables`]), where overlapping runs share them.
@@ -48,6 +50,7 @@ impl Entry {
             Entry::Loop(p) => format!("loop {}", p.display()),
             Entry::Mount(p) => format!("mount {}", p.display()),
             Entry::Scratch(p) => format!("scratch {}", p.display()),
+            Entry::Cgroup(p) => format!("cgroup {}", p.display()),
             // A tab ends the path: sysctl values may hold spaces (`4096 16384 4194304`).
             Entry::Tunable { path, old } => format!("tunable {}\t{old}", path.display()),
         }
@@ -64,6 +67,7 @@ impl Entry {
             "loop" => Entry::Loop(rest.into()),
             "mount" => Entry::Mount(rest.into()),
             "scratch" => Entry::Scratch(rest.into()),
+            "cgroup" => Entry::Cgroup(rest.into()),
             "tunable" => {
                 let (path, old) = rest.split_once('\t')?;
                 Entry::Tunable { path: path.into(), old: old.into() }
@@ -151,7 +155,8 @@ fn strictly_inside(p: &Path, dir: &Path) -> bool {
 /// Undo what the journal of `cell_dir` records, newest first, and nothing
 /// else: each recorded mount (tmpfs or filesystem) at a path inside the cell
 /// dir is unmounted, each loop device whose backing file is exactly a recorded
-/// image inside the cell dir is detached, and each recorded scratch directory
+/// image inside the cell dir is detached, each recorded cgroup named for the cell is
+/// removed (see [`super::cgroup::remove_stale`]), and each recorded scratch directory
 /// that is plainly ours (see [`scratch_is_ours`]) is removed. Entries that fail
 /// these checks are ignored and reported. Returns a line per object.
 pub fn undo_cell(cell_dir: &Path, entries: &[Entry]) -> Result<Vec<String>, ProvisionError> {
@@ -209,6 +214,11 @@ pub fn undo_cell(cell_dir: &Path, entries: &[Entry]) -> Result<Vec<String>, Prov
                     Err(err) => done.push(format!("could not restore {} = {old}: {err}", path.display())),
                 }
             }
+            // Only a group named for this very cell, in a mounted cgroup hierarchy.
+            Entry::Cgroup(p) => match super::cgroup::remove_stale(p, cell_dir) {
+                Ok(line) => done.push(line),
+                Err(why) => done.push(format!("left {} alone: {why}", p.display())),
+            },
             Entry::Scratch(p) => match scratch_is_ours(p) {
                 Ok(false) => {}
                 Ok(true) => {

@@ -9,6 +9,7 @@
 //! [`crate::signals::interrupted`] and drops what it holds).
 
 pub mod capability;
+pub mod cgroup;
 pub mod host_tunables;
 pub mod journal;
 pub mod kmsg;
@@ -171,6 +172,8 @@ enum Guard {
     Quota { device: PathBuf, mountpoint: PathBuf, qtype: QuotaType },
     /// A directory we created outside the cell dir: remove it.
     Scratch(PathBuf),
+    /// The cell's cgroup: move stray tasks out and remove it.
+    Cgroup(cgroup::CellGroup),
     /// A kernel setting we changed: drop our hold on it in the host-wide journal, which
     /// writes the original back when no other run holds it.
     Restore { journal: HostJournal, holder: Holder, path: PathBuf },
@@ -215,6 +218,7 @@ impl Guard {
                 std::fs::remove_dir_all(&p).map(|()| None).map_err(|e| ProvisionError::io("remove", &p, e))
             }
             Guard::Restore { journal, holder, path } => journal.release(holder, &path).map(|_| None),
+            Guard::Cgroup(g) => g.remove().map(|()| None),
         }
     }
 }
@@ -231,6 +235,7 @@ pub struct Provisioned {
     root: PathBuf,
     released: bool,
     notes: Vec<String>,
+    cgroup: Option<(crate::model::CellCgroup, Vec<PathBuf>)>,
 }
 
 impl Provisioned {
@@ -239,7 +244,8 @@ impl Provisioned {
         &self.task_dirs
     }
 
-    /// What a reader of the numbers should know about the cell's setup (sysctl values in effect).
+    /// What a reader of the numbers should know about the cell's setup (sysctl values in
+    /// effect, cgroup limits of its workers).
     pub fn notes(&self) -> &[String] {
         &self.notes
     }
@@ -253,6 +259,16 @@ impl Provisioned {
     /// layout M: the first task's filesystem).
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The cell's cgroup with its limits as the kernel holds them, if the scenario asked for one.
+    pub fn cgroup(&self) -> Option<&crate::model::CellCgroup> {
+        self.cgroup.as_ref().map(|(c, _)| c)
+    }
+
+    /// The `cgroup.procs` files every worker of the cell must join (empty without a cgroup).
+    pub fn cgroup_procs(&self) -> &[PathBuf] {
+        self.cgroup.as_ref().map_or(&[], |(_, procs)| procs.as_slice())
     }
 
     /// The private cell directory holding the journal, backing tmpfs and mount points.
@@ -356,6 +372,7 @@ fn provision_unchecked(req: &ProvisionRequest) -> Result<Provisioned, ProvisionE
         root: cell_dir.clone(),
         released: false,
         notes: Vec::new(),
+        cgroup: None,
     };
     match req.backing {
         Backing::TmpfsLoop { .. } => provision_tmpfs_loop(req, &mut p)?,
@@ -363,8 +380,50 @@ fn provision_unchecked(req: &ProvisionRequest) -> Result<Provisioned, ProvisionE
         Backing::Dir { path } => provision_dir(req, path, &mut p)?,
     }
     apply_tunables(req, &mut p)?;
+    apply_cgroup(req, &mut p)?;
     check_interrupt()?;
     Ok(p)
+}
+
+/// The cell's cgroup (`[filesystems.X] cgroup`): made (journaled first), its limits written
+/// and read back. Made last, so teardown removes it first, once the workers are gone.
+fn apply_cgroup(req: &ProvisionRequest, p: &mut Provisioned) -> Result<(), ProvisionError> {
+    let limits = &req.fs.tunables.cgroup;
+    if limits.is_empty() {
+        return Ok(());
+    }
+    if !is_root() {
+        return Err(ProvisionError::Unsupported(SkipReason {
+            reason: format!("a cgroup for the cell's workers needs root (running as uid {})", nix::unistd::geteuid()),
+            remedy: Some("run as root, or leave out the filesystem's `cgroup` table".into()),
+        }));
+    }
+    let devices: Vec<(u32, u32)> = p
+        .filesystems
+        .iter()
+        .filter_map(|f| f.device.as_deref())
+        .filter_map(|d| {
+            use std::os::unix::fs::MetadataExt;
+            let rdev = std::fs::metadata(d).ok()?.rdev();
+            Some((libc::major(rdev), libc::minor(rdev)))
+        })
+        .collect();
+    let cell_dir = p.cell_dir.clone();
+    let mut journal = p.journal.take();
+    let made = cgroup::create(limits, &cell_dir, &mut |dir| match journal.as_mut() {
+        Some(j) => j.record(&Entry::Cgroup(dir.to_path_buf())),
+        None => Ok(()),
+    });
+    p.journal = journal;
+    let group = made?;
+    p.guards.push(Guard::Cgroup(group.clone()));
+    let record = group.apply(limits, &devices)?;
+    // Said with the numbers wherever they are shown: they were measured under these limits.
+    for l in limits {
+        p.notes.push(format!("workers ran in a cgroup ({}): {} = {}", record.hierarchy, l.key, l.text));
+    }
+    p.cgroup = Some((record, group.procs_files()));
+    Ok(())
 }
 
 /// Queue settings on every device under test, then `[sysctl]`: each set through the

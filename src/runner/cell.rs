@@ -61,6 +61,7 @@ pub(super) fn new_result(p: &CellParams, status: CellStatus, started: &str) -> C
         latfs: None,
         steps: None,
         pairing: None,
+        cgroup: None,
         started: started.to_string(),
         finished: started.to_string(),
     }
@@ -147,6 +148,10 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
         ));
     }
     r.notes.extend(provisioned.notes().iter().cloned());
+    r.cgroup = provisioned.cgroup().cloned();
+    // Every child started for the workload joins the cell's cgroup; fsbench itself stays out.
+    let in_cgroup = crate::workload::child_cgroup::enter(provisioned.cgroup_procs())
+        .context("cannot open the cell's cgroup for its workers")?;
 
     let outcome = match (&s.workload, latfs_spec) {
         (Workload::Latfs(_), Some(spec)) => {
@@ -157,7 +162,12 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
                 .map_err(anyhow::Error::new)
         }
         (Workload::Steps(spec), _) => {
-            let at = StepsAt { target: provisioned.root(), task_dirs: provisioned.task_dirs(), tasks: p.tasks };
+            let at = StepsAt {
+                target: provisioned.root(),
+                task_dirs: provisioned.task_dirs(),
+                tasks: p.tasks,
+                in_cgroup: in_cgroup.is_some(),
+            };
             run_steps(ctx, spec, &at, watch.as_ref(), phase).map(|res| {
                 // Said where the numbers are stored, so every report of the cell carries it too.
                 r.notes.extend(crate::workload::steps_loop::loop_warnings(&res.iterations));
@@ -166,6 +176,7 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
         }
         _ => unreachable!("lat_fs spec exists for lat_fs workloads"),
     };
+    drop(in_cgroup);
     drop(measuring);
     // Tear down before reporting the workload's error, so nothing stays mounted either way.
     let teardown = provisioned.teardown();

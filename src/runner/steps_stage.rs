@@ -17,10 +17,13 @@ pub(super) struct StepsAt<'a> {
     pub target: &'a Path,
     pub task_dirs: &'a [PathBuf],
     pub tasks: u32,
+    /// The cell has a cgroup: even one copy runs as a worker process, which joins it.
+    pub in_cgroup: bool,
 }
 
 /// Run a steps cell's steps with its archive staged: one copy in this process, or with
-/// `tasks > 1` one process per copy, all at once.
+/// `tasks > 1` one process per copy, all at once. A cell with a cgroup runs even its one
+/// copy as a process, so that the group limits the copy and not fsbench.
 pub(super) fn run_steps(
     ctx: &mut RunContext,
     spec: &crate::scenario::StepsSpec,
@@ -33,7 +36,7 @@ pub(super) fn run_steps(
     let from_bundle = ctx.untrusted_archives
         && matches!(ctx.scenario.archive.as_ref().map(|a| &a.source), Some(crate::scenario::ArchiveSource::Path(_)));
     let (target, task_dirs) = (at.target, at.task_dirs);
-    if at.tasks > 1 {
+    if at.tasks > 1 || at.in_cgroup {
         // N copies at once, each in its own directory (S) or filesystem (M), each with its
         // own tarball on it when the archive lives on the filesystem under test.
         let mut archive_dirs = Vec::with_capacity(task_dirs.len());
@@ -52,8 +55,21 @@ pub(super) fn run_steps(
             watch,
         };
         // Each copy is a process of its own; progress says how many run, not their steps.
-        phase(&format!("{} copies at once, {} iterations each", at.tasks, spec.iterations));
-        return crate::workload::steps_tasks::run(&run).map_err(anyhow::Error::new);
+        phase(&if at.tasks > 1 {
+            format!("{} copies at once, {} iterations each", at.tasks, spec.iterations)
+        } else {
+            format!("one copy in the cell's cgroup, {} iterations", spec.iterations)
+        });
+        let mut res = crate::workload::steps_tasks::run(&run).map_err(anyhow::Error::new)?;
+        // One copy in a worker (the cell's cgroup) is the cell itself: stored as an
+        // in-process copy is, with its own timings and counters and no list of copies.
+        if at.tasks <= 1
+            && let [copy] = res.copies.as_mut_slice()
+        {
+            res.iterations = std::mem::take(&mut copy.iterations);
+            res.copies.clear();
+        }
+        return Ok(res);
     }
     let archive_dir = match &ctx.scenario.archive {
         Some(a) => Some(stage_archive(ctx, a, target, from_bundle)?),

@@ -155,6 +155,13 @@ pub struct FilesystemFile {
     /// before the cell, read back into the result and restored afterwards.
     #[serde(default)]
     pub queue: Option<QueueFile>,
+    /// Limits of a cgroup made for each of this filesystem's cells, holding its workers
+    /// (lat_fs workers, steps copies, `exec` children; never fsbench itself): cgroup v2
+    /// interface files and their values, `{ "cpu.max" = "50000 100000", "memory.max" = "512M" }`.
+    /// Keys: cpu.max, cpu.weight, memory.max, memory.high, pids.max, io.max (`MAJ:MIN` or
+    /// `cell` then `rbps=`/`wbps=`/`riops=`/`wiops=`). On a cgroup v1 host they map to the v1 files.
+    #[serde(default)]
+    pub cgroup: BTreeMap<String, SysctlValue>,
 }
 
 /// `queue = { scheduler = "mq-deadline", read_ahead_kb = 128, nr_requests = 64 }`.

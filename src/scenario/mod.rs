@@ -8,6 +8,7 @@
 //! Parsing never touches the system.
 
 pub mod archive;
+pub mod cgroup_limits;
 mod diagnose;
 pub mod diff;
 pub mod error;
@@ -202,6 +203,9 @@ pub struct Tunables {
     pub queue: Vec<(String, String)>,
     /// `(dotted key, value)` under `/proc/sys/`.
     pub sysctl: Vec<(String, String)>,
+    /// Limits of the cgroup each cell's workers run in (`[filesystems.X] cgroup`), in key order;
+    /// empty: no group is made.
+    pub cgroup: Vec<cgroup_limits::CgroupLimit>,
 }
 
 impl FsSpec {

@@ -4,7 +4,8 @@
 //! Kubernetes), and fsbench may be SIGKILLed. So every child it starts for a cell
 //! (lat_fs workers, `exec` steps, qemu) gets its own process group, so that fsbench
 //! and not the terminal decides when it stops, and a parent-death signal, so that
-//! it cannot outlive a SIGKILLed fsbench. Waiting for it polls the interrupt flag
+//! it cannot outlive a SIGKILLed fsbench; with a cell cgroup in force
+//! ([`super::child_cgroup`]) it joins that group before exec. Waiting for it polls the interrupt flag
 //! through a pidfd, and an interrupt stops the whole group: SIGTERM, a grace
 //! period, SIGKILL.
 
@@ -25,11 +26,15 @@ pub const GRACE: Duration = Duration::from_millis(500);
 pub fn contain(cmd: &mut Command) -> &mut Command {
     // SAFETY: getpid is async-signal-safe.
     let parent = unsafe { libc::getpid() };
+    // The cell's cgroup, if one is in force on this thread (see `child_cgroup`).
+    let cgroup = super::child_cgroup::join_fds();
     cmd.process_group(0);
     // SAFETY: the closure runs between fork and exec and calls only async-signal-safe
-    // functions (prctl, getppid); it allocates nothing.
+    // functions (write, prctl, getppid); it allocates nothing.
     unsafe {
         cmd.pre_exec(move || {
+            // First: a child that cannot join its cell's group must not run at all.
+            super::child_cgroup::join_now(&cgroup)?;
             arm_parent_death()?;
             // The parent may have died before the prctl: then nobody will signal us.
             if libc::getppid() != parent {

@@ -2,6 +2,7 @@
 //! and timed step sequences (rm -rf / tar zxf / sync).
 
 pub mod child;
+pub mod child_cgroup;
 pub mod latfs;
 pub mod rusage;
 pub mod steps;

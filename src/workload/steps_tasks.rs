@@ -300,7 +300,7 @@ pub fn worker_main() -> WorkerEnd {
         return WorkerEnd::BadInput;
     }
     let Ok(config) = serde_json::from_str::<WorkerConfig>(&line) else { return WorkerEnd::BadInput };
-    let mut out = std::io::stdout().lock();
+    let Some(mut out) = protocol_off_stdout() else { return WorkerEnd::BadInput };
     if out.write_all(b"ready\n").and_then(|()| out.flush()).is_err() {
         return WorkerEnd::BadInput;
     }
@@ -339,6 +339,21 @@ pub fn worker_main() -> WorkerEnd {
     let text = serde_json::to_string(&reply).expect("reply serializes");
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush());
     WorkerEnd::Replied
+}
+
+/// The protocol pipe, moved off fd 1 (which then points at stderr), so that what an `exec`
+/// step's command prints goes to the terminal and never into the reply. `None` when the
+/// descriptors cannot be moved.
+fn protocol_off_stdout() -> Option<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: dup and dup2 on the standard descriptors; nothing else in this process
+    // holds fd 1 (stdout is not locked or buffered yet). O_CLOEXEC keeps the pipe from children.
+    let proto = unsafe { libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3) };
+    if proto < 0 || unsafe { libc::dup2(2, 1) } < 0 {
+        return None;
+    }
+    // SAFETY: `proto` is a new descriptor this function owns.
+    Some(unsafe { std::fs::File::from_raw_fd(proto) })
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ mod support;
 mod bad_input;
 mod bundle_hostile;
 mod bundle_roundtrip;
+mod cgroup_limits;
 mod cli_docs;
 mod fixture_cache;
 mod fixture_checked_in;

@@ -115,3 +115,24 @@ fn the_copies_of_a_cell_are_each_others_own_cpu_not_a_disturbance() {
     }
     assert_no_leaks(sb.path());
 }
+
+/// An `exec` command that prints was read as a copy's reply (`steps worker broke the
+/// protocol: unreadable reply ... "hello"`): a copy's stdout was its protocol pipe. What the
+/// command prints now goes to stderr.
+#[test]
+fn what_an_exec_step_prints_in_a_copy_does_not_break_its_reply() {
+    let sb = Sandbox::new("fsbench-steps-tasks-print-");
+    let scenario = sb.path().join("print.toml");
+    std::fs::write(
+        &scenario,
+        "schema = 1\nname = \"print\"\n[matrix]\nfs = [\"ext4\"]\ntasks = [2]\n[backing]\nkind = \"dir\"\n\
+         [workload]\nkind = \"steps\"\niterations = 1\n\
+         steps = [{ op = \"exec\", argv = [\"echo\", \"hello from a copy\"] }]\n",
+    )
+    .unwrap();
+    let out = sb.fsbench(&["run", scenario.to_str().unwrap(), "--allow-exec"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("hello from a copy\n").count(), 2, "{stderr}");
+    assert_no_leaks(sb.path());
+}

@@ -131,6 +131,7 @@ pub fn latfs_cell(params: CellParams, samples: &[f64]) -> CellResult {
         }),
         steps: None,
         pairing: None,
+        cgroup: None,
         started: "2010-11-11T12:00:00Z".into(),
         finished: "2010-11-11T12:00:05Z".into(),
     }
@@ -290,6 +291,7 @@ pub fn steps_cell(fs: &str, iterations: Vec<Vec<StepTiming>>) -> CellResult {
         latfs: None,
         steps: Some(StepsResult { iterations, ..Default::default() }),
         pairing: None,
+        cgroup: None,
         started: "2003-02-28T12:00:00Z".into(),
         finished: "2003-02-28T12:05:00Z".into(),
     }

@@ -187,7 +187,8 @@ pub(super) fn validate_filesystems(
                 queue.push(("nr_requests".to_string(), v.to_string()));
             }
         }
-        let tunables = crate::scenario::Tunables { queue, sysctl: Vec::new() };
+        let cgroup = super::cgroup::validate_cgroup(ctx, &base, &f.cgroup)?;
+        let tunables = crate::scenario::Tunables { queue, sysctl: Vec::new(), cgroup };
         out.insert(name.clone(), FsSpec { mkfs: f.mkfs.clone(), mount, quota, fs_type: f.fs_type.clone(), tunables });
     }
     for fs in &matrix.fs {

@@ -12,6 +12,7 @@
 //! (with `[archive]`) and [`compare`].
 
 mod backing;
+mod cgroup;
 mod compare;
 mod filesystems;
 mod latfs;
@@ -86,6 +87,20 @@ pub(super) fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Sc
                 true,
                 "queue settings need a block device under test",
                 Some("use backing kind \"tmpfs-loop\" or \"device\", or remove `queue`".into()),
+            ));
+        }
+        // `io.max = "cell …"` throttles the cell's block devices; a directory has none.
+        let io_on_cell = spec.tunables.cgroup.iter().any(
+            |l| matches!(&l.value, cgroup_limits::CgroupValue::Io(io) if io.device == cgroup_limits::IoDevice::Cell),
+        );
+        if io_on_cell && matches!(backing, Backing::Dir { .. }) {
+            return Err(ctx.value_help(
+                &p(&format!("filesystems.{name}.cgroup"))
+                    .into_iter()
+                    .chain([Seg::Key("io.max".into())])
+                    .collect::<Vec<_>>(),
+                "`io.max` on `cell` needs a block device under test",
+                "use backing kind \"tmpfs-loop\" or \"device\", or name a device as `MAJ:MIN`",
             ));
         }
         spec.tunables.sysctl = sysctl.clone();
