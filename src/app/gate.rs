@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 
 use crate::exit::{self, InputError};
-use crate::gate::{GateOptions, GateReport, Verdict, evaluate, render_junit, render_markdown, render_table};
+use crate::gate::{GateOptions, GateReport, Verdict, evaluate_calibrated, render_junit, render_markdown, render_table};
 use crate::results::{load_run, write_atomic};
 
 /// What an `inconclusive` verdict does to the exit status.
@@ -22,8 +22,12 @@ pub enum InconclusivePolicy {
 #[derive(Debug, Clone, Args)]
 pub struct GateArgs {
     /// The reference run: a directory or a name (`@LABEL`, `latest`, `SCENARIO@LABEL`).
-    #[arg(long, value_name = "RUN")]
-    pub baseline: PathBuf,
+    #[arg(long, value_name = "RUN", required_unless_present = "history", conflicts_with = "history")]
+    pub baseline: Option<PathBuf>,
+    /// Judge the candidate against the last N earlier runs of its scenario on its host
+    /// instead of one baseline (at least 5): their spread is the spread between runs.
+    #[arg(long, value_name = "N")]
+    pub history: Option<usize>,
     /// The run under test: a directory or a name (`latest` is the newest run).
     #[arg(long, value_name = "RUN")]
     pub candidate: PathBuf,
@@ -51,7 +55,7 @@ pub struct GateArgs {
     #[arg(long, conflicts_with = "inconclusive")]
     pub bisect: bool,
     /// Also write an HTML page here: the verdicts, then the comparison's tables, plots and provenance.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "history")]
     pub html: Option<PathBuf>,
     /// Print JSON (`schemas/gate.schema.json`) instead of the table; the exit code is the same.
     #[arg(long)]
@@ -86,29 +90,31 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
         }
     }
     let load = |side: &str, p: &Path| load_run(p).map_err(|e| InputError::anyhow(format!("--{side}: {e}")));
-    let (b, c) = (args.baseline.to_string_lossy(), args.candidate.to_string_lossy());
-    let dirs = super::runs::resolve_runs(&[&b, &c], &args.lookup)?;
-    let baseline = load("baseline", &dirs[0])?;
-    let candidate = load("candidate", &dirs[1])?;
-    // A gate must not pass on data it could not read.
-    for (side, run) in [("baseline", &baseline), ("candidate", &candidate)] {
-        if !run.problems.is_empty() {
-            return Err(InputError::anyhow(format!(
-                "--{side} {}: {} unreadable result file(s):\n  {}",
-                run.dir.display(),
-                run.problems.len(),
-                run.problems.join("\n  ")
-            )));
+    let opts = GateOptions { threshold, metric: args.metric.clone(), allow_missing: args.allow_missing };
+    let c = args.candidate.to_string_lossy();
+    let (baseline, candidate, rep) = match (&args.baseline, args.history) {
+        (Some(b), _) => {
+            let dirs = super::runs::resolve_runs(&[&b.to_string_lossy(), &c], &args.lookup)?;
+            let baseline = load("baseline", &dirs[0])?;
+            let candidate = load("candidate", &dirs[1])?;
+            refuse_unreadable(&[("baseline", &baseline), ("candidate", &candidate)])?;
+            let (calibration, lines) = crate::calibration::store::find_for(&baseline, &candidate);
+            let mut rep = evaluate_calibrated(&baseline, &candidate, &opts, calibration.as_ref())?;
+            rep.warnings.splice(0..0, lines);
+            if let Some(w) = same_run_warning(&dirs[0], &dirs[1]) {
+                rep.warnings.insert(0, w);
+            }
+            (Some(baseline), candidate, rep)
         }
-    }
-    let mut rep = evaluate(
-        &baseline,
-        &candidate,
-        &GateOptions { threshold, metric: args.metric.clone(), allow_missing: args.allow_missing },
-    )?;
-    if let Some(w) = same_run_warning(&dirs[0], &dirs[1]) {
-        rep.warnings.insert(0, w);
-    }
+        (None, Some(n)) => {
+            let dirs = super::runs::resolve_runs(&[&c], &args.lookup)?;
+            let candidate = load("candidate", &dirs[0])?;
+            refuse_unreadable(&[("candidate", &candidate)])?;
+            let rep = gate_history(&candidate, n, &opts)?;
+            (None, candidate, rep)
+        }
+        (None, None) => return Err(InputError::anyhow("give --baseline RUN or --history N")),
+    };
     if rep.rows.iter().all(|r| r.verdict == Verdict::Missing) {
         print!("{}", render_table(&rep, super::print::output_width()));
         return Err(InputError::anyhow(
@@ -131,7 +137,7 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
     if let Some(p) = &args.junit {
         write_atomic(p, render_junit(&rep, inconclusive_fails && !args.bisect).as_bytes())?;
     }
-    if let Some(p) = &args.html {
+    if let (Some(p), Some(baseline)) = (&args.html, baseline) {
         let (header, rows, summary) = crate::gate::table_cells(&rep);
         let regressed = rep.count(Verdict::Regressed) > 0;
         let verdicts =
@@ -159,8 +165,9 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
         };
         let line = format!(
             "WARNING: {inconclusive} comparison(s) INCONCLUSIVE: their 95% CI straddles the threshold, so this gate \
-             cannot tell a change beyond it from noise; {what}. More rounds (`workload.rounds`), more repetitions \
-             or a quieter machine narrow the CI."
+             cannot tell a change beyond it from noise; {what}. More rounds (`workload.rounds`), more repetitions, \
+             a calibration of the spread between runs (`fsbench calibrate`), paired runs (`[compare] arms`) or a \
+             quieter machine narrow the CI."
         );
         eprintln!("{}", crate::text::wrap(&line, width, "  "));
     }
@@ -173,6 +180,46 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
         );
     }
     Ok(code)
+}
+
+/// A gate must not pass on data it could not read.
+fn refuse_unreadable(runs: &[(&str, &crate::results::LoadedRun)]) -> anyhow::Result<()> {
+    for (side, run) in runs {
+        if !run.problems.is_empty() {
+            return Err(InputError::anyhow(format!(
+                "--{side} {}: {} unreadable result file(s):\n  {}",
+                run.dir.display(),
+                run.problems.len(),
+                run.problems.join("\n  ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `--history N`: the candidate against the last N earlier runs of its scenario on its host.
+fn gate_history(candidate: &crate::results::LoadedRun, n: usize, opts: &GateOptions) -> anyhow::Result<GateReport> {
+    use crate::gate::history::{MIN_HISTORY_RUNS, evaluate_history, history_runs};
+    if n < MIN_HISTORY_RUNS {
+        return Err(InputError::anyhow(format!(
+            "--history {n}: a history gate needs at least {MIN_HISTORY_RUNS} runs to estimate the spread between runs"
+        )));
+    }
+    let dir = candidate.dir.parent().unwrap_or(Path::new("."));
+    let req = crate::history::HistoryRequest {
+        filter: crate::history::HistoryFilter {
+            host: Some(candidate.meta.host.hostname.clone()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let loaded = crate::history::load_history(dir, &req).map_err(|e| InputError::anyhow(format!("--history: {e}")))?;
+    let all = loaded.runs.into_iter().map(|r| r.run).collect();
+    let mut past = history_runs(candidate, all);
+    past.drain(..past.len().saturating_sub(n));
+    let rep = evaluate_history(&past, candidate, opts)?;
+    eprintln!("fsbench: gate --history: the candidate against {}", rep.baseline);
+    Ok(rep)
 }
 
 /// A gate of a run against itself passes whatever the run measured: say so (a CI job

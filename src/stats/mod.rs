@@ -5,7 +5,9 @@
 //! Student's t distribution comes from the `statrs` crate ([`t_quantile_975`],
 //! [`student_t_two_sided_p`]). Paired comparisons (arms measured back to back in one
 //! run: the ratio of geometric means, Wilcoxon/Hodges–Lehmann, and the rule for
-//! sequential looks) are in [`paired`].
+//! sequential looks) are in [`paired`]. Where the variance of a measurement is (repetitions,
+//! rounds, runs) is [`variance_components`]; the intervals of two separate runs that carry
+//! the spread between runs (calibrated, or from a history) are in [`between_run`].
 //!
 //! # The interval of a comparison
 //!
@@ -38,11 +40,13 @@
 //!   lat_fs table).
 
 mod adaptive_stop;
+pub mod between_run;
 mod distributions;
 pub mod paired;
 mod ratio;
 mod significance;
 mod summary;
+pub mod variance_components;
 
 pub use adaptive_stop::adaptive_stop;
 pub use distributions::{student_t_two_sided_p, t_critical, t_quantile_975};
