@@ -21,6 +21,7 @@ mod fixture_checked_in;
 mod fixture_cli;
 mod fixture_shape;
 mod fuzz_front_door;
+mod gate_calibrated;
 mod gate_cli;
 mod history;
 mod hostile_results;
