@@ -107,6 +107,10 @@ fn render(cal: &calibration::Calibration, gate: &crate::scenario::GateSpec, budg
         .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
         .set_width(super::print::output_width())
         .set_header(["cell", "sd rep", "sd round", "sd run", "threshold", "rounds × reps", "time/run", "±95%"]);
+    // Names are read whole; the numbers give way first.
+    if let Some(col) = t.column_mut(0) {
+        col.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+    }
     for c in &cal.cells {
         let threshold = gate.threshold_for(&c.key);
         let p = plan_cell(c, threshold, share);
@@ -116,7 +120,7 @@ fn render(cal: &calibration::Calibration, gate: &crate::scenario::GateSpec, budg
             _ => "none decides".into(),
         };
         let time = if p.seconds.is_finite() {
-            format!("{:.0} s{}", p.seconds, if p.fits { "" } else { " (over budget)" })
+            format!("{:.0} s{}", p.seconds, if p.fits { "" } else { " (over)" })
         } else {
             "-".into()
         };
@@ -137,7 +141,7 @@ fn render(cal: &calibration::Calibration, gate: &crate::scenario::GateSpec, budg
             &format!(
                 "sd: standard deviation at each level (log scale, as a percentage); rounds × reps: what two runs \
                  need for a 95% interval narrower than the threshold (Kalibera & Jones: reps per round \
-                 sqrt(c_round·σ²_rep / (c_rep·σ²_round))), within {:.0} s per cell of the {:.0} s budget; steps \
+                 sqrt(c_round·σ²_rep / (c_rep·σ²_round))), within {:.0} s per cell of the {:.0} s budget (`over`: beyond it); steps \
                  run one round, so their iterations per run are shown",
                 share, budget
             ),

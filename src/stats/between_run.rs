@@ -26,6 +26,11 @@ pub struct BetweenRunSpread {
     pub run: (f64, usize),
 }
 
+/// Whether `x` has a logarithm: finite and above zero (NaN is not).
+fn positive(x: f64) -> bool {
+    x.is_finite() && x > 0.0
+}
+
 /// Sample mean and variance (`n − 1`) of `v`.
 fn mean_var(v: &[f64]) -> (f64, f64) {
     let n = v.len() as f64;
@@ -55,7 +60,7 @@ pub fn calibrated_change(baseline: RunSide, candidate: RunSide, spread: &Between
     if baseline.samples.is_empty() || candidate.samples.is_empty() {
         return None;
     }
-    if baseline.samples.iter().chain(candidate.samples).any(|x| !(*x > 0.0) || !x.is_finite()) {
+    if !baseline.samples.iter().chain(candidate.samples).all(|x| positive(*x)) {
         return None;
     }
     let logs = |s: &[f64]| s.iter().map(|x| x.ln()).collect::<Vec<_>>();
@@ -95,7 +100,7 @@ pub fn calibrated_change(baseline: RunSide, candidate: RunSide, spread: &Between
 /// The interval says where a new run of the same build would fall, given the spread the
 /// history's runs show between them: the candidate's own noise is in that spread.
 pub fn history_change(history_means: &[f64], candidate_mean: f64) -> Option<Change> {
-    if history_means.len() < 2 || history_means.iter().chain([&candidate_mean]).any(|x| !(*x > 0.0) || !x.is_finite()) {
+    if history_means.len() < 2 || !history_means.iter().chain([&candidate_mean]).all(|x| positive(*x)) {
         return None;
     }
     let logs: Vec<f64> = history_means.iter().map(|x| x.ln()).collect();

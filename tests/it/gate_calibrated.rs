@@ -151,3 +151,56 @@ fn gate_history_refuses_four_runs_and_judges_against_six() {
     let (code, out, err) = hist("6", &same);
     assert_eq!((code, verdict(&out).as_str()), (0, "unchanged"), "{out}{err}");
 }
+
+#[test]
+fn the_calibration_schema_is_checked_in() {
+    let path = crate::support::crate_root().join("schemas/calibration.schema.json");
+    let generated = fsbench::calibration::calibration_schema_json();
+    if std::env::var_os("FSBENCH_BLESS").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        on_disk == generated,
+        "schemas/calibration.schema.json is stale: FSBENCH_BLESS=1 cargo test --test it gate_calibrated::"
+    );
+}
+
+/// `fsbench calibrate` for real: two A/A runs of one tiny ext4 cell over tmpfs, each made of
+/// two rounds, the calibration stored beside them, and a gate of two of its runs uses it.
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn calibrate_stores_the_levels_of_a_tiny_tmpfs_scenario() {
+    skip_unless_root!();
+    let sb = crate::support::sandbox::Sandbox::new("fsbench-calibrate-");
+    let scenario = sb.path().join("tiny.toml");
+    std::fs::write(
+        &scenario,
+        "schema = 1\nname = \"tiny\"\n[matrix]\nfs = [\"ext4\"]\nlayout = [\"S\"]\ntasks = [1]\ntest = [\"open_close\"]\n\
+         [backing]\nkind = \"tmpfs-loop\"\nimage_size = \"64MiB\"\n[workload]\nkind = \"lat_fs\"\nwarmup = \"0ms\"\n\
+         duration = \"30ms\"\nrepetitions = 3\ndisturbance = \"off\"\n",
+    )
+    .unwrap();
+    let o = fsbench()
+        .args(["calibrate", scenario.to_str().unwrap(), "--runs", "2", "--budget", "1m", "--quiet"])
+        .arg("--workdir")
+        .arg(sb.work())
+        .arg("--results")
+        .arg(sb.out())
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.contains("ext4-S-qoff-t1-open_close") && text.contains("rounds × reps"), "{text}");
+    let cal: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sb.out().join("tiny/calibration.json")).unwrap()).unwrap();
+    let levels = &cal["cells"][0]["levels"];
+    assert_eq!((levels["run"]["n"].as_u64(), levels["round"]["n"].as_u64()), (Some(2), Some(4)), "{cal}");
+    assert_eq!(levels["repetition"]["n"].as_u64(), Some(12), "{cal}");
+    let runs = sb.runs();
+    assert_eq!(runs.len(), 2);
+    let meta = std::fs::read_to_string(runs[0].join("run.json")).unwrap();
+    assert!(meta.contains("\"calibration\""), "the runs are tagged: {meta}");
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains(&sb.work().display().to_string()), "something left mounted: {mounts}");
+}
