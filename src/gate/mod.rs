@@ -18,6 +18,11 @@
 //! - **missing** when the cell (or step) exists on one side only, or a side has
 //!   no samples (skipped, failed or disturbed cell).
 //!
+//! When either side ran fewer than two rounds its samples show only the spread within
+//! one run: the interval then carries the calibrated between-run spread, or the
+//! comparison is inconclusive without a calibration ([`between_run`]). `gate --history N`
+//! judges a candidate against earlier runs instead ([`history`]).
+//!
 //! The rule is [`Verdict::decide`], the one place it is written. A regression
 //! fails the gate; what inconclusive and missing do to the exit status is the
 //! command layer's policy (`--inconclusive`, `--bisect`).
