@@ -89,7 +89,11 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<i32> {
     }
     let cal = calibration::estimate::estimate(&runs, warmup, date);
     if cal.cells.is_empty() {
-        eprintln!("fsbench: calibrate: no cell measured in two runs with repetitions: nothing to calibrate");
+        eprintln!(
+            "fsbench: calibrate: no cell has undisturbed repetitions in two runs: nothing to calibrate (on a busy \
+             machine every repetition may be disturbed: see the runs' notes; a quieter machine, or \
+             `--set workload.disturbance=off` to measure through it)"
+        );
         return Ok(exit::FAILURE);
     }
     let path = calibration::store::write(&args.results, &cal)?;
