@@ -18,7 +18,9 @@
 //! - **A report**: [`report`] renders loaded results as tables, plots and HTML; its renderers
 //!   are pure (results in, bytes out), and `app::report` is the command that loads and prints.
 //! - **The gate**: [`gate`] turns a comparison of two runs into verdicts, with the interval
-//!   computed in [`stats`]; `app::gate` maps the verdicts to exit codes for CI.
+//!   computed in [`stats`]; `app::gate` maps the verdicts to exit codes for CI. Two separate
+//!   runs of one round each are judged with the spread between runs that [`calibration`]
+//!   measured (`fsbench calibrate`), or against a history of runs (`gate --history N`).
 //!
 //! # A word used everywhere: seed
 //!
@@ -32,6 +34,7 @@
 pub mod app;
 pub mod beneath;
 pub mod bundle;
+pub mod calibration;
 pub mod exit;
 pub mod fixture;
 pub mod gate;

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 
 use crate::exit::{self, InputError};
 use crate::gate::{
-    GateOptions, GateReport, Verdict, evaluate, evaluate_paired, render_junit, render_markdown, render_table,
+    GateOptions, GateReport, Verdict, evaluate_calibrated, evaluate_paired, render_junit, render_markdown, render_table,
 };
 use crate::results::{LoadedRun, load_run, write_atomic};
 
@@ -29,8 +29,12 @@ pub struct GateArgs {
     #[arg(value_name = "RUN", conflicts_with_all = ["baseline", "candidate"])]
     pub run: Option<PathBuf>,
     /// The reference run: a directory or a name (`@LABEL`, `latest`, `SCENARIO@LABEL`).
-    #[arg(long, value_name = "RUN", required_unless_present = "run")]
+    #[arg(long, value_name = "RUN", required_unless_present_any = ["run", "history"], conflicts_with = "history")]
     pub baseline: Option<PathBuf>,
+    /// Judge the candidate against the last N earlier runs of its scenario on its host
+    /// instead of one baseline (at least 5): their spread is the spread between runs.
+    #[arg(long, value_name = "N", conflicts_with = "run")]
+    pub history: Option<usize>,
     /// The run under test: a directory or a name (`latest` is the newest run).
     #[arg(long, value_name = "RUN", required_unless_present = "run")]
     pub candidate: Option<PathBuf>,
@@ -58,7 +62,7 @@ pub struct GateArgs {
     #[arg(long, conflicts_with = "inconclusive")]
     pub bisect: bool,
     /// Also write an HTML page here: the verdicts, then the comparison's tables, plots and provenance.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "history")]
     pub html: Option<PathBuf>,
     /// Print JSON (`schemas/gate.schema.json`) instead of the table; the exit code is the same.
     #[arg(long)]
@@ -93,11 +97,16 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
         }
     }
     let opts = GateOptions { threshold, metric: args.metric.clone(), allow_missing: args.allow_missing };
-    let (rep, runs) = match (&args.run, &args.baseline, &args.candidate) {
-        (Some(run), _, _) => paired_gate(run, args, &opts)?,
-        (None, Some(b), Some(c)) => two_run_gate(b, c, args, &opts)?,
-        // clap requires both sides without RUN.
-        _ => return Err(InputError::anyhow("give a paired RUN, or --baseline RUN --candidate RUN")),
+    let (rep, runs) = match (&args.run, &args.baseline, &args.candidate, args.history) {
+        (Some(run), _, _, _) => paired_gate(run, args, &opts)?,
+        (None, Some(b), Some(c), _) => two_run_gate(b, c, args, &opts)?,
+        (None, None, Some(c), Some(n)) => (history_gate(c, n, args, &opts)?, Vec::new()),
+        // clap requires one of the three forms.
+        _ => {
+            return Err(InputError::anyhow(
+                "give a paired RUN, --baseline RUN --candidate RUN, or --history N --candidate RUN",
+            ));
+        }
     };
     if rep.rows.iter().all(|r| r.verdict == Verdict::Missing) {
         print!("{}", render_table(&rep, super::print::output_width()));
@@ -151,8 +160,9 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
         let line = match &rep.paired {
             None => format!(
                 "WARNING: {inconclusive} comparison(s) INCONCLUSIVE: their 95% CI straddles the threshold, so this gate \
-                 cannot tell a change beyond it from noise; {what}. More rounds (`workload.rounds`), more repetitions \
-                 or a quieter machine narrow the CI."
+                 cannot tell a change beyond it from noise; {what}. More rounds (`workload.rounds`), more repetitions, \
+                 a calibration of the spread between runs (`fsbench calibrate`), paired runs (`[compare] arms`) or a \
+                 quieter machine narrow the CI."
             ),
             Some(p) => format!(
                 "WARNING: {inconclusive} comparison(s) INCONCLUSIVE: their {} CI straddles the threshold, so this gate \
@@ -190,7 +200,9 @@ fn two_run_gate(
     for (side, run) in [("baseline", &baseline), ("candidate", &candidate)] {
         refuse_problems(&format!("--{side} "), run)?;
     }
-    let mut rep = evaluate(&baseline, &candidate, opts)?;
+    let (calibration, lines) = crate::calibration::store::find_for(&baseline, &candidate);
+    let mut rep = evaluate_calibrated(&baseline, &candidate, opts, calibration.as_ref())?;
+    rep.warnings.splice(0..0, lines);
     if let Some(w) = same_run_warning(&dirs[0], &dirs[1]) {
         rep.warnings.insert(0, w);
     }
@@ -226,6 +238,34 @@ fn refuse_problems(side: &str, run: &LoadedRun) -> anyhow::Result<()> {
         run.problems.len(),
         run.problems.join("\n  ")
     )))
+}
+
+/// `--history N`: the candidate against the last N earlier runs of its scenario on its host.
+fn history_gate(c: &Path, n: usize, args: &GateArgs, opts: &GateOptions) -> anyhow::Result<GateReport> {
+    use crate::gate::history::{MIN_HISTORY_RUNS, evaluate_history, history_runs};
+    if n < MIN_HISTORY_RUNS {
+        return Err(InputError::anyhow(format!(
+            "--history {n}: a history gate needs at least {MIN_HISTORY_RUNS} runs to estimate the spread between runs"
+        )));
+    }
+    let dirs = super::runs::resolve_runs(&[&c.to_string_lossy()], &args.lookup)?;
+    let candidate = &load_run(&dirs[0]).map_err(|e| InputError::anyhow(format!("--candidate: {e}")))?;
+    refuse_problems("--candidate ", candidate)?;
+    let dir = candidate.dir.parent().unwrap_or(Path::new("."));
+    let req = crate::history::HistoryRequest {
+        filter: crate::history::HistoryFilter {
+            host: Some(candidate.meta.host.hostname.clone()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let loaded = crate::history::load_history(dir, &req).map_err(|e| InputError::anyhow(format!("--history: {e}")))?;
+    let all = loaded.runs.into_iter().map(|r| r.run).collect();
+    let mut past = history_runs(candidate, all);
+    past.drain(..past.len().saturating_sub(n));
+    let rep = evaluate_history(&past, candidate, opts)?;
+    eprintln!("fsbench: gate --history: the candidate against {}", rep.baseline);
+    Ok(rep)
 }
 
 /// A gate of a run against itself passes whatever the run measured: say so (a CI job

@@ -10,6 +10,7 @@
 //! kernels) and [`output`] (the `--json` documents).
 
 pub mod bundle;
+pub mod calibrate;
 pub mod checks;
 pub mod completions;
 pub mod doctor;
@@ -98,6 +99,12 @@ pub enum Command {
     /// Exit 0 when no cell regressed, 1 when one did, 2 on bad input; `--inconclusive fail`
     /// also fails on comparisons the data cannot decide, `--bisect` gives `git bisect run` codes.
     Gate(gate::GateArgs),
+    /// Measure where a scenario's variance is on this host (repetitions, rounds, runs) by A/A runs.
+    ///
+    /// Stores `<results>/<scenario>/calibration.json`, which `gate` uses to judge runs of one
+    /// round against each other, and prints per cell the rounds × repetitions that decide
+    /// the threshold within `--budget`.
+    Calibrate(calibrate::CalibrateArgs),
     /// Every run of a scenario as a series per cell and metric, with a sparkline per series.
     ///
     /// In start order or by a `run --meta` key (`--order-by commit`); runs whose scenario
@@ -188,6 +195,7 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Report(args) => report::report(&args),
         Command::Compare(args) => report::compare(&args),
         Command::Gate(args) => gate::gate(&args),
+        Command::Calibrate(args) => calibrate::calibrate(&args),
         Command::History(args) => history::history(&args),
         Command::Bundle(bundle::BundleCommand::Pack(args)) => bundle::pack(&args),
         Command::Bundle(bundle::BundleCommand::Verify(args)) => bundle::verify(&args),

@@ -18,6 +18,11 @@
 //! - **missing** when the cell (or step) exists on one side only, or a side has
 //!   no samples (skipped, failed or disturbed cell).
 //!
+//! When either side ran fewer than two rounds its samples show only the spread within
+//! one run: the interval then carries the calibrated between-run spread, or the
+//! comparison is inconclusive without a calibration ([`between_run`]). `gate --history N`
+//! judges a candidate against earlier runs instead ([`history`]).
+//!
 //! The rule is [`Verdict::decide`], the one place it is written. A regression
 //! fails the gate; what inconclusive and missing do to the exit status is the
 //! command layer's policy (`--inconclusive`, `--bisect`).
@@ -45,6 +50,8 @@ pub use crate::stats::{Change, relative_change};
 pub use paired::evaluate_paired;
 pub use render::{render_junit, render_markdown, render_table, table_cells};
 
+pub mod between_run;
+pub mod history;
 mod paired;
 mod render;
 
@@ -254,14 +261,22 @@ pub struct GateOptions {
 }
 
 /// One side's samples of one comparison, keyed by name.
-struct Series {
-    name: String,
-    key: String,
-    samples: Vec<f64>,
-    note: Option<String>,
+pub(crate) struct Series {
+    /// The row name: the cell id, or `<cell id>#<step index> <op>`.
+    pub(crate) name: String,
+    /// The `[gate]` key its threshold comes from.
+    pub(crate) key: String,
+    /// Repetitions of one round, or the rounds' means ([`crate::model::round_samples`]).
+    pub(crate) samples: Vec<f64>,
+    /// Rounds the samples span: 1 for steps and one-round lat_fs cells.
+    pub(crate) rounds: u32,
+    /// Why there are no samples, when not obvious.
+    pub(crate) note: Option<String>,
 }
 
-fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
+/// The compared quantities of one cell on `metric`: one for lat_fs, one per step for steps.
+pub(crate) fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
+    let rounds = cell.latfs.as_ref().map_or(1, |l| l.rounds_done().max(1));
     let not_ok = match cell.status {
         CellStatus::Ok => None,
         other => Some(format!(
@@ -273,7 +288,7 @@ fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
         Metric::TotalLoops => {
             let samples = cell.latfs.as_ref().map(|l| l.samples(|r| Some(r.total_loops_per_ms))).unwrap_or_default();
             let key = cell.params.test.map(|t| t.name().to_string()).unwrap_or_default();
-            vec![Series { name: cell.id.clone(), key, samples, note: not_ok }]
+            vec![Series { name: cell.id.clone(), key, samples, rounds, note: not_ok }]
         }
         Metric::Latency(p) => {
             let samples: Vec<f64> = cell
@@ -286,11 +301,17 @@ fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
                 (samples.is_empty() && cell.latfs.is_some())
                     .then(|| "no latency histogram: run with `latency = \"histogram\"`".to_string())
             });
-            vec![Series { name: cell.id.clone(), key, samples, note }]
+            vec![Series { name: cell.id.clone(), key, samples, rounds, note }]
         }
         Metric::Elapsed => {
             let Some(st) = &cell.steps else {
-                return vec![Series { name: cell.id.clone(), key: String::new(), samples: Vec::new(), note: not_ok }];
+                return vec![Series {
+                    name: cell.id.clone(),
+                    key: String::new(),
+                    samples: Vec::new(),
+                    rounds,
+                    note: not_ok,
+                }];
             };
             let width = st.iterations.iter().map(Vec::len).max().unwrap_or(0);
             (0..width)
@@ -305,6 +326,7 @@ fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
                             .into_iter()
                             .map(|(_, t)| t.elapsed_us as f64 / 1e6)
                             .collect(),
+                        rounds: 1,
                         note: not_ok.clone(),
                     }
                 })
@@ -367,8 +389,19 @@ fn gate_table_only(text: &str) -> Result<GateSpec, String> {
     Ok(spec)
 }
 
-/// Compare two loaded runs.
+/// Compare two loaded runs, without a calibration ([`evaluate_calibrated`]).
 pub fn evaluate(baseline: &LoadedRun, candidate: &LoadedRun, opts: &GateOptions) -> anyhow::Result<GateReport> {
+    evaluate_calibrated(baseline, candidate, opts, None)
+}
+
+/// Compare two loaded runs; a comparison where a side ran one round uses `calibration`'s
+/// between-run spread, or is inconclusive without one ([`between_run`]).
+pub fn evaluate_calibrated(
+    baseline: &LoadedRun,
+    candidate: &LoadedRun,
+    opts: &GateOptions,
+    calibration: Option<&crate::calibration::Calibration>,
+) -> anyhow::Result<GateReport> {
     let pair = vec![("baseline".to_string(), baseline.clone()), ("candidate".to_string(), candidate.clone())];
     let mut warnings = crate::report::check_compatible(&pair).map_err(|e| InputError::anyhow(e.to_string()))?;
     let metric =
@@ -394,15 +427,16 @@ pub fn evaluate(baseline: &LoadedRun, candidate: &LoadedRun, opts: &GateOptions)
         )));
     }
     let mut rows = Vec::new();
-    let row = |name: &str, key: &str, b: &[f64], c: &[f64], note: Option<String>| {
+    let row = |name: &str, key: &str, (b, rb): (&[f64], u32), (c, rc): (&[f64], u32), note: Option<String>| {
         let threshold = spec.threshold_for(key);
-        let change = relative_change(b, c);
-        let mut v = Verdict::decide(change, threshold, metric.direction());
+        let (bs, cs) = (between_run::Side { samples: b, rounds: rb }, between_run::Side { samples: c, rounds: rc });
+        let (change, mut v, why) = between_run::judge(name, metric, bs, cs, threshold, calibration);
         let note = note
             .or_else(|| {
                 (v == Verdict::Inconclusive && !b.is_empty() && b.iter().all(|x| *x == 0.0))
                     .then(|| "the baseline measured 0 (below the clock's resolution): no relative change".to_string())
             })
+            .or(why)
             .or_else(|| {
                 (v == Verdict::Inconclusive && (b.len() < 2 || c.len() < 2))
                     .then(|| "fewer than 2 samples on a side: cannot be significant".to_string())
@@ -431,13 +465,19 @@ pub fn evaluate(baseline: &LoadedRun, candidate: &LoadedRun, opts: &GateOptions)
                     _ if b.samples.is_empty() || c.samples.is_empty() => Some("no samples".into()),
                     _ => None,
                 };
-                rows.push(row(&b.name, &b.key, &b.samples, &c.samples, note));
+                rows.push(row(&b.name, &b.key, (&b.samples, b.rounds), (&c.samples, c.rounds), note));
             }
-            None => rows.push(row(&b.name, &b.key, &b.samples, &[], Some("not in the candidate".into()))),
+            None => {
+                rows.push(row(&b.name, &b.key, (&b.samples, b.rounds), (&[], 1), Some("not in the candidate".into())))
+            }
         }
     }
     for c in cand.iter().filter(|c| !base.iter().any(|b| b.name == c.name)) {
-        rows.push(row(&c.name, &c.key, &[], &c.samples, Some("not in the baseline".into())));
+        rows.push(row(&c.name, &c.key, (&[], 1), (&c.samples, c.rounds), Some("not in the baseline".into())));
+    }
+    let undecided = rows.iter().filter(|r| r.note.as_deref() == Some(between_run::WITHIN_RUN_ONLY)).count();
+    if undecided > 0 {
+        warnings.push(between_run::remedies(undecided));
     }
     let name = |r: &LoadedRun| r.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     Ok(GateReport { baseline: name(baseline), candidate: name(candidate), rows, warnings, paired: None })

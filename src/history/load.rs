@@ -158,7 +158,7 @@ fn segments(runs: Vec<LoadedRun>) -> Vec<HistoryRun> {
 }
 
 /// Whether two runs measured the same quantities, by the rule `compare` refuses by.
-fn comparable(a: &LoadedRun, b: &LoadedRun) -> bool {
+pub fn comparable(a: &LoadedRun, b: &LoadedRun) -> bool {
     if a.meta.workload != b.meta.workload || a.meta.scenario_name != b.meta.scenario_name {
         return false;
     }

@@ -246,6 +246,7 @@ mod tests {
             filesystems: vec![],
             latfs: Some(crate::workload::latfs::result(reps)),
             steps: None,
+            cgroup: None,
             pairing: Some(CellPairing {
                 axis: "fs".into(),
                 arms: vec!["ext4".into(), "ext4-nodelalloc".into()],

@@ -195,7 +195,7 @@ const WHOLE_FILE: &str = "(whole file)";
 /// Read a JSON result file: parsed once as untyped JSON, so that a file from a newer
 /// fsbench gets the version message instead of a confusing field error, and so that
 /// every string in it is capped and escaped ([`printable`]) before it becomes typed data.
-fn read_json<T: serde::de::DeserializeOwned + HasSchema>(f: fs::File, path: &Path) -> Result<T, ResultsError> {
+fn read_json<T: serde::de::DeserializeOwned + BoundedFile>(f: fs::File, path: &Path) -> Result<T, ResultsError> {
     let text = read_capped(f, path)?;
     let parse_error = |field: String, message: String| ResultsError::Parse { path: path.to_path_buf(), field, message };
     let mut value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
@@ -205,11 +205,11 @@ fn read_json<T: serde::de::DeserializeOwned + HasSchema>(f: fs::File, path: &Pat
     // A missing `schema` is reported by serde's own message below.
     if let Some(v) = value.get("schema") {
         match v.as_u64() {
-            Some(found) if found > RESULT_SCHEMA_VERSION as u64 => {
+            Some(found) if found > T::SUPPORTED_SCHEMA as u64 => {
                 return Err(ResultsError::NewerSchema {
                     path: path.to_path_buf(),
                     found,
-                    supported: RESULT_SCHEMA_VERSION,
+                    supported: T::SUPPORTED_SCHEMA,
                 });
             }
             Some(_) => {}
@@ -245,19 +245,55 @@ fn read_capped(f: fs::File, path: &Path) -> Result<String, ResultsError> {
     Ok(text)
 }
 
-/// Result files carry their format version, and bounded numbers and counts.
-trait HasSchema {
+/// A file of the results tree: it carries its format version, and bounded numbers and counts.
+pub trait BoundedFile {
+    /// The newest `schema` this fsbench reads.
+    const SUPPORTED_SCHEMA: u32;
+    /// Check every number and count: the dotted field and what is wrong, when one is out of bounds.
     fn bounds(&self) -> Result<(), bounds::Violation>;
 }
 
-impl HasSchema for CellResult {
+impl BoundedFile for CellResult {
+    const SUPPORTED_SCHEMA: u32 = RESULT_SCHEMA_VERSION;
     fn bounds(&self) -> Result<(), bounds::Violation> {
         bounds::check_cell(self)
     }
 }
 
-impl HasSchema for RunMeta {
+impl BoundedFile for RunMeta {
+    const SUPPORTED_SCHEMA: u32 = RESULT_SCHEMA_VERSION;
     fn bounds(&self) -> Result<(), bounds::Violation> {
         bounds::check_run(self)
     }
+}
+
+/// Read the file `name` that sits beside the runs in the scenario directory `dir`
+/// (`calibration.json`) as result files are read: opened beneath the directory without
+/// following a link, capped in size, every string escaped, its version and bounds checked.
+/// `Ok(None)` when there is no such regular file. Since it steers verdicts, the file must
+/// also be owned by the effective uid or root and not writable by group or others.
+pub fn read_beside_runs<T: serde::de::DeserializeOwned + BoundedFile>(
+    dir: &Path,
+    name: &str,
+) -> Result<Option<T>, ResultsError> {
+    let path = dir.join(name);
+    let dir_fd = match safe::open_dir(dir) {
+        Ok(fd) => fd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(dir, "open results directory", e)),
+    };
+    let Some(f) = open_file(&dir_fd, name).map_err(|e| io(&path, "read", e))? else { return Ok(None) };
+    let st = safe::stat(&f).map_err(|e| io(&path, "read", e))?;
+    // SAFETY: geteuid cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    if st.st_uid != euid && st.st_uid != 0 {
+        let why =
+            format!("owned by uid {}, not by you (uid {euid}) or root: another user could steer the gate", st.st_uid);
+        return Err(ResultsError::Parse { path, field: WHOLE_FILE.into(), message: why });
+    }
+    if st.st_mode & 0o022 != 0 {
+        let why = format!("has mode {:04o}: others could have written it", st.st_mode & 0o7777);
+        return Err(ResultsError::Parse { path, field: WHOLE_FILE.into(), message: why });
+    }
+    read_json(f, &path).map(Some)
 }

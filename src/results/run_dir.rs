@@ -81,6 +81,17 @@ impl RunDir {
     }
 }
 
+/// Write `bytes` as `<out_root>/<scenario>/<name>` (a file beside the runs, such as
+/// `calibration.json`) atomically, through the scenario directory's fd: the directory is
+/// made or checked to be this user's real directory, and the file is replaced by renameat
+/// from a fresh `O_EXCL` temporary, never written through a link. Returns its path.
+pub fn write_beside_runs(out_root: &Path, scenario: &str, name: &str, bytes: &[u8]) -> Result<PathBuf, ResultsError> {
+    let (dir_fd, dir) = scenario_dir(out_root, scenario)?;
+    let path = dir.join(name);
+    safe::write_at(&dir_fd, name, bytes).map_err(|e| io(&path, "write", e))?;
+    Ok(path)
+}
+
 /// `<out_root>/<scenario>/`, made if missing or else checked to be a real directory of
 /// this user's, before anything is written in it; its fd and path.
 fn scenario_dir(out_root: &Path, scenario: &str) -> Result<(std::os::fd::OwnedFd, PathBuf), ResultsError> {

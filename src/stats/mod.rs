@@ -5,7 +5,9 @@
 //! Student's t distribution comes from the `statrs` crate ([`t_quantile_975`],
 //! [`student_t_two_sided_p`]). Paired comparisons (arms measured back to back in one
 //! run: the ratio of geometric means, Wilcoxon/Hodges–Lehmann, and the rule for
-//! sequential looks) are in [`paired`].
+//! sequential looks) are in [`paired`]. Where the variance of a measurement is (repetitions,
+//! rounds, runs) is [`variance_components`]; the intervals of two separate runs that carry
+//! the spread between runs (calibrated, or from a history) are in [`between_run`].
 //!
 //! # The interval of a comparison
 //!
@@ -37,12 +39,31 @@
 //!   on the same samples, not from this interval (Holm–Bonferroni-corrected per
 //!   lat_fs table).
 
+//!
+//! # Separate runs: the spread between runs
+//!
+//! The interval above covers the noise the samples show. When a side ran one round, its
+//! samples are repetitions of one provisioning in one stretch of time and cannot show the
+//! spread between runs; the gate then uses, for the same verdict rule, either
+//! - the **calibrated interval** ([`between_run::calibrated_change`]): on the log scale,
+//!   `d = mean ln c − mean ln b` with `Var(d) = w_b + w_c + 2 σ²_run` plus `σ²_round` for each
+//!   one-round side (`w` the side's `s²/n`, or the calibrated `σ²_rep` for one sample),
+//!   `exp(d ± t·sqrt(Var(d))) − 1` with Welch–Satterthwaite degrees of freedom, the variances
+//!   from `fsbench calibrate` ([`variance_components`]); the change is the ratio of
+//!   geometric means less one; or
+//! - without a calibration, no decision: `inconclusive` (the rule is in `gate::between_run`).
+//!
+//! Against a history of runs (`gate --history N`), the **prediction interval**
+//! [`between_run::history_change`]: `ln c − mean ln h ± t(N−1) · s · sqrt(1 + 1/N)`.
+
 mod adaptive_stop;
+pub mod between_run;
 mod distributions;
 pub mod paired;
 mod ratio;
 mod significance;
 mod summary;
+pub mod variance_components;
 
 pub use adaptive_stop::adaptive_stop;
 pub use distributions::{student_t_two_sided_p, t_critical, t_quantile_975};

@@ -16,13 +16,47 @@ fn noisy(mean: f64, rel_spread: f64) -> Vec<f64> {
     [0.0, 1.0, -1.0, 0.5, -0.5, 0.8, -0.8].iter().map(|k| mean * (1.0 + k * rel_spread)).collect()
 }
 
-/// Write a lat_fs run of `cells` (params, samples) with an optional `[gate]` section.
+/// Write a lat_fs run of `cells` (params, samples) with an optional `[gate]` section. Each
+/// sample is a round of its own (`workload.rounds`), so the samples carry the spread between
+/// provisionings and the gate judges them without a calibration (see gate_calibrated.rs for
+/// runs of one round).
 fn run(dir: &Path, label: &str, gate: &str, cells: &[(CellParams, Vec<f64>)]) -> PathBuf {
-    let cells: Vec<CellResult> = cells.iter().map(|(p, s)| latfs_cell(p.clone(), s)).collect();
+    let cells: Vec<CellResult> = cells.iter().map(|(p, s)| in_rounds(latfs_cell(p.clone(), s))).collect();
     let planned = cells.iter().map(|c| c.params.clone()).collect();
     let text = format!("{}{gate}", latfs_scenario_text("quota-smp", "repetitions = 7\n"));
     let m = meta(Some(label), "quota-smp", &text, "lat_fs", planned);
     write_run(&dir.join(label), &m, &cells)
+}
+
+fn in_rounds(mut cell: CellResult) -> CellResult {
+    if let Some(l) = &mut cell.latfs {
+        for (i, r) in l.repetitions.iter_mut().enumerate() {
+            r.round = i as u32;
+        }
+    }
+    cell
+}
+
+/// A calibration beside the runs in `scenario_dir` for the fixtures' host, with a small
+/// between-run spread (0.1%) for each of `names` on `metric`.
+pub(crate) fn quiet_calibration(scenario_dir: &Path, metric: &str, names: &[&str]) {
+    let cells: Vec<serde_json::Value> = names
+        .iter()
+        .map(|n| {
+            let level = |variance: f64, n: usize, df: usize| serde_json::json!({"variance": variance, "n": n, "df": df});
+            serde_json::json!({
+                "name": n, "metric": metric, "key": "",
+                "levels": {"repetition": level(1e-6, 30, 24), "round": level(0.0, 6, 0), "run": level(1e-6, 6, 5), "mean": 0.0},
+                "repetition_seconds": 1.0, "round_seconds": 0.0
+            })
+        })
+        .collect();
+    let m = meta(None, "x", "", "lat_fs", vec![]);
+    let doc = serde_json::json!({
+        "schema": 1, "fsbench_version": "0.1.0", "date": "2010-11-20T00:00:00Z", "host": m.host,
+        "scenario": "x", "scenario_sha256": "00", "runs": ["a", "b", "c"], "cells": cells
+    });
+    std::fs::write(scenario_dir.join("calibration.json"), serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
 }
 
 struct Gate {
@@ -235,6 +269,12 @@ fn steps_are_gated_per_step_on_elapsed() {
     };
     let b = mk("BASE", 1_000_000);
     let c = mk("CAND", 1_200_000);
+    // Steps run one round: without a calibration nothing is decided.
+    let g = gate(&b, &c, &[]);
+    assert_eq!(g.code, 0, "{}", g.stdout);
+    assert!(line_of(&g.stdout, "#1 untar").contains("inconclusive"), "{}", g.stdout);
+    assert!(g.stderr.contains("fsbench calibrate"), "{}", g.stderr);
+    quiet_calibration(d.path(), "elapsed", &[&format!("{}#0 sync", p.id()), &format!("{}#1 untar", p.id())]);
     let g = gate(&b, &c, &[]);
     assert_eq!(g.code, 1, "{}", g.stdout);
     assert!(line_of(&g.stdout, "#0 sync").contains("unchanged"), "{}", g.stdout);
@@ -297,6 +337,9 @@ fn steps_gate_uses_steady_iterations_and_prints_seconds() {
     // The fresh first iterations differ 100x; the steady ones are the same.
     let b = mk("BASE", [0.0005, 2.00, 2.02, 1.98, 2.01]);
     let c = mk("CAND", [0.05, 2.01, 1.99, 2.00, 2.02]);
+    let id = std::fs::read_dir(b.join("cells")).unwrap().next().unwrap().unwrap().path();
+    let id = id.file_stem().unwrap().to_string_lossy().into_owned();
+    quiet_calibration(d.path(), "elapsed", &[&format!("{id}#0 rm_rf")]);
     let g = gate(&b, &c, &[]);
     assert_eq!(g.code, 0, "{}", g.stdout);
     let line = line_of(&g.stdout, "#0 rm_rf");

@@ -22,6 +22,7 @@ mod fixture_checked_in;
 mod fixture_cli;
 mod fixture_shape;
 mod fuzz_front_door;
+mod gate_calibrated;
 mod gate_cli;
 mod gate_paired;
 mod history;

@@ -63,6 +63,7 @@ fn latfs_cell(fs: &str, values: &[f64], p: CellPairing) -> CellResult {
         latfs: Some(LatfsResult { repetitions: reps, ..Default::default() }),
         steps: None,
         pairing: Some(p),
+        cgroup: None,
         started: String::new(),
         finished: String::new(),
     }

@@ -1,0 +1,117 @@
+//! `gate --history N`: a candidate run judged against the last N runs of its scenario on
+//! its host, whose run means measure the spread between runs directly, so no calibration
+//! and no rounds are needed.
+//!
+//! Per compared quantity, each history run gives its mean (of its repetitions, or of its
+//! rounds' means) and the candidate its own; the change and its 95% prediction interval are
+//! `ln c − mean ln h ± t(N−1) · s · sqrt(1 + 1/N)` ([`crate::stats::between_run::history_change`]),
+//! judged by the same rule as every gate ([`Verdict::decide`]). Fewer than
+//! [`MIN_HISTORY_RUNS`] history runs are refused; a quantity fewer of them measured is
+//! inconclusive, with the count in its note.
+
+use super::{GateOptions, GateReport, GateRow, Series, Verdict, gate_spec_of, metric_for, series_of};
+use crate::exit::InputError;
+use crate::results::LoadedRun;
+use crate::scenario::GateSpec;
+use crate::stats::between_run::history_change;
+use crate::stats::summarize;
+
+/// Fewest history runs a history gate judges by: with 4 runs, `t(3) = 3.18` and a spread
+/// estimated from 3 degrees of freedom make an interval too wide to decide a few percent.
+pub const MIN_HISTORY_RUNS: usize = 5;
+
+/// Runs eligible as `candidate`'s history: same scenario name, same host name, measuring
+/// the same quantities (the comparability rule of `compare`), started before it, the
+/// candidate itself left out. In start order; the caller keeps the last N.
+pub fn history_runs(candidate: &LoadedRun, all: Vec<LoadedRun>) -> Vec<LoadedRun> {
+    let mut kept: Vec<LoadedRun> = all
+        .into_iter()
+        .filter(|r| {
+            r.meta.run_id != candidate.meta.run_id
+                && r.meta.scenario_name == candidate.meta.scenario_name
+                && r.meta.host.hostname == candidate.meta.host.hostname
+                && r.meta.started.as_str() <= candidate.meta.started.as_str()
+                && crate::history::load::comparable(r, candidate)
+        })
+        .collect();
+    kept.sort_by(|a, b| (&a.meta.started, &a.dir).cmp(&(&b.meta.started, &b.dir)));
+    kept
+}
+
+/// Judge `candidate` against `history` (already chosen: [`history_runs`], the last N).
+pub fn evaluate_history(
+    history: &[LoadedRun],
+    candidate: &LoadedRun,
+    opts: &GateOptions,
+) -> anyhow::Result<GateReport> {
+    if history.len() < MIN_HISTORY_RUNS {
+        return Err(InputError::anyhow(format!(
+            "--history: {} earlier run(s) of {} on {} comparable with the candidate, fewer than the {MIN_HISTORY_RUNS} \
+             a history gate needs to estimate the spread between runs; run the scenario more often, or gate \
+             against one baseline (`--baseline RUN`)",
+            history.len(),
+            candidate.meta.scenario_name,
+            candidate.meta.host.hostname
+        )));
+    }
+    let mut warnings = Vec::new();
+    let metric =
+        metric_for(candidate.meta.workload, opts.metric.as_deref()).map_err(|e| InputError::anyhow(e.to_string()))?;
+    let spec = match opts.threshold {
+        Some(t) => GateSpec { threshold: t, per_key: Default::default() },
+        None => gate_spec_of(candidate, &mut warnings),
+    };
+    let mean = |s: &Series| (!s.samples.is_empty()).then(|| s.samples.iter().sum::<f64>() / s.samples.len() as f64);
+    let past: Vec<Vec<Series>> =
+        history.iter().map(|r| r.cells.iter().flat_map(|c| series_of(c, metric)).collect()).collect();
+    let mut rows = Vec::new();
+    for c in candidate.cells.iter().flat_map(|c| series_of(c, metric)) {
+        let means: Vec<f64> =
+            past.iter().filter_map(|run| run.iter().find(|s| s.name == c.name).and_then(mean)).collect();
+        let threshold = spec.threshold_for(&c.key);
+        let (change, verdict, note) = match mean(&c) {
+            None => (
+                None,
+                Verdict::Missing,
+                Some(c.note.clone().map_or("candidate: no samples".into(), |n| format!("candidate: {n}"))),
+            ),
+            Some(_) if means.len() < MIN_HISTORY_RUNS => (
+                None,
+                Verdict::Inconclusive,
+                Some(format!(
+                    "{} of {} history runs measured it: at least {MIN_HISTORY_RUNS} needed",
+                    means.len(),
+                    history.len()
+                )),
+            ),
+            Some(m) => {
+                let ch = history_change(&means, m);
+                let note = ch.is_none().then(|| "a value is not positive: no log ratio".to_string());
+                (ch, Verdict::decide(ch, threshold, metric.direction()), note)
+            }
+        };
+        rows.push(GateRow {
+            name: c.name.clone(),
+            metric,
+            key: c.key.clone(),
+            threshold,
+            baseline: summarize(&means),
+            candidate: summarize(&c.samples),
+            change,
+            verdict,
+            note,
+        });
+    }
+    let name = |r: &LoadedRun| r.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let first_last = match (history.first(), history.last()) {
+        (Some(f), Some(l)) => format!("{} .. {}", name(f), name(l)),
+        _ => String::new(),
+    };
+    Ok(GateReport {
+        baseline: format!("history of {} runs: {first_last}", history.len()),
+        candidate: name(candidate),
+        rows,
+        warnings,
+        paired: None,
+    })
+}
