@@ -60,7 +60,9 @@ pub fn validate(args: &ValidateArgs) -> anyhow::Result<i32> {
             error: Some(error),
         };
         // Scenario errors name their file, line and key themselves.
-        let s = match crate::scenario::load_with(file, &args.scenario_options.overrides()?) {
+        let s = match crate::scenario::load_with(file, &args.scenario_options.overrides()?)
+            .and_then(|s| crate::workload::fio::parse_only(&s).map(|()| s))
+        {
             Ok(s) => s,
             Err(e) => {
                 files.push(bad(e.to_string()));
@@ -104,6 +106,7 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
     // The capability check may probe quota with a tiny real mount: let Ctrl-C release it.
     crate::signals::install();
     let s = crate::scenario::load_named(args.scenario.as_deref(), &args.scenario_options.overrides()?)?;
+    crate::workload::fio::parse_only(&s)?;
     let plan = plan::plan_for(&s, &args.scenario_options.only)?;
     // Cells that run under other kernels in qemu are checked inside each guest, not here.
     let in_guests = !s.kernels.is_empty();

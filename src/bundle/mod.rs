@@ -187,7 +187,7 @@ pub fn open_bundle(bundle: &Path) -> Result<OpenBundle, BundleError> {
 pub fn exec_steps(s: &Scenario) -> Vec<String> {
     match &s.workload {
         Workload::Steps(st) => st.steps.iter().filter(|x| matches!(x, Step::Exec { .. })).map(Step::label).collect(),
-        Workload::Latfs(_) => Vec::new(),
+        Workload::Latfs(_) | Workload::Fio(_) => Vec::new(),
     }
 }
 

@@ -37,7 +37,7 @@ use crate::model::TextFormat;
 use serde::Serialize;
 
 use crate::exit::InputError;
-use crate::model::{CellResult, CellStatus, Summary, WorkloadKind};
+use crate::model::{CellResult, CellStatus, FioMetric, Summary, WorkloadKind};
 use crate::results::LoadedRun;
 use crate::scenario::GateSpec;
 use crate::stats::summarize;
@@ -71,6 +71,8 @@ pub enum Metric {
     /// A percentile of lat_fs operation latency in µs, from `latency = "histogram"` runs
     /// (lower is better): `--metric p99`.
     Latency(crate::monitor::latency::Percentile),
+    /// A fio cell's figure per repetition: `--metric iops|bw|p99|clat_mean`.
+    Fio(FioMetric),
 }
 
 impl Serialize for Metric {
@@ -86,6 +88,7 @@ impl Metric {
             Metric::TotalLoops => "total_loops",
             Metric::Elapsed => "elapsed",
             Metric::Latency(p) => p.name(),
+            Metric::Fio(m) => m.name(),
         }
     }
 
@@ -99,6 +102,8 @@ impl Metric {
         match self {
             Metric::TotalLoops => Direction::HigherIsBetter,
             Metric::Elapsed | Metric::Latency(_) => Direction::LowerIsBetter,
+            Metric::Fio(m) if m.higher_is_better() => Direction::HigherIsBetter,
+            Metric::Fio(_) => Direction::LowerIsBetter,
         }
     }
 
@@ -108,6 +113,7 @@ impl Metric {
             Metric::TotalLoops => "loops/ms",
             Metric::Elapsed => "s",
             Metric::Latency(_) => "µs",
+            Metric::Fio(m) => m.unit(),
         }
     }
 
@@ -283,6 +289,14 @@ fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
             });
             vec![Series { name: cell.id.clone(), key, samples, note }]
         }
+        Metric::Fio(m) => {
+            let samples = cell
+                .fio
+                .as_ref()
+                .map(|f| f.repetitions.iter().filter(|x| x.counts()).map(|x| m.of(x)).collect())
+                .unwrap_or_default();
+            vec![Series { name: cell.id.clone(), key: m.name().to_string(), samples, note: not_ok }]
+        }
         Metric::Elapsed => {
             let Some(st) = &cell.steps else {
                 return vec![Series { name: cell.id.clone(), key: String::new(), samples: Vec::new(), note: not_ok }];
@@ -312,6 +326,16 @@ fn metric_for(workload: WorkloadKind, requested: Option<&str>) -> Result<Metric,
     let own = match workload {
         WorkloadKind::LatFs => Metric::TotalLoops,
         WorkloadKind::Steps => Metric::Elapsed,
+        WorkloadKind::Fio => {
+            return match requested {
+                None => Ok(Metric::Fio(FioMetric::Iops)),
+                Some(m) => FioMetric::parse(m).map(Metric::Fio).ok_or_else(|| GateError::Metric {
+                    metric: m.into(),
+                    workload: workload.to_string(),
+                    expected: "iops, bw, p99, clat_mean",
+                }),
+            };
+        }
     };
     if own == Metric::TotalLoops
         && let Some(p) = requested.and_then(crate::monitor::latency::Percentile::parse)

@@ -8,6 +8,7 @@
 mod cell;
 mod cell_result;
 mod disturbance;
+mod fio;
 mod label;
 mod latfs;
 mod monitors;
@@ -22,6 +23,7 @@ mod workload_kind;
 pub use cell::{CellParams, LatfsTest, Layout, QuotaImpl, QuotaMode};
 pub use cell_result::{CellResult, FilesystemInfo};
 pub use disturbance::Disturbance;
+pub use fio::{FIO_METRICS, FioDirection, FioJobStats, FioLatency, FioMetric, FioRepetition, FioResult};
 pub use label::{LABEL_RULE, is_valid_label};
 pub use latfs::{LatfsRepetition, LatfsResult, StopReason, TaskSample, round_samples};
 pub use monitors::{Counters, DeviceCounters, LatencyDist, Timeline, TimelineSample, VmCounters};

@@ -10,10 +10,11 @@
 //! as `report.txt` next to the plots by `--plot DIR`.
 //!
 //! This file is the API and the frame every report shares (title, run list, footer);
-//! what is under the run list is the workload's: [`latfs`] or [`steps`], chosen once
+//! what is under the run list is the workload's: [`latfs`], [`steps`] or [`fio`], chosen once
 //! by the runs' [`WorkloadKind`] ([`body`]).
 
 mod compatible;
+pub mod fio;
 pub mod format;
 pub mod html;
 pub mod json;
@@ -69,6 +70,7 @@ fn body<'a>(runs: &'a [(&'a str, &'a LoadedRun)], compare: Option<&CompareOption
     match runs.first().map(|(_, r)| r.meta.workload).unwrap_or_default() {
         WorkloadKind::LatFs => Box::new(latfs::LatfsReport::build(runs, compare)),
         WorkloadKind::Steps => Box::new(steps::StepsReport::build(runs, compare)),
+        WorkloadKind::Fio => Box::new(fio::FioReport::build(runs, compare)),
     }
 }
 

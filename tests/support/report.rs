@@ -129,6 +129,7 @@ pub fn latfs_cell(params: CellParams, samples: &[f64]) -> CellResult {
             latency_dist: None,
         }),
         steps: None,
+        fio: None,
         pairing: None,
         started: "2010-11-11T12:00:00Z".into(),
         finished: "2010-11-11T12:00:05Z".into(),
@@ -160,6 +161,7 @@ pub fn seed_cells(tables: &[SeedTable], label: &str) -> Vec<(CellParams, f64)> {
                     quota,
                     tasks: row[0].parse().unwrap(),
                     test: Some(t.test),
+                    fio: Default::default(),
                 };
                 out.push((params, row[ci].parse().unwrap()));
             }
@@ -271,7 +273,14 @@ pub fn steps_scenario_text(name: &str) -> String {
 
 /// An ok steps cell with these iterations.
 pub fn steps_cell(fs: &str, iterations: Vec<Vec<StepTiming>>) -> CellResult {
-    let params = CellParams { fs: fs.into(), layout: Layout::S, quota: QuotaMode::Off, tasks: 1, test: None };
+    let params = CellParams {
+        fs: fs.into(),
+        layout: Layout::S,
+        quota: QuotaMode::Off,
+        tasks: 1,
+        test: None,
+        fio: Default::default(),
+    };
     CellResult {
         schema: RESULT_SCHEMA_VERSION,
         id: params.id(),
@@ -288,6 +297,7 @@ pub fn steps_cell(fs: &str, iterations: Vec<Vec<StepTiming>>) -> CellResult {
         }],
         latfs: None,
         steps: Some(StepsResult { iterations, ..Default::default() }),
+        fio: None,
         pairing: None,
         started: "2003-02-28T12:00:00Z".into(),
         finished: "2003-02-28T12:05:00Z".into(),
@@ -327,7 +337,14 @@ pub fn step(label: &str, op: &str, user_ms: u64, sys_ms: u64, elapsed_ms: u64) -
 pub fn write_untar_run(dir: &Path, label: &str, per_fs: &[(&str, [u64; 3])]) -> PathBuf {
     let mut cells = Vec::new();
     for (fs, untar) in per_fs {
-        let p = CellParams { fs: fs.to_string(), layout: Layout::M, quota: QuotaMode::Off, tasks: 1, test: None };
+        let p = CellParams {
+            fs: fs.to_string(),
+            layout: Layout::M,
+            quota: QuotaMode::Off,
+            tasks: 1,
+            test: None,
+            fio: Default::default(),
+        };
         let iterations = untar
             .iter()
             .map(|u| {
