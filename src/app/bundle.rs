@@ -165,6 +165,8 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
     };
     check_allowed(&scenario, &overrides, allowed).map_err(BundleError::into_anyhow)?;
     super::measure::refuse_unpaired_compare(&scenario)?;
+    // After the allow-list: fio only parses the job here, it runs nothing.
+    crate::workload::fio::parse_only(&scenario)?;
     if !scenario.kernels.is_empty() && args.label.is_some() {
         return Err(InputError::anyhow(
             "--label names a host run; under [[kernels]] each run is labelled with its kernel's label",
