@@ -126,7 +126,10 @@ pub(super) fn validate_matrix(ctx: &Ctx, m: &MatrixFile, workload_kind: &str) ->
     };
     let fio = validate_fio_axes(ctx, m, workload_kind)?;
     let sweeps = fio.iter().try_fold(1usize, |a, x| a.checked_mul(x.values.len())).unwrap_or(usize::MAX);
-    let lens = [fs.len(), layout.len(), quota.len(), tasks.len(), test.len().max(1), sweeps];
+    let mut lens = vec![fs.len(), layout.len(), quota.len(), tasks.len(), test.len().max(1)];
+    if !fio.is_empty() {
+        lens.push(sweeps);
+    }
     let cells = lens.iter().try_fold(1usize, |a, &b| a.checked_mul(b));
     if cells.is_none_or(|n| n > MAX_CELLS) {
         let shown = lens.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" × ");
