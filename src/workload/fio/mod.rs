@@ -108,6 +108,17 @@ pub fn run_monitored(run: &FioRun, watch: Option<&Watch>, starting: &dyn Fn(u32,
     Ok(result)
 }
 
+/// A fio cell's value as one member of a pair (`[compare] arms`): the median IOPS of its
+/// repetitions, for the paired log ratios; a cell without fio figures voids its pair.
+pub fn member_value(r: &crate::model::CellResult) -> Result<f64, String> {
+    let Some(f) = &r.fio else { return Err("no fio figures".into()) };
+    let v: Vec<f64> = f.repetitions.iter().filter(|x| x.counts()).map(|x| x.total.all.iops).collect();
+    if v.is_empty() {
+        return Err("every fio repetition was disturbed".into());
+    }
+    Ok(crate::stats::median(&v))
+}
+
 /// The cell's statistics over its undisturbed repetitions.
 pub fn summarise(r: &mut FioResult) {
     let of = |f: &dyn Fn(&FioRepetition) -> f64| -> Vec<f64> {
