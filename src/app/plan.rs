@@ -60,15 +60,18 @@ pub fn validate(args: &ValidateArgs) -> anyhow::Result<i32> {
             error: Some(error),
         };
         // Scenario errors name their file, line and key themselves.
-        let s = match crate::scenario::load_with(file, &args.scenario_options.overrides()?)
-            .and_then(|s| crate::workload::fio::parse_only(&s).map(|()| s))
-        {
+        let s = match crate::scenario::load_with(file, &args.scenario_options.overrides()?) {
             Ok(s) => s,
             Err(e) => {
                 files.push(bad(e.to_string()));
                 continue;
             }
         };
+        // A fio job is judged by fio itself, as `run` does before provisioning.
+        if let Err(e) = crate::workload::fio::parse_only(&s) {
+            files.push(bad(e.to_string()));
+            continue;
+        }
         files.push(match plan::plan_for(&s, &args.scenario_options.only) {
             Ok(p) => {
                 for w in crate::provision::capability::fs_type_warnings(&s) {
