@@ -57,6 +57,7 @@ fn cell(params: CellParams, seed: u64) -> CellResult {
             latency_dist: None,
         }),
         steps: None,
+        fio: None,
         pairing: None,
         cgroup: None,
         started: "2025-01-01T00:00:00Z".into(),
@@ -86,7 +87,14 @@ fn main() {
             for quota in [QuotaMode::Off, QuotaMode::On] {
                 for tasks in 1..=25 {
                     for test in LatfsTest::ALL {
-                        planned.push(CellParams { fs: format!("fs{f:02}"), layout, quota, tasks, test: Some(test) });
+                        planned.push(CellParams {
+                            fs: format!("fs{f:02}"),
+                            layout,
+                            quota,
+                            tasks,
+                            test: Some(test),
+                            fio: Default::default(),
+                        });
                     }
                 }
             }

@@ -11,8 +11,9 @@ cd "$(dirname "$0")/.."
 
 # The Slurm integration test (tests/it/slurm_array.rs) starts its own munged, slurmctld and slurmd.
 # The HTML report test (tests/it/report_html.rs) renders pages in headless Chromium.
-packages=(e2fsprogs xfsprogs btrfs-progs quota strace tar gzip time qemu-system-x86 munge slurmctld slurmd slurm-client chromium)
-commands=(mkfs.ext4 mkfs.xfs mkfs.btrfs quotacheck strace tar gzip /usr/bin/time qemu-system-x86_64 /usr/sbin/munged /usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/sbatch chromium)
+# The fio workload's tests (tests/it/fio_run.rs) run fio itself.
+packages=(e2fsprogs xfsprogs btrfs-progs quota strace tar gzip time qemu-system-x86 munge slurmctld slurmd slurm-client chromium fio)
+commands=(mkfs.ext4 mkfs.xfs mkfs.btrfs quotacheck strace tar gzip /usr/bin/time qemu-system-x86_64 /usr/sbin/munged /usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/sbatch chromium fio)
 
 missing=()
 for i in "${!commands[@]}"; do

@@ -1,8 +1,8 @@
 //! Matrix expansion: a scenario becomes an ordered list of cells.
 //!
 //! Cells are the cartesian product of the axes, expanded with `fs` outermost,
-//! then `layout`, `quota`, `tasks` and `test` innermost, each axis in the order
-//! its values are written. The order is stable: it is the order cells run in,
+//! then `layout`, `quota`, `tasks`, `test` and the fio option sweeps innermost (in
+//! alphabetical order of the option), each axis in the order its values are written. The order is stable: it is the order cells run in,
 //! the order of result files, and the basis of `--only` and sharding.
 
 use std::collections::BTreeMap;
@@ -45,20 +45,44 @@ pub fn expand(s: &Scenario) -> Plan {
     let m = &s.matrix;
     let tests: Vec<Option<crate::model::LatfsTest>> =
         if m.test.is_empty() { vec![None] } else { m.test.iter().copied().map(Some).collect() };
-    let mut cells = Vec::with_capacity(m.fs.len() * m.layout.len() * m.quota.len() * m.tasks.len() * tests.len());
+    let sweeps = fio_sweeps(&m.fio);
+    let mut cells =
+        Vec::with_capacity(m.fs.len() * m.layout.len() * m.quota.len() * m.tasks.len() * tests.len() * sweeps.len());
     for fs in &m.fs {
         for &layout in &m.layout {
             for &quota in &m.quota {
                 for &tasks in &m.tasks {
                     for &test in &tests {
-                        let index = cells.len();
-                        cells.push(Cell { index, params: CellParams { fs: fs.clone(), layout, quota, tasks, test } });
+                        for fio in &sweeps {
+                            let index = cells.len();
+                            let params = CellParams { fs: fs.clone(), layout, quota, tasks, test, fio: fio.clone() };
+                            cells.push(Cell { index, params });
+                        }
                     }
                 }
             }
         }
     }
     Plan { scenario: s.name.clone(), cells }
+}
+
+/// Every combination of the fio sweep values, the last axis innermost; one empty
+/// combination when nothing is swept.
+fn fio_sweeps(axes: &[crate::scenario::FioAxis]) -> Vec<BTreeMap<String, String>> {
+    let mut out = vec![BTreeMap::new()];
+    for axis in axes {
+        out = out
+            .into_iter()
+            .flat_map(|done| {
+                axis.values.iter().map(move |v| {
+                    let mut next = done.clone();
+                    next.insert(axis.option.clone(), v.clone());
+                    next
+                })
+            })
+            .collect();
+    }
+    out
 }
 
 /// A parsed `--only` filter: for each axis, the values allowed.
@@ -76,7 +100,7 @@ pub fn axis_value(p: &CellParams, axis: &str) -> String {
         "quota" => p.quota.to_string(),
         "tasks" => p.tasks.to_string(),
         "test" => p.test.map(|t| t.name().to_string()).unwrap_or_default(),
-        _ => String::new(),
+        _ => axis.strip_prefix("fio.").and_then(|o| p.fio.get(o)).cloned().unwrap_or_default(),
     }
 }
 
@@ -110,7 +134,8 @@ impl CellFilter {
                     }
                 };
                 last_axis = Some(axis);
-                if !AXES.contains(&axis) {
+                // `fio.<option>`: a fio sweep; a name no cell has fails below, as a value would.
+                if !AXES.contains(&axis) && !axis.starts_with("fio.") {
                     let hint = crate::scenario::suggest(axis, AXES.iter().copied())
                         .map(|s| format!(", did you mean `{s}`?"))
                         .unwrap_or_else(|| format!(" (axes: {})", AXES.join(", ")));
@@ -177,6 +202,9 @@ pub fn needs(s: &Scenario, p: &CellParams) -> Vec<String> {
     {
         needs.push("root for per-task uid (else runs as you)".into());
     }
+    if let Workload::Fio(_) = &s.workload {
+        needs.push("fio".into());
+    }
     if let Workload::Steps(st) = &s.workload {
         if st.steps.iter().any(|x| matches!(x, crate::scenario::Step::DropCaches)) && !needs.iter().any(|n| n == "root")
         {
@@ -195,6 +223,8 @@ pub fn estimate(s: &Scenario) -> Duration {
         Workload::Latfs(l) => ((l.warmup + l.duration) * l.repetitions + Duration::from_millis(200)) * l.rounds.max(1),
         // Steps have no fixed length; seed 002's kernel untar takes seconds per step.
         Workload::Steps(st) => Duration::from_secs(2) * (st.steps.len() as u32) * st.iterations,
+        // fio lays its files out before the timed part: a second is a fair guess for small jobs.
+        Workload::Fio(f) => (f.duration + f.warmup.unwrap_or_default() + Duration::from_secs(1)) * f.repetitions,
     }
 }
 
@@ -368,7 +398,7 @@ pub fn render_pairing(s: &Scenario, plan: &Plan, width: u16) -> Option<String> {
     let groups = pair_groups(&plan.cells, spec, &arms);
     let reruns = match &s.workload {
         Workload::Latfs(l) => l.noise.max_reruns,
-        Workload::Steps(_) => 0,
+        Workload::Steps(_) | Workload::Fio(_) => 0,
     };
     let cost = |g: &PairGroup| g.members.iter().map(|c| crate::shard::cell_cost(s, c)).sum::<Duration>();
     let best: Duration = groups.iter().map(|g| cost(g) * spec.min_pairs).sum();

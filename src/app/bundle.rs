@@ -164,6 +164,8 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
         size: args.allow_size,
     };
     check_allowed(&scenario, &overrides, allowed).map_err(BundleError::into_anyhow)?;
+    // After the allow-list: fio only parses the job here, it runs nothing.
+    crate::workload::fio::parse_only(&scenario)?;
     if !scenario.kernels.is_empty() && args.label.is_some() {
         return Err(InputError::anyhow(
             "--label names a host run; under [[kernels]] each run is labelled with its kernel's label",

@@ -68,6 +68,7 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<i32> {
     let warmup = match &scenario.workload {
         Workload::Latfs(l) => l.warmup.as_secs_f64(),
         Workload::Steps(_) => 0.0,
+        Workload::Fio(f) => f.warmup.map_or(0.0, |w| w.as_secs_f64()),
     };
     let plan = crate::plan::plan_for(&scenario, &args.scenario_options.only)?;
     let date = crate::results::now_rfc3339();

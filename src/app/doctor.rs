@@ -42,6 +42,18 @@ fn qemu_row() -> Capability {
     Capability { name, state: state.into(), detail: format!("{}; {accel}", qemu.display()), remedy }
 }
 
+/// Whether fio workloads can run: fio present, and its version.
+fn fio_row() -> Capability {
+    let name = "fio (kind = \"fio\")".to_string();
+    match crate::workload::fio::fio_version() {
+        Some(v) => Capability { name, state: "ok".into(), detail: v, remedy: String::new() },
+        None => {
+            let skip = crate::provision::capability::fio_missing();
+            Capability { name, state: "missing".into(), detail: skip.reason, remedy: skip.remedy.unwrap_or_default() }
+        }
+    }
+}
+
 /// `fsbench doctor`: a table of capabilities with state and remedy.
 pub fn doctor(args: &DoctorArgs) -> anyhow::Result<i32> {
     // First: the quota probes mount and attach; on SIGINT/SIGTERM their guards must run.
@@ -50,6 +62,7 @@ pub fn doctor(args: &DoctorArgs) -> anyhow::Result<i32> {
         if args.fs.is_empty() { DOCTOR_DEFAULT_FS.iter().map(|s| s.to_string()).collect() } else { args.fs.clone() };
     let mut rows = capabilities(&fs_list);
     rows.push(qemu_row());
+    rows.push(fio_row());
     if args.json {
         let interrupted = crate::signals::interrupted();
         let doc =

@@ -72,6 +72,11 @@ pub fn validate(args: &ValidateArgs) -> anyhow::Result<i32> {
                 continue;
             }
         };
+        // A fio job is judged by fio itself, as `run` does before provisioning.
+        if let Err(e) = crate::workload::fio::parse_only(&s) {
+            files.push(bad(e.to_string()));
+            continue;
+        }
         files.push(match plan::plan_for(&s, &args.scenario_options.only) {
             Ok(p) => {
                 for w in crate::provision::capability::fs_type_warnings(&s) {
@@ -122,6 +127,7 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
             eprintln!("warning: kernel {}: no image at {} (run would fail to boot it)", k.label, k.image.display());
         }
     }
+    crate::workload::fio::parse_only(&s)?;
     let plan = plan::plan_for(&s, &args.scenario_options.only)?;
     // Cells that run under other kernels in qemu are checked inside each guest, not here.
     let in_guests = !s.kernels.is_empty();

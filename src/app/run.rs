@@ -109,6 +109,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         return resume(args, dir);
     }
     let scenario = crate::scenario::load_named(args.scenario.as_deref(), &args.scenario_options.overrides()?)?;
+    // fio judges a fio job before anything is provisioned (exit 2 at the scenario line).
+    crate::workload::fio::parse_only(&scenario)?;
     // --kernel or [[kernels]]: the cells run in qemu guests, each a run of its own. Inside
     // a guest, the scenario's [[kernels]] are where we already are.
     let in_guest = std::env::var_os(crate::qemu::guest::IN_GUEST_ENV).is_some();

@@ -53,6 +53,9 @@ pub fn asks(s: &Scenario, exec: &[String], memory: &MemoryNeed, over_budget: boo
     for e in exec {
         v.push(Ask { what: format!("exec step `{}`", esc(e)), flag: Some("--allow-exec".into()) });
     }
+    for o in super::fio_job::refused_options(s) {
+        v.push(Ask { what: format!("fio option {}", esc(&o)), flag: Some("--allow-exec".into()) });
+    }
     match &s.backing {
         Backing::Device { path } => v.push(Ask {
             what: format!("block device {} (FORMATTED)", path.display()),

@@ -14,6 +14,7 @@
 
 pub mod asks;
 pub mod budget;
+pub mod fio_job;
 pub mod manifest;
 pub mod open;
 pub mod options;
@@ -188,7 +189,7 @@ pub fn open_bundle(bundle: &Path) -> Result<OpenBundle, BundleError> {
 pub fn exec_steps(s: &Scenario) -> Vec<String> {
     match &s.workload {
         Workload::Steps(st) => st.steps.iter().filter(|x| matches!(x, Step::Exec { .. })).map(Step::label).collect(),
-        Workload::Latfs(_) => Vec::new(),
+        Workload::Latfs(_) | Workload::Fio(_) => Vec::new(),
     }
 }
 
@@ -397,6 +398,16 @@ pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario, pf: &Preflight) ->
     };
     let _ = writeln!(o, "  backing:     {backing}");
     let _ = writeln!(o, "  needs root:  {}", if needs_root(s, &p) { "yes" } else { "no" });
+    let fio = fio_job::job_options(s);
+    if !fio.is_empty() {
+        let shown: Vec<String> = fio.iter().map(|e| format!("`{}`", crate::text::escape_control(e))).collect();
+        let _ = writeln!(o, "  fio job:     {}", shown.join(", "));
+        let refused = fio_job::refused_options(s);
+        if !refused.is_empty() {
+            let shown: Vec<String> = refused.iter().map(|e| crate::text::escape_control(e)).collect();
+            let _ = writeln!(o, "  fio refused: {} (refused unless --allow-exec)", shown.join(", "));
+        }
+    }
     let exec = exec_steps(s);
     if exec.is_empty() {
         let _ = writeln!(o, "  exec steps:  none");
@@ -592,6 +603,14 @@ pub fn check_allowed(effective: &Scenario, overrides: &[String], allowed: Allowe
                 "kernel images of this machine"
             ),
             kernels_shown(effective)
+        )));
+    }
+    let fio = fio_job::refused_options(effective);
+    if !fio.is_empty() && !allow_exec {
+        return Err(BundleError::Refused(format!(
+            "refusing fio option{} {}: a bundle's fio job may use only options that stay inside the cell (docs/fio.md); inspect it with `fsbench bundle verify` and pass --allow-exec to allow",
+            if fio.len() == 1 { "" } else { "s" },
+            fio.iter().map(|e| crate::text::escape_control(e)).collect::<Vec<_>>().join(", ")
         )));
     }
     let exec = exec_steps(effective);

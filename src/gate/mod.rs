@@ -42,7 +42,7 @@ use crate::model::TextFormat;
 use serde::Serialize;
 
 use crate::exit::InputError;
-use crate::model::{CellResult, CellStatus, Summary, WorkloadKind};
+use crate::model::{CellResult, CellStatus, FioMetric, Summary, WorkloadKind};
 use crate::results::LoadedRun;
 use crate::scenario::GateSpec;
 use crate::stats::summarize;
@@ -80,6 +80,8 @@ pub enum Metric {
     /// A percentile of lat_fs operation latency in µs, from `latency = "histogram"` runs
     /// (lower is better): `--metric p99`.
     Latency(crate::monitor::latency::Percentile),
+    /// A fio cell's figure per repetition: `--metric iops|bw|p99|clat_mean`.
+    Fio(FioMetric),
 }
 
 impl Serialize for Metric {
@@ -95,6 +97,7 @@ impl Metric {
             Metric::TotalLoops => "total_loops",
             Metric::Elapsed => "elapsed",
             Metric::Latency(p) => p.name(),
+            Metric::Fio(m) => m.name(),
         }
     }
 
@@ -108,6 +111,8 @@ impl Metric {
         match self {
             Metric::TotalLoops => Direction::HigherIsBetter,
             Metric::Elapsed | Metric::Latency(_) => Direction::LowerIsBetter,
+            Metric::Fio(m) if m.higher_is_better() => Direction::HigherIsBetter,
+            Metric::Fio(_) => Direction::LowerIsBetter,
         }
     }
 
@@ -117,6 +122,7 @@ impl Metric {
             Metric::TotalLoops => "loops/ms",
             Metric::Elapsed => "s",
             Metric::Latency(_) => "µs",
+            Metric::Fio(m) => m.unit(),
         }
     }
 
@@ -303,6 +309,14 @@ pub(crate) fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
             });
             vec![Series { name: cell.id.clone(), key, samples, rounds, note }]
         }
+        Metric::Fio(m) => {
+            let samples = cell
+                .fio
+                .as_ref()
+                .map(|f| f.repetitions.iter().filter(|x| x.counts()).map(|x| m.of(x)).collect())
+                .unwrap_or_default();
+            vec![Series { name: cell.id.clone(), key: m.name().to_string(), samples, rounds, note: not_ok }]
+        }
         Metric::Elapsed => {
             let Some(st) = &cell.steps else {
                 return vec![Series {
@@ -339,6 +353,16 @@ fn metric_for(workload: WorkloadKind, requested: Option<&str>) -> Result<Metric,
     let own = match workload {
         WorkloadKind::LatFs => Metric::TotalLoops,
         WorkloadKind::Steps => Metric::Elapsed,
+        WorkloadKind::Fio => {
+            return match requested {
+                None => Ok(Metric::Fio(FioMetric::Iops)),
+                Some(m) => FioMetric::parse(m).map(Metric::Fio).ok_or_else(|| GateError::Metric {
+                    metric: m.into(),
+                    workload: workload.to_string(),
+                    expected: "iops, bw, p99, clat_mean",
+                }),
+            };
+        }
     };
     if own == Metric::TotalLoops
         && let Some(p) = requested.and_then(crate::monitor::latency::Percentile::parse)

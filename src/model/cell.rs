@@ -1,5 +1,6 @@
 //! The axes of the matrix and the cell they identify.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -122,15 +123,22 @@ pub struct CellParams {
     /// The lat_fs test, for lat_fs workloads; `None` for step workloads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test: Option<LatfsTest>,
+    /// fio workloads: the value of each swept fio option (`[matrix] fio.bs`), by option name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fio: BTreeMap<String, String>,
 }
 
 impl CellParams {
-    /// Stable identifier, used as the cell's file name: `ext4-S-qoff-t2-chown`.
+    /// Stable identifier, used as the cell's file name: `ext4-S-qoff-t2-chown`, and for fio
+    /// sweeps `ext4-S-qoff-t1-bs=4k-iodepth=16` (options in alphabetical order).
     pub fn id(&self) -> String {
         let mut id = format!("{}-{}-{}-t{}", self.fs, self.layout, self.quota.seed_name(), self.tasks);
         if let Some(t) = self.test {
             id.push('-');
             id.push_str(t.name());
+        }
+        for (option, value) in &self.fio {
+            id.push_str(&format!("-{option}={value}"));
         }
         id
     }
@@ -148,7 +156,11 @@ mod tests {
             quota: QuotaMode::Off,
             tasks: 2,
             test: Some(LatfsTest::Chown),
+            fio: BTreeMap::new(),
         };
         assert_eq!(p.id(), "ext4-S-qoff-t2-chown");
+        let fio = BTreeMap::from([("iodepth".to_string(), "16".to_string()), ("bs".to_string(), "4k".to_string())]);
+        let p = CellParams { test: None, fio, ..p };
+        assert_eq!(p.id(), "ext4-S-qoff-t2-bs=4k-iodepth=16");
     }
 }

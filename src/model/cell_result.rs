@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{CellParams, CellStatus, LatfsResult, SkipReason, StepsResult};
+use super::{CellParams, CellStatus, FioResult, LatfsResult, SkipReason, StepsResult};
 // Only the docs link to it; the schema's text keeps the bare `[`RESULT_SCHEMA_VERSION`]`.
 #[cfg(doc)]
 use super::RESULT_SCHEMA_VERSION;
@@ -38,6 +38,9 @@ pub struct CellResult {
     /// Step measurements.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<StepsResult>,
+    /// fio measurements.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fio: Option<FioResult>,
     /// Its part in a pair group, in a paired run (`[compare] arms`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pairing: Option<super::pairing::CellPairing>,

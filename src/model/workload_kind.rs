@@ -5,8 +5,8 @@ use std::fmt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// What a run measured, as `run.json`'s `workload` says it: `"lat_fs"` or `"steps"`.
-/// Any other value is refused when the file is read (serde names the value and the two valid ones).
+/// What a run measured, as `run.json`'s `workload` says it: `"lat_fs"`, `"steps"` or `"fio"`.
+/// Any other value is refused when the file is read (serde names the value and the valid ones).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 pub enum WorkloadKind {
     /// lat_fs loops per task over a timed window (seed 000).
@@ -16,6 +16,9 @@ pub enum WorkloadKind {
     /// Steps timed as time(1) does, every iteration kept (seed 002).
     #[serde(rename = "steps")]
     Steps,
+    /// A fio job per repetition: IOPS, bandwidth and completion latency (docs/fio.md).
+    #[serde(rename = "fio")]
+    Fio,
 }
 
 impl WorkloadKind {
@@ -24,6 +27,7 @@ impl WorkloadKind {
         match self {
             WorkloadKind::LatFs => "lat_fs",
             WorkloadKind::Steps => "steps",
+            WorkloadKind::Fio => "fio",
         }
     }
 }

@@ -296,7 +296,14 @@ fn run_quota_probe(fs: &str, spec: &FsSpec, mut quota_options: Vec<String>) -> Q
             ));
         }
     };
-    let cell = CellParams { fs: fs.to_string(), layout: Layout::S, quota: QuotaMode::On, tasks: 1, test: None };
+    let cell = CellParams {
+        fs: fs.to_string(),
+        layout: Layout::S,
+        quota: QuotaMode::On,
+        tasks: 1,
+        test: None,
+        fio: Default::default(),
+    };
     let probe_spec = FsSpec {
         mkfs: spec.mkfs.clone(),
         mount: quota_options,
@@ -506,6 +513,11 @@ pub fn check_cell(s: &Scenario, backing: &Backing, p: &CellParams, allow_device:
             remedy: Some("run as root, or leave chown out with --only test=...".into()),
         });
     }
+    if let Workload::Fio(_) = &s.workload
+        && crate::workload::fio::fio_version().is_none()
+    {
+        return Some(fio_missing());
+    }
     let uids = match &s.workload {
         Workload::Latfs(l) if l.per_task_uid && root => Some(task_uids(p.tasks)),
         _ => None,
@@ -514,6 +526,14 @@ pub fn check_cell(s: &Scenario, backing: &Backing, p: &CellParams, allow_device:
     let workdir = super::workroot::default_workdir();
     let req = ProvisionRequest { cell: p, fs: &fs, backing, workdir: &workdir, task_uids: uids, allow_device };
     check(&req).err()
+}
+
+/// Why a fio cell cannot run without fio, and the remedy, as a missing mkfs says it.
+pub fn fio_missing() -> SkipReason {
+    SkipReason {
+        reason: format!("`{}` is not installed (fio workloads run it)", crate::workload::fio::FIO),
+        remedy: Some("apt-get install fio".into()),
+    }
 }
 
 /// The per-task uids of lmbench's `-U`: uid = gid = (task << 3) + 100.

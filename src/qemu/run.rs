@@ -64,6 +64,7 @@ fn timeouts(s: &Scenario, cells: usize, accel: Accel) -> (Duration, Duration, Du
     let cell_work = match &s.workload {
         Workload::Latfs(l) => (l.warmup + l.duration) * l.repetitions,
         Workload::Steps(_) => Duration::from_secs(120),
+        Workload::Fio(f) => (f.duration + f.warmup.unwrap_or_default() + Duration::from_secs(5)) * f.repetitions,
     };
     let env_secs = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok()).map(Duration::from_secs);
     let cell = env_secs(CELL_TIMEOUT_ENV).unwrap_or(Duration::from_secs(60) + cell_work * slow);

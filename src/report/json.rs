@@ -17,6 +17,9 @@ pub enum ReportJson {
     /// Runs of a steps scenario.
     #[serde(rename = "steps")]
     Steps(StepsReportJson),
+    /// Runs of a fio scenario.
+    #[serde(rename = "fio")]
+    Fio(crate::report::fio::FioReportJson),
 }
 
 /// A lat_fs report (`"workload": "lat_fs"`): seed 000's tables whole, with the ratios when comparing.

@@ -10,10 +10,11 @@
 //! as `report.txt` next to the plots by `--plot DIR`.
 //!
 //! This file is the API and the frame every report shares (title, run list, footer);
-//! what is under the run list is the workload's: [`latfs`] or [`steps`], chosen once
+//! what is under the run list is the workload's: [`latfs`], [`steps`] or [`fio`], chosen once
 //! by the runs' [`WorkloadKind`] ([`body`]).
 
 mod compatible;
+pub mod fio;
 pub mod format;
 pub mod html;
 pub mod json;
@@ -70,6 +71,7 @@ fn body<'a>(runs: &'a [(&'a str, &'a LoadedRun)], compare: Option<&CompareOption
     match runs.first().map(|(_, r)| r.meta.workload).unwrap_or_default() {
         WorkloadKind::LatFs => Box::new(latfs::LatfsReport::build(runs, compare)),
         WorkloadKind::Steps => Box::new(steps::StepsReport::build(runs, compare)),
+        WorkloadKind::Fio => Box::new(fio::FioReport::build(runs, compare)),
     }
 }
 
@@ -257,6 +259,8 @@ fn json_of(runs: &[(&str, &LoadedRun)], body: Box<dyn WorkloadReport + '_>, warn
     match &mut doc {
         ReportJson::LatFs(d) => d.paired = paired,
         ReportJson::Steps(d) => d.paired = paired,
+        // `run` does not pair fio cells yet: no paired section to add.
+        ReportJson::Fio(_) => {}
     }
     doc
 }

@@ -238,6 +238,7 @@ mod tests {
                 quota: crate::model::QuotaMode::Off,
                 tasks: 1,
                 test: None,
+                fio: Default::default(),
             },
             status: CellStatus::Ok,
             skip: None,
@@ -247,6 +248,7 @@ mod tests {
             latfs: Some(crate::workload::latfs::result(reps)),
             steps: None,
             cgroup: None,
+            fio: None,
             pairing: Some(CellPairing {
                 axis: "fs".into(),
                 arms: vec!["ext4".into(), "ext4-nodelalloc".into()],

@@ -156,8 +156,9 @@ mod tests {
         m.workload = crate::model::WorkloadKind::LatFs;
         assert!(serde_json::to_string(&m).unwrap().contains(r#""workload":"lat_fs""#));
         let t = tempfile::tempdir().unwrap();
-        std::fs::write(t.path().join(RUN_FILE), text.replace(r#""workload":"steps""#, r#""workload":"fio""#)).unwrap();
+        std::fs::write(t.path().join(RUN_FILE), text.replace(r#""workload":"steps""#, r#""workload":"iozone""#))
+            .unwrap();
         let e = load_run(t.path()).unwrap_err().to_string();
-        assert!(e.contains("unknown variant `fio`") && e.contains("`lat_fs`"), "{e}");
+        assert!(e.contains("unknown variant `iozone`") && e.contains("`lat_fs`") && e.contains("`fio`"), "{e}");
     }
 }

@@ -60,6 +60,7 @@ pub(super) fn new_result(p: &CellParams, status: CellStatus, started: &str) -> C
         filesystems: Vec::new(),
         latfs: None,
         steps: None,
+        fio: None,
         pairing: None,
         cgroup: None,
         started: started.to_string(),
@@ -119,7 +120,7 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
             }
             Some(l)
         }
-        Workload::Steps(_) => None,
+        Workload::Steps(_) | Workload::Fio(_) => None,
     };
     let uids = latfs_spec.as_ref().filter(|l| l.per_task_uid).map(|_| provision::capability::task_uids(p.tasks));
     let backing = ctx.backing.clone();
@@ -174,6 +175,18 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
                 r.steps = Some(res)
             })
         }
+        (Workload::Fio(spec), _) => {
+            let run = crate::workload::fio::FioRun {
+                spec,
+                task_dirs: provisioned.task_dirs(),
+                tasks: p.tasks,
+                sweeps: &p.fio,
+                out_dir: &ctx.workdir.join("fio").join(p.id()),
+            };
+            crate::workload::fio::run_monitored(&run, watch.as_ref(), &|i, n| phase(&format!("repetition {i}/{n}")))
+                .map(|res| note_fio(r, res))
+                .map_err(anyhow::Error::new)
+        }
         _ => unreachable!("lat_fs spec exists for lat_fs workloads"),
     };
     drop(in_cgroup);
@@ -183,6 +196,21 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
     outcome?;
     teardown.context("teardown failed")?;
     Ok(())
+}
+
+/// Store a fio result; a cell whose every repetition was disturbed has no statistics.
+fn note_fio(r: &mut CellResult, res: crate::model::FioResult) {
+    let disturbed = res.repetitions.iter().filter(|x| !x.counts()).count();
+    if disturbed > 0 {
+        r.notes.push(format!(
+            "{disturbed} of {} repetitions disturbed by other processes (kept, left out of statistics)",
+            res.repetitions.len()
+        ));
+    }
+    if res.iops.n == 0 && !res.repetitions.is_empty() {
+        r.status = CellStatus::Disturbed;
+    }
+    r.fio = Some(res);
 }
 
 /// Store a lat_fs result with what the noise guards did ([`noise_notes`]), and the

@@ -156,12 +156,14 @@ pub(super) fn refuse_unpairable(s: &Scenario, order: super::CellOrder) -> anyhow
             spec.arms
         )));
     }
-    if matches!(s.workload, Workload::Steps(_)) {
-        return Err(crate::exit::InputError::anyhow(
-            "[compare] with a steps workload: paired steps runs are not executed yet; remove [compare] to run unpaired",
-        ));
-    }
-    Ok(())
+    let kind = match s.workload {
+        Workload::Latfs(_) => return Ok(()),
+        Workload::Steps(_) => "steps",
+        Workload::Fio(_) => "fio",
+    };
+    Err(crate::exit::InputError::anyhow(format!(
+        "[compare] with a {kind} workload: paired {kind} runs are not executed yet; remove [compare] to run unpaired"
+    )))
 }
 
 /// The arm axis's values, the baseline first.
@@ -180,7 +182,8 @@ fn rules(run: &PairedRun, group: &PairGroup) -> PairRules {
             Metric::TotalLoops,
             l.noise.max_reruns,
         ),
-        Workload::Steps(_) => (s.gate.threshold, Metric::Elapsed, STEPS_MAX_RERUNS),
+        // Refused before the run starts (refuse_unpairable); named for the match.
+        Workload::Steps(_) | Workload::Fio(_) => (s.gate.threshold, Metric::Elapsed, STEPS_MAX_RERUNS),
     };
     PairRules::of(run.spec, run.seed, threshold, metric.direction(), max_reruns)
 }

@@ -290,7 +290,14 @@ mod tests {
     fn cell(index: usize, fs: &str, test: LatfsTest) -> Cell {
         Cell {
             index,
-            params: CellParams { fs: fs.into(), layout: Layout::S, quota: QuotaMode::Off, tasks: 1, test: Some(test) },
+            params: CellParams {
+                fs: fs.into(),
+                layout: Layout::S,
+                quota: QuotaMode::Off,
+                tasks: 1,
+                test: Some(test),
+                fio: Default::default(),
+            },
         }
     }
 

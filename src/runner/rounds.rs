@@ -186,7 +186,7 @@ impl Tally {
 pub(super) fn scenario_rounds(s: &Scenario) -> u32 {
     match &s.workload {
         Workload::Latfs(l) => l.rounds.max(1),
-        Workload::Steps(_) => 1,
+        Workload::Steps(_) | Workload::Fio(_) => 1,
     }
 }
 
@@ -256,6 +256,7 @@ mod tests {
             quota: QuotaMode::Off,
             tasks: 1,
             test: Some(LatfsTest::Chown),
+            fio: Default::default(),
         }
     }
 

@@ -84,6 +84,7 @@ fn cells(n: usize) -> Vec<Cell> {
                 quota: QuotaMode::Off,
                 tasks: 1,
                 test: Some(test),
+                fio: Default::default(),
             },
         })
         .collect()

@@ -86,6 +86,18 @@ impl<'a> Ctx<'a> {
         ScenarioError { origin: self.origin.to_string(), line, column, key, message, help, snippet }
     }
 
+    /// Where the value at `path` starts in the text: 1-based line and column, and the text from there on.
+    pub(super) fn value_start(&self, path: &[Seg]) -> Option<(usize, usize, &'a str)> {
+        let span = self.span_of(path, false)?;
+        let (l, c) = line_col(self.text, span.start);
+        Some((l, c, &self.text[span.start..]))
+    }
+
+    /// The file (or `<embedded:..>`) errors name.
+    pub(super) fn origin(&self) -> &'a str {
+        self.origin
+    }
+
     /// An error about the value at `path` (or, if `on_key`, about the key itself).
     pub(super) fn at(
         &self,

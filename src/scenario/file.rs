@@ -132,6 +132,22 @@ pub struct MatrixFile {
     /// lat_fs tests: open_close, create_unlink, chown, write_truncate. Default: all four (lat_fs only).
     #[serde(default)]
     pub test: Option<Vec<String>>,
+    /// fio workloads: one axis per fio option, swept over its values (`fio.bs = ["4k", "64k"]`,
+    /// `fio.iodepth = [1, 16]`). Each value is set in every job section of the cell's job.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, Vec<FioValueSchema>>")]
+    pub fio: BTreeMap<String, Vec<toml::Value>>,
+}
+
+/// Schema-only mirror of a fio sweep value: text as fio takes it, or a number.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+#[serde(untagged)]
+enum FioValueSchema {
+    /// `"4k"`, `"randwrite"`.
+    Text(String),
+    /// `16`.
+    Number(i64),
 }
 
 /// `[filesystems.<fs>]`: how one filesystem type (or a named variant of one) is made and mounted.
@@ -267,11 +283,12 @@ pub struct ArchiveFile {
     pub name: Option<String>,
 }
 
-/// `[workload]`: `kind = "lat_fs"` or `kind = "steps"`, with that kind's options.
+/// `[workload]`: `kind = "lat_fs"`, `"steps"` or `"fio"`, with that kind's options.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadFile {
-    /// `lat_fs` (lmbench's four micro loops) or `steps` (a timed sequence, repeated).
+    /// `lat_fs` (lmbench's four micro loops), `steps` (a timed sequence, repeated) or
+    /// `fio` (a fio job run on the cell's filesystems, see docs/fio.md).
     pub kind: String,
     /// lat_fs: each task runs as uid = gid = (task << 3) + 100. Default true.
     #[serde(default)]
@@ -282,10 +299,12 @@ pub struct WorkloadFile {
     /// lat_fs: open files O_WRONLY rather than O_RDONLY. Default true.
     #[serde(default)]
     pub open_for_write: Option<bool>,
-    /// lat_fs: untimed warm-up before each timed window. Default `"300ms"`.
+    /// lat_fs: untimed warm-up before each timed window. Default `"300ms"`. fio: its `ramp_time`
+    /// (default none).
     #[serde(default)]
     pub warmup: Option<String>,
-    /// lat_fs: length of each timed window. Default `"1s"`.
+    /// lat_fs: length of each timed window. Default `"1s"`. fio: `runtime` with `time_based`
+    /// (whole seconds or more; default `"10s"`).
     #[serde(default)]
     pub duration: Option<String>,
     /// lat_fs: repetitions of warm-up + window per cell: a count (default 5), or adaptive
@@ -326,6 +345,17 @@ pub struct WorkloadFile {
     /// steps: the steps, in order.
     #[serde(default)]
     pub steps: Option<Vec<StepFile>>,
+    /// fio: the job, inline, in fio's job file format (`job = """[randwrite]\nrw=randwrite\n..."""`).
+    #[serde(default)]
+    pub job: Option<String>,
+    /// fio: the job as a file, relative to the scenario's directory and beneath it
+    /// (no `..`, no symbolic links).
+    #[serde(default)]
+    pub job_file: Option<String>,
+    /// fio: `"tasks"` sets every job section's `numjobs` to the cell's task count, one clone
+    /// per task directory; `"job"` (default) leaves `numjobs` to the job.
+    #[serde(default)]
+    pub numjobs: Option<String>,
 }
 
 /// One step: `{ op = "rm_rf", path = "linux-2.5.63" }`.

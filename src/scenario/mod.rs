@@ -13,6 +13,7 @@ mod diagnose;
 pub mod diff;
 pub mod error;
 pub mod file;
+pub mod fio_job;
 // A ScenarioError is built at most once per invocation and read field by field by
 // callers and tests; boxing it to shrink every Result would buy nothing measurable.
 #[allow(clippy::result_large_err)]
@@ -30,6 +31,7 @@ use std::time::Duration;
 use crate::model::{LatfsTest, Layout, QuotaImpl, QuotaMode};
 
 pub use error::{ScenarioError, suggest};
+pub use fio_job::{FioJob, JobOption};
 pub use load::{load, load_named, load_with, parse_overridden, parse_str, parses_on_this_thread};
 
 /// The names of the matrix axes, in the order a cell id spells them (`--only` takes them too).
@@ -160,6 +162,19 @@ pub struct Matrix {
     pub tasks: Vec<u32>,
     /// lat_fs tests (empty for step workloads).
     pub test: Vec<LatfsTest>,
+    /// fio option sweeps (fio workloads only), by option name in alphabetical order.
+    pub fio: Vec<FioAxis>,
+}
+
+/// One fio option swept over values (`[matrix] fio.bs = ["4k", "64k"]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FioAxis {
+    /// The fio option (`bs`).
+    pub option: String,
+    /// Its values as fio reads them (`4k`, `16`), in the order written.
+    pub values: Vec<String>,
+    /// Where each value is written in the scenario: 1-based line and column (0, 0 when unknown).
+    pub at: Vec<(usize, usize)>,
 }
 
 impl Matrix {
@@ -173,7 +188,10 @@ impl Matrix {
             "quota" => self.quota.iter().map(|x| x.to_string()).collect(),
             "tasks" => self.tasks.iter().map(|x| x.to_string()).collect(),
             "test" if !self.test.is_empty() => self.test.iter().map(|x| x.name().to_string()).collect(),
-            _ => return None,
+            _ => match axis.strip_prefix("fio.") {
+                Some(o) => self.fio.iter().find(|a| a.option == o)?.values.clone(),
+                None => return None,
+            },
         })
     }
 }
@@ -288,16 +306,46 @@ pub enum Workload {
     Latfs(LatfsSpec),
     /// A timed sequence of steps, repeated.
     Steps(StepsSpec),
+    /// A fio job, run per repetition on the cell's task directories.
+    Fio(FioSpec),
 }
 
 impl Workload {
-    /// `lat_fs` or `steps`.
+    /// `lat_fs`, `steps` or `fio`.
     pub fn kind(&self) -> crate::model::WorkloadKind {
         match self {
             Workload::Latfs(_) => crate::model::WorkloadKind::LatFs,
             Workload::Steps(_) => crate::model::WorkloadKind::Steps,
+            Workload::Fio(_) => crate::model::WorkloadKind::Fio,
         }
     }
+}
+
+/// Options of the fio workload (see `docs/fio.md`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FioSpec {
+    /// The job as written, with where it was written.
+    pub job: FioJob,
+    /// `runtime` of every job section, with `time_based`.
+    pub duration: Duration,
+    /// `ramp_time` of every job section, when set.
+    pub warmup: Option<Duration>,
+    /// Runs of fio per cell.
+    pub repetitions: u32,
+    /// Where `numjobs` comes from.
+    pub numjobs: FioNumjobs,
+    /// Contention (of one CPU, see `host::cpu::contention_us`) above which a repetition is disturbed; `None`: not checked.
+    pub disturbance: Option<f64>,
+}
+
+/// `workload.numjobs`: who decides how many clones each job section runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FioNumjobs {
+    /// The job's own `numjobs` (fio's default 1).
+    #[default]
+    Job,
+    /// The cell's task count: one clone per task directory.
+    Tasks,
 }
 
 /// Options of the lat_fs workload, named after lmbench's flags (see `docs/lat_fs.md`).

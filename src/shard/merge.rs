@@ -373,7 +373,14 @@ mod tests {
     use crate::results::{HostInfo, RunMeta, RunShard};
 
     fn params(tasks: u32) -> CellParams {
-        CellParams { fs: "ext4".into(), layout: Layout::S, quota: QuotaMode::Off, tasks, test: None }
+        CellParams {
+            fs: "ext4".into(),
+            layout: Layout::S,
+            quota: QuotaMode::Off,
+            tasks,
+            test: None,
+            fio: Default::default(),
+        }
     }
 
     fn shard_run(host: &str, key: &str, index: u32, count: u32, cells: &[usize], sha: &str) -> LoadedRun {

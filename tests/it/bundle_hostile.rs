@@ -385,6 +385,27 @@ fn exec_step_needs_allow_exec() {
     sb.assert_nothing_written("exec");
 }
 
+#[test]
+fn a_fio_job_that_runs_a_command_needs_allow_exec() {
+    // fio's exec_prerun runs a shell command before the job: a bundle's fio job may only use
+    // the allow-listed options (bundle::fio_job), the rest is refused with the option named.
+    let scenario = "schema = 1\nname = \"fx\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"dir\"\n[workload]\nkind = \"fio\"\n\
+                    duration = \"1s\"\njob = \"[w]\\nrw=write\\nsize=1m\\nexec_prerun=touch pwned\"\n";
+    let sb = Sandbox::new();
+    std::fs::write(sb.p("work/lab.fsb"), bundle_with(vec![], |_| {}, scenario)).unwrap();
+    let (code, stdout, stderr) = sb.cmd(&["bundle", "verify", "lab.fsb"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("fio job:     `rw=write`, `size=1m`, `exec_prerun=touch pwned`"), "{stdout}");
+    assert!(stdout.contains("fio refused: `exec_prerun=touch pwned` (not on the allow-list"), "{stdout}");
+    let (code, _, stderr) = sb.cmd(&["bundle", "run", "lab.fsb", "--quiet", "--out", "res"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("refusing fio option `exec_prerun=touch pwned`") && stderr.contains("--allow-exec"),
+        "{stderr}"
+    );
+    sb.assert_nothing_written("fio exec_prerun");
+}
+
 /// `bundle verify --json` in `sb`: exit code and the document, checked against its schema.
 fn verify_json(sb: &Sandbox, case: &str) -> (i32, serde_json::Value) {
     let (code, stdout, stderr) = sb.cmd(&["bundle", "verify", "lab.fsb", "--json"]);

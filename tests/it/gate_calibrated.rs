@@ -11,7 +11,14 @@ use crate::support::fsbench;
 use crate::support::report::*;
 
 fn params() -> CellParams {
-    CellParams { fs: "ext4".into(), layout: Layout::M, quota: QuotaMode::Off, tasks: 1, test: Some(LatfsTest::Chown) }
+    CellParams {
+        fs: "ext4".into(),
+        layout: Layout::M,
+        quota: QuotaMode::Off,
+        tasks: 1,
+        test: Some(LatfsTest::Chown),
+        fio: Default::default(),
+    }
 }
 
 /// A one-round lat_fs run of one cell with tight samples around `mean`, started at `started`.

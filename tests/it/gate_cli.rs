@@ -8,7 +8,14 @@ use crate::support::fsbench;
 use crate::support::report::*;
 
 fn params(test: LatfsTest, tasks: u32) -> CellParams {
-    CellParams { fs: "ext4".into(), layout: Layout::M, quota: QuotaMode::Off, tasks, test: Some(test) }
+    CellParams {
+        fs: "ext4".into(),
+        layout: Layout::M,
+        quota: QuotaMode::Off,
+        tasks,
+        test: Some(test),
+        fio: Default::default(),
+    }
 }
 
 /// Samples around `mean` with a fixed relative spread pattern (deterministic "noise").
@@ -232,7 +239,14 @@ fn bad_input_exits_2() {
 #[test]
 fn steps_are_gated_per_step_on_elapsed() {
     let d = tempfile::tempdir().unwrap();
-    let p = CellParams { fs: "ext4".into(), layout: Layout::S, quota: QuotaMode::Off, tasks: 1, test: None };
+    let p = CellParams {
+        fs: "ext4".into(),
+        layout: Layout::S,
+        quota: QuotaMode::Off,
+        tasks: 1,
+        test: None,
+        fio: Default::default(),
+    };
     let text = "schema = 1\nname = \"untar\"\n[matrix]\nfs = [\"ext4\"]\nlayout = [\"S\"]\n[backing]\nkind = \"dir\"\n\
                 [archive]\ngenerate = \"linux-2.5.63\"\nscale = 0.01\n[workload]\nkind = \"steps\"\niterations = 5\n\
                 steps = [{ op = \"sync\" }, { op = \"untar\" }]\n";

@@ -8,7 +8,14 @@ use crate::support::{crate_root, fsbench};
 use fsbench::model::{CellParams, LatfsTest, Layout, QuotaMode};
 
 fn params(fs: &str, tasks: u32) -> CellParams {
-    CellParams { fs: fs.into(), layout: Layout::M, quota: QuotaMode::Off, tasks, test: Some(LatfsTest::OpenClose) }
+    CellParams {
+        fs: fs.into(),
+        layout: Layout::M,
+        quota: QuotaMode::Off,
+        tasks,
+        test: Some(LatfsTest::OpenClose),
+        fio: Default::default(),
+    }
 }
 
 /// Write run `i` of a lat_fs history under `root/hist/`: two cells, `value(i)` loops/ms each

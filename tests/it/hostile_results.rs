@@ -19,6 +19,7 @@ fn params(tasks: u32) -> CellParams {
         quota: QuotaMode::Off,
         tasks,
         test: Some(fsbench::model::LatfsTest::OpenClose),
+        fio: Default::default(),
     }
 }
 

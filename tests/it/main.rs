@@ -17,6 +17,7 @@ mod bundle_hostile;
 mod bundle_roundtrip;
 mod cgroup_limits;
 mod cli_docs;
+mod fio_run;
 mod fixture_cache;
 mod fixture_checked_in;
 mod fixture_cli;

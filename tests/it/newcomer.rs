@@ -144,7 +144,14 @@ fn an_unsupported_filesystem_gets_no_implausible_suggestion_and_does_not_become_
 fn small_run(dir: &std::path::Path, label: &str, extra: &str) -> std::path::PathBuf {
     use crate::support::report::*;
     use fsbench::model::*;
-    let params = CellParams { fs: "ext4".into(), layout: Layout::M, quota: QuotaMode::Off, tasks: 1, test: None };
+    let params = CellParams {
+        fs: "ext4".into(),
+        layout: Layout::M,
+        quota: QuotaMode::Off,
+        tasks: 1,
+        test: None,
+        fio: Default::default(),
+    };
     let cells = vec![latfs_cell(params.clone(), &[100.0, 101.0, 99.0, 100.5, 99.5])];
     let text = latfs_scenario_text("quota-smp", extra);
     let m = meta(Some(label), "quota-smp", &text, "lat_fs", vec![params]);

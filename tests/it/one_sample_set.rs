@@ -66,6 +66,7 @@ fn chown_run(dir: &Path, label: &str, scenario: &str, samples: &[f64]) -> PathBu
         quota: QuotaMode::Off,
         tasks: 1,
         test: Some(LatfsTest::Chown),
+        fio: Default::default(),
     };
     let text = latfs_scenario_text("quota-smp", "repetitions = 5\n");
     let m = meta(Some(label), scenario, &text, "lat_fs", vec![p.clone()]);

@@ -12,7 +12,14 @@ fn out(o: &assert_cmd::assert::Assert) -> (String, String) {
 }
 
 fn params(quota: QuotaMode, tasks: u32) -> CellParams {
-    CellParams { fs: "ext4".into(), layout: Layout::M, quota, tasks, test: Some(LatfsTest::Chown) }
+    CellParams {
+        fs: "ext4".into(),
+        layout: Layout::M,
+        quota,
+        tasks,
+        test: Some(LatfsTest::Chown),
+        fio: Default::default(),
+    }
 }
 
 /// A run of 2 quota modes × 2 task counts with 5 repetitions around `center(quota, tasks)`.

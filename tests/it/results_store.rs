@@ -22,6 +22,7 @@ fn scenario() -> Scenario {
             quota: vec![QuotaMode::Off],
             tasks: vec![1, 2],
             test: vec![LatfsTest::OpenClose, LatfsTest::Chown],
+            fio: Vec::new(),
         },
         filesystems: BTreeMap::new(),
         backing: Backing::TmpfsLoop { image_size_m: 1 << 30, image_size_s: 10 << 30 },
@@ -48,7 +49,14 @@ fn planned() -> Vec<CellParams> {
     let mut v = Vec::new();
     for tasks in [1, 2] {
         for test in [LatfsTest::OpenClose, LatfsTest::Chown] {
-            v.push(CellParams { fs: "ext2".into(), layout: Layout::M, quota: QuotaMode::Off, tasks, test: Some(test) });
+            v.push(CellParams {
+                fs: "ext2".into(),
+                layout: Layout::M,
+                quota: QuotaMode::Off,
+                tasks,
+                test: Some(test),
+                fio: Default::default(),
+            });
         }
     }
     v

@@ -130,6 +130,7 @@ pub fn latfs_cell(params: CellParams, samples: &[f64]) -> CellResult {
             latency_dist: None,
         }),
         steps: None,
+        fio: None,
         pairing: None,
         cgroup: None,
         started: "2010-11-11T12:00:00Z".into(),
@@ -162,6 +163,7 @@ pub fn seed_cells(tables: &[SeedTable], label: &str) -> Vec<(CellParams, f64)> {
                     quota,
                     tasks: row[0].parse().unwrap(),
                     test: Some(t.test),
+                    fio: Default::default(),
                 };
                 out.push((params, row[ci].parse().unwrap()));
             }
@@ -273,7 +275,14 @@ pub fn steps_scenario_text(name: &str) -> String {
 
 /// An ok steps cell with these iterations.
 pub fn steps_cell(fs: &str, iterations: Vec<Vec<StepTiming>>) -> CellResult {
-    let params = CellParams { fs: fs.into(), layout: Layout::S, quota: QuotaMode::Off, tasks: 1, test: None };
+    let params = CellParams {
+        fs: fs.into(),
+        layout: Layout::S,
+        quota: QuotaMode::Off,
+        tasks: 1,
+        test: None,
+        fio: Default::default(),
+    };
     CellResult {
         schema: RESULT_SCHEMA_VERSION,
         id: params.id(),
@@ -290,6 +299,7 @@ pub fn steps_cell(fs: &str, iterations: Vec<Vec<StepTiming>>) -> CellResult {
         }],
         latfs: None,
         steps: Some(StepsResult { iterations, ..Default::default() }),
+        fio: None,
         pairing: None,
         cgroup: None,
         started: "2003-02-28T12:00:00Z".into(),
@@ -330,7 +340,14 @@ pub fn step(label: &str, op: &str, user_ms: u64, sys_ms: u64, elapsed_ms: u64) -
 pub fn write_untar_run(dir: &Path, label: &str, per_fs: &[(&str, [u64; 3])]) -> PathBuf {
     let mut cells = Vec::new();
     for (fs, untar) in per_fs {
-        let p = CellParams { fs: fs.to_string(), layout: Layout::M, quota: QuotaMode::Off, tasks: 1, test: None };
+        let p = CellParams {
+            fs: fs.to_string(),
+            layout: Layout::M,
+            quota: QuotaMode::Off,
+            tasks: 1,
+            test: None,
+            fio: Default::default(),
+        };
         let iterations = untar
             .iter()
             .map(|u| {
@@ -421,6 +438,7 @@ pub fn write_paired_run(
                 quota: QuotaMode::Off,
                 tasks: 1,
                 test: Some(*test),
+                fio: Default::default(),
             };
             let cell = latfs_cell(p, &values[arm]);
             cells.push(as_pair_member(cell, arms, arm, &group, dropped, Some(pairing::PairStop::MaxPairs)));

@@ -93,6 +93,7 @@ pub(super) fn latfs_csv(
                     quota: col.quota,
                     tasks: *tasks,
                     test: Some(t.test),
+                    fio: Default::default(),
                 }
                 .id();
                 match counters.iter().find(|c| c.label == col.label && c.id == id) {

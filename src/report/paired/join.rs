@@ -259,6 +259,8 @@ impl Side<'_> {
                     })
                     .collect()
             }
+            // fio cells are not paired by `run` yet, so a fio run holds no pairs to read.
+            Metric::Fio(_) => Vec::new(),
         };
         let mut rows = Vec::new();
         for (name, step, key, pair) in quantities {

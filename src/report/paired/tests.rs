@@ -9,7 +9,7 @@ use crate::scenario::GateSpec;
 use crate::stats::paired::{alpha_per_look, change_of_log_ratios, wilcoxon};
 
 fn params(fs: &str, test: Option<LatfsTest>) -> CellParams {
-    CellParams { fs: fs.into(), layout: Layout::S, quota: QuotaMode::Off, tasks: 1, test }
+    CellParams { fs: fs.into(), layout: Layout::S, quota: QuotaMode::Off, tasks: 1, test, fio: Default::default() }
 }
 
 fn pairing(arm: usize, group: &str, slots: &[u32], dropped: &[u32]) -> CellPairing {
@@ -64,6 +64,7 @@ fn latfs_cell(fs: &str, values: &[f64], p: CellPairing) -> CellResult {
         steps: None,
         pairing: Some(p),
         cgroup: None,
+        fio: None,
         started: String::new(),
         finished: String::new(),
     }

@@ -9,7 +9,17 @@ use crate::scenario::units::{parse_duration, parse_percent};
 use crate::scenario::*;
 
 pub(super) fn validate_latfs(ctx: &Ctx, w: &WorkloadFile) -> Result<LatfsSpec, ScenarioError> {
-    reject_foreign(ctx, "lat_fs", &[("iterations", w.iterations.is_some()), ("steps", w.steps.is_some())])?;
+    reject_foreign(
+        ctx,
+        "lat_fs",
+        &[
+            ("iterations", w.iterations.is_some()),
+            ("steps", w.steps.is_some()),
+            ("job", w.job.is_some()),
+            ("job_file", w.job_file.is_some()),
+            ("numjobs", w.numjobs.is_some()),
+        ],
+    )?;
     let (min_repetitions, repetitions, ci_target) = validate_repetitions(ctx, w.repetitions.as_ref())?;
     let pin = match w.pin.as_deref() {
         None | Some("none") => Pin::None,
@@ -129,7 +139,7 @@ fn validate_repetitions(ctx: &Ctx, v: Option<&toml::Value>) -> Result<(u32, u32,
     Ok((min as u32, max as u32, ci))
 }
 
-fn duration_in(
+pub(super) fn duration_in(
     ctx: &Ctx,
     key: &str,
     v: &Option<String>,

@@ -124,7 +124,12 @@ pub(super) fn validate_matrix(ctx: &Ctx, m: &MatrixFile, workload_kind: &str) ->
             })?
         }
     };
-    let lens = [fs.len(), layout.len(), quota.len(), tasks.len(), test.len().max(1)];
+    let fio = validate_fio_axes(ctx, m, workload_kind)?;
+    let sweeps = fio.iter().try_fold(1usize, |a, x| a.checked_mul(x.values.len())).unwrap_or(usize::MAX);
+    let mut lens = vec![fs.len(), layout.len(), quota.len(), tasks.len(), test.len().max(1)];
+    if !fio.is_empty() {
+        lens.push(sweeps);
+    }
     let cells = lens.iter().try_fold(1usize, |a, &b| a.checked_mul(b));
     if cells.is_none_or(|n| n > MAX_CELLS) {
         let shown = lens.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" × ");
@@ -135,5 +140,62 @@ pub(super) fn validate_matrix(ctx: &Ctx, m: &MatrixFile, workload_kind: &str) ->
             Some("split the scenario, or narrow an axis".into()),
         ));
     }
-    Ok(Matrix { fs, layout, quota, tasks, test })
+    Ok(Matrix { fs, layout, quota, tasks, test, fio })
+}
+
+/// `[matrix] fio.<option> = [...]`: option names as fio spells them, values that are
+/// text or numbers made of the characters a cell id may carry.
+fn validate_fio_axes(ctx: &Ctx, m: &MatrixFile, workload_kind: &str) -> Result<Vec<FioAxis>, ScenarioError> {
+    if m.fio.is_empty() {
+        return Ok(Vec::new());
+    }
+    if workload_kind != "fio" {
+        return Err(ctx.at(
+            &p("matrix.fio"),
+            true,
+            "axes `matrix.fio.*` are only for fio workloads",
+            Some("remove them, or use `kind = \"fio\"`".into()),
+        ));
+    }
+    let mut out = Vec::new();
+    for (option, values) in &m.fio {
+        let key = format!("fio.{option}");
+        let path = p(&format!("matrix.{key}"));
+        if option.is_empty() || !option.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') {
+            return Err(ctx.at(&path, true, format!("`{option}` is not a fio option name"), None));
+        }
+        if let Some((_, why)) = super::fio::SET_BY_FSBENCH.iter().find(|(n, _)| n == option) {
+            return Err(ctx.at(&path, true, format!("`{option}` cannot be swept"), Some((*why).to_string())));
+        }
+        let as_text: Vec<String> = values
+            .iter()
+            .map(|v| match v {
+                toml::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect();
+        let parsed = axis(ctx, &key, &as_text, |v| {
+            let ok =
+                !v.is_empty() && v.len() <= 32 && v.chars().all(|c| c.is_ascii_alphanumeric() || "._:+%-".contains(c));
+            if ok {
+                Ok(v.to_string())
+            } else {
+                Err((
+                    format!("fio sweep value `{v}` is not usable in a cell id"),
+                    Some("use up to 32 characters from A-Z a-z 0-9 . _ : + % -".into()),
+                ))
+            }
+        })?;
+        for (i, v) in values.iter().enumerate() {
+            if !matches!(v, toml::Value::String(_) | toml::Value::Integer(_)) {
+                let item = with(path.clone(), Seg::Index(i));
+                return Err(ctx.value(&item, format!("expected text or an integer, found {}", v.type_str())));
+            }
+        }
+        let at = (0..values.len())
+            .map(|i| ctx.value_start(&with(path.clone(), Seg::Index(i))).map_or((0, 0), |(l, c, _)| (l, c)))
+            .collect();
+        out.push(FioAxis { option: option.clone(), values: parsed, at });
+    }
+    Ok(out)
 }

@@ -15,6 +15,7 @@ mod backing;
 mod cgroup;
 mod compare;
 mod filesystems;
+mod fio;
 mod latfs;
 mod matrix;
 mod steps;
@@ -29,10 +30,12 @@ use super::*;
 use backing::validate_backing;
 use compare::validate_compare;
 use filesystems::{validate_filesystems, validate_sysctl};
+use fio::validate_fio;
 use latfs::validate_latfs;
 use matrix::validate_matrix;
 use steps::{validate_archive, validate_steps};
 
+pub use fio::SET_BY_FSBENCH as FIO_SET_BY_FSBENCH;
 pub use matrix::MAX_CELLS;
 
 /// Check every value of the file structs and build the domain types; `source` is left for the caller.
@@ -66,12 +69,13 @@ pub(super) fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Sc
     let workload_kind = match f.workload.kind.as_str() {
         "lat_fs" => "lat_fs",
         "steps" => "steps",
+        "fio" => "fio",
         other => {
             return Err(ctx.at(
                 &p("workload.kind"),
                 false,
                 format!("unknown workload kind `{other}`"),
-                did_you_mean(other, &["lat_fs", "steps"]).or(Some("use `lat_fs` or `steps`".into())),
+                did_you_mean(other, &["lat_fs", "steps", "fio"]).or(Some("use `lat_fs`, `steps` or `fio`".into())),
             ));
         }
     };
@@ -108,6 +112,7 @@ pub(super) fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Sc
     let archive = f.archive.as_ref().map(|a| validate_archive(ctx, a, base_dir)).transpose()?;
     let workload = match workload_kind {
         "lat_fs" => Workload::Latfs(validate_latfs(ctx, &f.workload)?),
+        "fio" => Workload::Fio(validate_fio(ctx, &f.workload, base_dir)?),
         _ => Workload::Steps(validate_steps(ctx, &f.workload, archive.as_ref())?),
     };
     let gate = match &f.gate {
@@ -196,11 +201,16 @@ fn validate_gate(ctx: &Ctx, g: &GateFile, matrix: &Matrix, workload: &Workload) 
     let keys: Vec<&str> = match workload {
         Workload::Latfs(_) => matrix.test.iter().map(|t| t.name()).collect(),
         Workload::Steps(st) => st.steps.iter().map(|s| s.op()).collect(),
+        Workload::Fio(_) => crate::model::FIO_METRICS.to_vec(),
     };
     for (k, v) in &g.thresholds {
         let path = with(p("gate.thresholds"), Seg::Key(k.clone()));
         if !keys.contains(&k.as_str()) {
-            let what = if matches!(workload, Workload::Latfs(_)) { "lat_fs test" } else { "step op" };
+            let what = match workload {
+                Workload::Latfs(_) => "lat_fs test",
+                Workload::Steps(_) => "step op",
+                Workload::Fio(_) => "fio metric",
+            };
             return Err(ctx.at(
                 &path,
                 true,

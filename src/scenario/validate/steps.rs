@@ -109,6 +109,9 @@ pub(super) fn validate_steps(
             ("max_reruns", w.max_reruns.is_some()),
             ("pin", w.pin.is_some()),
             ("latency", w.latency.is_some()),
+            ("job", w.job.is_some()),
+            ("job_file", w.job_file.is_some()),
+            ("numjobs", w.numjobs.is_some()),
         ],
     )?;
     let iterations = int_in(ctx, "workload.iterations", w.iterations, 1, 1, 10_000)?;

@@ -32,6 +32,7 @@ fn seeds() -> Vec<(Value, Value)> {
         quota: QuotaMode::Off,
         tasks: 2,
         test: Some(LatfsTest::Chown),
+        fio: Default::default(),
     };
     let text = latfs_scenario_text("hostile", "");
     let mut m = meta(Some("BASE"), "hostile", &text, "lat_fs", vec![p.clone()]);

@@ -1,0 +1,246 @@
+//! The fio report: one table per run label, a row per cell (IOPS, bandwidth,
+//! completion latency, fio's CPU), and with several runs a ratio column of each
+//! label's median IOPS to the first label's, cell by cell.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::json::ReportJson;
+use super::markup::Markup;
+use super::plot::{PlotError, PlotImage};
+use super::{CompareOptions, WorkloadReport};
+use crate::model::{CellResult, FioResult, OUTPUT_SCHEMA_VERSION};
+use crate::results::LoadedRun;
+
+/// One cell of one run, as the report shows it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct FioRow {
+    /// The run's label.
+    pub label: String,
+    /// Cell id (`ext4-S-qoff-t1-bs=4k`).
+    pub cell: String,
+    /// fio's version.
+    pub fio_version: String,
+    /// Repetitions in the statistics (undisturbed).
+    pub n: usize,
+    /// Median IOPS (read + write, all jobs).
+    pub iops: f64,
+    /// 95% CI of the mean IOPS, lower and upper bound.
+    pub iops_ci95: (f64, f64),
+    /// Median bandwidth, MiB/s.
+    pub bw_mib_s: f64,
+    /// Median of the mean completion latency, µs.
+    pub clat_mean_us: f64,
+    /// Median p99 completion latency, µs.
+    pub clat_p99_us: f64,
+    /// Median p50 / p90 / p99.9 completion latency over the repetitions, µs.
+    pub clat_p50_p90_p99_9_us: (f64, f64, f64),
+    /// fio's user / system CPU summed over jobs, mean over repetitions, percent of one CPU.
+    pub cpu_usr_sys: (f64, f64),
+    /// This label's median IOPS over the first label's for the same cell (compare only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iops_ratio: Option<f64>,
+}
+
+/// `fsbench report --json` of a fio run (`"workload": "fio"`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct FioReportJson {
+    /// Document version ([`OUTPUT_SCHEMA_VERSION`]).
+    pub schema: u32,
+    /// Scenario name.
+    pub scenario: String,
+    /// The runs, in label order; the first is the reference of the ratios.
+    pub runs: Vec<super::json::ReportRun>,
+    /// What the comparison found different between the runs.
+    pub warnings: Vec<String>,
+    /// A row per (label, cell) that has fio figures.
+    pub rows: Vec<FioRow>,
+    /// Cells without a number: skipped, failed, disturbed, or planned but never stored.
+    pub not_measured: Vec<crate::report::NotMeasured>,
+    /// Result files that could not be read, one line each.
+    pub problems: Vec<String>,
+}
+
+/// A fio report of `runs`.
+pub(super) struct FioReport<'a> {
+    runs: &'a [(&'a str, &'a LoadedRun)],
+    rows: Vec<FioRow>,
+}
+
+fn median_of(f: &FioResult, get: impl Fn(&crate::model::FioRepetition) -> f64) -> f64 {
+    let v: Vec<f64> = f.repetitions.iter().filter(|x| x.counts()).map(get).collect();
+    crate::stats::median(&v)
+}
+
+fn row(label: &str, cell: &CellResult, f: &FioResult) -> FioRow {
+    let counted = f.repetitions.iter().filter(|x| x.counts()).count().max(1) as f64;
+    let cpu = |g: fn(&crate::model::FioJobStats) -> f64| {
+        f.repetitions.iter().filter(|x| x.counts()).map(|x| g(&x.total)).sum::<f64>() / counted
+    };
+    FioRow {
+        label: label.to_string(),
+        cell: cell.id.clone(),
+        fio_version: f.fio_version.clone(),
+        n: f.iops.n,
+        iops: f.iops.median,
+        iops_ci95: (f.iops.ci95_low, f.iops.ci95_high),
+        bw_mib_s: f.bw_bytes.median / (1024.0 * 1024.0),
+        clat_mean_us: f.clat_mean_us.median,
+        clat_p99_us: f.clat_p99_us.median,
+        clat_p50_p90_p99_9_us: (
+            median_of(f, |x| x.total.all.clat_ns.p50 / 1e3),
+            median_of(f, |x| x.total.all.clat_ns.p90 / 1e3),
+            median_of(f, |x| x.total.all.clat_ns.p99_9 / 1e3),
+        ),
+        cpu_usr_sys: (cpu(|t| t.usr_cpu), cpu(|t| t.sys_cpu)),
+        iops_ratio: None,
+    }
+}
+
+impl<'a> FioReport<'a> {
+    /// The rows of `runs`; with `compare`, each label's IOPS ratio to the first label's.
+    pub(super) fn build(runs: &'a [(&'a str, &'a LoadedRun)], compare: Option<&CompareOptions>) -> Self {
+        let mut rows: Vec<FioRow> = runs
+            .iter()
+            .flat_map(|(label, run)| {
+                run.cells.iter().filter_map(move |c| c.fio.as_ref().filter(|f| f.iops.n > 0).map(|f| row(label, c, f)))
+            })
+            .collect();
+        if compare.is_some() && runs.len() > 1 {
+            let first = runs[0].0;
+            let base: Vec<(String, f64)> =
+                rows.iter().filter(|r| r.label == first).map(|r| (r.cell.clone(), r.iops)).collect();
+            for r in rows.iter_mut().filter(|r| r.label != first) {
+                r.iops_ratio =
+                    base.iter().find(|(c, _)| *c == r.cell).filter(|(_, b)| *b > 0.0).map(|(_, b)| r.iops / b);
+            }
+        }
+        FioReport { runs, rows }
+    }
+
+    fn header(&self) -> Vec<String> {
+        let mut h: Vec<String> = [
+            "cell",
+            "n",
+            "IOPS",
+            "IOPS 95% CI",
+            "MiB/s",
+            "clat mean µs",
+            "p50 µs",
+            "p90 µs",
+            "p99 µs",
+            "p99.9 µs",
+            "usr%",
+            "sys%",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        if self.rows.iter().any(|r| r.iops_ratio.is_some()) {
+            h.push("IOPS ratio".into());
+        }
+        h
+    }
+
+    fn table_rows(&self, label: &str, with_ratio: bool) -> Vec<Vec<String>> {
+        self.rows
+            .iter()
+            .filter(|r| r.label == label)
+            .map(|r| {
+                let (p50, p90, p999) = r.clat_p50_p90_p99_9_us;
+                let mut v = vec![
+                    r.cell.clone(),
+                    r.n.to_string(),
+                    format!("{:.0}", r.iops),
+                    format!("{:.0}..{:.0}", r.iops_ci95.0, r.iops_ci95.1),
+                    format!("{:.2}", r.bw_mib_s),
+                    format!("{:.1}", r.clat_mean_us),
+                    format!("{p50:.1}"),
+                    format!("{p90:.1}"),
+                    format!("{:.1}", r.clat_p99_us),
+                    format!("{p999:.1}"),
+                    format!("{:.1}", r.cpu_usr_sys.0),
+                    format!("{:.1}", r.cpu_usr_sys.1),
+                ];
+                if with_ratio {
+                    v.push(r.iops_ratio.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into()));
+                }
+                v
+            })
+            .collect()
+    }
+
+    fn write_tables(&self, m: &mut dyn Markup) {
+        let header = self.header();
+        let with_ratio = header.len() > 12;
+        m.paragraph(
+            "fio per cell: medians over the undisturbed repetitions; IOPS and bandwidth are reads plus writes of all jobs, latency is completion latency over all jobs' I/O (percentiles from fio's merged histograms).",
+        );
+        for (label, _) in self.runs {
+            m.heading(2, &format!("{label} fio"));
+            m.table(&header, &self.table_rows(label, with_ratio));
+        }
+    }
+}
+
+impl WorkloadReport for FioReport<'_> {
+    fn write(&self, m: &mut dyn Markup, _long: bool) {
+        self.write_tables(m);
+    }
+
+    fn write_html(&self, m: &mut dyn Markup) -> Result<(), PlotError> {
+        self.write_tables(m);
+        Ok(())
+    }
+
+    fn csv(&self) -> String {
+        let mut out = String::from(
+            "label,cell,fio_version,n,iops,iops_ci95_low,iops_ci95_high,bw_mib_s,clat_mean_us,clat_p50_us,clat_p90_us,clat_p99_us,clat_p99_9_us,usr_cpu,sys_cpu,iops_ratio\n",
+        );
+        use super::format::{csv_num, csv_record};
+        for r in &self.rows {
+            let (p50, p90, p999) = r.clat_p50_p90_p99_9_us;
+            let nums = [
+                r.iops,
+                r.iops_ci95.0,
+                r.iops_ci95.1,
+                r.bw_mib_s,
+                r.clat_mean_us,
+                p50,
+                p90,
+                r.clat_p99_us,
+                p999,
+                r.cpu_usr_sys.0,
+                r.cpu_usr_sys.1,
+            ];
+            let mut fields = vec![r.label.clone(), r.cell.clone(), r.fio_version.clone(), r.n.to_string()];
+            fields.extend(nums.iter().map(|x| csv_num(Some(*x))));
+            fields.push(csv_num(r.iops_ratio));
+            out.push_str(&csv_record(&fields));
+        }
+        out
+    }
+
+    fn json(self: Box<Self>, warnings: &[String]) -> ReportJson {
+        let runs = self.runs;
+        ReportJson::Fio(FioReportJson {
+            schema: OUTPUT_SCHEMA_VERSION,
+            scenario: super::scenario_name(runs).to_string(),
+            runs: super::json_runs(runs),
+            warnings: warnings.to_vec(),
+            rows: self.rows,
+            not_measured: super::not_measured::not_measured(runs),
+            problems: super::all_problems(runs),
+        })
+    }
+
+    fn plots(&self) -> Result<Vec<PlotImage>, PlotError> {
+        Ok(Vec::new())
+    }
+
+    fn seed_text(&self, _image_prefix: Option<&str>) -> String {
+        let mut m: Box<dyn Markup> = Box::new(super::markup::Plain::default());
+        self.write_tables(&mut *m);
+        m.finish()
+    }
+}

@@ -1,0 +1,176 @@
+//! The fio workload: the scenario's job composed for each cell ([`compose`]), checked
+//! by fio before anything is provisioned ([`check`]), run once per repetition as a
+//! contained child writing its JSON to a file, and that file read into typed figures
+//! ([`json`]).
+
+// A ScenarioError is built at most once per invocation, as in `scenario`: boxing it would buy nothing.
+#[allow(clippy::result_large_err)]
+pub mod check;
+pub mod compose;
+pub mod json;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::model::{FioRepetition, FioResult};
+use crate::monitor::Watch;
+use crate::scenario::FioSpec;
+use crate::workload::child::{self, Waited};
+use compose::{CellJob, compose};
+
+pub use check::{FIO, fio_version, parse_only};
+
+/// What a fio cell runs: the spec, the cell's task directories, and where fio's files go.
+pub struct FioRun<'a> {
+    /// The scenario's fio options.
+    pub spec: &'a FioSpec,
+    /// One directory per task on the filesystems under test.
+    pub task_dirs: &'a [PathBuf],
+    /// The cell's task count.
+    pub tasks: u32,
+    /// The cell's sweep values.
+    pub sweeps: &'a BTreeMap<String, String>,
+    /// A directory of the run's work directory for this cell: the job file, and per
+    /// repetition fio's JSON output and its stderr. Not on the filesystem under test.
+    pub out_dir: &'a Path,
+}
+
+/// Why a fio cell failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FioError {
+    /// fio could not be started, or its files not written or read.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// fio exited with a failure.
+    #[error("{version} exited with status {status} in repetition {repetition}: {stderr}")]
+    Failed {
+        /// fio's version.
+        version: String,
+        /// Exit status (or 128 + signal).
+        status: i32,
+        /// 1-based repetition.
+        repetition: u32,
+        /// The end of what fio printed to stderr.
+        stderr: String,
+    },
+    /// fio's output file could not be read as fio's JSON.
+    #[error("repetition {repetition}: {source}")]
+    Output {
+        /// 1-based repetition.
+        repetition: u32,
+        /// What was wrong with it.
+        source: json::FioJsonError,
+    },
+    /// SIGINT or SIGTERM arrived: fio was stopped.
+    #[error("interrupted: fio was stopped")]
+    Stopped,
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> FioError {
+    let what = what.into();
+    move |source| FioError::Io { what, source }
+}
+
+/// Run the cell's repetitions, reading `watch`'s counters around each and judging
+/// each for disturbance; `starting(i, n)` before repetition `i` (from 1) of `n`.
+pub fn run_monitored(run: &FioRun, watch: Option<&Watch>, starting: &dyn Fn(u32, u32)) -> Result<FioResult, FioError> {
+    let version = fio_version().unwrap_or_else(|| "fio (version unknown)".into());
+    std::fs::create_dir_all(run.out_dir).map_err(io(format!("cannot create {}", run.out_dir.display())))?;
+    let (job, _) = compose(run.spec, &CellJob { task_dirs: run.task_dirs, tasks: run.tasks, sweeps: run.sweeps });
+    let job_file = run.out_dir.join("job.fio");
+    std::fs::write(&job_file, &job).map_err(io(format!("cannot write {}", job_file.display())))?;
+    let n = run.spec.repetitions;
+    let mut result = FioResult { job, ..Default::default() };
+    for i in 0..n {
+        if crate::signals::interrupted() {
+            return Err(FioError::Stopped);
+        }
+        starting(i + 1, n);
+        let window = run.spec.disturbance.map(|t| (t, crate::host::cpu::Window::start(std::process::id())));
+        let before = watch.map(Watch::snapshot);
+        let output = run_once(run, &job_file, i + 1, &version)?;
+        let counters = watch.zip(before).map(|(w, b)| b.delta(&w.snapshot()));
+        let needed = output.jobs.len().max(1) as u32;
+        result.fio_version = output.version;
+        result.repetitions.push(FioRepetition {
+            index: i,
+            total: output.total,
+            jobs: output.jobs,
+            disturbance: window.and_then(|(t, w)| w.finish(t, needed)),
+            counters,
+        });
+    }
+    summarise(&mut result);
+    Ok(result)
+}
+
+/// A fio cell's value as one member of a pair (`[compare] arms`): the median IOPS of its
+/// repetitions, for the paired log ratios; a cell without fio figures voids its pair.
+pub fn member_value(r: &crate::model::CellResult) -> Result<f64, String> {
+    let Some(f) = &r.fio else { return Err("no fio figures".into()) };
+    let v: Vec<f64> = f.repetitions.iter().filter(|x| x.counts()).map(|x| x.total.all.iops).collect();
+    if v.is_empty() {
+        return Err("every fio repetition was disturbed".into());
+    }
+    Ok(crate::stats::median(&v))
+}
+
+/// The cell's statistics over its undisturbed repetitions.
+pub fn summarise(r: &mut FioResult) {
+    let of = |f: &dyn Fn(&FioRepetition) -> f64| -> Vec<f64> {
+        r.repetitions.iter().filter(|x| x.counts()).map(f).collect()
+    };
+    let iops = of(&|x| x.total.all.iops);
+    let bw = of(&|x| x.total.all.bw_bytes);
+    let p99 = of(&|x| x.total.all.clat_ns.p99 / 1e3);
+    let mean = of(&|x| x.total.all.clat_ns.mean / 1e3);
+    r.iops = crate::stats::summarize(&iops);
+    r.bw_bytes = crate::stats::summarize(&bw);
+    r.clat_p99_us = crate::stats::summarize(&p99);
+    r.clat_mean_us = crate::stats::summarize(&mean);
+}
+
+/// One fio run: started contained in the first task's directory, waited for (stopped
+/// on SIGINT/SIGTERM to fsbench), and its output file read.
+fn run_once(run: &FioRun, job_file: &Path, repetition: u32, version: &str) -> Result<json::FioOutput, FioError> {
+    let out_file = run.out_dir.join(format!("rep{repetition}.json"));
+    let err_file = run.out_dir.join(format!("rep{repetition}.stderr"));
+    // A stale file from an earlier attempt must not be read as this run's.
+    let _ = std::fs::remove_file(&out_file);
+    let stderr = std::fs::File::create(&err_file).map_err(io(format!("cannot create {}", err_file.display())))?;
+    let cwd = run.task_dirs.first().map(PathBuf::as_path).unwrap_or(run.out_dir);
+    let mut cmd = Command::new(FIO);
+    cmd.arg("--output-format=json+")
+        .arg(format!("--output={}", out_file.display()))
+        .arg(job_file)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr);
+    let child = child::contain(&mut cmd).spawn().map_err(io("cannot start fio"))?;
+    let pid = child.id() as libc::pid_t;
+    // Reaped by pid inside wait_or_stop; the Child handle is only dropped.
+    drop(child);
+    let reaped = match child::wait_or_stop(pid, &crate::signals::interrupted).map_err(io("cannot wait for fio"))? {
+        Waited::Stopped => return Err(FioError::Stopped),
+        Waited::Exited(r) => r,
+    };
+    let status = if libc::WIFEXITED(reaped.status) {
+        libc::WEXITSTATUS(reaped.status)
+    } else {
+        128 + libc::WTERMSIG(reaped.status)
+    };
+    if status != 0 {
+        let said = std::fs::read_to_string(&err_file).unwrap_or_default();
+        let tail: Vec<&str> = said.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect();
+        return Err(FioError::Failed { version: version.to_string(), status, repetition, stderr: tail.join(" / ") });
+    }
+    let text = std::fs::read_to_string(&out_file).map_err(io(format!("cannot read {}", out_file.display())))?;
+    json::parse(&text, version).map_err(|source| FioError::Output { repetition, source })
+}

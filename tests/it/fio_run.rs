@@ -1,0 +1,160 @@
+//! The fio workload end to end: a tiny real fio job on loop-mounted ext4 gives IOPS and
+//! p99 per cell, gates and compares on them; fio's refusals stop the run before
+//! anything is provisioned; a missing fio skips with the remedy; SIGTERM to fsbench
+//! alone stops fio with nothing left behind.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::kernel::assert_no_leaks;
+use crate::support::poll;
+use crate::support::sandbox::{Sandbox, cell_ids};
+
+/// A one-second 4k random-write job with fsync on an ext4 loop over tmpfs; `extra` goes into `[matrix]`.
+fn scenario(sb: &Sandbox, duration: &str, extra_matrix: &str, job_extra: &str) -> PathBuf {
+    let text = format!(
+        "schema = 1\nname = \"fio-tiny\"\n[matrix]\nfs = [\"ext4\"]\n{extra_matrix}\n[backing]\nkind = \"tmpfs-loop\"\nimage_size = \"64MiB\"\n\
+         [workload]\nkind = \"fio\"\nduration = \"{duration}\"\nrepetitions = 2\nnumjobs = \"tasks\"\n\
+         job = \"\"\"\n[randwrite]\nrw=randwrite\nbs=4k\nsize=8m\nfsync=1\nioengine=psync\n{job_extra}\"\"\"\n"
+    );
+    let path = sb.path().join("fio-tiny.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn have_fio(test: &str) -> bool {
+    if fsbench::workload::fio::fio_version().is_some() {
+        return true;
+    }
+    crate::support::skip(test, "fio is not installed (apt-get install fio)");
+    false
+}
+
+fn cell_json(run: &Path, id: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(run.join(format!("cells/{id}.json"))).unwrap()).unwrap()
+}
+
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn a_tiny_fio_job_reports_iops_and_p99_per_cell_and_gates_on_iops() {
+    skip_unless_root!();
+    if !have_fio(&test_name!()) {
+        return;
+    }
+    let sb = Sandbox::new("fsbench-fio-");
+    let file = scenario(&sb, "1s", "tasks = [1, 2]", "");
+    let out = sb.fsbench(&["run", file.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = &sb.runs()[0];
+    assert_eq!(cell_ids(run), ["ext4-S-qoff-t1", "ext4-S-qoff-t2"]);
+    for id in ["ext4-S-qoff-t1", "ext4-S-qoff-t2"] {
+        let c = cell_json(run, id);
+        assert_eq!(c["status"], "ok", "{c}");
+        let fio = &c["fio"];
+        assert!(fio["fio_version"].as_str().unwrap().starts_with("fio-"), "{fio}");
+        assert_eq!(fio["iops"]["n"], 2);
+        assert!(fio["iops"]["median"].as_f64().unwrap() > 0.0, "{fio}");
+        assert!(fio["clat_p99_us"]["median"].as_f64().unwrap() > 0.0, "{fio}");
+        // numjobs = "tasks": one clone per task, each in its own task directory.
+        let jobs = fio["repetitions"][0]["jobs"].as_array().unwrap().len();
+        assert_eq!(jobs, if id.ends_with("t1") { 1 } else { 2 });
+    }
+    // The report and a gate of the run against itself, on IOPS.
+    let report = crate::support::fsbench().args(["report", run.to_str().unwrap(), "--format", "csv"]).output().unwrap();
+    let csv = String::from_utf8_lossy(&report.stdout);
+    assert!(csv.starts_with("label,cell,fio_version,n,iops,"), "{csv}");
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    let r = run.to_str().unwrap();
+    let gate = crate::support::fsbench()
+        .args(["gate", "--baseline", r, "--candidate", r, "--metric", "iops"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&gate.stdout);
+    assert!(gate.status.success(), "{said}{}", String::from_utf8_lossy(&gate.stderr));
+    assert!(said.contains("iops [IOPS], lower is worse"), "{said}");
+    let bad = crate::support::fsbench()
+        .args(["gate", "--baseline", r, "--candidate", r, "--metric", "total_loops"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("iops, bw, p99, clat_mean"));
+    assert_no_leaks(sb.path());
+}
+
+#[test]
+fn an_option_fio_refuses_stops_the_run_at_its_scenario_line() {
+    if !have_fio(&test_name!()) {
+        return;
+    }
+    let sb = Sandbox::new("fsbench-fio-");
+    let file = scenario(&sb, "1s", "", "bogus=3\n");
+    let out = sb.fsbench(&["run", file.to_str().unwrap()]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    // Line 21 of the scenario: the job starts on line 15 (`[randwrite]`), bogus=3 is its 7th line.
+    assert!(stderr.contains(&format!("{}:21:1: fio refuses `bogus=3`", file.display())), "{stderr}");
+    assert!(sb.runs().is_empty(), "nothing may be run before fio accepted the job");
+}
+
+#[test]
+fn without_fio_the_cell_is_skipped_with_the_remedy() {
+    let sb = Sandbox::new("fsbench-fio-");
+    let file = scenario(&sb, "1s", "", "").to_str().unwrap().to_string();
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("kind = \"tmpfs-loop\"\nimage_size = \"64MiB\"", "kind = \"dir\"");
+    std::fs::write(&file, text).unwrap();
+    let empty = sb.path().join("no-tools");
+    std::fs::create_dir(&empty).unwrap();
+    let out = sb.fsbench(&["run", &file]).env("PATH", &empty).output().unwrap();
+    let run = &sb.runs()[0];
+    let c = cell_json(run, "ext4-S-qoff-t1");
+    assert_eq!(c["status"], "skipped", "{c}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(c["skip"]["remedy"], "apt-get install fio");
+    let plan = crate::support::fsbench().args(["plan", &file]).env("PATH", &empty).output().unwrap();
+    assert!(String::from_utf8_lossy(&plan.stdout).contains("apt-get install fio"));
+}
+
+/// The child of `parent` whose command line starts with `fio`.
+fn fio_child(parent: &Child) -> Option<i32> {
+    std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let ppid: u32 = stat.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()?;
+        let cmd = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).ok()?;
+        (ppid == parent.id() && cmd.starts_with("fio\0")).then_some(pid)
+    })
+}
+
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn sigterm_to_fsbench_alone_during_a_fio_cell_stops_fio_and_leaves_nothing() {
+    skip_unless_root!();
+    if !have_fio(&test_name!()) {
+        return;
+    }
+    let sb = Sandbox::new("fsbench-fio-");
+    let file = scenario(&sb, "60s", "", "");
+    let mut child =
+        sb.fsbench(&["run", file.to_str().unwrap()]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let fio =
+        poll(Duration::from_secs(60), Duration::from_millis(20), || fio_child(&child)).expect("fio never started");
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    let t0 = Instant::now();
+    let code = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st.code();
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "fsbench did not stop");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(t0.elapsed() < Duration::from_secs(10), "stopping took {:?}", t0.elapsed());
+    let stat = std::fs::read_to_string(format!("/proc/{fio}/stat")).unwrap_or_default();
+    assert!(stat.is_empty() || stat.contains(") Z"), "fio outlived the interrupt: {stat}");
+    assert!(cell_ids(&sb.runs()[0]).is_empty(), "an interrupted fio cell is not stored");
+    assert_no_leaks(sb.path());
+}
