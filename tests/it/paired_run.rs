@@ -71,3 +71,61 @@ fn a_paired_run_stores_pairs_that_join_its_arms() {
     }
     assert_no_leaks(sb.path());
 }
+
+/// A real slowdown, injected: the candidate arm's workers run in a cgroup held to a quarter
+/// of a CPU (`cpu.max`), the baseline's in one without a limit (so both arms are scheduled
+/// as a group). The paired gate must call it `regressed` by itself (`gate RUN`, exit 1),
+/// with the limit read back into the candidate's cell file and no group left behind.
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn a_cpu_limited_arm_is_gated_regressed_by_the_paired_gate() {
+    skip_unless_root!();
+    let sb = Sandbox::new("fsbench-paired-slow-");
+    let scenario = sb.path().join("slow.toml");
+    std::fs::write(
+        &scenario,
+        r#"schema = 1
+name = "slow"
+description = "ext4 against ext4 held to a quarter of a CPU, paired"
+[matrix]
+fs = ["ext4", "ext4-slow"]
+layout = ["S"]
+tasks = [1]
+test = ["chown"]
+[filesystems.ext4]
+mount = ["barrier=0", "noload"]
+cgroup = { "cpu.max" = "max" }
+[filesystems.ext4-slow]
+type = "ext4"
+mount = ["barrier=0", "noload"]
+cgroup = { "cpu.max" = "25000 100000" }
+[backing]
+kind = "tmpfs-loop"
+image_size = "64MiB"
+[workload]
+kind = "lat_fs"
+warmup = "20ms"
+duration = "200ms"
+repetitions = 2
+disturbance = "off"
+[compare]
+arms = "fs"
+pairs = { min = 3, max = 6 }
+seed = 5
+[gate]
+threshold = "5%"
+"#,
+    )
+    .unwrap();
+    let out = sb.fsbench(&["run", scenario.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = sb.runs()[0].clone();
+    let slow = cell(&run, "ext4-slow-S-qoff-t1-chown");
+    let limits = slow["cgroup"]["limits"].as_array().unwrap();
+    assert!(limits.iter().any(|l| l["key"] == "cpu.max"), "{:#}", slow["cgroup"]);
+    let gate = crate::support::fsbench().arg("gate").arg(&run).output().unwrap();
+    let text = String::from_utf8_lossy(&gate.stdout);
+    assert_eq!(gate.status.code(), Some(1), "{text}\n{}", String::from_utf8_lossy(&gate.stderr));
+    assert!(text.contains("1 regressed"), "{text}");
+    assert_no_leaks(sb.path());
+}
