@@ -43,6 +43,21 @@ pub struct FioRepetition {
     /// Block-device and vm counters of the cell's filesystems over the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counters: Option<Counters>,
+    /// The member measurement of a paired run this repetition belongs to (the cell's
+    /// round), from 0; absent in round 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub round: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl FioResult {
+    /// Rounds stored: one more than the last repetition's round (0 with no repetitions).
+    pub fn rounds_done(&self) -> u32 {
+        self.repetitions.iter().map(|r| r.round + 1).max().unwrap_or(0)
+    }
 }
 
 impl FioRepetition {

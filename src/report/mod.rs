@@ -259,8 +259,7 @@ fn json_of(runs: &[(&str, &LoadedRun)], body: Box<dyn WorkloadReport + '_>, warn
     match &mut doc {
         ReportJson::LatFs(d) => d.paired = paired,
         ReportJson::Steps(d) => d.paired = paired,
-        // `run` does not pair fio cells yet: no paired section to add.
-        ReportJson::Fio(_) => {}
+        ReportJson::Fio(d) => d.paired = paired,
     }
     doc
 }

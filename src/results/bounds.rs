@@ -123,7 +123,15 @@ fn pairing(p: &CellPairing, c: &CellResult) -> Result<(), Violation> {
     }
     count("pairing.pairs", p.pairs.len(), MAX_PAIRS as usize)?;
     count("pairing.dropped", p.dropped.len(), MAX_PAIRS as usize)?;
-    let rounds = c.latfs.as_ref().map_or(0, |l| l.rounds_done());
+    let rounds = match (&c.latfs, &c.fio) {
+        (Some(l), _) => l.rounds_done(),
+        (None, Some(f)) => f.rounds_done(),
+        (None, None) => 0,
+    };
+    let has_round = |round: u32| {
+        c.latfs.as_ref().is_some_and(|l| l.repetitions.iter().any(|r| r.round == round))
+            || c.fio.as_ref().is_some_and(|f| f.repetitions.iter().any(|r| r.round == round))
+    };
     let mut slots = std::collections::BTreeSet::new();
     for (i, pair) in p.pairs.iter().enumerate() {
         let at = format!("pairs[{i}]");
@@ -138,9 +146,7 @@ fn pairing(p: &CellPairing, c: &CellResult) -> Result<(), Violation> {
                 format!("{:?} is not an order of the {} arms", pair.order, p.arms.len()),
             );
         }
-        if pair.round >= rounds
-            || !c.latfs.as_ref().is_some_and(|l| l.repetitions.iter().any(|r| r.round == pair.round))
-        {
+        if pair.round >= rounds || !has_round(pair.round) {
             return bad(
                 &format!("{at}.round"),
                 format!("round {} is not among the cell's {rounds} rounds", pair.round),

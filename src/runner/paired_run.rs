@@ -156,14 +156,12 @@ pub(super) fn refuse_unpairable(s: &Scenario, order: super::CellOrder) -> anyhow
             spec.arms
         )));
     }
-    let kind = match s.workload {
-        Workload::Latfs(_) => return Ok(()),
-        Workload::Steps(_) => "steps",
-        Workload::Fio(_) => "fio",
-    };
-    Err(crate::exit::InputError::anyhow(format!(
-        "[compare] with a {kind} workload: paired {kind} runs are not executed yet; remove [compare] to run unpaired"
-    )))
+    if matches!(s.workload, Workload::Steps(_)) {
+        return Err(crate::exit::InputError::anyhow(
+            "[compare] with a steps workload: paired steps runs are not executed yet; remove [compare] to run unpaired",
+        ));
+    }
+    Ok(())
 }
 
 /// The arm axis's values, the baseline first.
@@ -182,19 +180,26 @@ fn rules(run: &PairedRun, group: &PairGroup) -> PairRules {
             Metric::TotalLoops,
             l.noise.max_reruns,
         ),
+        Workload::Fio(_) => {
+            let m = crate::model::FioMetric::Iops;
+            (s.gate.threshold_for(m.name()), Metric::Fio(m), STEPS_MAX_RERUNS)
+        }
         // Refused before the run starts (refuse_unpairable); named for the match.
-        Workload::Steps(_) | Workload::Fio(_) => (s.gate.threshold, Metric::Elapsed, STEPS_MAX_RERUNS),
+        Workload::Steps(_) => (s.gate.threshold, Metric::Elapsed, STEPS_MAX_RERUNS),
     };
     PairRules::of(run.spec, run.seed, threshold, metric.direction(), max_reruns)
 }
 
-/// Void pairs a steps group may run again: steps have no `max_reruns` of their own, so
-/// the lat_fs default.
+/// Void pairs a steps or fio group may run again: they have no `max_reruns` of their own,
+/// so the lat_fs default.
 const STEPS_MAX_RERUNS: u32 = 3;
 
 /// The value a member contributes to its pair, by workload.
-fn member_value(_s: &Scenario) -> impl Fn(&CellResult) -> Result<f64, String> {
-    pairs::latfs_member_value
+fn member_value(s: &Scenario) -> fn(&CellResult) -> Result<f64, String> {
+    match s.workload {
+        Workload::Fio(_) => crate::workload::fio::member_value,
+        _ => pairs::latfs_member_value,
+    }
 }
 
 /// The pairing record every member of `group` starts with (its arm set per member).
@@ -253,7 +258,8 @@ fn store_attempt(
 /// Whether a result holds a measurement that can be a round of its cell.
 fn measured(r: &CellResult) -> bool {
     matches!(r.status, CellStatus::Ok | CellStatus::Disturbed)
-        && r.latfs.as_ref().is_some_and(|l| !l.repetitions.is_empty())
+        && (r.latfs.as_ref().is_some_and(|l| !l.repetitions.is_empty())
+            || r.fio.as_ref().is_some_and(|f| !f.repetitions.is_empty()))
 }
 
 /// One member measurement folded into what is stored of its cell, and the round it became
@@ -296,7 +302,11 @@ pub(super) fn fold_member(earlier: Option<CellResult>, next: CellResult) -> (Cel
 
 /// The round a cell's next measurement becomes.
 fn next_round(r: &CellResult) -> u32 {
-    r.latfs.as_ref().map_or(0, |l| l.rounds_done())
+    match (&r.latfs, &r.fio) {
+        (Some(l), _) => l.rounds_done(),
+        (None, Some(f)) => f.rounds_done(),
+        (None, None) => 0,
+    }
 }
 
 /// `next` as round `round` of `earlier`.

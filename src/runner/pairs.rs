@@ -150,6 +150,9 @@ pub fn latfs_member_value(r: &CellResult) -> Result<f64, String> {
 /// The value round `round` of a stored cell contributed to its pair, as
 /// [`latfs_member_value`] computed it when the round was measured.
 pub fn round_value(r: &CellResult, round: u32) -> Result<f64, String> {
+    if r.fio.is_some() {
+        return crate::workload::fio::round_value(r, round);
+    }
     let Some(l) = &r.latfs else { return Err("no lat_fs samples".into()) };
     latfs_reps_value(l.repetitions.iter().filter(|x| x.round == round))
 }

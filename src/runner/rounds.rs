@@ -230,6 +230,11 @@ pub(super) fn absorb_round(earlier: CellResult, next: CellResult, round: u32) ->
                 r.status = if l.total_loops.n == 0 { CellStatus::Disturbed } else { CellStatus::Ok };
                 r.latfs = Some(l);
             }
+            if let (Some(a), Some(b)) = (r.fio.take(), next.fio) {
+                let f = crate::workload::fio::absorb_round(a, b, round);
+                r.status = if f.iops.n == 0 { CellStatus::Disturbed } else { CellStatus::Ok };
+                r.fio = Some(f);
+            }
         }
         other => {
             r.status = other;

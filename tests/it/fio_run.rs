@@ -81,6 +81,63 @@ fn a_tiny_fio_job_reports_iops_and_p99_per_cell_and_gates_on_iops() {
     assert_no_leaks(sb.path());
 }
 
+/// Paired fio with a real slowdown: the candidate arm's fio runs in a cgroup held to a
+/// quarter of a CPU; `gate RUN` judges the per-pair IOPS ratios by themselves: regressed.
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn a_paired_fio_run_with_a_cpu_limited_arm_is_gated_regressed() {
+    skip_unless_root!();
+    if !have_fio("a_paired_fio_run_with_a_cpu_limited_arm_is_gated_regressed") {
+        return;
+    }
+    let sb = Sandbox::new("fsbench-fio-paired-");
+    let path = sb.path().join("fio-paired.toml");
+    std::fs::write(
+        &path,
+        r#"schema = 1
+name = "fio-paired"
+[matrix]
+fs = ["ext4", "ext4-slow"]
+[filesystems.ext4]
+cgroup = { "cpu.max" = "max" }
+[filesystems.ext4-slow]
+type = "ext4"
+cgroup = { "cpu.max" = "25000 100000" }
+[backing]
+kind = "tmpfs-loop"
+image_size = "64MiB"
+[workload]
+kind = "fio"
+duration = "1s"
+repetitions = 1
+job = """
+[randwrite]
+rw=randwrite
+bs=4k
+size=8m
+ioengine=psync
+"""
+[compare]
+arms = "fs"
+pairs = { min = 3, max = 4 }
+seed = 3
+[gate]
+threshold = "5%"
+"#,
+    )
+    .unwrap();
+    let out = sb.fsbench(&["run", path.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = sb.runs()[0].clone();
+    let slow = cell_json(&run, "ext4-slow-S-qoff-t1");
+    assert!(slow["pairing"]["pairs"].as_array().is_some_and(|p| p.len() >= 3), "{:#}", slow["pairing"]);
+    let gate = crate::support::fsbench().arg("gate").arg(&run).output().unwrap();
+    let text = String::from_utf8_lossy(&gate.stdout);
+    assert_eq!(gate.status.code(), Some(1), "{text}\n{}", String::from_utf8_lossy(&gate.stderr));
+    assert!(text.contains("metric: iops") && text.contains("1 regressed"), "{text}");
+    assert_no_leaks(sb.path());
+}
+
 #[test]
 fn an_option_fio_refuses_stops_the_run_at_its_scenario_line() {
     if !have_fio(&test_name!()) {

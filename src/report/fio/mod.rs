@@ -59,6 +59,9 @@ pub struct FioReportJson {
     pub not_measured: Vec<crate::report::NotMeasured>,
     /// Result files that could not be read, one line each.
     pub problems: Vec<String>,
+    /// The paired comparisons of each paired run (`[compare] arms`); absent when no run is paired.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paired: Vec<crate::report::paired::PairedRun>,
 }
 
 /// A fio report of `runs`.
@@ -231,6 +234,8 @@ impl WorkloadReport for FioReport<'_> {
             rows: self.rows,
             not_measured: super::not_measured::not_measured(runs),
             problems: super::all_problems(runs),
+            // Filled in by the report's dispatch, which reads every run's pairs.
+            paired: Vec::new(),
         })
     }
 

@@ -259,8 +259,11 @@ impl Side<'_> {
                     })
                     .collect()
             }
-            // fio cells are not paired by `run` yet, so a fio run holds no pairs to read.
-            Metric::Fio(_) => Vec::new(),
+            Metric::Fio(m) => {
+                let value = move |c: &CellResult, round: u32| fio_member(c, round, m);
+                let f = move |rb: u32, rc: u32| pair_of(value(base, rb)?, value(cand, rc)?);
+                vec![(cand.id.clone(), None, self.key_of(cand, None), Box::new(f))]
+            }
         };
         let mut rows = Vec::new();
         for (name, step, key, pair) in quantities {
@@ -380,6 +383,19 @@ fn latfs_member(cell: &CellResult, round: u32, metric: Metric) -> Option<f64> {
             Metric::Latency(p) => r.latency_dist.as_ref().map(|d| p.of(d) as f64 / 1e3),
             _ => Some(r.total_loops_per_ms),
         })
+        .collect();
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+/// A fio member: the mean of `metric` over round `round`'s undisturbed repetitions.
+fn fio_member(cell: &CellResult, round: u32, metric: crate::model::FioMetric) -> Option<f64> {
+    let values: Vec<f64> = cell
+        .fio
+        .as_ref()?
+        .repetitions
+        .iter()
+        .filter(|r| r.round == round && r.counts())
+        .map(|r| metric.of(r))
         .collect();
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }

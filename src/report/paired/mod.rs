@@ -43,8 +43,7 @@ pub fn paired_of(label: &str, run: &LoadedRun) -> Option<PairedRun> {
     let metric = match run.meta.workload {
         WorkloadKind::LatFs => Metric::TotalLoops,
         WorkloadKind::Steps => Metric::Elapsed,
-        // `run` does not pair fio cells yet: a fio run has no pairs to read.
-        WorkloadKind::Fio => return None,
+        WorkloadKind::Fio => Metric::Fio(crate::model::FioMetric::Iops),
     };
     let settings = pair_settings(&run.meta.scenario_text, &run.meta.scenario_origin);
     let mut p = join_pairs(label, run, &PairedOptions { metric, spec: &spec, settings })?;

@@ -104,21 +104,59 @@ pub fn run_monitored(run: &FioRun, watch: Option<&Watch>, starting: &dyn Fn(u32,
             jobs: output.jobs,
             disturbance: window.and_then(|(t, w)| w.finish(t, needed)),
             counters,
+            round: 0,
         });
     }
     summarise(&mut result);
     Ok(result)
 }
 
-/// A fio cell's value as one member of a pair (`[compare] arms`): the median IOPS of its
-/// repetitions, for the paired log ratios; a cell without fio figures voids its pair.
+/// A fio cell's value as one member of a pair (`[compare] arms`): the mean IOPS of its
+/// repetitions, as a lat_fs member is the mean of its loops; a failed or skipped cell, a
+/// cell without fio figures, or a disturbed repetition voids its pair.
 pub fn member_value(r: &crate::model::CellResult) -> Result<f64, String> {
-    let Some(f) = &r.fio else { return Err("no fio figures".into()) };
-    let v: Vec<f64> = f.repetitions.iter().filter(|x| x.counts()).map(|x| x.total.all.iops).collect();
-    if v.is_empty() {
-        return Err("every fio repetition was disturbed".into());
+    use crate::model::CellStatus;
+    match r.status {
+        CellStatus::Ok => {}
+        CellStatus::Failed => return Err(format!("failed: {}", r.error.as_deref().unwrap_or("unknown error"))),
+        CellStatus::Skipped => return Err("skipped".into()),
+        CellStatus::Disturbed => return Err("disturbed".into()),
     }
-    Ok(crate::stats::median(&v))
+    let Some(f) = &r.fio else { return Err("no fio figures".into()) };
+    reps_value(f.repetitions.iter())
+}
+
+/// The value of round `round` of a stored fio cell (a resumed paired run's pairs).
+pub fn round_value(r: &crate::model::CellResult, round: u32) -> Result<f64, String> {
+    let Some(f) = &r.fio else { return Err("no fio figures".into()) };
+    reps_value(f.repetitions.iter().filter(|x| x.round == round))
+}
+
+/// `next`'s repetitions as round `round` of `earlier` (a paired run's next member
+/// measurement), with the statistics over all of them.
+pub fn absorb_round(earlier: FioResult, next: FioResult, round: u32) -> FioResult {
+    let mut r = earlier;
+    r.repetitions.extend(next.repetitions.into_iter().map(|x| FioRepetition { round, ..x }));
+    if r.fio_version.is_empty() {
+        r.fio_version = next.fio_version;
+    }
+    summarise(&mut r);
+    r
+}
+
+/// The mean IOPS of `reps`, or why they make no member value (a disturbed one voids it).
+pub fn reps_value<'r>(reps: impl Iterator<Item = &'r FioRepetition>) -> Result<f64, String> {
+    let mut v = Vec::new();
+    for x in reps {
+        if !x.counts() {
+            return Err("disturbed".into());
+        }
+        v.push(x.total.all.iops);
+    }
+    if v.is_empty() {
+        return Err("no fio repetitions".into());
+    }
+    Ok(v.iter().sum::<f64>() / v.len() as f64)
 }
 
 /// The cell's statistics over its undisturbed repetitions.
