@@ -47,6 +47,10 @@ pub struct HistoryArgs {
     /// Print one CSV line per point.
     #[arg(long)]
     pub csv: bool,
+    /// Read every run directory instead of the index kept in `<results root>/.fsbench-index/`
+    /// (which is otherwise made or brought up to date).
+    #[arg(long)]
+    pub no_index: bool,
 }
 
 /// `--since`: a date, or an RFC 3339 time, compared with the runs' start times as text.
@@ -100,7 +104,7 @@ fn request(args: &HistoryArgs) -> anyhow::Result<HistoryRequest> {
         window: args.window,
         ..Default::default()
     };
-    Ok(HistoryRequest { filter, order, change_points })
+    Ok(HistoryRequest { filter, order, change_points, use_index: !args.no_index })
 }
 
 /// `fsbench history`.
@@ -116,6 +120,9 @@ pub fn history(args: &HistoryArgs) -> anyhow::Result<i32> {
         HistoryError::Io(..) => anyhow::Error::new(e),
         other => InputError::anyhow(other.to_string()),
     })?;
+    for note in &h.notes {
+        eprintln!("note: {}", crate::text::escape_control(note));
+    }
     if args.json {
         let doc = crate::history::json::history_json(&h, &req.order, req.change_points.min_points());
         println!("{}", serde_json::to_string_pretty(&doc)?);
