@@ -4,10 +4,11 @@
 //! filters and orders them and splits them into segments where the scenario text changed
 //! what is measured (the rule `compare` refuses by); [`series`] turns each cell's numbers
 //! into one series per metric and segment; [`render`] prints them as a table with a
-//! sparkline per series or as CSV; [`json`] is the `--json` document; [`index`] keeps what
+//! sparkline per series or as CSV; [`html`] as a page of charts; [`json`] is the `--json` document; [`index`] keeps what
 //! the series need of every finished run in an SQLite database, so they are not read again.
 
 pub mod change_points;
+pub mod html;
 pub mod index;
 pub mod json;
 pub mod load;

@@ -23,6 +23,7 @@ mod fixture_shape;
 mod fuzz_front_door;
 mod gate_cli;
 mod history;
+mod history_html;
 mod history_index;
 mod hostile_results;
 mod latfs_run;
