@@ -14,6 +14,7 @@
 //! by the runs' [`WorkloadKind`] ([`body`]).
 
 mod compatible;
+pub mod export;
 pub mod format;
 pub mod html;
 pub mod json;

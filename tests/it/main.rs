@@ -16,6 +16,7 @@ mod bad_input;
 mod bundle_hostile;
 mod bundle_roundtrip;
 mod cli_docs;
+mod export_cli;
 mod fixture_cache;
 mod fixture_checked_in;
 mod fixture_cli;
