@@ -47,6 +47,14 @@ pub struct HistoryArgs {
     /// Print one CSV line per point.
     #[arg(long)]
     pub csv: bool,
+    /// Also write the history as one self-contained HTML page to FILE: a chart per series with
+    /// its change points, each point linked to its run's directory (relative links).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Read every run directory instead of the index kept in `<results root>/.fsbench-index/`
+    /// (which is otherwise made or brought up to date).
+    #[arg(long)]
+    pub no_index: bool,
 }
 
 /// `--since`: a date, or an RFC 3339 time, compared with the runs' start times as text.
@@ -100,12 +108,15 @@ fn request(args: &HistoryArgs) -> anyhow::Result<HistoryRequest> {
         window: args.window,
         ..Default::default()
     };
-    Ok(HistoryRequest { filter, order, change_points })
+    Ok(HistoryRequest { filter, order, change_points, use_index: !args.no_index })
 }
 
 /// `fsbench history`.
 pub fn history(args: &HistoryArgs) -> anyhow::Result<i32> {
     let req = request(args)?;
+    if let Some(file) = &args.html {
+        super::checks::check_output_file("--html", file)?;
+    }
     let dir = if args.scenario_or_dir.is_file() {
         let scenario = crate::scenario::load_named(Some(&args.scenario_or_dir), &[])?;
         args.results.join(&scenario.name)
@@ -116,6 +127,12 @@ pub fn history(args: &HistoryArgs) -> anyhow::Result<i32> {
         HistoryError::Io(..) => anyhow::Error::new(e),
         other => InputError::anyhow(other.to_string()),
     })?;
+    for note in &h.notes {
+        eprintln!("note: {}", crate::text::escape_control(note));
+    }
+    if let Some(file) = &args.html {
+        crate::results::write_atomic(file, crate::history::html::render_html(&h, &run_links(file, &h)).as_bytes())?;
+    }
     if args.json {
         let doc = crate::history::json::history_json(&h, &req.order, req.change_points.min_points());
         println!("{}", serde_json::to_string_pretty(&doc)?);
@@ -125,4 +142,13 @@ pub fn history(args: &HistoryArgs) -> anyhow::Result<i32> {
         print!("{}", crate::history::render::render_table(&h, super::print::output_width() as usize));
     }
     Ok(exit::SUCCESS)
+}
+
+/// Each run's directory as a link relative to the page `file`'s directory.
+fn run_links(file: &std::path::Path, h: &crate::history::History) -> Vec<String> {
+    let absolute = |p: &std::path::Path| {
+        std::fs::canonicalize(p).unwrap_or_else(|_| std::env::current_dir().unwrap_or_default().join(p))
+    };
+    let page_dir = absolute(file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new(".")));
+    h.runs.iter().map(|r| crate::history::html::relative_href(&page_dir, &absolute(&r.run.dir))).collect()
 }

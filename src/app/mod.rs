@@ -14,6 +14,7 @@ pub mod calibrate;
 pub mod checks;
 pub mod completions;
 pub mod doctor;
+pub mod export;
 pub mod fixture;
 pub mod gate;
 pub mod history;
@@ -110,6 +111,10 @@ pub enum Command {
     /// In start order or by a `run --meta` key (`--order-by commit`); runs whose scenario
     /// changed what is measured start a new segment instead of joining the series.
     History(history::HistoryArgs),
+    /// Runs as the JSON github-action-benchmark or Bencher ingest, for dashboards CI already has.
+    ///
+    /// Each cell's (and step's) median, as the report prints it, with the 95% interval of the mean.
+    Export(export::ExportArgs),
     /// Pack, verify and run scenario bundles shared between labs.
     #[command(subcommand)]
     Bundle(bundle::BundleCommand),
@@ -197,6 +202,7 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Gate(args) => gate::gate(&args),
         Command::Calibrate(args) => calibrate::calibrate(&args),
         Command::History(args) => history::history(&args),
+        Command::Export(args) => export::export(&args),
         Command::Bundle(bundle::BundleCommand::Pack(args)) => bundle::pack(&args),
         Command::Bundle(bundle::BundleCommand::Verify(args)) => bundle::verify(&args),
         Command::Bundle(bundle::BundleCommand::Run(args)) => bundle::run(&args),

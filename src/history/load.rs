@@ -76,7 +76,21 @@ pub struct LoadedHistory {
 /// Load every run of `dir` (never through a symlink: the store's listing skips them), keep
 /// those the filter selects, order them and split them into comparable segments.
 pub fn load_history(dir: &Path, req: &super::HistoryRequest) -> Result<LoadedHistory, HistoryError> {
-    let f = &req.filter;
+    let dirs = run_dirs(dir)?;
+    let read = dirs.len();
+    let mut left_out = Vec::new();
+    let mut runs: Vec<LoadedRun> = Vec::new();
+    for d in dirs {
+        match load_run(&d) {
+            Ok(r) => runs.push(r),
+            Err(e) => left_out.push(crate::text::escape_control(&e.to_string())),
+        }
+    }
+    select(dir, runs, left_out, read, req)
+}
+
+/// The run directories of `dir` (those holding a `run.json`), by name; a symlink is not one.
+pub fn run_dirs(dir: &Path) -> Result<Vec<PathBuf>, HistoryError> {
     let rd = std::fs::read_dir(dir).map_err(|e| HistoryError::Io(dir.to_path_buf(), e))?;
     let mut dirs: Vec<PathBuf> = rd
         .filter_map(|e| e.ok())
@@ -88,15 +102,19 @@ pub fn load_history(dir: &Path, req: &super::HistoryRequest) -> Result<LoadedHis
     if dirs.is_empty() {
         return Err(HistoryError::NoRuns(dir.to_path_buf()));
     }
-    let read = dirs.len();
-    let mut left_out = Vec::new();
-    let mut runs: Vec<LoadedRun> = Vec::new();
-    for d in dirs {
-        match load_run(&d) {
-            Ok(r) => runs.push(r),
-            Err(e) => left_out.push(crate::text::escape_control(&e.to_string())),
-        }
-    }
+    Ok(dirs)
+}
+
+/// Keep the loaded `runs` of `dir` (`read` run directories, `left_out` those that could not be
+/// loaded) that the filter selects, order them and split them into comparable segments.
+pub fn select(
+    dir: &Path,
+    mut runs: Vec<LoadedRun>,
+    mut left_out: Vec<String>,
+    read: usize,
+    req: &super::HistoryRequest,
+) -> Result<LoadedHistory, HistoryError> {
+    let f = &req.filter;
     runs.retain(|r| {
         f.since.as_deref().is_none_or(|s| r.meta.started.as_str() >= s)
             && f.host.as_deref().is_none_or(|h| r.meta.host.hostname == h)

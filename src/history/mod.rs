@@ -4,9 +4,12 @@
 //! filters and orders them and splits them into segments where the scenario text changed
 //! what is measured (the rule `compare` refuses by); [`series`] turns each cell's numbers
 //! into one series per metric and segment; [`render`] prints them as a table with a
-//! sparkline per series or as CSV; [`json`] is the `--json` document.
+//! sparkline per series or as CSV; [`html`] as a page of charts; [`json`] is the `--json` document; [`index`] keeps what
+//! the series need of every finished run in an SQLite database, so they are not read again.
 
 pub mod change_points;
+pub mod html;
+pub mod index;
 pub mod json;
 pub mod load;
 pub mod render;
@@ -24,6 +27,8 @@ pub struct HistoryRequest {
     pub order: OrderBy,
     /// How change points are found.
     pub change_points: change_points::ChangePointOptions,
+    /// Read the runs through the index of the results root ([`index`]), bringing it up to date.
+    pub use_index: bool,
 }
 
 /// The runs of a history and their series.
@@ -31,19 +36,50 @@ pub struct HistoryRequest {
 pub struct History {
     /// The scenario directory read.
     pub dir: std::path::PathBuf,
-    /// The runs kept, in series order.
+    /// The runs kept, in series order (their `run.cells` are empty when read through the
+    /// index: the series hold what a history needs of them).
     pub runs: Vec<HistoryRun>,
     /// One series per (segment, cell, metric).
     pub series: Vec<Series>,
     /// One line per run directory left out and why (unreadable, no `--order-by` key).
     pub left_out: Vec<String>,
+    /// What happened to the index: not used and why, or rebuilt and why.
+    pub notes: Vec<String>,
 }
 
 /// Read a scenario directory's history as `req` asks.
 pub fn history(dir: &std::path::Path, req: &HistoryRequest) -> Result<History, HistoryError> {
-    let loaded = load_history(dir, req)?;
+    let mut notes = Vec::new();
+    let (loaded, cells) = match req.use_index {
+        true => {
+            let dirs = load::run_dirs(dir)?;
+            match index::read_history(dir, &dirs, &mut notes) {
+                Ok(mut found) => {
+                    let loaded = load::select(dir, found.runs, found.left_out, dirs.len(), req)?;
+                    let cells =
+                        loaded.runs.iter().map(|r| found.cells.remove(&r.run.dir).unwrap_or_default()).collect();
+                    (loaded, cells)
+                }
+                Err(why) => {
+                    notes.push(format!("history index not used: {why}"));
+                    from_directories(dir, req)?
+                }
+            }
+        }
+        false => from_directories(dir, req)?,
+    };
     let only = load::cell_filter(&req.filter.only, &loaded.runs).map_err(|e| HistoryError::Only(e.to_string()))?;
-    let mut series = series_of(&loaded.runs, &only);
+    let mut series = series::series_from(&loaded.runs, &cells, &only);
     series::find_change_points(&mut series, &req.change_points);
-    Ok(History { dir: dir.to_path_buf(), runs: loaded.runs, series, left_out: loaded.left_out })
+    Ok(History { dir: dir.to_path_buf(), runs: loaded.runs, series, left_out: loaded.left_out, notes })
+}
+
+/// The runs of `dir` read from their directories, with their measured cells.
+fn from_directories(
+    dir: &std::path::Path,
+    req: &HistoryRequest,
+) -> Result<(load::LoadedHistory, Vec<Vec<series::MeasuredCell>>), HistoryError> {
+    let loaded = load_history(dir, req)?;
+    let cells = loaded.runs.iter().map(|r| series::measured_cells(&r.run)).collect();
+    Ok((loaded, cells))
 }

@@ -83,16 +83,56 @@ impl Series {
     }
 }
 
-/// The metrics of one measured cell: (name, unit, better, value, n).
-fn metrics(c: &CellResult) -> Vec<(String, &'static str, Better, f64, usize)> {
+/// One metric of a measured cell in one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metric {
+    /// Its name (`total_loops`, `step1 rm_rf linux-2.5.63 elapsed`).
+    pub name: String,
+    /// Unit of the value.
+    pub unit: &'static str,
+    /// Which way is better.
+    pub better: Better,
+    /// The run's value: the mean over its repetitions or iterations.
+    pub value: f64,
+    /// The repetitions or iterations behind it.
+    pub n: usize,
+    /// Its place among the cell's metrics, counting those left out for a value that is not
+    /// finite: series are ordered by it.
+    pub position: usize,
+}
+
+/// What a history keeps of one cell a run measured: its id, its parameters (for `--only`)
+/// and its metrics, in the order [`series_from`] numbers them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasuredCell {
+    /// Cell id.
+    pub id: String,
+    /// Its axis values.
+    pub params: crate::model::CellParams,
+    /// Its metrics with a finite value.
+    pub metrics: Vec<Metric>,
+}
+
+/// The units a metric can have, so that one read back from the index is the same `&'static str`.
+pub const UNITS: [&str; 3] = ["loops/ms", "µs", "s"];
+
+/// The metrics of one measured cell, those with a finite value.
+fn metrics(c: &CellResult) -> Vec<Metric> {
     let mut out = Vec::new();
+    let mut position = 0;
+    let mut push = |name: String, unit: &'static str, better: Better, value: f64, n: usize| {
+        if value.is_finite() {
+            out.push(Metric { name, unit, better, value, n, position });
+        }
+        position += 1;
+    };
     if let Some(l) = &c.latfs {
         if l.total_loops.n > 0 {
-            out.push(("total_loops".into(), "loops/ms", Better::Higher, l.total_loops.mean, l.total_loops.n));
+            push("total_loops".into(), UNITS[0], Better::Higher, l.total_loops.mean, l.total_loops.n);
         }
         if let Some(d) = &l.latency_dist {
             for (name, ns) in [("latency_p50", d.p50_ns), ("latency_p90", d.p90_ns), ("latency_p99", d.p99_ns)] {
-                out.push((name.into(), "µs", Better::Lower, ns as f64 / 1000.0, 1));
+                push(name.into(), UNITS[1], Better::Lower, ns as f64 / 1000.0, 1);
             }
         }
     }
@@ -110,40 +150,53 @@ fn metrics(c: &CellResult) -> Vec<(String, &'static str, Better, f64, usize)> {
                 continue;
             };
             let mean = times.iter().sum::<f64>() / times.len() as f64;
-            out.push((format!("step{} {label} elapsed", j + 1), "s", Better::Lower, mean, times.len()));
+            push(format!("step{} {label} elapsed", j + 1), UNITS[2], Better::Lower, mean, times.len());
         }
     }
     out
 }
 
+/// The cells of a run that a history reads: those measured (status ok), in the run's order.
+pub fn measured_cells(run: &crate::results::LoadedRun) -> Vec<MeasuredCell> {
+    run.cells
+        .iter()
+        .filter(|c| c.status == crate::model::CellStatus::Ok)
+        .map(|c| MeasuredCell { id: c.id.clone(), params: c.params.clone(), metrics: metrics(c) })
+        .collect()
+}
+
 /// Every series of `runs`, by segment, cell (in the first plan's order) and metric.
 pub fn series_of(runs: &[HistoryRun], only: &CellFilter) -> Vec<Series> {
+    let cells: Vec<Vec<MeasuredCell>> = runs.iter().map(|r| measured_cells(&r.run)).collect();
+    series_from(runs, &cells, only)
+}
+
+/// Every series of `runs` whose measured cells are `cells` (one list per run, in the same
+/// order), by segment, cell (in the first plan's order) and metric.
+pub fn series_from(runs: &[HistoryRun], cells: &[Vec<MeasuredCell>], only: &CellFilter) -> Vec<Series> {
     // Keyed by (segment, cell position, cell id, metric position, metric): plan order, not names.
     let mut by_key: BTreeMap<(usize, usize, String, usize, String), Series> = BTreeMap::new();
     let mut cell_pos: BTreeMap<String, usize> = BTreeMap::new();
-    for (i, hr) in runs.iter().enumerate() {
+    for (i, (hr, measured)) in runs.iter().zip(cells).enumerate() {
         for p in &hr.run.meta.planned_cells {
             let next = cell_pos.len();
             cell_pos.entry(p.id()).or_insert(next);
         }
-        for c in hr.run.cells.iter().filter(|c| c.status == crate::model::CellStatus::Ok && only.matches(&c.params)) {
+        for c in measured.iter().filter(|c| only.matches(&c.params)) {
             let next = cell_pos.len();
             let pos = *cell_pos.entry(c.id.clone()).or_insert(next);
-            for (m, (metric, unit, better, value, n)) in metrics(c).into_iter().enumerate() {
-                if !value.is_finite() {
-                    continue;
-                }
-                let key = (hr.segment, pos, c.id.clone(), m, metric.clone());
+            for metric in &c.metrics {
+                let key = (hr.segment, pos, c.id.clone(), metric.position, metric.name.clone());
                 let s = by_key.entry(key).or_insert_with(|| Series {
                     segment: hr.segment,
                     cell: c.id.clone(),
-                    metric,
-                    unit,
-                    better,
+                    metric: metric.name.clone(),
+                    unit: metric.unit,
+                    better: metric.better,
                     points: Vec::new(),
                     change_points: Vec::new(),
                 });
-                s.points.push(Point { run: i, value, n });
+                s.points.push(Point { run: i, value: metric.value, n: metric.n });
             }
         }
     }

@@ -209,17 +209,23 @@ impl Markup for Html {
         // The contents go right after the title and the run list, before any other block.
         let split = self.front_end.unwrap_or(self.body.len());
         let (head, rest) = self.body.split_at(split);
-        format!(
-            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-             <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n\
-             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-             <meta name=\"generator\" content=\"fsbench {version}\">\n<title>{title}</title>\n<style>\n{CSS}</style>\n</head>\n\
-             <body>\n<main>\n{head}{toc}{rest}</main>\n<footer>Written by fsbench {version}. Self-contained: no script, \
-             nothing loaded from elsewhere.</footer>\n</body>\n</html>\n",
-            version = escape(concat!(env!("CARGO_PKG_VERSION"), " (", env!("FSBENCH_COMMIT"), ")")),
-            title = escape(&self.title),
-        )
+        page(&self.title, &format!("{head}{toc}{rest}"))
     }
+}
+
+/// A whole page around `body` (HTML already escaped): the title, the Content-Security-Policy
+/// that forbids any script or load from elsewhere, the report's style sheet and its footer.
+pub fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta name=\"generator\" content=\"fsbench {version}\">\n<title>{title}</title>\n<style>\n{CSS}</style>\n</head>\n\
+         <body>\n<main>\n{body}</main>\n<footer>Written by fsbench {version}. Self-contained: no script, \
+         nothing loaded from elsewhere.</footer>\n</body>\n</html>\n",
+        version = escape(concat!(env!("CARGO_PKG_VERSION"), " (", env!("FSBENCH_COMMIT"), ")")),
+        title = escape(title),
+    )
 }
 
 const CSS: &str = r#":root { color-scheme: light; }

@@ -101,7 +101,7 @@ fn report_html_takes_one_run_and_a_writable_file() {
 }
 
 /// A Chromium on PATH.
-fn chromium() -> Option<PathBuf> {
+pub fn chromium() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     ["chromium", "chromium-browser", "google-chrome"]
         .iter()
@@ -139,7 +139,7 @@ fn headless(chromium: &Path, page: &Path, what: &str) -> String {
 
 /// Render `page` in Chromium: keep a screenshot next to it, check it is a page with plots
 /// on it (not blank, not only text), and return the DOM as Chromium built it.
-fn render_in_chromium(test: &str, page: &Path) -> Option<String> {
+pub fn render_in_chromium(test: &str, page: &Path) -> Option<String> {
     let Some(chromium) = chromium() else {
         if is_root() {
             skip(test, "chromium is not installed (scripts/test.sh installs it as root)");

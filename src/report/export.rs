@@ -1,0 +1,289 @@
+//! Exports for the dashboards CI users already run: github-action-benchmark's custom JSON
+//! (`customBiggerIsBetter` / `customSmallerIsBetter`: an array of `{name, unit, value, range,
+//! extra}`) and Bencher's Metric Format (`{benchmark: {measure: {value, lower_value,
+//! upper_value}}}`).
+//!
+//! Pure: runs in, JSON values out. Each number is the one the report prints: the median over
+//! a lat_fs cell's undisturbed repetitions (or rounds' means) and over a step's iterations,
+//! with the 95% confidence interval of the mean (Student's t) the report and compare use.
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::model::{CellResult, CellStatus, TextFormat};
+use crate::monitor::latency::Percentile;
+use crate::results::LoadedRun;
+use crate::stats::summarize;
+
+/// Which way a measure is better: github-action-benchmark takes one direction per file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Loops per millisecond: `customBiggerIsBetter`.
+    Bigger,
+    /// Times and latencies: `customSmallerIsBetter`.
+    Smaller,
+}
+
+/// One exported number.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measure {
+    /// Benchmark name: the cell id, with the step (`step2 untar linux.tar.gz`) for step cells,
+    /// prefixed by the run's label when several runs are exported.
+    pub benchmark: String,
+    /// Measure name: `total_loops`, `latency_p50`/`p90`/`p99`, `elapsed`.
+    pub measure: &'static str,
+    /// Unit: `loops/ms`, `us`, `s`.
+    pub unit: &'static str,
+    /// Which way is better.
+    pub direction: Direction,
+    /// The median.
+    pub value: f64,
+    /// The 95% confidence interval of the mean.
+    pub ci95: (f64, f64),
+    /// Samples behind it.
+    pub n: usize,
+    /// The run it comes from.
+    pub run: String,
+}
+
+/// Every measure of `runs` (names prefixed by the run's label when there are several).
+pub fn measures(runs: &[LoadedRun]) -> Vec<Measure> {
+    let mut out = Vec::new();
+    for run in runs {
+        let prefix = if runs.len() > 1 { format!("{}/", run.label()) } else { String::new() };
+        let run_name = run.meta.run_id.clone();
+        for cell in run.cells.iter().filter(|c| c.status == CellStatus::Ok) {
+            cell_measures(cell, &prefix, &run_name, &mut out);
+        }
+    }
+    out
+}
+
+fn cell_measures(cell: &CellResult, prefix: &str, run: &str, out: &mut Vec<Measure>) {
+    let mut push = |benchmark: String, measure, unit, direction, s: crate::model::Summary| {
+        if s.n == 0 || !s.median.is_finite() {
+            return;
+        }
+        let ci95 = if s.ci95_low.is_finite() && s.ci95_high.is_finite() {
+            (s.ci95_low, s.ci95_high)
+        } else {
+            (s.median, s.median)
+        };
+        out.push(Measure { benchmark, measure, unit, direction, value: s.median, ci95, n: s.n, run: run.to_string() });
+    };
+    if let Some(l) = &cell.latfs {
+        if let Some(p) = super::latfs::tables::point_of(cell) {
+            push(format!("{prefix}{}", cell.id), "total_loops", "loops/ms", Direction::Bigger, p.summary);
+        }
+        if l.latency_dist.is_some() {
+            for (p, name) in
+                [(Percentile::P50, "latency_p50"), (Percentile::P90, "latency_p90"), (Percentile::P99, "latency_p99")]
+            {
+                if let Some(point) = super::latfs::tables::point_by(cell, Some(p)) {
+                    push(format!("{prefix}{}", cell.id), name, "us", Direction::Smaller, point.summary);
+                }
+            }
+        }
+    }
+    if let Some(s) = &cell.steps {
+        let steps = s.iterations.iter().map(Vec::len).max().unwrap_or(0);
+        for j in 0..steps {
+            let times: Vec<f64> =
+                s.iterations.iter().filter_map(|it| it.get(j)).map(|t| t.elapsed_us as f64 / 1e6).collect();
+            let Some(label) =
+                s.iterations.iter().find_map(|it| it.get(j)).map(|t| t.label.escaped(TextFormat::Terminal))
+            else {
+                continue;
+            };
+            push(
+                format!("{prefix}{} step{} {label}", cell.id, j + 1),
+                "elapsed",
+                "s",
+                Direction::Smaller,
+                summarize(&times),
+            );
+        }
+    }
+}
+
+/// One entry of github-action-benchmark's custom format.
+#[derive(Debug, Serialize)]
+struct ActionEntry<'a> {
+    name: String,
+    unit: &'a str,
+    value: f64,
+    range: String,
+    extra: String,
+}
+
+/// github-action-benchmark's array for the measures of one `direction` (the action's `tool`
+/// is `customBiggerIsBetter` for [`Direction::Bigger`], `customSmallerIsBetter` otherwise).
+pub fn github_action_benchmark(measures: &[Measure], direction: Direction) -> Value {
+    let entries: Vec<ActionEntry> = measures
+        .iter()
+        .filter(|m| m.direction == direction)
+        .map(|m| ActionEntry {
+            // The action keys its charts by name alone: the measure goes into it.
+            name: format!("{} {}", m.benchmark, m.measure),
+            unit: m.unit,
+            value: m.value,
+            range: format!("± {}", short((m.ci95.1 - m.ci95.0) / 2.0)),
+            extra: format!(
+                "median of {n}; 95% CI of the mean [{lo}, {hi}]\nrun {run}",
+                n = m.n,
+                lo = short(m.ci95.0),
+                hi = short(m.ci95.1),
+                run = m.run
+            ),
+        })
+        .collect();
+    serde_json::to_value(entries).expect("plain data serializes")
+}
+
+/// Bencher Metric Format: every measure, by benchmark then measure.
+pub fn bencher(measures: &[Measure]) -> Value {
+    let mut doc = Map::new();
+    for m in measures {
+        let bench = doc.entry(m.benchmark.clone()).or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(b) = bench {
+            b.insert(
+                m.measure.to_string(),
+                json!({ "value": m.value, "lower_value": m.ci95.0, "upper_value": m.ci95.1 }),
+            );
+        }
+    }
+    Value::Object(doc)
+}
+
+/// Six significant figures: enough for a tooltip, short enough to read.
+fn short(x: f64) -> String {
+    let s = format!("{x:.6}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s.is_empty() || s == "-" { "0".into() } else { s.to_string() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(direction: Direction, value: f64) -> Measure {
+        Measure {
+            benchmark: "ext4-M-qoff-t1-open_close".into(),
+            measure: if direction == Direction::Bigger { "total_loops" } else { "latency_p99" },
+            unit: if direction == Direction::Bigger { "loops/ms" } else { "us" },
+            direction,
+            value,
+            ci95: (value - 1.5, value + 1.5),
+            n: 5,
+            run: "20261101T000000Z-host".into(),
+        }
+    }
+
+    /// The documented example of github-action-benchmark's custom tools: an array of objects
+    /// with a string `name` and `unit`, a number `value`, and optional string `range` and `extra`.
+    const ACTION_EXAMPLE: &str = r#"[
+        {"name": "My Custom Smaller Is Better Benchmark - CPU Load", "unit": "Percent", "value": 50},
+        {"name": "My Custom Smaller Is Better Benchmark - Memory Used", "unit": "Megabytes", "value": 100,
+         "range": "3", "extra": "Value for Tooltip: 25\nOptional Num #2: 100\nAnything Else!"}
+    ]"#;
+
+    /// Bencher's documented BMF example.
+    const BMF_EXAMPLE: &str = r#"{
+        "benchmark_name": {
+            "latency": {"value": 88.0, "lower_value": 87.42, "upper_value": 88.88},
+            "throughput": {"value": 5.55, "lower_value": 3.14, "upper_value": 6.30}
+        },
+        "/bin/sh -c ./my_build_script.sh": {"build-time": {"value": 87.0}},
+        "my_binary": {"file-size": {"value": 42.0}}
+    }"#;
+
+    /// The shape the action reads (`extractCustomBenchmarkResult`): what the example holds.
+    fn action_shape_errors(doc: &Value) -> Vec<String> {
+        let Some(entries) = doc.as_array() else { return vec!["not an array".into()] };
+        let mut bad = Vec::new();
+        for (i, e) in entries.iter().enumerate() {
+            let Some(o) = e.as_object() else {
+                bad.push(format!("{i}: not an object"));
+                continue;
+            };
+            for k in o.keys() {
+                if !["name", "unit", "value", "range", "extra"].contains(&k.as_str()) {
+                    bad.push(format!("{i}: unknown key {k}"));
+                }
+            }
+            if !o.get("name").is_some_and(Value::is_string) || !o.get("unit").is_some_and(Value::is_string) {
+                bad.push(format!("{i}: name and unit must be strings"));
+            }
+            if !o.get("value").is_some_and(Value::is_number) {
+                bad.push(format!("{i}: value must be a number"));
+            }
+            for k in ["range", "extra"] {
+                if o.get(k).is_some_and(|v| !v.is_string()) {
+                    bad.push(format!("{i}: {k} must be a string"));
+                }
+            }
+        }
+        bad
+    }
+
+    /// BMF's JSON Schema: benchmark -> measure -> {value (required), lower_value, upper_value}, numbers.
+    fn bmf_shape_errors(doc: &Value) -> Vec<String> {
+        let Some(benches) = doc.as_object() else { return vec!["not an object".into()] };
+        let mut bad = Vec::new();
+        for (b, measures) in benches {
+            let Some(measures) = measures.as_object().filter(|_| !b.is_empty()) else {
+                bad.push(format!("{b}: not an object"));
+                continue;
+            };
+            for (name, metric) in measures {
+                let Some(o) = metric.as_object().filter(|_| !name.is_empty()) else {
+                    bad.push(format!("{b}/{name}: not an object"));
+                    continue;
+                };
+                if !o.get("value").is_some_and(Value::is_number) {
+                    bad.push(format!("{b}/{name}: value must be a number"));
+                }
+                for k in ["lower_value", "upper_value"] {
+                    if o.get(k).is_some_and(|v| !v.is_number()) {
+                        bad.push(format!("{b}/{name}: {k} must be a number"));
+                    }
+                }
+            }
+        }
+        bad
+    }
+
+    #[test]
+    fn the_checks_accept_the_formats_documented_examples() {
+        assert_eq!(action_shape_errors(&serde_json::from_str(ACTION_EXAMPLE).unwrap()), Vec::<String>::new());
+        assert_eq!(bmf_shape_errors(&serde_json::from_str(BMF_EXAMPLE).unwrap()), Vec::<String>::new());
+        // And they do refuse what the tools would not read.
+        assert!(!action_shape_errors(&json!([{"name": "x", "unit": "s", "value": "1"}])).is_empty());
+        assert!(!bmf_shape_errors(&json!({"b": {"m": {"lower_value": 1.0}}})).is_empty());
+    }
+
+    #[test]
+    fn github_action_benchmark_takes_one_direction_per_file_in_the_documented_shape() {
+        let all = [m(Direction::Bigger, 100.0), m(Direction::Smaller, 12.5)];
+        let bigger = github_action_benchmark(&all, Direction::Bigger);
+        assert_eq!(action_shape_errors(&bigger), Vec::<String>::new());
+        assert_eq!(bigger.as_array().unwrap().len(), 1);
+        assert_eq!(bigger[0]["name"], "ext4-M-qoff-t1-open_close total_loops");
+        assert_eq!(bigger[0]["unit"], "loops/ms");
+        assert_eq!(bigger[0]["value"], 100.0);
+        assert_eq!(bigger[0]["range"], "± 1.5");
+        assert!(bigger[0]["extra"].as_str().unwrap().contains("[98.5, 101.5]"));
+        let smaller = github_action_benchmark(&all, Direction::Smaller);
+        assert_eq!(smaller[0]["name"], "ext4-M-qoff-t1-open_close latency_p99");
+    }
+
+    #[test]
+    fn bencher_holds_every_measure_with_its_interval_in_the_documented_shape() {
+        let all = [m(Direction::Bigger, 100.0), m(Direction::Smaller, 12.5)];
+        let doc = bencher(&all);
+        assert_eq!(bmf_shape_errors(&doc), Vec::<String>::new());
+        let cell = &doc["ext4-M-qoff-t1-open_close"];
+        assert_eq!(cell["total_loops"], json!({"value": 100.0, "lower_value": 98.5, "upper_value": 101.5}));
+        assert_eq!(cell["latency_p99"]["value"], 12.5);
+    }
+}
