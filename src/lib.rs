@@ -53,6 +53,7 @@ pub mod shard;
 pub mod signals;
 pub mod stats;
 pub mod text;
+pub mod verdict;
 pub mod workload;
 
 #[cfg(test)]

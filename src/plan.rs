@@ -389,6 +389,22 @@ fn group_key(cell: &Cell, axis: &str) -> String {
     parts.iter().filter(|(a, v)| *a != axis && !v.is_empty()).map(|(_, v)| v.as_str()).collect::<Vec<_>>().join("-")
 }
 
+/// What it costs to prepare one filesystem image (mkfs, mount, umount) on
+/// loop-over-tmpfs; measured order of magnitude for ext4 with eager init on
+/// these machines. Only relative sizes matter for balancing.
+const IMAGE_COST: Duration = Duration::from_millis(300);
+
+/// Estimated wall time of one cell: the workload estimate plus provisioning,
+/// which grows with the number of filesystems (layout M makes one per task).
+pub fn cell_cost(s: &Scenario, cell: &Cell) -> Duration {
+    let images = match (&s.backing, cell.params.layout) {
+        (Backing::Dir { .. }, _) => 0,
+        (_, Layout::M) => cell.params.tasks.max(1),
+        (_, Layout::S) => 1,
+    };
+    (estimate(s) + IMAGE_COST * images).max(Duration::from_millis(1))
+}
+
 /// What `plan` says of a paired scenario: the arms, the pair bounds and the looks, the
 /// pair groups, the cells in none, and what the groups cost at best (every group decided
 /// at `min` pairs) and at worst (`max` pairs and every rerun spent); `None` without `[compare]`.
@@ -400,7 +416,7 @@ pub fn render_pairing(s: &Scenario, plan: &Plan, width: u16) -> Option<String> {
         Workload::Latfs(l) => l.noise.max_reruns,
         Workload::Steps(_) | Workload::Fio(_) => 0,
     };
-    let cost = |g: &PairGroup| g.members.iter().map(|c| crate::shard::cell_cost(s, c)).sum::<Duration>();
+    let cost = |g: &PairGroup| g.members.iter().map(|c| cell_cost(s, c)).sum::<Duration>();
     let best: Duration = groups.iter().map(|g| cost(g) * spec.min_pairs).sum();
     let worst: Duration = groups.iter().map(|g| cost(g) * (spec.max_pairs + reruns)).sum();
     let looks: Vec<String> =

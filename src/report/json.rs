@@ -19,7 +19,7 @@ pub enum ReportJson {
     Steps(StepsReportJson),
     /// Runs of a fio scenario.
     #[serde(rename = "fio")]
-    Fio(crate::report::fio::FioReportJson),
+    Fio(FioReportJson),
 }
 
 /// A lat_fs report (`"workload": "lat_fs"`): seed 000's tables whole, with the ratios when comparing.
@@ -214,4 +214,56 @@ pub struct DuplicatedShard {
 /// A document as the commands print it: pretty JSON and a newline.
 pub fn to_json<T: Serialize>(doc: &T) -> String {
     serde_json::to_string_pretty(doc).expect("output documents serialize") + "\n"
+}
+
+/// One cell of one run, as the report shows it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct FioRow {
+    /// The run's label.
+    pub label: String,
+    /// Cell id (`ext4-S-qoff-t1-bs=4k`).
+    pub cell: String,
+    /// fio's version.
+    pub fio_version: String,
+    /// Repetitions in the statistics (undisturbed).
+    pub n: usize,
+    /// Median IOPS (read + write, all jobs).
+    pub iops: f64,
+    /// 95% CI of the mean IOPS, lower and upper bound.
+    pub iops_ci95: (f64, f64),
+    /// Median bandwidth, MiB/s.
+    pub bw_mib_s: f64,
+    /// Median of the mean completion latency, µs.
+    pub clat_mean_us: f64,
+    /// Median p99 completion latency, µs.
+    pub clat_p99_us: f64,
+    /// Median p50 / p90 / p99.9 completion latency over the repetitions, µs.
+    pub clat_p50_p90_p99_9_us: (f64, f64, f64),
+    /// fio's user / system CPU summed over jobs, mean over repetitions, percent of one CPU.
+    pub cpu_usr_sys: (f64, f64),
+    /// This label's median IOPS over the first label's for the same cell (compare only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iops_ratio: Option<f64>,
+}
+
+/// `fsbench report --json` of a fio run (`"workload": "fio"`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct FioReportJson {
+    /// Document version ([`OUTPUT_SCHEMA_VERSION`]).
+    pub schema: u32,
+    /// Scenario name.
+    pub scenario: String,
+    /// The runs, in label order; the first is the reference of the ratios.
+    pub runs: Vec<super::json::ReportRun>,
+    /// What the comparison found different between the runs.
+    pub warnings: Vec<String>,
+    /// A row per (label, cell) that has fio figures.
+    pub rows: Vec<FioRow>,
+    /// Cells without a number: skipped, failed, disturbed, or planned but never stored.
+    pub not_measured: Vec<crate::report::NotMeasured>,
+    /// Result files that could not be read, one line each.
+    pub problems: Vec<String>,
+    /// The paired comparisons of each paired run (`[compare] arms`); absent when no run is paired.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paired: Vec<crate::report::paired::PairedRun>,
 }

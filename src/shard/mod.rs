@@ -19,10 +19,9 @@ pub mod slurm;
 
 use std::time::Duration;
 
-use crate::model::Layout;
-use crate::plan::{Cell, estimate};
+use crate::plan::Cell;
 use crate::results::RunShard;
-use crate::scenario::{Backing, Scenario};
+use crate::scenario::Scenario;
 
 pub use env::{ShardEnvError, resolve_shard, run_key};
 
@@ -65,21 +64,7 @@ impl std::fmt::Display for ShardSpec {
     }
 }
 
-/// What it costs to prepare one filesystem image (mkfs, mount, umount) on
-/// loop-over-tmpfs; measured order of magnitude for ext4 with eager init on
-/// these machines. Only relative sizes matter for balancing.
-const IMAGE_COST: Duration = Duration::from_millis(300);
-
-/// Estimated wall time of one cell: the workload estimate plus provisioning,
-/// which grows with the number of filesystems (layout M makes one per task).
-pub fn cell_cost(s: &Scenario, cell: &Cell) -> Duration {
-    let images = match (&s.backing, cell.params.layout) {
-        (Backing::Dir { .. }, _) => 0,
-        (_, Layout::M) => cell.params.tasks.max(1),
-        (_, Layout::S) => 1,
-    };
-    (estimate(s) + IMAGE_COST * images).max(Duration::from_millis(1))
-}
+pub use crate::plan::cell_cost;
 
 /// Assign every cell to a shard: `result[i]` is the 0-based shard of `cells[i]`.
 ///
@@ -108,7 +93,7 @@ fn units(s: &Scenario, cells: &[Cell]) -> Vec<Vec<usize>> {
     let Some(spec) = &s.compare else { return (0..cells.len()).map(|i| vec![i]).collect() };
     let arms = s.matrix.axis_values(&spec.arms).unwrap_or_default();
     let position = |c: &Cell| cells.iter().position(|x| x.index == c.index).expect("a cell of the plan");
-    let mut units: Vec<Vec<usize>> = crate::runner::pairs::pair_groups(cells, spec, &arms)
+    let mut units: Vec<Vec<usize>> = crate::plan::pair_groups(cells, spec, &arms)
         .iter()
         .map(|g| g.members.iter().map(|c| position(c)).collect())
         .collect();
@@ -260,8 +245,8 @@ mod tests {
             "kind = \"tmpfs-loop\"\n[workload]\nkind = \"lat_fs\"\nwarmup = \"10ms\"\nduration = \"50ms\"\nrepetitions = 1",
         );
         let cells = crate::plan::expand(&s).cells;
-        let m8 = cells.iter().find(|c| c.params.layout == Layout::M && c.params.tasks == 8).unwrap();
-        let s1 = cells.iter().find(|c| c.params.layout == Layout::S && c.params.tasks == 1).unwrap();
+        let m8 = cells.iter().find(|c| c.params.layout == crate::model::Layout::M && c.params.tasks == 8).unwrap();
+        let s1 = cells.iter().find(|c| c.params.layout == crate::model::Layout::S && c.params.tasks == 1).unwrap();
         assert!(cell_cost(&s, m8) > cell_cost(&s, s1));
         // LPT: the expensive M×8 cell is alone in its shard; the three cheap ones share the other.
         let loads = shard_loads(&s, &cells, 2);

@@ -2,67 +2,12 @@
 //! completion latency, fio's CPU), and with several runs a ratio column of each
 //! label's median IOPS to the first label's, cell by cell.
 
-use schemars::JsonSchema;
-use serde::Serialize;
-
-use super::json::ReportJson;
+use super::json::{FioReportJson, FioRow, ReportJson};
 use super::markup::Markup;
 use super::plot::{PlotError, PlotImage};
 use super::{CompareOptions, WorkloadReport};
 use crate::model::{CellResult, FioResult, OUTPUT_SCHEMA_VERSION};
 use crate::results::LoadedRun;
-
-/// One cell of one run, as the report shows it.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct FioRow {
-    /// The run's label.
-    pub label: String,
-    /// Cell id (`ext4-S-qoff-t1-bs=4k`).
-    pub cell: String,
-    /// fio's version.
-    pub fio_version: String,
-    /// Repetitions in the statistics (undisturbed).
-    pub n: usize,
-    /// Median IOPS (read + write, all jobs).
-    pub iops: f64,
-    /// 95% CI of the mean IOPS, lower and upper bound.
-    pub iops_ci95: (f64, f64),
-    /// Median bandwidth, MiB/s.
-    pub bw_mib_s: f64,
-    /// Median of the mean completion latency, µs.
-    pub clat_mean_us: f64,
-    /// Median p99 completion latency, µs.
-    pub clat_p99_us: f64,
-    /// Median p50 / p90 / p99.9 completion latency over the repetitions, µs.
-    pub clat_p50_p90_p99_9_us: (f64, f64, f64),
-    /// fio's user / system CPU summed over jobs, mean over repetitions, percent of one CPU.
-    pub cpu_usr_sys: (f64, f64),
-    /// This label's median IOPS over the first label's for the same cell (compare only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub iops_ratio: Option<f64>,
-}
-
-/// `fsbench report --json` of a fio run (`"workload": "fio"`).
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct FioReportJson {
-    /// Document version ([`OUTPUT_SCHEMA_VERSION`]).
-    pub schema: u32,
-    /// Scenario name.
-    pub scenario: String,
-    /// The runs, in label order; the first is the reference of the ratios.
-    pub runs: Vec<super::json::ReportRun>,
-    /// What the comparison found different between the runs.
-    pub warnings: Vec<String>,
-    /// A row per (label, cell) that has fio figures.
-    pub rows: Vec<FioRow>,
-    /// Cells without a number: skipped, failed, disturbed, or planned but never stored.
-    pub not_measured: Vec<crate::report::NotMeasured>,
-    /// Result files that could not be read, one line each.
-    pub problems: Vec<String>,
-    /// The paired comparisons of each paired run (`[compare] arms`); absent when no run is paired.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub paired: Vec<crate::report::paired::PairedRun>,
-}
 
 /// A fio report of `runs`.
 pub(super) struct FioReport<'a> {

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::gate::{Metric, Verdict};
 use crate::model::pairing::{CellPairing, DroppedPair, MAX_PAIRS, PairStop};
 use crate::model::{CellResult, StepTiming, TextFormat};
 use crate::report::Iterations;
@@ -14,6 +13,7 @@ use crate::results::LoadedRun;
 use crate::scenario::GateSpec;
 use crate::stats::Change;
 use crate::stats::paired::{alpha_per_look, change_of_log_ratios, look_schedule, wilcoxon};
+use crate::verdict::{Metric, Verdict};
 
 use super::settings::PairSettings;
 

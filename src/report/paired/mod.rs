@@ -22,9 +22,9 @@ pub use join::{PairedComparison, PairedOptions, PairedRun, SignedRankCheck, join
 pub use render::{csv, hl_cell, p_cell, pairs_cell, percent, ratio_cell, section_text, stop_name, write_sections};
 pub use settings::{PairSettings, pair_settings};
 
-use crate::gate::Metric;
 use crate::model::WorkloadKind;
 use crate::results::LoadedRun;
+use crate::verdict::Metric;
 
 /// Whether any cell of `run` took part in a pair group.
 pub fn is_paired(run: &LoadedRun) -> bool {
@@ -39,7 +39,7 @@ pub fn paired_of(label: &str, run: &LoadedRun) -> Option<PairedRun> {
         return None;
     }
     let mut warnings = Vec::new();
-    let spec = crate::gate::gate_spec_of(run, &mut warnings);
+    let spec = crate::verdict::gate_spec_of(run, &mut warnings);
     let metric = match run.meta.workload {
         WorkloadKind::LatFs => Metric::TotalLoops,
         WorkloadKind::Steps => Metric::Elapsed,

@@ -1,12 +1,12 @@
 //! The join and the statistics on hand-made paired runs.
 
 use super::*;
-use crate::gate::Verdict;
 use crate::model::pairing::{CellPairing, DroppedPair, PairSlot, PairStop};
 use crate::model::*;
 use crate::results::RunMeta;
 use crate::scenario::GateSpec;
 use crate::stats::paired::{alpha_per_look, change_of_log_ratios, wilcoxon};
+use crate::verdict::Verdict;
 
 fn params(fs: &str, test: Option<LatfsTest>) -> CellParams {
     CellParams { fs: fs.into(), layout: Layout::S, quota: QuotaMode::Off, tasks: 1, test, fio: Default::default() }
@@ -79,7 +79,7 @@ fn run(cells: Vec<CellResult>, workload: WorkloadKind) -> crate::results::Loaded
     }
 }
 
-fn opts(spec: &GateSpec, metric: crate::gate::Metric, steps_iterations: Option<u32>) -> PairedOptions<'_> {
+fn opts(spec: &GateSpec, metric: crate::verdict::Metric, steps_iterations: Option<u32>) -> PairedOptions<'_> {
     PairedOptions {
         metric,
         spec,
@@ -98,7 +98,7 @@ fn slots_join_arms_into_pairs_and_the_statistics_are_the_paired_ones() {
     let r = join_pairs(
         "run",
         &run(vec![base, cand], WorkloadKind::LatFs),
-        &opts(&spec, crate::gate::Metric::TotalLoops, None),
+        &opts(&spec, crate::verdict::Metric::TotalLoops, None),
     )
     .unwrap();
     assert_eq!((r.axis.as_str(), r.looks.as_slice()), ("fs", [6, 9, 14, 21, 32].as_slice()));
@@ -138,7 +138,7 @@ fn below_six_pairs_there_is_no_wilcoxon_check_and_an_unpaired_run_has_no_section
     let r = join_pairs(
         "run",
         &run(vec![base.clone(), cand], WorkloadKind::LatFs),
-        &opts(&spec, crate::gate::Metric::TotalLoops, None),
+        &opts(&spec, crate::verdict::Metric::TotalLoops, None),
     )
     .unwrap();
     let c = &r.comparisons[0];
@@ -150,15 +150,19 @@ fn below_six_pairs_there_is_no_wilcoxon_check_and_an_unpaired_run_has_no_section
     let r = join_pairs(
         "run",
         &run(vec![base.clone()], WorkloadKind::LatFs),
-        &opts(&spec, crate::gate::Metric::TotalLoops, None),
+        &opts(&spec, crate::verdict::Metric::TotalLoops, None),
     )
     .unwrap();
     assert!(r.comparisons.is_empty() && r.warnings.len() == 1, "{:?}", r.warnings);
     let mut plain = base;
     plain.pairing = None;
     assert!(
-        join_pairs("run", &run(vec![plain], WorkloadKind::LatFs), &opts(&spec, crate::gate::Metric::TotalLoops, None))
-            .is_none()
+        join_pairs(
+            "run",
+            &run(vec![plain], WorkloadKind::LatFs),
+            &opts(&spec, crate::verdict::Metric::TotalLoops, None)
+        )
+        .is_none()
     );
 }
 
@@ -197,7 +201,7 @@ fn steps_pair_per_iteration_position_over_steady_iterations() {
     let r = join_pairs(
         "run",
         &run(vec![base, cand], WorkloadKind::Steps),
-        &opts(&spec, crate::gate::Metric::Elapsed, Some(3)),
+        &opts(&spec, crate::verdict::Metric::Elapsed, Some(3)),
     )
     .unwrap();
     assert_eq!(r.comparisons.len(), 2, "one per step");
@@ -217,7 +221,7 @@ fn steps_pair_per_iteration_position_over_steady_iterations() {
     let r2 = join_pairs(
         "run",
         &run(r_cells(&a, &b, &slots), WorkloadKind::Steps),
-        &opts(&spec, crate::gate::Metric::Elapsed, None),
+        &opts(&spec, crate::verdict::Metric::Elapsed, None),
     )
     .unwrap();
     assert_eq!(r2.comparisons[1].log_ratios, untar.log_ratios);
@@ -238,7 +242,7 @@ fn the_section_names_the_level_and_every_column() {
     let p = join_pairs(
         "run",
         &run(vec![base, cand], WorkloadKind::LatFs),
-        &opts(&spec, crate::gate::Metric::TotalLoops, None),
+        &opts(&spec, crate::verdict::Metric::TotalLoops, None),
     )
     .unwrap();
     let mut m: Box<dyn crate::report::markup::Markup> = Box::new(crate::report::markup::Plain::default());
@@ -263,7 +267,7 @@ fn a_cell_claiming_more_pairs_than_any_run_takes_is_not_read_as_pairs() {
     let r = join_pairs(
         "run",
         &run(vec![base, cand], WorkloadKind::LatFs),
-        &opts(&spec, crate::gate::Metric::TotalLoops, None),
+        &opts(&spec, crate::verdict::Metric::TotalLoops, None),
     )
     .unwrap();
     assert!(r.warnings[0].contains("more than 1000 pair slots"), "{:?}", r.warnings);
