@@ -109,27 +109,9 @@ fn created(results: Option<&crate::results::LoadedRun>) -> Result<Option<(String
     }
     Ok(results.map(|r| {
         let t = r.meta.finished.clone().unwrap_or_else(|| r.meta.started.clone());
-        let secs = parse_rfc3339_utc(&t).unwrap_or(0);
+        let secs = crate::results::unix_from_rfc3339(&t).unwrap_or(0);
         (t, secs)
     }))
-}
-
-/// Seconds since the epoch of `YYYY-MM-DDTHH:MM:SSZ` (the form fsbench writes).
-fn parse_rfc3339_utc(s: &str) -> Option<u64> {
-    let b = s.as_bytes();
-    if b.len() < 20 {
-        return None;
-    }
-    let n = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
-    let (y, mo, d, h, mi, se) = (n(0..4)?, n(5..7)?, n(8..10)?, n(11..13)?, n(14..16)?, n(17..19)?);
-    // Days from civil (Howard Hinnant's algorithm).
-    let y2 = if mo <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let doy = (153 * (if mo > 2 { mo - 3 } else { mo + 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    u64::try_from(days * 86_400 + h * 3600 + mi * 60 + se).ok()
 }
 
 /// Pack `scenario` (and optionally the run in `with_results`) into `out` as a bundle.
@@ -272,8 +254,8 @@ mod tests {
 
     #[test]
     fn rfc3339_parses_to_epoch_seconds() {
-        assert_eq!(parse_rfc3339_utc("1970-01-01T00:00:00Z"), Some(0));
-        assert_eq!(parse_rfc3339_utc("2010-11-11T12:00:00Z"), Some(1_289_476_800));
+        assert_eq!(crate::results::unix_from_rfc3339("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(crate::results::unix_from_rfc3339("2010-11-11T12:00:00Z"), Some(1_289_476_800));
         assert_eq!(rfc3339_from_unix(1_289_476_800), "2010-11-11T12:00:00Z");
     }
 }
