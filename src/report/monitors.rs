@@ -159,13 +159,13 @@ pub fn quiet_cells_note(rows: &[CellCounters]) -> Option<String> {
         (Some(lo), Some(hi)) => format!("; their context switches: {lo:.0}–{hi:.0}/s"),
         _ => String::new(),
     };
-    let (n, all) = (quiet.len(), quiet.len() == rows.len());
-    let which = if all {
-        "No cell's".to_string()
-    } else {
-        format!("{} left out: their", crate::text::plural(n, "cell", "cells"))
-    };
-    Some(format!("{which} block devices saw no write and no busy time in any repetition{range}."))
+    let n = quiet.len();
+    if n == rows.len() {
+        // Said positively: "no cell's devices saw no write" would read as the opposite.
+        return Some(format!("No cell's block devices saw a write or busy time in any repetition{range}."));
+    }
+    let which = crate::text::plural(n, "cell", "cells");
+    Some(format!("{which} left out: their block devices saw no write and no busy time in any repetition{range}."))
 }
 
 /// Values listed one per repetition, as long as a table cell can hold them: past
@@ -241,7 +241,7 @@ mod tests {
         );
         let (_, body) = counters_table(&rows[..1]);
         assert!(body.is_empty());
-        assert!(quiet_cells_note(&rows[..1]).unwrap().starts_with("No cell's block devices"));
+        assert!(quiet_cells_note(&rows[..1]).unwrap().starts_with("No cell's block devices saw a write or busy time"));
         assert_eq!(quiet_cells_note(&rows[1..2]), None);
     }
 
