@@ -91,22 +91,36 @@ fn bisect(
     }
     let part = &values[lo..hi];
     let Some((tau, q)) = best_split(part, opt.min_side) else { return };
-    let perms = opt.permutations();
-    let mut shuffled = part.to_vec();
-    let mut as_large = 0usize;
-    for _ in 0..perms {
-        shuffle(&mut shuffled, rng);
-        if best_split(&shuffled, opt.min_side).is_some_and(|(_, qp)| qp >= q) {
-            as_large += 1;
-        }
-    }
-    let p = (as_large + 1) as f64 / (perms + 1) as f64;
-    if p > opt.max_p {
-        return;
-    }
+    let Some(p) = permutation_p(part, q, opt, rng) else { return };
     out.push(ChangePoint { index: lo + tau, p });
     bisect(values, lo, lo + tau, opt, rng, out);
     bisect(values, lo + tau, hi, opt, rng, out);
+}
+
+/// The permutation p-value of a split with statistic `q`, or `None` as soon as it is
+/// certain to exceed `opt.max_p`.
+///
+/// With `k` permutations the p-value is `(as_large + 1) / (k + 1)`, so once `as_large`
+/// permutations reach `q` the split is rejected whatever the rest give: stopping there
+/// (Besag & Clifford's sequential Monte Carlo test, 1991) takes the same decision as
+/// running all `k` and costs a few permutations on a window without a shift, the usual case.
+fn permutation_p(part: &[f64], q: f64, opt: &ChangePointOptions, rng: &mut SplitMix64) -> Option<f64> {
+    let perms = opt.permutations();
+    // The largest count of permutations reaching q that still gives p ≤ max_p.
+    let allowed = (opt.max_p * (perms + 1) as f64 - 1.0).floor().max(-1.0);
+    let mut shuffled = part.to_vec();
+    let mut scratch = Vec::new();
+    let mut as_large = 0usize;
+    for _ in 0..perms {
+        shuffle(&mut shuffled, rng);
+        if best_split_in(&shuffled, opt.min_side, &mut scratch).is_some_and(|(_, qp)| qp >= q) {
+            as_large += 1;
+            if as_large as f64 > allowed {
+                return None;
+            }
+        }
+    }
+    Some((as_large + 1) as f64 / (perms + 1) as f64)
 }
 
 /// Fisher–Yates.
@@ -119,10 +133,16 @@ fn shuffle(v: &mut [f64], rng: &mut SplitMix64) {
 
 /// The split τ (points `..τ` against `τ..`) maximising Q, and Q.
 fn best_split(x: &[f64], min_side: usize) -> Option<(usize, f64)> {
+    best_split_in(x, min_side, &mut Vec::new())
+}
+
+/// [`best_split`] with the prefix-sum matrix in `s`, reused across calls.
+fn best_split_in(x: &[f64], min_side: usize, s: &mut Vec<f64>) -> Option<(usize, f64)> {
     let n = x.len();
     // s[a][b]: Σ |xᵢ − xⱼ| over i < a, j < b (prefix sums of the distance matrix).
     let w = n + 1;
-    let mut s = vec![0.0f64; w * w];
+    s.clear();
+    s.resize(w * w, 0.0);
     for a in 1..=n {
         let mut row = 0.0;
         for b in 1..=n {
@@ -181,6 +201,38 @@ mod tests {
         let v = noisy(20, 0.01, 7, |i| 100.0 * (1.0 + 0.01 * i as f64));
         let cps = change_points(&v, &ChangePointOptions::default());
         assert!(!cps.is_empty() && cps.iter().all(|c| (3..=17).contains(&c.index)), "{cps:?}");
+    }
+
+    /// The full test, every permutation run: what [`permutation_p`] must decide alike.
+    fn full_p(part: &[f64], q: f64, opt: &ChangePointOptions, rng: &mut SplitMix64) -> f64 {
+        let mut shuffled = part.to_vec();
+        let as_large = (0..opt.permutations())
+            .filter(|_| {
+                shuffle(&mut shuffled, rng);
+                best_split(&shuffled, opt.min_side).is_some_and(|(_, qp)| qp >= q)
+            })
+            .count();
+        (as_large + 1) as f64 / (opt.permutations() + 1) as f64
+    }
+
+    #[test]
+    fn stopping_the_permutations_early_decides_as_running_them_all() {
+        let opt = ChangePointOptions { max_p: 0.01, ..Default::default() };
+        let mut kept = 0;
+        for seed in 1..=12 {
+            // Steps from none to large, so both decisions occur.
+            let step = 0.01 * (seed as f64 - 1.0);
+            let v = noisy(30, 0.04, seed, |i| if i < 15 { 100.0 } else { 100.0 * (1.0 + step) });
+            let (_, q) = best_split(&v, opt.min_side).unwrap();
+            let early = permutation_p(&v, q, &opt, &mut SplitMix64::new(seed));
+            let full = full_p(&v, q, &opt, &mut SplitMix64::new(seed));
+            assert_eq!(early.is_some(), full <= opt.max_p, "seed {seed}: early {early:?}, full {full}");
+            if let Some(p) = early {
+                assert_eq!(p, full, "seed {seed}");
+                kept += 1;
+            }
+        }
+        assert!((1..12).contains(&kept), "both decisions are compared: {kept} of 12 splits kept");
     }
 
     #[test]
