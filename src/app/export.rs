@@ -20,9 +20,9 @@ pub enum ExportFormat {
 /// Which measures a github-action-benchmark file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Better {
-    /// total_loops (loops/ms): the action's `tool: customBiggerIsBetter`.
+    /// total_loops (loops/ms), fio iops and bw (MiB/s): the action's `tool: customBiggerIsBetter`.
     Higher,
-    /// step times (s) and latency percentiles (µs): `tool: customSmallerIsBetter`.
+    /// step times (s), latency percentiles and fio p99 and clat_mean (µs): `tool: customSmallerIsBetter`.
     Lower,
 }
 

@@ -1,5 +1,6 @@
 //! The history as one self-contained HTML page: a chart per series (inline SVG) with its
-//! change points marked and every point linked to its run's directory.
+//! change points marked, every point linked to its run's directory, and a paired ratio's
+//! interval drawn as a whisker through its point.
 //!
 //! Pure: the history and each run's link in, text out. The page is the report's
 //! ([`crate::report::html::page`]: the same Content-Security-Policy, no script, nothing
@@ -93,7 +94,9 @@ fn chart(b: &mut String, h: &History, s: &Series, hrefs: &[String]) {
         Better::Lower => "lower is better",
     };
     let _ = writeln!(b, "<h3>{} — {}</h3>", escape(&s.cell), escape(&s.metric));
-    let (lo, hi) = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
+    // A paired ratio's interval is drawn as a whisker: the scale takes it in.
+    let ends = s.points.iter().flat_map(|p| p.interval.map_or([p.value, p.value], |(l, h)| [l, h]));
+    let (lo, hi) = ends.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), x| (l.min(x), h.max(x)));
     let pad = if hi > lo { (hi - lo) * 0.08 } else { hi.abs().max(1.0) * 0.05 };
     let (lo, hi) = (lo - pad, hi + pad);
     let plot_w = WIDTH - LEFT - RIGHT;
@@ -149,15 +152,25 @@ fn chart(b: &mut String, h: &History, s: &Series, hrefs: &[String]) {
         writeln!(b, "<polyline points=\"{}\" fill=\"none\" stroke=\"#0969da\" stroke-width=\"1.5\"/>", line.join(" "));
     for (i, p) in s.points.iter().enumerate() {
         let r = &h.runs[p.run];
+        let mut title = format!("{}: {} {}", r.name(), label(p.value), s.unit);
+        if let Some((l, hi)) = p.interval {
+            let _ = write!(title, " [{}, {}], {} pairs", label(l), label(hi), p.n);
+            let _ = writeln!(
+                b,
+                "<line class=\"interval\" x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{1:.1}\" y2=\"{2:.1}\" stroke=\"#0969da\" \
+                 stroke-opacity=\"0.5\" stroke-width=\"1.5\"/>",
+                x(i),
+                y(l),
+                y(hi)
+            );
+        }
         let _ = writeln!(
             b,
-            "<a href=\"{}\"><circle class=\"point\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"#0969da\"><title>{}: {} {}</title></circle></a>",
+            "<a href=\"{}\"><circle class=\"point\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"#0969da\"><title>{}</title></circle></a>",
             escape(hrefs.get(p.run).map_or("", String::as_str)),
             x(i),
             y(p.value),
-            escape(&r.name()),
-            escape(&label(p.value)),
-            escape(s.unit)
+            escape(&title)
         );
     }
     b.push_str("</svg>\n");

@@ -55,7 +55,8 @@ pub struct SeriesJson {
     pub segment: usize,
     /// Cell id.
     pub cell: String,
-    /// Metric (`total_loops`, `latency_p99`, `step1 ... elapsed`).
+    /// Metric (`total_loops`, `latency_p99`, `step1 ... elapsed`, fio's `iops`, `bw`, `p99`,
+    /// `clat_mean`, or a paired run's `paired ratio <metric>` of a candidate cell).
     pub metric: String,
     /// Unit of the values.
     pub unit: String,
@@ -89,10 +90,18 @@ pub struct ChangePointJson {
 pub struct PointJson {
     /// Position of its run in `runs`.
     pub run: usize,
-    /// The run's mean over its repetitions or iterations.
+    /// The run's mean over its repetitions or iterations; for a paired ratio, the ratio of the
+    /// geometric means, candidate over baseline.
     pub value: f64,
-    /// Repetitions or iterations behind the value.
+    /// Repetitions or iterations behind the value (for a paired ratio: pairs).
     pub n: usize,
+    /// A paired ratio's lower interval end, at the level of its run's paired section; absent for
+    /// other metrics and for an unbounded interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub low: Option<f64>,
+    /// A paired ratio's upper interval end; absent as `low` is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub high: Option<f64>,
 }
 
 /// The document of `h`.
@@ -126,7 +135,17 @@ pub fn history_json(h: &History, order: &super::OrderBy, min_points: usize) -> H
                 metric: s.metric.clone(),
                 unit: s.unit.to_string(),
                 better: s.better,
-                points: s.points.iter().map(|p| PointJson { run: p.run, value: p.value, n: p.n }).collect(),
+                points: s
+                    .points
+                    .iter()
+                    .map(|p| PointJson {
+                        run: p.run,
+                        value: p.value,
+                        n: p.n,
+                        low: p.interval.map(|i| i.0),
+                        high: p.interval.map(|i| i.1),
+                    })
+                    .collect(),
                 too_few_points: s.points.len() < min_points,
                 change_points: s
                     .change_points

@@ -3,7 +3,8 @@
 //! [`load`] finds the runs of a scenario directory (through the result store's loader),
 //! filters and orders them and splits them into segments where the scenario text changed
 //! what is measured (the rule `compare` refuses by); [`series`] turns each cell's numbers
-//! into one series per metric and segment; [`render`] prints them as a table with a
+//! into one series per metric and segment, and [`paired`] a paired run's candidate cells'
+//! paired ratios into series of their own; [`render`] prints them as a table with a
 //! sparkline per series or as CSV; [`html`] as a page of charts; [`json`] is the `--json` document; [`index`] keeps what
 //! the series need of every finished run in an SQLite database, so they are not read again.
 
@@ -12,6 +13,7 @@ pub mod html;
 pub mod index;
 pub mod json;
 pub mod load;
+pub mod paired;
 pub mod render;
 pub mod series;
 
@@ -83,3 +85,6 @@ fn from_directories(
     let cells = loaded.runs.iter().map(|r| series::measured_cells(&r.run)).collect();
     Ok((loaded, cells))
 }
+
+#[cfg(test)]
+mod tests;

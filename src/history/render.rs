@@ -111,12 +111,13 @@ fn shift_line(h: &History, s: &Series, c: &super::series::Shift) -> String {
     format!("  ↳ change {size}, p={:.4}\n      before {}\n      after  {}\n", c.p, tags(c.index - 1), tags(c.index))
 }
 
-/// CSV: one line per point (`segment,cell,metric,unit,run,started,value,n` plus one column per
-/// `--meta` key any run recorded).
+/// CSV: one line per point (`segment,cell,metric,unit,run,started,value,n,low,high` plus one
+/// column per `--meta` key any run recorded; `low` and `high` are a paired ratio's interval,
+/// empty for other metrics).
 pub fn render_csv(h: &History) -> String {
     let keys: std::collections::BTreeSet<&String> = h.runs.iter().flat_map(|r| r.run.meta.meta.keys()).collect();
     let mut header: Vec<String> =
-        ["segment", "cell", "metric", "unit", "run", "started", "value", "n"].map(String::from).to_vec();
+        ["segment", "cell", "metric", "unit", "run", "started", "value", "n", "low", "high"].map(String::from).to_vec();
     header.extend(keys.iter().map(|k| format!("meta.{k}")));
     let mut out = csv_record(&header);
     for s in &h.series {
@@ -131,6 +132,8 @@ pub fn render_csv(h: &History) -> String {
                 r.run.meta.started.clone(),
                 format!("{}", p.value),
                 p.n.to_string(),
+                p.interval.map(|i| format!("{}", i.0)).unwrap_or_default(),
+                p.interval.map(|i| format!("{}", i.1)).unwrap_or_default(),
             ];
             rec.extend(keys.iter().map(|k| r.run.meta.meta.get(*k).cloned().unwrap_or_default()));
             out.push_str(&csv_record(&rec));

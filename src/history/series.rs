@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::HistoryRun;
-use crate::model::CellResult;
+use crate::model::{CellResult, FioMetric};
 use crate::plan::CellFilter;
 
 /// Which way a metric is better.
@@ -23,8 +23,11 @@ pub struct Point {
     pub run: usize,
     /// The run's value: the mean over its repetitions or iterations.
     pub value: f64,
-    /// The repetitions or iterations behind it.
+    /// The repetitions or iterations behind it (for a paired ratio: the pairs).
     pub n: usize,
+    /// A paired ratio's interval `(low, high)` at its run's paired level; `None` for other
+    /// metrics and for an unbounded interval (one pair).
+    pub interval: Option<(f64, f64)>,
 }
 
 /// The values of one metric of one cell over the runs of one segment.
@@ -34,9 +37,10 @@ pub struct Series {
     pub segment: usize,
     /// Cell id (`ext4-M-qoff-t1-open_close`).
     pub cell: String,
-    /// Metric name (`total_loops`, `latency_p99`, `step2 tar zxf linux-2.5.63.tar.gz elapsed`).
+    /// Metric name (`total_loops`, `latency_p99`, `step2 tar zxf linux-2.5.63.tar.gz elapsed`,
+    /// `iops`, `paired ratio total_loops`).
     pub metric: String,
-    /// Unit of the values (`loops/ms`, `µs`, `s`).
+    /// Unit of the values (one of [`UNITS`]).
     pub unit: &'static str,
     /// Which way is better.
     pub better: Better,
@@ -86,19 +90,22 @@ impl Series {
 /// One metric of a measured cell in one run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Metric {
-    /// Its name (`total_loops`, `step1 rm_rf linux-2.5.63 elapsed`).
+    /// Its name (`total_loops`, `step1 rm_rf linux-2.5.63 elapsed`, `iops`,
+    /// `paired ratio total_loops`).
     pub name: String,
     /// Unit of the value.
     pub unit: &'static str,
     /// Which way is better.
     pub better: Better,
-    /// The run's value: the mean over its repetitions or iterations.
+    /// The run's value: the mean over its repetitions or iterations (a paired ratio: the ratio).
     pub value: f64,
-    /// The repetitions or iterations behind it.
+    /// The repetitions or iterations behind it (a paired ratio: its pairs).
     pub n: usize,
     /// Its place among the cell's metrics, counting those left out for a value that is not
-    /// finite: series are ordered by it.
+    /// finite (paired ratios from [`super::paired::PAIRED_POSITION`] on): series are ordered by it.
     pub position: usize,
+    /// A paired ratio's interval, as [`Point::interval`].
+    pub interval: Option<(f64, f64)>,
 }
 
 /// What a history keeps of one cell a run measured: its id, its parameters (for `--only`)
@@ -113,8 +120,9 @@ pub struct MeasuredCell {
     pub metrics: Vec<Metric>,
 }
 
-/// The units a metric can have, so that one read back from the index is the same `&'static str`.
-pub const UNITS: [&str; 3] = ["loops/ms", "µs", "s"];
+/// The units a metric can have, so that one read back from the index is the same `&'static str`:
+/// lat_fs loops, latencies, step times, fio IOPS and bandwidth, and paired ratios.
+pub const UNITS: [&str; 6] = ["loops/ms", "µs", "s", "IOPS", "MiB/s", super::paired::RATIO_UNIT];
 
 /// The metrics of one measured cell, those with a finite value.
 fn metrics(c: &CellResult) -> Vec<Metric> {
@@ -122,7 +130,7 @@ fn metrics(c: &CellResult) -> Vec<Metric> {
     let mut position = 0;
     let mut push = |name: String, unit: &'static str, better: Better, value: f64, n: usize| {
         if value.is_finite() {
-            out.push(Metric { name, unit, better, value, n, position });
+            out.push(Metric { name, unit, better, value, n, position, interval: None });
         }
         position += 1;
     };
@@ -153,16 +161,35 @@ fn metrics(c: &CellResult) -> Vec<Metric> {
             push(format!("step{} {label} elapsed", j + 1), UNITS[2], Better::Lower, mean, times.len());
         }
     }
+    if let Some(f) = &c.fio {
+        // The figures `gate --metric` judges, per repetition, averaged over the undisturbed ones.
+        let reps: Vec<&crate::model::FioRepetition> = f.repetitions.iter().filter(|r| r.counts()).collect();
+        if !reps.is_empty() {
+            for m in crate::model::FIO_METRICS.iter().filter_map(|n| FioMetric::parse(n)) {
+                let mean = reps.iter().map(|r| m.of(r)).sum::<f64>() / reps.len() as f64;
+                let better = if m.higher_is_better() { Better::Higher } else { Better::Lower };
+                push(m.name().into(), m.unit(), better, mean, reps.len());
+            }
+        }
+    }
     out
 }
 
-/// The cells of a run that a history reads: those measured (status ok), in the run's order.
+/// The cells of a run that a history reads: those measured (status ok), in the run's order,
+/// each candidate cell of a paired run with its paired ratios after its own metrics.
 pub fn measured_cells(run: &crate::results::LoadedRun) -> Vec<MeasuredCell> {
-    run.cells
+    let mut cells: Vec<MeasuredCell> = run
+        .cells
         .iter()
         .filter(|c| c.status == crate::model::CellStatus::Ok)
         .map(|c| MeasuredCell { id: c.id.clone(), params: c.params.clone(), metrics: metrics(c) })
-        .collect()
+        .collect();
+    for (cell, metric) in super::paired::paired_metrics(run) {
+        if let Some(c) = cells.iter_mut().find(|c| c.id == cell) {
+            c.metrics.push(metric);
+        }
+    }
+    cells
 }
 
 /// Every series of `runs`, by segment, cell (in the first plan's order) and metric.
@@ -196,7 +223,7 @@ pub fn series_from(runs: &[HistoryRun], cells: &[Vec<MeasuredCell>], only: &Cell
                     points: Vec::new(),
                     change_points: Vec::new(),
                 });
-                s.points.push(Point { run: i, value: metric.value, n: metric.n });
+                s.points.push(Point { run: i, value: metric.value, n: metric.n, interval: metric.interval });
             }
         }
     }

@@ -4,13 +4,15 @@
 //! upper_value}}}`).
 //!
 //! Pure: runs in, JSON values out. Each number is the one the report prints: the median over
-//! a lat_fs cell's undisturbed repetitions (or rounds' means) and over a step's iterations,
-//! with the 95% confidence interval of the mean (Student's t) the report and compare use.
+//! a lat_fs cell's undisturbed repetitions (or rounds' means), over a step's iterations and
+//! over a fio cell's undisturbed repetitions (`iops` and `bw` bigger is better, `p99` and
+//! `clat_mean` smaller), with the 95% confidence interval of the mean (Student's t) the
+//! report and compare use.
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::model::{CellResult, CellStatus, TextFormat};
+use crate::model::{CellResult, CellStatus, FIO_METRICS, FioMetric, TextFormat};
 use crate::monitor::latency::Percentile;
 use crate::results::LoadedRun;
 use crate::stats::summarize;
@@ -18,7 +20,7 @@ use crate::stats::summarize;
 /// Which way a measure is better: github-action-benchmark takes one direction per file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
-    /// Loops per millisecond: `customBiggerIsBetter`.
+    /// Loops per millisecond, IOPS, bandwidth: `customBiggerIsBetter`.
     Bigger,
     /// Times and latencies: `customSmallerIsBetter`.
     Smaller,
@@ -30,9 +32,10 @@ pub struct Measure {
     /// Benchmark name: the cell id, with the step (`step2 untar linux.tar.gz`) for step cells,
     /// prefixed by the run's label when several runs are exported.
     pub benchmark: String,
-    /// Measure name: `total_loops`, `latency_p50`/`p90`/`p99`, `elapsed`.
+    /// Measure name: `total_loops`, `latency_p50`/`p90`/`p99`, `elapsed`, fio's `iops`, `bw`,
+    /// `p99`, `clat_mean`.
     pub measure: &'static str,
-    /// Unit: `loops/ms`, `us`, `s`.
+    /// Unit: `loops/ms`, `us`, `s`, `IOPS`, `MiB/s`.
     pub unit: &'static str,
     /// Which way is better.
     pub direction: Direction,
@@ -102,6 +105,18 @@ fn cell_measures(cell: &CellResult, prefix: &str, run: &str, out: &mut Vec<Measu
                 Direction::Smaller,
                 summarize(&times),
             );
+        }
+    }
+    if let Some(f) = &cell.fio {
+        // The figures `gate --metric` names, one value per undisturbed repetition.
+        for m in FIO_METRICS.iter().filter_map(|n| FioMetric::parse(n)) {
+            let values: Vec<f64> = f.repetitions.iter().filter(|r| r.counts()).map(|r| m.of(r)).collect();
+            let (unit, direction) = match m {
+                FioMetric::Iops => ("IOPS", Direction::Bigger),
+                FioMetric::Bw => ("MiB/s", Direction::Bigger),
+                FioMetric::P99 | FioMetric::ClatMean => ("us", Direction::Smaller),
+            };
+            push(format!("{prefix}{}", cell.id), m.name(), unit, direction, summarize(&values));
         }
     }
 }
@@ -275,6 +290,88 @@ mod tests {
         assert!(bigger[0]["extra"].as_str().unwrap().contains("[98.5, 101.5]"));
         let smaller = github_action_benchmark(&all, Direction::Smaller);
         assert_eq!(smaller[0]["name"], "ext4-M-qoff-t1-open_close latency_p99");
+    }
+
+    /// A measured fio cell with three undisturbed repetitions (1000, 2000, 4000 IOPS of 4 KiB)
+    /// and a disturbed one that must not count.
+    fn fio_run() -> LoadedRun {
+        use crate::model::*;
+        let rep = |index: u32, iops: f64, disturbed: bool| FioRepetition {
+            index,
+            total: FioJobStats {
+                all: FioDirection {
+                    iops,
+                    bw_bytes: iops * 4096.0,
+                    total_ios: 1000,
+                    clat_ns: FioLatency { mean: 1e9 / iops, p99: 2e9 / iops, ..Default::default() },
+                },
+                ..Default::default()
+            },
+            disturbance: disturbed.then(|| Disturbance { disturbed: true, ..Default::default() }),
+            ..Default::default()
+        };
+        let params = CellParams {
+            fs: "xfs".into(),
+            layout: Layout::S,
+            quota: QuotaMode::Off,
+            tasks: 1,
+            test: None,
+            fio: Default::default(),
+        };
+        let reps = vec![rep(0, 1000.0, false), rep(1, 4000.0, false), rep(2, 2000.0, false), rep(3, 9e9, true)];
+        let cell = CellResult {
+            schema: RESULT_SCHEMA_VERSION,
+            id: params.id(),
+            params,
+            status: CellStatus::Ok,
+            skip: None,
+            error: None,
+            notes: vec![],
+            filesystems: vec![],
+            latfs: None,
+            steps: None,
+            fio: Some(FioResult { repetitions: reps, ..Default::default() }),
+            pairing: None,
+            cgroup: None,
+            started: String::new(),
+            finished: String::new(),
+        };
+        LoadedRun {
+            dir: "results/fio/r1".into(),
+            meta: crate::results::RunMeta { run_id: "r1".into(), ..Default::default() },
+            cells: vec![cell],
+            problems: vec![],
+        }
+    }
+
+    #[test]
+    fn a_fio_cell_exports_the_gate_s_figures_each_in_its_direction() {
+        let run = fio_run();
+        let id = run.cells[0].id.clone();
+        let all = measures(std::slice::from_ref(&run));
+        let got: Vec<(&str, &str, Direction, f64, usize)> =
+            all.iter().map(|m| (m.measure, m.unit, m.direction, m.value, m.n)).collect();
+        let mib = 4096.0 / (1024.0 * 1024.0);
+        assert_eq!(
+            got,
+            [
+                ("iops", "IOPS", Direction::Bigger, 2000.0, 3),
+                ("bw", "MiB/s", Direction::Bigger, 2000.0 * mib, 3),
+                ("p99", "us", Direction::Smaller, 1000.0, 3),
+                ("clat_mean", "us", Direction::Smaller, 500.0, 3),
+            ]
+        );
+        let bigger = github_action_benchmark(&all, Direction::Bigger);
+        assert_eq!(action_shape_errors(&bigger), Vec::<String>::new());
+        let names: Vec<&str> = bigger.as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+        assert_eq!(names, [format!("{id} iops"), format!("{id} bw")]);
+        let smaller = github_action_benchmark(&all, Direction::Smaller);
+        assert_eq!(smaller.as_array().unwrap().len(), 2);
+        let doc = bencher(&all);
+        assert_eq!(bmf_shape_errors(&doc), Vec::<String>::new());
+        assert_eq!(doc[&id]["iops"]["value"], 2000.0);
+        let ci = (doc[&id]["iops"]["lower_value"].as_f64().unwrap(), doc[&id]["iops"]["upper_value"].as_f64().unwrap());
+        assert!(ci.0 < 2333.4 && 2333.3 < ci.1, "the interval of the mean 2333.3: {ci:?}");
     }
 
     #[test]

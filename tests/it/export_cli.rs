@@ -96,3 +96,60 @@ fn bencher_metric_format_holds_every_measure_with_its_interval() {
         }
     }
 }
+
+#[test]
+fn a_fio_run_exports_iops_and_bandwidth_bigger_and_latency_smaller() {
+    use fsbench::model::{FioDirection, FioJobStats, FioLatency, FioRepetition, FioResult};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cell = crate::support::report::latfs_cell(
+        fsbench::model::CellParams {
+            fs: "xfs".into(),
+            layout: fsbench::model::Layout::S,
+            quota: fsbench::model::QuotaMode::Off,
+            tasks: 1,
+            test: None,
+            fio: Default::default(),
+        },
+        &[1.0],
+    );
+    cell.latfs = None;
+    let rep = |index: u32, iops: f64| FioRepetition {
+        index,
+        total: FioJobStats {
+            name: "total".into(),
+            all: FioDirection {
+                iops,
+                bw_bytes: iops * 1_048_576.0,
+                total_ios: 1000,
+                clat_ns: FioLatency { mean: 1e9 / iops, p99: 2e9 / iops, ..Default::default() },
+            },
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    cell.fio = Some(FioResult {
+        fio_version: "fio-3.33".into(),
+        repetitions: vec![rep(0, 1000.0), rep(1, 2000.0), rep(2, 4000.0)],
+        ..Default::default()
+    });
+    let id = cell.id.clone();
+    let m = meta(Some("fio"), "fio", "name = 'fio'", "fio", vec![cell.params.clone()]);
+    let run = write_run(&tmp.path().join("fio/run-1"), &m, &[cell]);
+    let (code, out, err) = export(&["--format", "github-action-benchmark", "--better", "higher"], &[&run]);
+    assert_eq!(code, 0, "{err}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let got: Vec<(&str, &str, f64)> = doc
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["name"].as_str().unwrap(), e["unit"].as_str().unwrap(), e["value"].as_f64().unwrap()))
+        .collect();
+    let (iops, bw) = (format!("{id} iops"), format!("{id} bw"));
+    assert_eq!(got, [(iops.as_str(), "IOPS", 2000.0), (bw.as_str(), "MiB/s", 2000.0)], "medians: {doc:#}");
+    let (code, out, err) = export(&["--format", "bencher"], &[&run]);
+    assert_eq!(code, 0, "{err}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let measures: Vec<&String> = doc[&id].as_object().unwrap().keys().collect();
+    assert_eq!(measures, ["bw", "clat_mean", "iops", "p99"], "{doc:#}");
+    assert_eq!(doc[&id]["p99"]["value"], 1000.0, "the median p99 in µs of 2000, 1000 and 500");
+}

@@ -212,3 +212,53 @@ fn history_json_conforms_to_its_checked_in_schema() {
     assert_eq!((doc["schema"].as_u64(), doc["order"].as_str()), (Some(1), Some("started")));
     assert_eq!(doc["series"][0]["too_few_points"], true, "three runs are too few for a change point");
 }
+
+#[test]
+fn a_paired_run_s_ratios_are_series_in_every_output_and_through_the_index() {
+    use crate::support::report::write_paired_run;
+    let tmp = tempfile::tempdir().unwrap();
+    let arms = ["ext4", "ext4-nodelalloc"];
+    let base = vec![100.0, 104.0, 97.0, 101.0, 99.0, 103.0];
+    for i in 0..8 {
+        let level = if i < 4 { 0.95 } else { 0.85 };
+        let cand: Vec<f64> = base.iter().enumerate().map(|(k, b)| b * level * (1.0 + 0.01 * k as f64)).collect();
+        let dir = tmp.path().join("paired").join(format!("run-{i}"));
+        write_paired_run(&dir, &format!("r{i}"), &arms, &[(LatfsTest::Chown, vec![base.clone(), cand])], &[], "");
+    }
+    let dir = tmp.path().join("paired");
+    let (code, json, err) = history(&["--json"], &dir);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json, history(&["--json", "--no-index"], &dir).1, "the index must hold the ratios");
+    assert_eq!(json, history(&["--json"], &dir).1, "a warm index too");
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let series = doc["series"].as_array().unwrap();
+    let ratio = series.iter().find(|s| s["metric"] == "paired ratio total_loops").expect("a ratio series");
+    assert_eq!(ratio["cell"], "ext4-nodelalloc-S-qoff-t1-chown", "the candidate's cell");
+    assert_eq!((ratio["unit"].as_str(), ratio["better"].as_str()), (Some("ratio"), Some("higher")));
+    let points = ratio["points"].as_array().unwrap();
+    assert_eq!(points.len(), 8);
+    // Run 0: exp(mean ln(0.95 · (1 + k/100))) over the six pairs.
+    let want = (0..6).map(|k| (0.95 * (1.0 + 0.01 * k as f64)).ln()).sum::<f64>() / 6.0;
+    let p0 = &points[0];
+    assert!((p0["value"].as_f64().unwrap() - want.exp()).abs() < 1e-9, "{p0}");
+    assert_eq!(p0["n"], 6);
+    assert!(p0["low"].as_f64().unwrap() < p0["value"].as_f64().unwrap(), "{p0}");
+    assert!(p0["high"].as_f64().unwrap() > p0["value"].as_f64().unwrap(), "{p0}");
+    // The baseline has no ratio; both arms keep their own total_loops.
+    assert_eq!(series.iter().filter(|s| s["metric"].as_str().unwrap().starts_with("paired")).count(), 1);
+    assert_eq!(series.iter().filter(|s| s["metric"] == "total_loops").count(), 2);
+
+    let (_, csv, _) = history(&["--csv"], &dir);
+    assert!(csv.starts_with("segment,cell,metric,unit,run,started,value,n,low,high\n"), "{csv}");
+    let line = csv.lines().find(|l| l.contains(",paired ratio total_loops,ratio,")).expect("ratio rows");
+    assert!(!line.ends_with(",,"), "{line}");
+    assert!(csv.lines().filter(|l| l.contains(",total_loops,loops/ms,")).all(|l| l.ends_with(",,")), "{csv}");
+    let (_, table, _) = history(&[], &dir);
+    assert!(table.contains("paired ratio total_loops"), "{table}");
+    let page = tmp.path().join("history.html");
+    let out = fsbench().arg("history").arg(&dir).arg("--html").arg(&page).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("paired ratio total_loops"), "the ratio has its chart");
+    assert_eq!(html.matches("class=\"interval\"").count(), 8, "a whisker per ratio point");
+}

@@ -40,7 +40,10 @@ impl IndexError {
 }
 
 /// `PRAGMA user_version` of the tables below; an index of another version is built again.
-pub const SCHEMA_VERSION: i64 = 1;
+/// It is raised whenever the rows a run gives change, not only the tables: version 2 added
+/// fio metrics, paired ratios and the `low`/`high` columns, which a version-1 index lacks
+/// for the runs it holds.
+pub const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE runs (
@@ -85,6 +88,8 @@ CREATE TABLE points (
     better TEXT NOT NULL,
     value REAL NOT NULL,
     n INTEGER NOT NULL,
+    low REAL,
+    high REAL,
     PRIMARY KEY (run_id, cell_position, metric_position)
 ) WITHOUT ROWID;
 CREATE INDEX points_by_cell_metric ON points (cell, metric);
@@ -301,8 +306,8 @@ fn insert_run(
     let mut cell_row =
         tx.prepare_cached("INSERT INTO cells (run_id, position, cell, params) VALUES (?1, ?2, ?3, ?4)")?;
     let mut point = tx.prepare_cached(
-        "INSERT INTO points (run_id, cell_position, metric_position, cell, metric, unit, better, value, n) VALUES \
-         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO points (run_id, cell_position, metric_position, cell, metric, unit, better, value, n, low, \
+         high) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?;
     for (pos, c) in cells.iter().enumerate() {
         let params =
@@ -318,7 +323,9 @@ fn insert_run(
                 mt.unit,
                 better_text(mt.better),
                 mt.value,
-                mt.n as i64
+                mt.n as i64,
+                mt.interval.map(|i| i.0),
+                mt.interval.map(|i| i.1)
             ])?;
         }
     }
@@ -378,8 +385,8 @@ pub fn read(conn: &Connection, scenario: &str) -> Result<Vec<IndexedRun>, IndexE
     }
     let mut q = conn
         .prepare(
-            "SELECT p.run_id, p.cell_position, p.metric_position, p.metric, p.unit, p.better, p.value, p.n FROM \
-             points p JOIN runs r ON r.id = p.run_id WHERE r.scenario = ?1 ORDER BY p.run_id, p.cell_position, \
+            "SELECT p.run_id, p.cell_position, p.metric_position, p.metric, p.unit, p.better, p.value, p.n, p.low, \
+             p.high FROM points p JOIN runs r ON r.id = p.run_id WHERE r.scenario = ?1 ORDER BY p.run_id, p.cell_position, \
              p.metric_position",
         )
         .map_err(sql)?;
@@ -403,6 +410,11 @@ pub fn read(conn: &Connection, scenario: &str) -> Result<Vec<IndexedRun>, IndexE
             value: r.get(6).map_err(sql)?,
             n: r.get::<_, i64>(7).map_err(sql)? as usize,
             position: r.get::<_, i64>(2).map_err(sql)? as usize,
+            interval: match (r.get::<_, Option<f64>>(8).map_err(sql)?, r.get::<_, Option<f64>>(9).map_err(sql)?) {
+                (Some(low), Some(high)) => Some((low, high)),
+                (None, None) => None,
+                _ => return Err(bad(format!("a point of run {id} has half an interval"))),
+            },
         };
         let cell = by_id.get(&id).and_then(|&i| runs[i].1.cells.get_mut(cell_pos));
         let Some(cell) = cell else { return Err(bad(format!("a point of run {id} has no cell {cell_pos}"))) };
