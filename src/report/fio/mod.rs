@@ -27,6 +27,9 @@ const CAPTIONS: [&str; 2] = [
     "fio: median p99 completion latency per cell over the undisturbed repetitions, one colour per run label; whiskers: lowest to highest p99 of those repetitions",
 ];
 
+/// A bar's length and its whisker.
+type BarValue = (f64, Option<(f64, f64)>);
+
 /// The report's charts of the measured cells of `runs`: median IOPS with the 95%
 /// confidence interval of the mean as whiskers, and median p99 completion latency
 /// with the repetitions' min..max; cells in first-seen order, one colour per label.
@@ -48,7 +51,7 @@ fn charts(runs: &[(&str, &LoadedRun)]) -> Vec<FioChart> {
         }
     }
     let labels: Vec<String> = runs.iter().map(|(l, _)| l.to_string()).collect();
-    let bars = |get: &dyn Fn(&FioResult) -> (f64, Option<(f64, f64)>)| -> Vec<FioBar> {
+    let bars = |get: &dyn Fn(&FioResult) -> BarValue| -> Vec<FioBar> {
         measured
             .iter()
             .map(|(label, c, f)| {
