@@ -410,6 +410,10 @@ pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario, pf: &Preflight) ->
     };
     let _ = writeln!(o, "  backing:     {backing}");
     let _ = writeln!(o, "  needs root:  {}", if needs_root(s, &p) { "yes" } else { "no" });
+    if let Some(file) = fio_job::job_file(s) {
+        let shown = file.strip_prefix(ob.dir.path()).unwrap_or(file).display().to_string();
+        let _ = writeln!(o, "  fio job file: {}", crate::text::escape_control(&shown));
+    }
     let fio = fio_job::job_options(s);
     if !fio.is_empty() {
         let shown: Vec<String> = fio.iter().map(|e| format!("`{}`", crate::text::escape_control(e))).collect();

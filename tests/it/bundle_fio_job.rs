@@ -97,6 +97,13 @@ fn a_job_file_travels_in_the_bundle_listed_with_its_hash_and_runs() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("fio job:     `rw=randwrite`, `bs=4k`, `size=4m`, `ioengine=psync`"), "{stdout}");
     assert!(!stdout.contains("fio refused"), "{stdout}");
+    assert!(stdout.contains("fio job file: fixtures/w.fio\n"), "{stdout}");
+    let (code, stdout, stderr) = lab.cmd("recv", &["bundle", "verify", "lab.fsb", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let doc = crate::schemas::conforming("bundle-verify.schema.json", stdout.as_bytes(), "fio job_file");
+    assert_eq!(doc["fio"]["file"], "fixtures/w.fio", "{doc}");
+    assert_eq!(doc["fio"]["options"], serde_json::json!(["rw=randwrite", "bs=4k", "size=4m", "ioengine=psync"]));
+    assert_eq!(doc["fio"]["refused"], serde_json::json!([]));
     if fsbench::workload::fio::fio_version().is_none() {
         crate::support::skip("a_job_file_travels_in_the_bundle_listed_with_its_hash_and_runs", "fio is not installed");
         return;
@@ -124,6 +131,11 @@ fn a_hostile_job_file_is_packed_listed_and_refused_by_bundle_run() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("fio job:     `rw=write`, `size=1m`, `exec_prerun=touch pwned`"), "{stdout}");
     assert!(stdout.contains("fio refused: `exec_prerun=touch pwned` (not on the allow-list"), "{stdout}");
+    let (_, stdout, _) = lab.cmd("recv", &["bundle", "verify", "lab.fsb", "--json"]);
+    let doc = crate::schemas::conforming("bundle-verify.schema.json", stdout.as_bytes(), "hostile fio job_file");
+    let refused = doc["fio"]["refused"].as_array().unwrap();
+    assert!(refused.len() == 1 && refused[0].as_str().unwrap().starts_with("`exec_prerun=touch pwned`"), "{doc}");
+    assert!(doc["flags_needed"].to_string().contains("--allow-exec"), "{doc}");
     let (code, _, stderr) = lab.cmd("recv", &["bundle", "run", "lab.fsb", "--quiet", "--out", "res"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(
