@@ -90,6 +90,8 @@ fn a_tiny_fio_job_reports_iops_and_p99_per_cell_and_gates_on_iops() {
         let png = std::fs::read(plots.join(format!("{stem}.png"))).unwrap();
         assert!(png.starts_with(b"\x89PNG") && png.len() > 5000, "{stem}.png: {} bytes", png.len());
     }
+    let text = std::fs::read_to_string(plots.join("report.txt")).unwrap();
+    assert!(text.contains("Kernel counters per repetition") && text.ends_with("./fio-clat-p99.png\n"), "{text}");
     let json = crate::support::fsbench().args(["report", r, "--json"]).output().unwrap();
     let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     let counters = doc["counters"].as_array().expect("a counters array");

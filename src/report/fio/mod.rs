@@ -275,10 +275,18 @@ impl WorkloadReport for FioReport<'_> {
         self.charts.iter().map(plot_fio).collect()
     }
 
-    fn seed_text(&self, _image_prefix: Option<&str>) -> String {
+    /// The text report, then with `image_prefix` the charts' PNG names (`./fio-iops.png`),
+    /// as lat_fs's seed text names its plots.
+    fn seed_text(&self, image_prefix: Option<&str>) -> String {
         let mut m: Box<dyn Markup> = Box::new(super::markup::Plain::default());
         self.write_tables(&mut *m, &[]);
-        m.finish()
+        let mut out = m.finish();
+        if let Some(prefix) = image_prefix {
+            for c in &self.charts {
+                out.push_str(&format!("{prefix}{}.png\n", c.stem));
+            }
+        }
+        out
     }
 }
 

@@ -99,6 +99,9 @@ fn charts_have_a_bar_per_label_and_cell_with_the_interval_as_whiskers() {
     assert_eq!((iops.bars[2].label.as_str(), iops.bars[2].value), ("new", 92.5));
     assert_eq!((p99.bars[0].value, p99.bars[0].whisker), (60.0, Some((50.0, 70.0))));
     assert!(iops.value_desc.starts_with("median IOPS over undisturbed repetitions"));
+    let text = FioReport::build(&runs, None).seed_text(Some("./"));
+    assert!(text.ends_with("\n./fio-iops.png\n./fio-clat-p99.png\n"), "{text}");
+    assert!(!text.contains("\n\n\n./fio"), "{text}");
     // Nothing measured: no charts, so no empty figure.
     let none = run(vec![]);
     assert!(charts(&[("x", &none)]).is_empty());
