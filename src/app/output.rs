@@ -181,6 +181,9 @@ pub struct BundleVerifyJson {
     pub needs_root: bool,
     /// The `exec` steps, as command lines (refused unless `--allow-exec`).
     pub exec_steps: Vec<String>,
+    /// The fio job, when the workload is fio.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fio: Option<BundleFioJob>,
     /// The fixture archive, when the scenario has one.
     pub fixture: Option<BundleFixture>,
     /// `[[kernels]]` booted in qemu (refused unless `--allow-kernels`); empty: this machine's kernel.
@@ -242,6 +245,17 @@ pub struct BundleBacking {
     pub kind: String,
     /// The directory (`dir`, `null` for a private one) or the device FORMATTED (`device`).
     pub path: Option<String>,
+}
+
+/// A bundle's fio job.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct BundleFioJob {
+    /// The job file inside the bundle (`fixtures/randwrite.fio`); `null` for an inline job.
+    pub file: Option<String>,
+    /// Every option line of the job and its sweeps, as `name=value` (or `name`), in order.
+    pub options: Vec<String>,
+    /// The options `bundle run` refuses unless `--allow-exec`, each with the reason.
+    pub refused: Vec<String>,
 }
 
 /// A bundle's fixture archive.
@@ -364,6 +378,11 @@ impl BundleVerifyJson {
             backing,
             needs_root: crate::bundle::needs_root(s, &p),
             exec_steps: crate::bundle::exec_steps(s).iter().map(|e| esc(e)).collect(),
+            fio: matches!(s.workload, crate::scenario::Workload::Fio(_)).then(|| BundleFioJob {
+                file: crate::bundle::fio_job::job_file(s).map(shown),
+                options: crate::bundle::fio_job::job_options(s).iter().map(|o| esc(o)).collect(),
+                refused: crate::bundle::fio_job::refused_options(s).iter().map(|o| esc(o)).collect(),
+            }),
             fixture,
             kernels: s
                 .kernels

@@ -177,6 +177,15 @@ pub const ALLOWED_ENGINES: &[&str] = &[
     "dirdelete",
 ];
 
+/// The file the scenario's fio job was read from (`workload.job_file`, resolved against
+/// the scenario's directory); `None` for an inline job or another workload.
+pub fn job_file(s: &Scenario) -> Option<&std::path::Path> {
+    match &s.workload {
+        Workload::Fio(f) if f.job.key == "workload.job_file" => Some(std::path::Path::new(&f.job.origin)),
+        _ => None,
+    }
+}
+
 /// Every option line of the scenario's fio job and sweeps, as `name=value` (or `name`), in order.
 pub fn job_options(s: &Scenario) -> Vec<String> {
     let Workload::Fio(f) = &s.workload else { return Vec::new() };

@@ -139,6 +139,18 @@ impl OpenBundle {
         {
             self.check_path_inside(&self.dir.path().join(path))?;
         }
+        // Likewise a fio job file: validation reads it (bounded, beneath the bundle's
+        // directory, through no link); it must also be one of the files the manifest lists.
+        if let Ok((text, _)) = crate::scenario::overrides::apply(&self.scenario_text, origin, overrides)
+            && let Ok(t) = text.parse::<toml::Table>()
+            && let Some(file) = t.get("workload").and_then(|w| w.get("job_file")).and_then(|p| p.as_str())
+            && self.manifest.file(file).is_none()
+        {
+            return Err(BundleError::Refused(format!(
+                "the scenario's workload.job_file `{}` is not a file of the bundle; a bundle may only use fio job files it carries",
+                UntrustedText::escape(file, TextFormat::Terminal)
+            )));
+        }
         let s = crate::scenario::parse_overridden(&self.scenario_text, origin, self.dir.path(), overrides)?;
         self.check_archive_inside(&s)?;
         Ok(s)
@@ -398,6 +410,10 @@ pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario, pf: &Preflight) ->
     };
     let _ = writeln!(o, "  backing:     {backing}");
     let _ = writeln!(o, "  needs root:  {}", if needs_root(s, &p) { "yes" } else { "no" });
+    if let Some(file) = fio_job::job_file(s) {
+        let shown = file.strip_prefix(ob.dir.path()).unwrap_or(file).display().to_string();
+        let _ = writeln!(o, "  fio job file: {}", crate::text::escape_control(&shown));
+    }
     let fio = fio_job::job_options(s);
     if !fio.is_empty() {
         let shown: Vec<String> = fio.iter().map(|e| format!("`{}`", crate::text::escape_control(e))).collect();

@@ -18,7 +18,7 @@ use super::manifest::{
     BUNDLE_FORMAT_VERSION, FIXTURES_DIR, MANIFEST_FILE, Manifest, ManifestFile, RESULTS_DIR, SCENARIO_FILE,
 };
 use crate::results::{CELLS_DIR, RUN_FILE, load_run, rfc3339_from_unix, sha256_hex};
-use crate::scenario::{ArchiveSource, Backing};
+use crate::scenario::{ArchiveSource, Backing, Workload};
 
 /// Where a packed file's bytes come from.
 #[derive(Debug, Clone)]
@@ -59,12 +59,18 @@ fn sha256_file(path: &Path) -> Result<(u64, String), BundleError> {
     Ok((n, h.finalize().iter().map(|b| format!("{b:02x}")).collect()))
 }
 
-/// The scenario text as it travels: a real archive's path points into `fixtures/`,
-/// a `dir` backing loses its lab-specific path (a bundle must not choose where it writes).
-/// The scenario as packed: its text, the real archive (path inside the bundle, file here), notes.
+/// The scenario text as it travels: a real archive's path and a fio job file point into
+/// `fixtures/`, a `dir` backing loses its lab-specific path (a bundle must not choose
+/// where it writes).
+/// The scenario as packed: its text, the real archive (path inside the bundle, file here),
+/// the fio job file, notes.
 struct Travelling {
     text: String,
     archive: Option<(String, PathBuf)>,
+    /// A fio job file: its path inside the bundle and the text validation read (bounded,
+    /// beneath the scenario's directory, through no link): the bytes hashed are the
+    /// bytes judged.
+    job_file: Option<(String, String)>,
     notes: Vec<String>,
 }
 
@@ -84,6 +90,22 @@ fn travelling_scenario(scenario: &Path) -> Result<Travelling, BundleError> {
         notes.push(format!("archive {} travels as {inside}", p.display()));
         archive = Some((inside, p.clone()));
     }
+    let mut job_file = None;
+    if let Workload::Fio(f) = &s.workload
+        && f.job.key == "workload.job_file"
+    {
+        let written = doc["workload"]["job_file"].as_str().unwrap_or_default().to_string();
+        let name = Path::new(&written).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let inside = format!("{FIXTURES_DIR}/{name}");
+        if archive.as_ref().is_some_and(|(a, _)| *a == inside) {
+            return Err(BundleError::Pack(format!(
+                "the fio job file `{written}` and the archive would both travel as {inside}: rename one"
+            )));
+        }
+        doc["workload"]["job_file"] = toml_edit::value(inside.clone());
+        notes.push(format!("fio job file {} travels as {inside}", f.job.origin));
+        job_file = Some((inside, f.job.text.clone()));
+    }
     if let Backing::Dir { path } = &s.backing
         && !path.as_os_str().is_empty()
     {
@@ -95,7 +117,7 @@ fn travelling_scenario(scenario: &Path) -> Result<Travelling, BundleError> {
             path.display()
         ));
     }
-    Ok(Travelling { text: doc.to_string(), archive, notes })
+    Ok(Travelling { text: doc.to_string(), archive, job_file, notes })
 }
 
 /// The `created` time: `SOURCE_DATE_EPOCH` when set, else the packed run's finish (or start) time.
@@ -116,11 +138,14 @@ fn created(results: Option<&crate::results::LoadedRun>) -> Result<Option<(String
 
 /// Pack `scenario` (and optionally the run in `with_results`) into `out` as a bundle.
 pub fn pack(scenario: &Path, with_results: Option<&Path>, out: &Path) -> Result<Packed, BundleError> {
-    let Travelling { text, archive, notes } = travelling_scenario(scenario)?;
+    let Travelling { text, archive, job_file, notes } = travelling_scenario(scenario)?;
     let warnings = receivers_view(&crate::scenario::load(scenario)?);
     let mut files: Vec<(String, Source)> = vec![(SCENARIO_FILE.into(), Source::Bytes(text.into_bytes()))];
     if let Some((inside, real)) = archive {
         files.push((inside, Source::File(real)));
+    }
+    if let Some((inside, job)) = job_file {
+        files.push((inside, Source::Bytes(job.into_bytes())));
     }
     let run = with_results.map(load_run).transpose()?;
     let mut results_dir = None;

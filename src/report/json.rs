@@ -259,6 +259,10 @@ pub struct FioReportJson {
     pub warnings: Vec<String>,
     /// A row per (label, cell) that has fio figures.
     pub rows: Vec<FioRow>,
+    /// Kernel counters (block devices, context switches) of the cells that recorded them
+    /// (absent when none did).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<crate::report::monitors::CellCounters>,
     /// Cells without a number: skipped, failed, disturbed, or planned but never stored.
     pub not_measured: Vec<crate::report::NotMeasured>,
     /// Result files that could not be read, one line each.

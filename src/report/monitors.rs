@@ -7,7 +7,9 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::model::{CellStatus, Counters, LatencyDist, StepTiming};
+use super::format::{csv_num, fmt4};
+use super::markup::Markup;
+use crate::model::{CellResult, CellStatus, Counters, LatencyDist, StepTiming};
 use crate::results::LoadedRun;
 use crate::stats::summarize;
 
@@ -44,7 +46,7 @@ fn util(c: &Counters) -> String {
     c.utilisation_percent().map(|u| format!("{u:.0}")).unwrap_or_else(|| "-".into())
 }
 
-/// The kernel counters of one lat_fs cell over its repetitions.
+/// The kernel counters of one cell (lat_fs or fio) over its repetitions.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct CellCounters {
     /// Run label.
@@ -74,33 +76,77 @@ pub struct CellLatency {
 
 /// Every lat_fs cell with counters, in run then cell order.
 pub fn latfs_counters(runs: &[(&str, &LoadedRun)]) -> Vec<CellCounters> {
+    counters_by(runs, |c| c.latfs.as_ref().map(|l| l.repetitions.iter().filter_map(|r| r.counters.as_ref()).collect()))
+}
+
+/// Every fio cell with counters, in run then cell order.
+pub fn fio_counters(runs: &[(&str, &LoadedRun)]) -> Vec<CellCounters> {
+    counters_by(runs, |c| c.fio.as_ref().map(|f| f.repetitions.iter().filter_map(|r| r.counters.as_ref()).collect()))
+}
+
+/// A row per finished cell of `runs` whose repetitions' counters `reps` finds (every
+/// repetition that recorded some, disturbed ones included), in run then cell order.
+fn counters_by(runs: &[(&str, &LoadedRun)], reps: impl Fn(&CellResult) -> Option<Vec<&Counters>>) -> Vec<CellCounters> {
     let mut out = Vec::new();
     for (label, run) in runs {
         for c in run.cells.iter().filter(|c| c.status == CellStatus::Ok) {
-            let Some(l) = &c.latfs else { continue };
-            let counters: Vec<&Counters> = l.repetitions.iter().filter_map(|r| r.counters.as_ref()).collect();
-            if counters.is_empty() {
-                continue;
+            if let Some(row) = reps(c).and_then(|r| cell_counters(label, &c.id, &r)) {
+                out.push(row);
             }
-            let median = |v: Vec<f64>| (!v.is_empty()).then(|| summarize(&v).median);
-            out.push(CellCounters {
-                label: label.to_string(),
-                id: c.id.clone(),
-                write_ios: counters.iter().map(|c| c.write_ios()).collect(),
-                mb_written: counters.iter().map(|c| c.bytes_written() as f64 / 1e6).collect(),
-                util_percent: median(counters.iter().filter_map(|c| c.utilisation_percent()).collect()),
-                context_switches_per_s: median(
-                    counters
-                        .iter()
-                        .filter(|c| c.window_us > 0)
-                        .filter_map(|c| c.context_switches.map(|n| n as f64 * 1e6 / c.window_us as f64))
-                        .collect(),
-                ),
-            });
         }
     }
     out
 }
+
+/// The row of cell `id` of run `label` from its repetitions' counters; `None` without any.
+pub fn cell_counters(label: &str, id: &str, counters: &[&Counters]) -> Option<CellCounters> {
+    if counters.is_empty() {
+        return None;
+    }
+    let median = |v: Vec<f64>| (!v.is_empty()).then(|| summarize(&v).median);
+    Some(CellCounters {
+        label: label.to_string(),
+        id: id.to_string(),
+        write_ios: counters.iter().map(|c| c.write_ios()).collect(),
+        mb_written: counters.iter().map(|c| c.bytes_written() as f64 / 1e6).collect(),
+        util_percent: median(counters.iter().filter_map(|c| c.utilisation_percent()).collect()),
+        context_switches_per_s: median(
+            counters
+                .iter()
+                .filter(|c| c.window_us > 0)
+                .filter_map(|c| c.context_switches.map(|n| n as f64 * 1e6 / c.window_us as f64))
+                .collect(),
+        ),
+    })
+}
+
+/// The counters section of a report (nothing when no cell recorded counters): the
+/// table of the cells whose devices saw activity, then the note about the quiet ones.
+pub fn write_counters(m: &mut dyn Markup, counters: &[CellCounters]) {
+    if counters.is_empty() {
+        return;
+    }
+    m.heading(2, "Kernel counters per repetition (the cell's block devices; context switches system-wide)");
+    let (header, rows) = counters_table(counters);
+    if !rows.is_empty() {
+        m.paragraph("MB written, util % and context switches are medians over the repetitions.");
+        m.table(&header, &rows);
+    }
+    if let Some(note) = quiet_cells_note(counters) {
+        m.paragraph(&note);
+    }
+}
+
+/// The CSV columns of a cell's counters ([`COUNTER_CSV_HEADERS`]): medians of write IOs
+/// and MB written over the repetitions, and the median utilisation; empty without a row.
+pub fn counters_csv(row: Option<&CellCounters>) -> [String; 3] {
+    let Some(c) = row else { return Default::default() };
+    let ios: Vec<f64> = c.write_ios.iter().map(|v| *v as f64).collect();
+    [fmt4(summarize(&ios).median), fmt4(summarize(&c.mb_written).median), csv_num(c.util_percent)]
+}
+
+/// Headers of [`counters_csv`]'s columns.
+pub const COUNTER_CSV_HEADERS: [&str; 3] = ["write_ios_median", "mb_written_median", "util_percent"];
 
 /// Every lat_fs cell with a latency distribution.
 pub fn latfs_latencies(runs: &[(&str, &LoadedRun)]) -> Vec<CellLatency> {

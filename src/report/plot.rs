@@ -17,6 +17,7 @@ use super::compare_steps::{StepTable, StepsComparison};
 use super::latfs_tables::LatfsTable;
 use super::steps::groups::StepsGroup;
 
+pub(super) mod fio;
 pub(super) mod legend;
 use legend::{LegendEntry, Mark};
 

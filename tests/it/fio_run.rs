@@ -66,6 +66,38 @@ fn a_tiny_fio_job_reports_iops_and_p99_per_cell_and_gates_on_iops() {
     assert!(csv.starts_with("label,cell,fio_version,n,iops,"), "{csv}");
     assert_eq!(csv.lines().count(), 3, "{csv}");
     let r = run.to_str().unwrap();
+    // The page has both charts inline, their legends saying what is drawn, and the kernel
+    // counters of the cells; `--plot` writes the same charts as PNG and SVG.
+    let page = sb.path().join("fio.html");
+    let plots = sb.path().join("plots");
+    let out = crate::support::fsbench()
+        .args(["report", r, "--html", page.to_str().unwrap(), "--plot", plots.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("<figure>").count(), 2, "two fio charts expected");
+    for text in [
+        "median IOPS over undisturbed repetitions",
+        "whiskers: 95% confidence interval of the mean IOPS",
+        "median p99 completion latency over undisturbed repetitions",
+        "ext4-S-qoff-t2",
+        "Kernel counters per repetition",
+    ] {
+        assert!(html.contains(text), "`{text}` missing from the page");
+    }
+    for stem in ["fio-iops", "fio-clat-p99"] {
+        let png = std::fs::read(plots.join(format!("{stem}.png"))).unwrap();
+        assert!(png.starts_with(b"\x89PNG") && png.len() > 5000, "{stem}.png: {} bytes", png.len());
+    }
+    let text = std::fs::read_to_string(plots.join("report.txt")).unwrap();
+    assert!(text.contains("Kernel counters per repetition") && text.ends_with("./fio-clat-p99.png\n"), "{text}");
+    let json = crate::support::fsbench().args(["report", r, "--json"]).output().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let counters = doc["counters"].as_array().expect("a counters array");
+    assert_eq!(counters.len(), 2, "{doc}");
+    assert_eq!(counters[0]["write_ios"].as_array().unwrap().len(), 2, "one value per repetition: {doc}");
+    assert!(csv.lines().next().unwrap().ends_with("write_ios_median,mb_written_median,util_percent"), "{csv}");
     let gate = crate::support::fsbench()
         .args(["gate", "--baseline", r, "--candidate", r, "--metric", "iops"])
         .output()

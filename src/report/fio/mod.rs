@@ -1,9 +1,13 @@
 //! The fio report: one table per run label, a row per cell (IOPS, bandwidth,
 //! completion latency, fio's CPU), and with several runs a ratio column of each
-//! label's median IOPS to the first label's, cell by cell.
+//! label's median IOPS to the first label's, cell by cell; two charts over every
+//! label's cells (median IOPS, median p99 completion latency: [`charts`]) and the
+//! kernel counters the monitors recorded per repetition.
 
 use super::json::{FioReportJson, FioRow, ReportJson};
 use super::markup::Markup;
+use super::monitors::{self, CellCounters};
+use super::plot::fio::{FioBar, FioChart, plot_fio, svg_fio};
 use super::plot::{PlotError, PlotImage};
 use super::{CompareOptions, WorkloadReport};
 use crate::model::{CellResult, FioResult, OUTPUT_SCHEMA_VERSION};
@@ -13,6 +17,71 @@ use crate::results::LoadedRun;
 pub(super) struct FioReport<'a> {
     runs: &'a [(&'a str, &'a LoadedRun)],
     rows: Vec<FioRow>,
+    charts: Vec<FioChart>,
+    counters: Vec<CellCounters>,
+}
+
+/// Captions of the two charts in the HTML page, in [`charts`]' order.
+const CAPTIONS: [&str; 2] = [
+    "fio: median IOPS per cell (reads plus writes of all jobs) over the undisturbed repetitions, one colour per run label; whiskers: 95% confidence interval of the mean IOPS",
+    "fio: median p99 completion latency per cell over the undisturbed repetitions, one colour per run label; whiskers: lowest to highest p99 of those repetitions",
+];
+
+/// A bar's length and its whisker.
+type BarValue = (f64, Option<(f64, f64)>);
+
+/// The report's charts of the measured cells of `runs`: median IOPS with the 95%
+/// confidence interval of the mean as whiskers, and median p99 completion latency
+/// with the repetitions' min..max; cells in first-seen order, one colour per label.
+/// Empty when no cell has fio figures.
+fn charts(runs: &[(&str, &LoadedRun)]) -> Vec<FioChart> {
+    let measured: Vec<(&str, &CellResult, &FioResult)> = runs
+        .iter()
+        .flat_map(|(label, run)| {
+            run.cells.iter().filter_map(move |c| c.fio.as_ref().filter(|f| f.iops.n > 0).map(|f| (*label, c, f)))
+        })
+        .collect();
+    if measured.is_empty() {
+        return Vec::new();
+    }
+    let mut cells: Vec<String> = Vec::new();
+    for (_, c, _) in &measured {
+        if !cells.contains(&c.id) {
+            cells.push(c.id.clone());
+        }
+    }
+    let labels: Vec<String> = runs.iter().map(|(l, _)| l.to_string()).collect();
+    let bars = |get: &dyn Fn(&FioResult) -> BarValue| -> Vec<FioBar> {
+        measured
+            .iter()
+            .map(|(label, c, f)| {
+                let (value, whisker) = get(f);
+                FioBar { label: label.to_string(), cell: c.id.clone(), value, whisker }
+            })
+            .collect()
+    };
+    // A whisker needs two repetitions: one gives no interval (and a CI of NaN width).
+    let spread = |s: &crate::model::Summary, lo: f64, hi: f64| (s.n > 1).then_some((lo, hi));
+    vec![
+        FioChart {
+            stem: "fio-iops".into(),
+            title: "fio: IOPS per cell".into(),
+            value_desc: "median IOPS over undisturbed repetitions (reads + writes, all jobs)".into(),
+            whisker_desc: "95% confidence interval of the mean IOPS".into(),
+            labels: labels.clone(),
+            cells: cells.clone(),
+            bars: bars(&|f| (f.iops.median, spread(&f.iops, f.iops.ci95_low, f.iops.ci95_high))),
+        },
+        FioChart {
+            stem: "fio-clat-p99".into(),
+            title: "fio: p99 completion latency per cell".into(),
+            value_desc: "median p99 completion latency over undisturbed repetitions, µs (all jobs' I/O)".into(),
+            whisker_desc: "lowest to highest p99 of those repetitions".into(),
+            labels,
+            cells,
+            bars: bars(&|f| (f.clat_p99_us.median, spread(&f.clat_p99_us, f.clat_p99_us.min, f.clat_p99_us.max))),
+        },
+    ]
 }
 
 fn median_of(f: &FioResult, get: impl Fn(&crate::model::FioRepetition) -> f64) -> f64 {
@@ -63,7 +132,7 @@ impl<'a> FioReport<'a> {
                     base.iter().find(|(c, _)| *c == r.cell).filter(|(_, b)| *b > 0.0).map(|(_, b)| r.iops / b);
             }
         }
-        FioReport { runs, rows }
+        FioReport { runs, rows, charts: charts(runs), counters: monitors::fio_counters(runs) }
     }
 
     fn header(&self) -> Vec<String> {
@@ -118,7 +187,8 @@ impl<'a> FioReport<'a> {
             .collect()
     }
 
-    fn write_tables(&self, m: &mut dyn Markup) {
+    /// The tables, then `figures` (SVGs of [`charts`], HTML only) and the kernel counters.
+    fn write_tables(&self, m: &mut dyn Markup, figures: &[String]) {
         let header = self.header();
         let with_ratio = header.len() > 12;
         m.paragraph(
@@ -128,24 +198,36 @@ impl<'a> FioReport<'a> {
             m.heading(2, &format!("{label} fio"));
             m.table(&header, &self.table_rows(label, with_ratio));
         }
+        for (svg, caption) in figures.iter().zip(CAPTIONS) {
+            m.figure(svg, caption);
+        }
+        monitors::write_counters(m, &self.counters);
     }
 }
 
 impl WorkloadReport for FioReport<'_> {
     fn write(&self, m: &mut dyn Markup, _long: bool) {
-        self.write_tables(m);
+        self.write_tables(m, &[]);
     }
 
     fn write_html(&self, m: &mut dyn Markup) -> Result<(), PlotError> {
-        self.write_tables(m);
+        let figures = self.charts.iter().map(svg_fio).collect::<Result<Vec<_>, _>>()?;
+        self.write_tables(m, &figures);
         Ok(())
     }
 
     fn csv(&self) -> String {
-        let mut out = String::from(
-            "label,cell,fio_version,n,iops,iops_ci95_low,iops_ci95_high,bw_mib_s,clat_mean_us,clat_p50_us,clat_p90_us,clat_p99_us,clat_p99_9_us,usr_cpu,sys_cpu,iops_ratio\n",
-        );
         use super::format::{csv_num, csv_record};
+        let mut head: Vec<String> = "label,cell,fio_version,n,iops,iops_ci95_low,iops_ci95_high,bw_mib_s,clat_mean_us,clat_p50_us,clat_p90_us,clat_p99_us,clat_p99_9_us,usr_cpu,sys_cpu,iops_ratio"
+            .split(',')
+            .map(String::from)
+            .collect();
+        // Counter columns only when some cell recorded counters, as lat_fs's CSV.
+        let with_counters = !self.counters.is_empty();
+        if with_counters {
+            head.extend(monitors::COUNTER_CSV_HEADERS.map(String::from));
+        }
+        let mut out = csv_record(&head);
         for r in &self.rows {
             let (p50, p90, p999) = r.clat_p50_p90_p99_9_us;
             let nums = [
@@ -164,6 +246,10 @@ impl WorkloadReport for FioReport<'_> {
             let mut fields = vec![r.label.clone(), r.cell.clone(), r.fio_version.clone(), r.n.to_string()];
             fields.extend(nums.iter().map(|x| csv_num(Some(*x))));
             fields.push(csv_num(r.iops_ratio));
+            if with_counters {
+                let c = self.counters.iter().find(|c| c.label == r.label && c.id == r.cell);
+                fields.extend(monitors::counters_csv(c));
+            }
             out.push_str(&csv_record(&fields));
         }
         out
@@ -177,6 +263,7 @@ impl WorkloadReport for FioReport<'_> {
             runs: super::json_runs(runs),
             warnings: warnings.to_vec(),
             rows: self.rows,
+            counters: self.counters,
             not_measured: super::not_measured::not_measured(runs),
             problems: super::all_problems(runs),
             // Filled in by the report's dispatch, which reads every run's pairs.
@@ -185,12 +272,23 @@ impl WorkloadReport for FioReport<'_> {
     }
 
     fn plots(&self) -> Result<Vec<PlotImage>, PlotError> {
-        Ok(Vec::new())
+        self.charts.iter().map(plot_fio).collect()
     }
 
-    fn seed_text(&self, _image_prefix: Option<&str>) -> String {
+    /// The text report, then with `image_prefix` the charts' PNG names (`./fio-iops.png`),
+    /// as lat_fs's seed text names its plots.
+    fn seed_text(&self, image_prefix: Option<&str>) -> String {
         let mut m: Box<dyn Markup> = Box::new(super::markup::Plain::default());
-        self.write_tables(&mut *m);
-        m.finish()
+        self.write_tables(&mut *m, &[]);
+        let mut out = m.finish();
+        if let Some(prefix) = image_prefix {
+            for c in &self.charts {
+                out.push_str(&format!("{prefix}{}.png\n", c.stem));
+            }
+        }
+        out
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -43,7 +43,7 @@ pub(super) fn latfs_csv(
     }
     // Monitor columns only when some cell has them: files from before the monitors keep their shape.
     if !counters.is_empty() {
-        head.extend(["write_ios_median", "mb_written_median", "util_percent"].map(String::from));
+        head.extend(monitors::COUNTER_CSV_HEADERS.map(String::from));
     }
     if !latencies.is_empty() {
         head.extend(["p50_us", "p90_us", "p99_us", "p99.9_us", "max_us"].map(String::from));
@@ -96,15 +96,8 @@ pub(super) fn latfs_csv(
                     fio: Default::default(),
                 }
                 .id();
-                match counters.iter().find(|c| c.label == col.label && c.id == id) {
-                    _ if counters.is_empty() => {}
-                    Some(c) => {
-                        let ios: Vec<f64> = c.write_ios.iter().map(|v| *v as f64).collect();
-                        rec.push(fmt4(crate::stats::summarize(&ios).median));
-                        rec.push(fmt4(crate::stats::summarize(&c.mb_written).median));
-                        rec.push(csv_num(c.util_percent));
-                    }
-                    None => rec.extend([String::new(), String::new(), String::new()]),
+                if !counters.is_empty() {
+                    rec.extend(monitors::counters_csv(counters.iter().find(|c| c.label == col.label && c.id == id)));
                 }
                 match latencies.iter().find(|c| c.label == col.label && c.id == id) {
                     _ if latencies.is_empty() => {}

@@ -93,18 +93,7 @@ impl<'a> LatfsReport<'a> {
             ));
             m.paragraph(&legend);
         }
-        let counters = monitors::latfs_counters(self.runs);
-        if !counters.is_empty() {
-            m.heading(2, "Kernel counters per repetition (the cell's block devices; context switches system-wide)");
-            let (header, rows) = monitors::counters_table(&counters);
-            if !rows.is_empty() {
-                m.paragraph("MB written, util % and context switches are medians over the repetitions.");
-                m.table(&header, &rows);
-            }
-            if let Some(note) = monitors::quiet_cells_note(&counters) {
-                m.paragraph(&note);
-            }
-        }
+        monitors::write_counters(m, &monitors::latfs_counters(self.runs));
         let latencies = monitors::latfs_latencies(self.runs);
         if !latencies.is_empty() {
             m.heading(2, "Latency of every operation (merged over tasks and repetitions)");

@@ -131,11 +131,18 @@ fn job_file(ctx: &Ctx, file: &str, base_dir: &Path) -> Result<FioJob, ScenarioEr
         let dir = crate::beneath::open_dir(if base_dir.as_os_str().is_empty() { Path::new(".") } else { base_dir })?;
         let fd = crate::beneath::open_beneath(&dir, &rel, libc::O_RDONLY, 0, crate::beneath::Resolver::Auto)?;
         let mut text = String::new();
-        std::fs::File::from(fd).take(MAX_JOB_BYTES).read_to_string(&mut text)?;
+        // One byte past the bound tells a file that is too big from one that just fits.
+        std::fs::File::from(fd).take(MAX_JOB_BYTES + 1).read_to_string(&mut text)?;
+        if text.len() as u64 > MAX_JOB_BYTES {
+            return Err(std::io::Error::from_raw_os_error(libc::EFBIG));
+        }
         Ok(text)
     };
     let text = read().map_err(|e| {
         let why = match e.raw_os_error() {
+            Some(libc::EFBIG) => {
+                format!("is larger than {} KiB (a fio job is a few hundred bytes)", MAX_JOB_BYTES >> 10)
+            }
             Some(libc::EINVAL) | Some(libc::EXDEV) => "is not beneath the scenario's directory".to_string(),
             Some(libc::ELOOP) => "is or passes through a symbolic link".to_string(),
             _ => format!("cannot be read: {e}"),
@@ -235,8 +242,19 @@ mod tests {
                 .to_string()
                 .starts_with(&format!("{}:3:1: x", dir.path().join("w.fio").display()))
         );
-        for (name, why) in [("link.fio", "symbolic link"), ("../w.fio", "not beneath"), ("/etc/passwd", "not beneath")]
-        {
+        // A file too big is refused, not read truncated; one that just fits is read whole.
+        let fits = format!("[w]\nrw=write\n{}", "#".repeat(super::MAX_JOB_BYTES as usize - 14));
+        std::fs::write(dir.path().join("fits.fio"), format!("{fits}\n")).unwrap();
+        let s = parse_overridden(&text.replace("w.fio", "fits.fio"), "f.toml", dir.path(), &[]).unwrap();
+        let Workload::Fio(f) = &s.workload else { panic!() };
+        assert_eq!(f.job.text.len() as u64, super::MAX_JOB_BYTES);
+        std::fs::write(dir.path().join("big.fio"), format!("{fits}\n\n")).unwrap();
+        for (name, why) in [
+            ("link.fio", "symbolic link"),
+            ("../w.fio", "not beneath"),
+            ("/etc/passwd", "not beneath"),
+            ("big.fio", "job file `big.fio` is larger than 1024 KiB"),
+        ] {
             let e = parse_overridden(&text.replace("w.fio", name), "f.toml", dir.path(), &[]).unwrap_err();
             assert!(e.message.contains(why), "{name}: {e}");
         }
