@@ -405,6 +405,18 @@ pub fn cell_cost(s: &Scenario, cell: &Cell) -> Duration {
     (estimate(s) + IMAGE_COST * images).max(Duration::from_millis(1))
 }
 
+/// Void pairs a pair group may run again: `workload.max_reruns` for lat_fs; steps and fio
+/// have no budget of their own, so theirs is lat_fs's default.
+pub fn pair_reruns(w: &Workload) -> u32 {
+    match w {
+        Workload::Latfs(l) => l.noise.max_reruns,
+        Workload::Steps(_) | Workload::Fio(_) => STEPS_AND_FIO_MAX_RERUNS,
+    }
+}
+
+/// The rerun budget of a steps or fio pair group ([`pair_reruns`]).
+const STEPS_AND_FIO_MAX_RERUNS: u32 = 3;
+
 /// What `plan` says of a paired scenario: the arms, the pair bounds and the looks, the
 /// pair groups, the cells in none, and what the groups cost at best (every group decided
 /// at `min` pairs) and at worst (`max` pairs and every rerun spent); `None` without `[compare]`.
@@ -412,10 +424,7 @@ pub fn render_pairing(s: &Scenario, plan: &Plan, width: u16) -> Option<String> {
     let spec = s.compare.as_ref()?;
     let arms = s.matrix.axis_values(&spec.arms).unwrap_or_default();
     let groups = pair_groups(&plan.cells, spec, &arms);
-    let reruns = match &s.workload {
-        Workload::Latfs(l) => l.noise.max_reruns,
-        Workload::Steps(_) | Workload::Fio(_) => 0,
-    };
+    let reruns = pair_reruns(&s.workload);
     let cost = |g: &PairGroup| g.members.iter().map(|c| cell_cost(s, c)).sum::<Duration>();
     let best: Duration = groups.iter().map(|g| cost(g) * spec.min_pairs).sum();
     let worst: Duration = groups.iter().map(|g| cost(g) * (spec.max_pairs + reruns)).sum();

@@ -118,6 +118,9 @@ fn pairing(p: &CellPairing, c: &CellResult) -> Result<(), Violation> {
         text(format!("pairing.arms[{i}]"), a)?;
     }
     text("pairing.group", &p.group)?;
+    if let Some(why) = &p.stop_reason {
+        text("pairing.stop_reason", why)?;
+    }
     if p.arm >= p.arms.len() {
         return bad("arm", format!("arm {} of {} arms", p.arm, p.arms.len()));
     }
@@ -270,6 +273,7 @@ mod tests {
                 ],
                 dropped: vec![DroppedPair { slot: 1, reason: "ext4-S-qoff-t1-chown: disturbed".into() }],
                 stop: None,
+                stop_reason: None,
             }),
             started: String::new(),
             finished: String::new(),

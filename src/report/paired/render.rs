@@ -34,6 +34,7 @@ pub fn stop_name(stop: Option<PairStop>) -> &'static str {
         Some(PairStop::Unchanged) => "unchanged",
         Some(PairStop::MaxPairs) => "max pairs",
         Some(PairStop::Interrupted) => "interrupted",
+        Some(PairStop::MemberFailed) => "member failed",
         None => "-",
     }
 }
@@ -157,7 +158,11 @@ pub fn write_sections(m: &mut dyn Markup, paired: &[PairedRun], several_runs: bo
             }
             if !c.dropped.is_empty() && !seen_groups.contains(&c.group.as_str()) {
                 seen_groups.push(&c.group);
-                let reasons: Vec<String> = c.dropped.iter().map(|d| format!("slot {}: {}", d.slot, d.reason)).collect();
+                let reasons: Vec<String> = c
+                    .dropped
+                    .iter()
+                    .map(|d| format!("slot {}: {}", d.slot, crate::text::escape_control(&d.reason)))
+                    .collect();
                 m.note(&format!("{}: dropped pairs: {}", c.group, reasons.join("; ")));
             }
         }

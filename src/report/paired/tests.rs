@@ -30,6 +30,7 @@ fn pairing(arm: usize, group: &str, slots: &[u32], dropped: &[u32]) -> CellPairi
             .map(|&s| DroppedPair { slot: s, reason: format!("ext4-nodelalloc-{group}: disturbed") })
             .collect(),
         stop: Some(PairStop::MaxPairs),
+        stop_reason: None,
     }
 }
 
