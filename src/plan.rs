@@ -410,12 +410,9 @@ pub fn cell_cost(s: &Scenario, cell: &Cell) -> Duration {
 pub fn pair_reruns(w: &Workload) -> u32 {
     match w {
         Workload::Latfs(l) => l.noise.max_reruns,
-        Workload::Steps(_) | Workload::Fio(_) => STEPS_AND_FIO_MAX_RERUNS,
+        Workload::Steps(_) | Workload::Fio(_) => crate::scenario::PAIR_RERUNS_WITHOUT_BUDGET,
     }
 }
-
-/// The rerun budget of a steps or fio pair group ([`pair_reruns`]).
-const STEPS_AND_FIO_MAX_RERUNS: u32 = 3;
 
 /// What `plan` says of a paired scenario: the arms, the pair bounds and the looks, the
 /// pair groups, the cells in none, and what the groups cost at best (every group decided
@@ -486,6 +483,24 @@ mod tests {
         assert!(out.contains("pair groups (0)") && out.contains("run unpaired: ext4-S-qoff-t1-chown"), "{out}");
         let unpaired = Scenario { compare: None, ..s };
         assert_eq!(render_pairing(&unpaired, &plan, 200), None);
+    }
+
+    #[test]
+    fn a_paired_steps_plan_names_its_groups_and_costs_its_members_with_their_reruns() {
+        let text = "schema = 1\nname = \"t\"\n[matrix]\nfs = [\"ext4\", \"xfs\"]\ntasks = [1, 2]\n[backing]\nkind = \"dir\"\n\
+                    path = \"/tmp\"\n[workload]\nkind = \"steps\"\niterations = 2\nsteps = [{ op = \"sync\" }]\n\
+                    [compare]\narms = \"fs\"\npairs = { min = 2, max = 4 }\n";
+        let s = crate::scenario::parse_str(text, "t.toml").unwrap();
+        let plan = plan_for(&s, &[]).unwrap();
+        let out = render_pairing(&s, &plan, 200).unwrap();
+        assert!(out.contains("pair groups (2): S-qoff-t1, S-qoff-t2"), "{out}");
+        // Dir backing: a member costs its steps' estimate, 2 s per step and iteration.
+        let member = estimate(&s);
+        assert_eq!(member, Duration::from_secs(4));
+        let best = crate::text::human_duration(member * 2 * 2 * 2);
+        let worst = crate::text::human_duration(member * 2 * 2 * (4 + 3));
+        assert!(out.contains(&format!("pairs take about {best} at best")), "{out}");
+        assert!(out.contains(&format!("and {worst} at worst (4 pairs and 3 void pairs rerun per group)")), "{out}");
     }
 
     fn scenario(matrix: &str) -> Scenario {

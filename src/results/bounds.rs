@@ -17,7 +17,7 @@ pub const MAX_CELLS: usize = 1_000_000;
 /// Most shards a run may be split into (Slurm's own array size limit is lower).
 pub const MAX_SHARDS: u32 = 100_000;
 /// Most repetitions, iterations, steps or tasks a cell file may hold.
-pub const MAX_SAMPLES: usize = 100_000;
+pub use crate::model::MAX_SAMPLES;
 /// Most arms a paired cell may name (a comparison of more is no longer a pair).
 pub const MAX_ARMS: usize = 16;
 /// Longest arm value, group key or dropped-pair reason in a paired cell's record.

@@ -251,7 +251,10 @@ impl Side<'_> {
                     .unwrap_or(0);
                 (0..width)
                     .map(|j| {
-                        let op = self.key_of(cand, Some(j));
+                        // A candidate that never ran (its arm failed) names no step: the baseline does.
+                        let op = Some(self.key_of(cand, Some(j)))
+                            .filter(|k| !k.is_empty())
+                            .unwrap_or_else(|| self.key_of(base, Some(j)));
                         let f = move |rb: u32, rc: u32| {
                             let per = per?;
                             steps_pair(steps_member(base, rb, per)?, steps_member(cand, rc, per)?, j)
