@@ -293,6 +293,7 @@ mod tests {
         assert_eq!(field(&|p| p.pairs[1].slot = 0), "pairing.pairs[1].slot");
         assert_eq!(field(&|p| p.dropped[0].slot = 2), "pairing.dropped[0].slot");
         assert_eq!(field(&|p| p.group = "g".repeat(5000)), "pairing.group");
+        assert_eq!(field(&|p| p.stop_reason = Some("r".repeat(5000))), "pairing.stop_reason");
         assert_eq!(
             field(
                 &|p| p.pairs = (0..MAX_PAIRS + 1).map(|slot| PairSlot { slot, order: vec![0, 1], round: 0 }).collect()

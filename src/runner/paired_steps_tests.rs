@@ -19,7 +19,7 @@ enum Member {
     /// Ran, with one step disturbed.
     Disturbed,
     /// A step exited non-zero (or provisioning failed): this error.
-    Fails(&'static str),
+    Fails(String),
     /// The host turned it down: this reason.
     Skipped(&'static str),
 }
@@ -58,7 +58,7 @@ impl CellExecutor for Script {
             }
             Member::Fails(e) => {
                 r.status = CellStatus::Failed;
-                r.error = Some(e.into());
+                r.error = Some(e);
             }
             Member::Skipped(why) => {
                 r.status = CellStatus::Skipped;
@@ -113,7 +113,7 @@ fn a_paired_steps_group_appends_each_member_as_its_iterations_and_stops_on_their
         (
             "b",
             vec![
-                Member::Fails("iteration 1, step `sync`: `false` exited with exit status: 1"),
+                Member::Fails("iteration 1, step `sync`: `false` exited with exit status: 1".into()),
                 Member::Ran(vec![1.32, 2.52]),
                 Member::Ran(vec![1.08, 2.28]),
             ],
@@ -165,7 +165,7 @@ fn a_disturbed_steps_member_voids_its_pair_and_is_kept_as_a_member_in_no_pair() 
 fn an_arm_that_fails_every_attempt_stops_its_group_after_three() {
     let s = scenario(1, 2, 32);
     let error = "provisioning failed: mkfs.ext4: invalid option -- 'Z'";
-    let mut exec = Script::new(vec![("a", vec![], Member::Ran(vec![1.0])), ("b", vec![], Member::Fails(error))]);
+    let mut exec = Script::new(vec![("a", vec![], Member::Ran(vec![1.0])), ("b", vec![], Member::Fails(error.into()))]);
     let (cells, stored) = run(&s, &mut exec);
     // Three attempts at slot 0 (two reruns of the budget of 3), not 32 slots' worth.
     assert_eq!(exec.calls.len(), 6);
@@ -185,7 +185,7 @@ fn an_arm_that_fails_every_attempt_stops_its_group_after_three() {
 fn only_failures_in_a_row_of_one_arm_stop_a_group() {
     // b fails twice, runs once, fails twice: never three in a row. The pairs decide.
     let s = scenario(1, 2, 4);
-    let fail = || Member::Fails("`false` exited with exit status: 1");
+    let fail = || Member::Fails("`false` exited with exit status: 1".into());
     let ok = || Member::Ran(vec![1.0]);
     let mut exec = Script::new(vec![
         ("a", vec![], Member::Ran(vec![1.0])),
@@ -251,4 +251,21 @@ impl CellExecutor for Counting<'_> {
         self.calls.set(self.calls.get() + 1);
         self.inner.measure(cell, phase)
     }
+}
+
+#[test]
+fn a_failing_arms_whole_stderr_is_cut_in_its_reasons_so_the_cell_file_loads() {
+    let s = scenario(1, 2, 4);
+    let stderr = format!("mkfs.ext4: {}", "é".repeat(5000));
+    let mut exec =
+        Script::new(vec![("a", vec![], Member::Ran(vec![1.0])), ("b", vec![], Member::Fails(stderr.clone()))]);
+    let (cells, stored) = run(&s, &mut exec);
+    let b = &stored[&cells[1].id()];
+    let p = pairing(b);
+    let why = p.stop_reason.as_deref().unwrap();
+    assert!(why.len() <= 4096 && why.ends_with('…') && why.contains("failed in 3 attempts in a row"), "{}", why.len());
+    assert!(p.dropped.iter().all(|d| d.reason.len() <= 4096));
+    // The cell keeps the whole error, and loads.
+    assert_eq!(b.error.as_deref(), Some(stderr.as_str()));
+    assert_eq!(crate::results::bounds::check_cell(b), Ok(()));
 }

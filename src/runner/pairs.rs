@@ -238,7 +238,7 @@ pub(super) fn run_pair_group(
                 match value(&r) {
                     Ok(v) => values[arm] = v,
                     Err(why) => {
-                        void.get_or_insert(format!("{}: {why}", arm_label(group, arm)));
+                        void.get_or_insert_with(|| bounded(format!("{}: {why}", arm_label(group, arm))));
                     }
                 }
                 results.push(r);
@@ -263,11 +263,11 @@ pub(super) fn run_pair_group(
             record(Attempt { slot, order: order.clone(), results, fate })?;
             if let Some(arm) = gave_up {
                 out.stop = PairStop::MemberFailed;
-                out.stop_reason = Some(format!(
+                out.stop_reason = Some(bounded(format!(
                     "{}: failed in {MEMBER_FAILED_ATTEMPTS} attempts in a row: {}",
                     arm_label(group, arm),
                     failing[arm].1
-                ));
+                )));
                 return Ok(out);
             }
             if !again {
@@ -315,6 +315,19 @@ fn failure(r: &CellResult) -> Option<String> {
         }
         CellStatus::Ok | CellStatus::Disturbed => None,
     }
+}
+
+/// Most characters of a dropped pair's or a stop's reason: a tool's whole stderr can be in
+/// an error, and a cell file's pairing texts are refused past 4096 bytes on load (the cell
+/// keeps the whole error in its notes or `error`).
+const REASON_CHARS: usize = 1000;
+
+/// `reason` cut to [`REASON_CHARS`] characters (at most 4 bytes each), with an ellipsis.
+fn bounded(reason: String) -> String {
+    if reason.chars().count() <= REASON_CHARS {
+        return reason;
+    }
+    format!("{}…", reason.chars().take(REASON_CHARS - 1).collect::<String>())
 }
 
 fn arm_label(group: &PairGroup, arm: usize) -> String {
