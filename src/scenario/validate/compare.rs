@@ -165,6 +165,15 @@ mod tests {
     }
 
     #[test]
+    fn the_paired_untar_example_pairs_the_seed_loop_on_ext4_and_its_nodelalloc_variant() {
+        let text = include_str!("../../../scenarios/paired-untar.toml");
+        assert!(text.starts_with("#:schema ../schemas/scenario.schema.json"));
+        let s = parse_str(text, "paired-untar.toml").unwrap();
+        assert_eq!(s.compare, Some(CompareSpec { arms: "fs".into(), min_pairs: 6, max_pairs: 20, seed: None }));
+        assert!(matches!(&s.workload, Workload::Steps(st) if st.iterations == 2 && st.steps.len() == 3));
+    }
+
+    #[test]
     fn a_seed_is_kept_and_rounds_are_refused_since_pairs_are_the_rounds() {
         let s = parse_str(&with_compare("arms = \"fs\"\nseed = 42"), "t.toml").unwrap();
         assert_eq!(s.compare.and_then(|c| c.seed), Some(42));
