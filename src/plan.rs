@@ -405,6 +405,15 @@ pub fn cell_cost(s: &Scenario, cell: &Cell) -> Duration {
     (estimate(s) + IMAGE_COST * images).max(Duration::from_millis(1))
 }
 
+/// Void pairs a pair group may run again: `workload.max_reruns` for lat_fs; steps and fio
+/// have no budget of their own, so theirs is lat_fs's default.
+pub fn pair_reruns(w: &Workload) -> u32 {
+    match w {
+        Workload::Latfs(l) => l.noise.max_reruns,
+        Workload::Steps(_) | Workload::Fio(_) => crate::scenario::PAIR_RERUNS_WITHOUT_BUDGET,
+    }
+}
+
 /// What `plan` says of a paired scenario: the arms, the pair bounds and the looks, the
 /// pair groups, the cells in none, and what the groups cost at best (every group decided
 /// at `min` pairs) and at worst (`max` pairs and every rerun spent); `None` without `[compare]`.
@@ -412,10 +421,7 @@ pub fn render_pairing(s: &Scenario, plan: &Plan, width: u16) -> Option<String> {
     let spec = s.compare.as_ref()?;
     let arms = s.matrix.axis_values(&spec.arms).unwrap_or_default();
     let groups = pair_groups(&plan.cells, spec, &arms);
-    let reruns = match &s.workload {
-        Workload::Latfs(l) => l.noise.max_reruns,
-        Workload::Steps(_) | Workload::Fio(_) => 0,
-    };
+    let reruns = pair_reruns(&s.workload);
     let cost = |g: &PairGroup| g.members.iter().map(|c| cell_cost(s, c)).sum::<Duration>();
     let best: Duration = groups.iter().map(|g| cost(g) * spec.min_pairs).sum();
     let worst: Duration = groups.iter().map(|g| cost(g) * (spec.max_pairs + reruns)).sum();
@@ -477,6 +483,24 @@ mod tests {
         assert!(out.contains("pair groups (0)") && out.contains("run unpaired: ext4-S-qoff-t1-chown"), "{out}");
         let unpaired = Scenario { compare: None, ..s };
         assert_eq!(render_pairing(&unpaired, &plan, 200), None);
+    }
+
+    #[test]
+    fn a_paired_steps_plan_names_its_groups_and_costs_its_members_with_their_reruns() {
+        let text = "schema = 1\nname = \"t\"\n[matrix]\nfs = [\"ext4\", \"xfs\"]\ntasks = [1, 2]\n[backing]\nkind = \"dir\"\n\
+                    path = \"/tmp\"\n[workload]\nkind = \"steps\"\niterations = 2\nsteps = [{ op = \"sync\" }]\n\
+                    [compare]\narms = \"fs\"\npairs = { min = 2, max = 4 }\n";
+        let s = crate::scenario::parse_str(text, "t.toml").unwrap();
+        let plan = plan_for(&s, &[]).unwrap();
+        let out = render_pairing(&s, &plan, 200).unwrap();
+        assert!(out.contains("pair groups (2): S-qoff-t1, S-qoff-t2"), "{out}");
+        // Dir backing: a member costs its steps' estimate, 2 s per step and iteration.
+        let member = estimate(&s);
+        assert_eq!(member, Duration::from_secs(4));
+        let best = crate::text::human_duration(member * 2 * 2 * 2);
+        let worst = crate::text::human_duration(member * 2 * 2 * (4 + 3));
+        assert!(out.contains(&format!("pairs take about {best} at best")), "{out}");
+        assert!(out.contains(&format!("and {worst} at worst (4 pairs and 3 void pairs rerun per group)")), "{out}");
     }
 
     fn scenario(matrix: &str) -> Scenario {

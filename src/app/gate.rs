@@ -9,6 +9,7 @@ use crate::exit::{self, InputError};
 use crate::gate::{
     GateOptions, GateReport, Verdict, evaluate_calibrated, evaluate_paired, render_junit, render_markdown, render_table,
 };
+use crate::model::pairing::PairStop;
 use crate::results::{LoadedRun, load_run, write_atomic};
 
 /// What an `inconclusive` verdict does to the exit status.
@@ -110,10 +111,20 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
     };
     if rep.rows.iter().all(|r| r.verdict == Verdict::Missing) {
         print!("{}", render_table(&rep, super::print::output_width()));
-        let what = if rep.paired.is_some() {
-            "nothing to compare: no pair group has a pair with both members measured"
-        } else {
-            "nothing to compare: no cell has samples in both runs (did the candidate run measure anything?)"
+        let what = match &rep.paired {
+            Some(p) => {
+                // A group that gave up on a failing arm says which and why.
+                let failed = p.comparisons.iter().find_map(|c| {
+                    let why = c.stop_reason.as_deref().filter(|_| c.stop == Some(PairStop::MemberFailed))?;
+                    Some(format!(" (pair group {} stopped: {})", c.group, crate::text::escape_control(why)))
+                });
+                format!(
+                    "nothing to compare: no pair group has a pair with both members measured{}",
+                    failed.unwrap_or_default()
+                )
+            }
+            None => "nothing to compare: no cell has samples in both runs (did the candidate run measure anything?)"
+                .to_string(),
         };
         return Err(InputError::anyhow(what));
     }

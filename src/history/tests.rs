@@ -61,6 +61,7 @@ fn pairing(arms: &[&str], arm: usize, group: &str, pairs: usize) -> CellPairing 
         pairs: (0..pairs as u32).map(|i| PairSlot { slot: i, order: vec![0, 1], round: i }).collect(),
         dropped: vec![],
         stop: Some(PairStop::MaxPairs),
+        stop_reason: None,
     }
 }
 

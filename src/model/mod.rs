@@ -21,6 +21,10 @@ mod summary;
 mod untrusted_text;
 mod workload_kind;
 
+/// Most repetitions, iterations, steps or tasks a cell file may hold (`results::bounds`
+/// checks loaded files against it; a paired steps scenario that could exceed it is refused).
+pub const MAX_SAMPLES: usize = 100_000;
+
 pub use cell::{CellParams, LatfsTest, Layout, QuotaImpl, QuotaMode};
 pub use cell_result::{CellResult, FilesystemInfo};
 pub use cgroup::{CellCgroup, CgroupLimitRecord};

@@ -38,6 +38,10 @@ pub struct CellPairing {
     /// Why the group stopped; absent while it has not (an interrupted run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<PairStop>,
+    /// With `stop = member_failed`: the arm that failed and its error
+    /// (`ext4-bad-S-qoff-t1: failed in 3 attempts in a row: mkfs.ext4: invalid option`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
 }
 
 /// One pair this cell was a member of.
@@ -76,4 +80,14 @@ pub enum PairStop {
     MaxPairs,
     /// A signal stopped the run before the group decided.
     Interrupted,
+    /// One arm failed (or was skipped) in [`MEMBER_FAILED_ATTEMPTS`] attempts in a row: the
+    /// group stopped rather than spend its pairs on an arm that cannot run
+    /// ([`CellPairing::stop_reason`] names it and its error).
+    MemberFailed,
 }
+
+/// Attempts in a row in which one arm must fail (status `failed` or `skipped`, not
+/// disturbed) before its pair group stops with [`PairStop::MemberFailed`]: a failure that
+/// happens three times running (mkfs rejecting an option, a tool missing) is not bad luck,
+/// and every further attempt would provision and fail again until `pairs.max`.
+pub const MEMBER_FAILED_ATTEMPTS: u32 = 3;

@@ -17,7 +17,7 @@ pub const MAX_CELLS: usize = 1_000_000;
 /// Most shards a run may be split into (Slurm's own array size limit is lower).
 pub const MAX_SHARDS: u32 = 100_000;
 /// Most repetitions, iterations, steps or tasks a cell file may hold.
-pub const MAX_SAMPLES: usize = 100_000;
+pub use crate::model::MAX_SAMPLES;
 /// Most arms a paired cell may name (a comparison of more is no longer a pair).
 pub const MAX_ARMS: usize = 16;
 /// Longest arm value, group key or dropped-pair reason in a paired cell's record.
@@ -118,6 +118,9 @@ fn pairing(p: &CellPairing, c: &CellResult) -> Result<(), Violation> {
         text(format!("pairing.arms[{i}]"), a)?;
     }
     text("pairing.group", &p.group)?;
+    if let Some(why) = &p.stop_reason {
+        text("pairing.stop_reason", why)?;
+    }
     if p.arm >= p.arms.len() {
         return bad("arm", format!("arm {} of {} arms", p.arm, p.arms.len()));
     }
@@ -270,6 +273,7 @@ mod tests {
                 ],
                 dropped: vec![DroppedPair { slot: 1, reason: "ext4-S-qoff-t1-chown: disturbed".into() }],
                 stop: None,
+                stop_reason: None,
             }),
             started: String::new(),
             finished: String::new(),
@@ -289,6 +293,7 @@ mod tests {
         assert_eq!(field(&|p| p.pairs[1].slot = 0), "pairing.pairs[1].slot");
         assert_eq!(field(&|p| p.dropped[0].slot = 2), "pairing.dropped[0].slot");
         assert_eq!(field(&|p| p.group = "g".repeat(5000)), "pairing.group");
+        assert_eq!(field(&|p| p.stop_reason = Some("r".repeat(5000))), "pairing.stop_reason");
         assert_eq!(
             field(
                 &|p| p.pairs = (0..MAX_PAIRS + 1).map(|slot| PairSlot { slot, order: vec![0, 1], round: 0 }).collect()

@@ -13,6 +13,8 @@
 
 mod cell;
 mod paired_run;
+#[cfg(test)]
+mod paired_steps_tests;
 pub mod pairs;
 mod progress;
 mod resume;

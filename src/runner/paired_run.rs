@@ -60,7 +60,7 @@ pub(super) fn run_paired(
     let mut unpaired: Vec<&Cell> = Vec::new();
     for group in &groups {
         let rules = rules(run, group);
-        match resume_state(group, stored, &rules)? {
+        match resume_state(group, stored, &rules, steps_per(run.scenario))? {
             None => previously_done += group.members.len(),
             Some(start) => {
                 // A member the host cannot run leaves its group nothing to pair: store the
@@ -90,7 +90,7 @@ pub(super) fn run_paired(
         let rules = rules(run, group);
         let base = pairing_of(run, &arm_values, group);
         let mut record = |a: Attempt| {
-            let ids = store_attempt(group, &base, a, stored)?;
+            let ids = store_attempt(group, &base, a, stored, steps_per(run.scenario))?;
             for id in ids {
                 store(&stored[&id])?;
                 ran.insert(id);
@@ -113,6 +113,7 @@ pub(super) fn run_paired(
                 && let Some(p) = r.pairing.as_mut()
             {
                 p.stop = Some(out.stop);
+                p.stop_reason.clone_from(&out.stop_reason);
                 store(r)?;
             }
         }
@@ -146,7 +147,7 @@ pub(super) fn draw_seed() -> u64 {
 }
 
 /// What a paired run cannot do, refused before anything is created: a random cell order
-/// (the pair schedule orders the members), and steps workloads (not paired yet).
+/// (the pair schedule orders the members).
 pub(super) fn refuse_unpairable(s: &Scenario, order: super::CellOrder) -> anyhow::Result<()> {
     let Some(spec) = &s.compare else { return Ok(()) };
     if matches!(order, super::CellOrder::Random { .. }) {
@@ -156,11 +157,6 @@ pub(super) fn refuse_unpairable(s: &Scenario, order: super::CellOrder) -> anyhow
             spec.arms
         )));
     }
-    if matches!(s.workload, Workload::Steps(_)) {
-        return Err(crate::exit::InputError::anyhow(
-            "[compare] with a steps workload: paired steps runs are not executed yet; remove [compare] to run unpaired",
-        ));
-    }
     Ok(())
 }
 
@@ -169,36 +165,41 @@ fn arm_values(s: &Scenario, spec: &CompareSpec) -> Vec<String> {
     s.matrix.axis_values(&spec.arms).unwrap_or_default()
 }
 
-/// The rules of `group`: the gate threshold of its baseline member's test (or of the
-/// scenario, for steps), the metric's direction and the rerun budget.
+/// The rules of `group`: the gate threshold of its baseline member's test (of `iops` for
+/// fio, the scenario's own for steps, whose member is a whole iteration), the metric's
+/// direction and the rerun budget ([`crate::plan::pair_reruns`]).
 fn rules(run: &PairedRun, group: &PairGroup) -> PairRules {
     let s = run.scenario;
     let baseline = group.members[0];
-    let (threshold, metric, max_reruns) = match &s.workload {
-        Workload::Latfs(l) => (
-            baseline.params.test.map_or(s.gate.threshold, |t| s.gate.threshold_for(t.name())),
-            Metric::TotalLoops,
-            l.noise.max_reruns,
-        ),
+    let (threshold, metric) = match &s.workload {
+        Workload::Latfs(_) => {
+            (baseline.params.test.map_or(s.gate.threshold, |t| s.gate.threshold_for(t.name())), Metric::TotalLoops)
+        }
         Workload::Fio(_) => {
             let m = crate::model::FioMetric::Iops;
-            (s.gate.threshold_for(m.name()), Metric::Fio(m), STEPS_MAX_RERUNS)
+            (s.gate.threshold_for(m.name()), Metric::Fio(m))
         }
-        // Refused before the run starts (refuse_unpairable); named for the match.
-        Workload::Steps(_) => (s.gate.threshold, Metric::Elapsed, STEPS_MAX_RERUNS),
+        Workload::Steps(_) => (s.gate.threshold, Metric::Elapsed),
     };
+    let max_reruns = crate::plan::pair_reruns(&s.workload);
     PairRules::of(run.spec, run.seed, threshold, metric.direction(), max_reruns)
 }
-
-/// Void pairs a steps or fio group may run again: they have no `max_reruns` of their own,
-/// so the lat_fs default.
-const STEPS_MAX_RERUNS: u32 = 3;
 
 /// The value a member contributes to its pair, by workload.
 fn member_value(s: &Scenario) -> fn(&CellResult) -> Result<f64, String> {
     match s.workload {
         Workload::Fio(_) => crate::workload::fio::member_value,
-        _ => pairs::latfs_member_value,
+        Workload::Steps(_) => crate::workload::steps_member::member_value,
+        Workload::Latfs(_) => pairs::latfs_member_value,
+    }
+}
+
+/// A steps member's iterations (`workload.iterations`): member `r` of a steps cell is its
+/// iterations from `r` times this; `None` for other workloads.
+fn steps_per(s: &Scenario) -> Option<u32> {
+    match &s.workload {
+        Workload::Steps(st) => Some(st.iterations),
+        Workload::Latfs(_) | Workload::Fio(_) => None,
     }
 }
 
@@ -213,6 +214,7 @@ fn pairing_of(run: &PairedRun, arm_values: &[String], group: &PairGroup) -> Cell
         pairs: Vec::new(),
         dropped: Vec::new(),
         stop: None,
+        stop_reason: None,
     }
 }
 
@@ -224,12 +226,13 @@ fn store_attempt(
     base: &CellPairing,
     a: Attempt,
     stored: &mut BTreeMap<String, CellResult>,
+    steps_per: Option<u32>,
 ) -> anyhow::Result<Vec<String>> {
     let mut rounds = vec![None; group.members.len()];
     let mut ids = Vec::new();
     for (&arm, result) in a.order.iter().zip(a.results) {
         let id = group.members[arm].id();
-        let (mut cell, round) = fold_member(stored.remove(&id), result);
+        let (mut cell, round) = fold_member(stored.remove(&id), result, steps_per);
         if cell.pairing.is_none() {
             cell.pairing = Some(CellPairing { arm, ..base.clone() });
         }
@@ -259,22 +262,28 @@ fn store_attempt(
 fn measured(r: &CellResult) -> bool {
     matches!(r.status, CellStatus::Ok | CellStatus::Disturbed)
         && (r.latfs.as_ref().is_some_and(|l| !l.repetitions.is_empty())
-            || r.fio.as_ref().is_some_and(|f| !f.repetitions.is_empty()))
+            || r.fio.as_ref().is_some_and(|f| !f.repetitions.is_empty())
+            || r.steps.as_ref().is_some_and(|s| !s.iterations.is_empty()))
 }
 
 /// One member measurement folded into what is stored of its cell, and the round it became
 /// (`None` when it measured nothing: a failed or skipped attempt).
 ///
 /// The first measurement is round 0; later ones are absorbed as the next round, as
-/// `workload.rounds` would ([`rounds::absorb_round`]). A failed or skipped attempt changes
+/// `workload.rounds` would ([`rounds::absorb_round`]); a steps member's iterations are
+/// appended, so round `r` is iterations `r·steps_per ..`. A failed or skipped attempt changes
 /// no round and not the cell's status (the pair it voided says why); it leaves a note. A
 /// cell with nothing measured yet is stored as its attempt came back, so its file says
 /// why it has no numbers.
-pub(super) fn fold_member(earlier: Option<CellResult>, next: CellResult) -> (CellResult, Option<u32>) {
+pub(super) fn fold_member(
+    earlier: Option<CellResult>,
+    next: CellResult,
+    steps_per: Option<u32>,
+) -> (CellResult, Option<u32>) {
     match earlier {
         Some(mut e) if measured(&e) => {
             if measured(&next) {
-                let round = next_round(&e);
+                let round = next_round(&e, steps_per);
                 (absorb(e, next, round), Some(round))
             } else {
                 e.notes.push(attempt_note(&next));
@@ -300,12 +309,14 @@ pub(super) fn fold_member(earlier: Option<CellResult>, next: CellResult) -> (Cel
     }
 }
 
-/// The round a cell's next measurement becomes.
-fn next_round(r: &CellResult) -> u32 {
-    match (&r.latfs, &r.fio) {
-        (Some(l), _) => l.rounds_done(),
-        (None, Some(f)) => f.rounds_done(),
-        (None, None) => 0,
+/// The round a cell's next measurement becomes: a steps cell's members so far are its
+/// iterations over `steps_per`.
+fn next_round(r: &CellResult, steps_per: Option<u32>) -> u32 {
+    match (&r.latfs, &r.fio, &r.steps) {
+        (Some(l), _, _) => l.rounds_done(),
+        (None, Some(f), _) => f.rounds_done(),
+        (None, None, Some(s)) => steps_per.filter(|&n| n > 0).map_or(0, |n| s.iterations.len() as u32 / n),
+        (None, None, None) => 0,
     }
 }
 
@@ -331,6 +342,7 @@ fn resume_state(
     group: &PairGroup,
     stored: &BTreeMap<String, CellResult>,
     rules: &PairRules,
+    steps_per: Option<u32>,
 ) -> anyhow::Result<Option<GroupStart>> {
     let cells: Vec<Option<&CellResult>> = group.members.iter().map(|c| stored.get(&c.id())).collect();
     let pairings: Vec<Option<&CellPairing>> = cells.iter().map(|c| c.and_then(|r| r.pairing.as_ref())).collect();
@@ -351,7 +363,7 @@ fn resume_state(
         for (arm, (cell, p)) in cells.iter().zip(&pairings).enumerate() {
             let round = p.and_then(|p| p.pairs.iter().find(|s| s.slot == slot.slot)).map(|s| s.round);
             let value = match (cell, round) {
-                (Some(c), Some(round)) => pairs::round_value(c, round),
+                (Some(c), Some(round)) => pairs::round_value(c, round, steps_per),
                 _ => Err("not stored".into()),
             };
             values.push(value.map_err(|e| bad(format!("pair {} of {}: {e}", slot.slot, group.members[arm].id())))?);
@@ -360,7 +372,8 @@ fn resume_state(
     }
     let last = reference.pairs.iter().map(|s| s.slot).chain(reference.dropped.iter().map(|d| d.slot)).max();
     // Dropping a slot spends the budget, so a group that dropped one has none left.
-    let void_attempts = cells.iter().flatten().map(|c| next_round(c).saturating_sub(records.len() as u32)).max();
+    let void_attempts =
+        cells.iter().flatten().map(|c| next_round(c, steps_per).saturating_sub(records.len() as u32)).max();
     let reruns_left =
         if reference.dropped.is_empty() { rules.max_reruns.saturating_sub(void_attempts.unwrap_or(0)) } else { 0 };
     Ok(Some(GroupStart {
@@ -388,11 +401,12 @@ fn group_line(group: &PairGroup, out: &pairs::PairGroupOutcome, rules: &PairRule
     }
     let dropped = if out.dropped.is_empty() { String::new() } else { format!(", {} dropped", out.dropped.len()) };
     let stop = match out.stop {
-        PairStop::Regressed => "regressed",
-        PairStop::Improved => "improved",
-        PairStop::Unchanged => "unchanged",
-        PairStop::MaxPairs => "undecided at max pairs",
-        PairStop::Interrupted => "interrupted",
+        PairStop::Regressed => "regressed".to_string(),
+        PairStop::Improved => "improved".into(),
+        PairStop::Unchanged => "unchanged".into(),
+        PairStop::MaxPairs => "undecided at max pairs".into(),
+        PairStop::Interrupted => "interrupted".into(),
+        PairStop::MemberFailed => format!("a member failed: {}", out.stop_reason.as_deref().unwrap_or("-")),
     };
     format!(
         "pair group {}: {} pairs{dropped}; {}; stopped: {stop}",

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::cell::CellExecutor;
 use super::progress::Progress;
 use crate::gate::{Direction, Verdict};
-pub use crate::model::pairing::{DroppedPair, PairStop};
+pub use crate::model::pairing::{DroppedPair, MEMBER_FAILED_ATTEMPTS, PairStop};
 use crate::model::{CellResult, CellStatus};
 pub use crate::plan::{PairGroup, pair_groups};
 use crate::scenario::CompareSpec;
@@ -107,6 +107,8 @@ pub struct PairGroupOutcome {
     pub dropped: Vec<DroppedPair>,
     /// Why the group stopped.
     pub stop: PairStop,
+    /// With [`PairStop::MemberFailed`]: the arm and its error.
+    pub stop_reason: Option<String>,
 }
 
 /// How a pair group runs: its bounds, order seed, verdict threshold and rerun budget.
@@ -147,11 +149,16 @@ pub fn latfs_member_value(r: &CellResult) -> Result<f64, String> {
     latfs_reps_value(l.repetitions.iter())
 }
 
-/// The value round `round` of a stored cell contributed to its pair, as
-/// [`latfs_member_value`] computed it when the round was measured.
-pub fn round_value(r: &CellResult, round: u32) -> Result<f64, String> {
+/// The value round `round` of a stored cell contributed to its pair, as the member value
+/// computed it when the round was measured. A steps cell's round is its `steps_per`
+/// iterations from `round · steps_per` (`workload.iterations` of its scenario).
+pub fn round_value(r: &CellResult, round: u32, steps_per: Option<u32>) -> Result<f64, String> {
     if r.fio.is_some() {
         return crate::workload::fio::round_value(r, round);
+    }
+    if r.steps.is_some() {
+        let per = steps_per.ok_or("a steps cell without its iterations per member")?;
+        return crate::workload::steps_member::round_value(r, round, per);
     }
     let Some(l) = &r.latfs else { return Err("no lat_fs samples".into()) };
     latfs_reps_value(l.repetitions.iter().filter(|x| x.round == round))
@@ -181,6 +188,11 @@ fn latfs_reps_value<'r>(reps: impl Iterator<Item = &'r crate::model::LatfsRepeti
 /// arrived is not recorded (it did not finish as planned). At each look of
 /// [`look_schedule`] the paired interval at [`alpha_per_look`] is read with the gate's
 /// rule, and the group stops once every candidate arm is decided, or after `max` slots.
+///
+/// An arm that failed or was skipped in [`MEMBER_FAILED_ATTEMPTS`] attempts in a row
+/// (whatever the slots) stops the group with [`PairStop::MemberFailed`]: that last
+/// attempt's slot is dropped, and the outcome's `stop_reason` names the arm and its error.
+/// A disturbed member, or an attempt in which the arm ran, starts its count again.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_pair_group(
     exec: &mut dyn CellExecutor,
@@ -196,8 +208,11 @@ pub(super) fn run_pair_group(
     let schedule = pair_schedule(rules.seed, rules.max_pairs as usize, arms);
     let looks = look_schedule(rules.min_pairs, rules.max_pairs);
     let alpha = alpha_per_look(rules.min_pairs, rules.max_pairs);
-    let mut out = PairGroupOutcome { pairs: start.pairs, dropped: start.dropped, stop: PairStop::MaxPairs };
+    let mut out =
+        PairGroupOutcome { pairs: start.pairs, dropped: start.dropped, stop: PairStop::MaxPairs, stop_reason: None };
     let mut reruns_left = start.reruns_left;
+    // Per arm: attempts in a row in which it failed, and its last error.
+    let mut failing: Vec<(u32, String)> = vec![(0, String::new()); arms];
     for (slot, order) in schedule.iter().enumerate().skip(start.next_slot) {
         loop {
             if interrupted() {
@@ -216,17 +231,22 @@ pub(super) fn run_pair_group(
                     return Ok(out);
                 }
                 progress.finish(cell, slot as u32, &r);
+                match failure(&r) {
+                    Some(why) => failing[arm] = (failing[arm].0 + 1, why),
+                    None => failing[arm].0 = 0,
+                }
                 match value(&r) {
                     Ok(v) => values[arm] = v,
                     Err(why) => {
-                        void.get_or_insert(format!("{}: {why}", arm_label(group, arm)));
+                        void.get_or_insert_with(|| bounded(format!("{}: {why}", arm_label(group, arm))));
                     }
                 }
                 results.push(r);
             }
+            let gave_up = failing.iter().position(|(n, _)| *n >= MEMBER_FAILED_ATTEMPTS);
             let fate = match void {
                 None => AttemptFate::Pair,
-                Some(reason) if reruns_left > 0 => {
+                Some(reason) if reruns_left > 0 && gave_up.is_none() => {
                     reruns_left -= 1;
                     AttemptFate::Rerun(reason)
                 }
@@ -241,6 +261,15 @@ pub(super) fn run_pair_group(
             }
             let again = matches!(fate, AttemptFate::Rerun(_));
             record(Attempt { slot, order: order.clone(), results, fate })?;
+            if let Some(arm) = gave_up {
+                out.stop = PairStop::MemberFailed;
+                out.stop_reason = Some(bounded(format!(
+                    "{}: failed in {MEMBER_FAILED_ATTEMPTS} attempts in a row: {}",
+                    arm_label(group, arm),
+                    failing[arm].1
+                )));
+                return Ok(out);
+            }
             if !again {
                 break;
             }
@@ -274,6 +303,31 @@ fn decided(pairs: &[PairRecord], arms: usize, alpha: f64, rules: &PairRules) -> 
         .into_iter()
         .find(|(v, _)| verdicts.contains(v))
         .map_or(Some(PairStop::Unchanged), |(_, stop)| Some(stop))
+}
+
+/// Why a member failed to run (`failed: mkfs.ext4: …`, `skipped: …`); `None` when it ran
+/// (a disturbed member ran: it is noise, not a failure).
+fn failure(r: &CellResult) -> Option<String> {
+    match r.status {
+        CellStatus::Failed => Some(format!("failed: {}", r.error.as_deref().unwrap_or("unknown error"))),
+        CellStatus::Skipped => {
+            Some(format!("skipped: {}", r.skip.as_ref().map_or("the host cannot run it", |s| s.reason.as_str())))
+        }
+        CellStatus::Ok | CellStatus::Disturbed => None,
+    }
+}
+
+/// Most characters of a dropped pair's or a stop's reason: a tool's whole stderr can be in
+/// an error, and a cell file's pairing texts are refused past 4096 bytes on load (the cell
+/// keeps the whole error in its notes or `error`).
+const REASON_CHARS: usize = 1000;
+
+/// `reason` cut to [`REASON_CHARS`] characters (at most 4 bytes each), with an ellipsis.
+fn bounded(reason: String) -> String {
+    if reason.chars().count() <= REASON_CHARS {
+        return reason;
+    }
+    format!("{}…", reason.chars().take(REASON_CHARS - 1).collect::<String>())
 }
 
 fn arm_label(group: &PairGroup, arm: usize) -> String {

@@ -235,6 +235,11 @@ pub(super) fn absorb_round(earlier: CellResult, next: CellResult, round: u32) ->
                 r.status = if f.iops.n == 0 { CellStatus::Disturbed } else { CellStatus::Ok };
                 r.fio = Some(f);
             }
+            // Steps record no round: a paired run's next member is its iterations, appended.
+            r.steps = match (r.steps.take(), next.steps) {
+                (Some(a), Some(b)) => Some(crate::workload::steps_member::absorb(a, b)),
+                (a, b) => a.or(b),
+            };
         }
         other => {
             r.status = other;

@@ -388,17 +388,9 @@ fn an_arm_the_host_cannot_run_is_skipped_and_its_partners_run_unpaired() {
 }
 
 #[test]
-fn a_paired_run_refuses_a_random_order_and_steps_before_creating_anything() {
+fn a_paired_run_refuses_a_random_order_before_creating_anything() {
     let s = paired_scenario("\"chown\"", 2, 4);
     let e = super::paired_run::refuse_unpairable(&s, CellOrder::Random { seed: 1 }).unwrap_err();
     assert!(e.to_string().contains("--order random does not apply to a paired run"), "{e}");
     assert!(super::paired_run::refuse_unpairable(&s, CellOrder::Plan).is_ok());
-    let steps = crate::scenario::parse_str(
-        "schema = 1\nname = \"p\"\n[matrix]\nfs = [\"a\", \"b\"]\n[backing]\nkind = \"dir\"\npath = \"/tmp\"\n\
-         [workload]\nkind = \"steps\"\nsteps = [{ op = \"sync\" }]\n[compare]\narms = \"fs\"\n",
-        "p.toml",
-    )
-    .unwrap();
-    let e = super::paired_run::refuse_unpairable(&steps, CellOrder::Plan).unwrap_err();
-    assert!(e.to_string().contains("paired steps runs are not executed yet"), "{e}");
 }

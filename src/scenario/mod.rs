@@ -137,6 +137,9 @@ pub struct CompareSpec {
 pub const DEFAULT_MIN_PAIRS: u32 = 6;
 /// Default `compare.pairs.max`.
 pub const DEFAULT_MAX_PAIRS: u32 = 32;
+/// Void pairs a steps or fio pair group may run again: they have no `workload.max_reruns`
+/// of their own, so lat_fs's default.
+pub const PAIR_RERUNS_WITHOUT_BUDGET: u32 = 3;
 
 /// The scenario text and its origin.
 #[derive(Debug, Clone, PartialEq)]

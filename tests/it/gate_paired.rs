@@ -218,6 +218,7 @@ fn a_paired_steps_run_is_gated_per_step_and_iteration_position() {
                 pairs: (0..6).map(|s| PairSlot { slot: s, order: vec![0, 1], round: s }).collect(),
                 dropped: vec![],
                 stop: Some(PairStop::Regressed),
+                stop_reason: None,
             });
             c
         })

@@ -129,3 +129,127 @@ threshold = "5%"
     assert!(text.contains("1 regressed"), "{text}");
     assert_no_leaks(sb.path());
 }
+
+/// A paired steps scenario: ext4 against ext4 with `nodelalloc`, one iteration of the seed's
+/// loop on the small fixture per member, 2 to 3 pairs. `MKFS` is the variant's mkfs options.
+const PAIRED_STEPS: &str = r#"schema = 1
+name = "paired-steps"
+[matrix]
+fs = ["ext4", "ext4-nodelalloc"]
+[filesystems.ext4]
+mkfs = ["-E", "lazy_itable_init=0,lazy_journal_init=0"]
+[filesystems.ext4-nodelalloc]
+type = "ext4"
+mkfs = MKFS
+mount = ["nodelalloc"]
+[backing]
+kind = "tmpfs-loop"
+image_size = "64MiB"
+[archive]
+path = "ARCHIVE"
+[workload]
+kind = "steps"
+iterations = 1
+disturbance = "off"
+steps = [
+  { op = "rm_rf", path = "linux-2.5.63" },
+  { op = "untar", archive = "linux-2.5.63-small.tar.gz" },
+  { op = "sync" },
+]
+[compare]
+arms = "fs"
+pairs = { min = 2, max = 3 }
+seed = 3
+"#;
+
+/// `PAIRED_STEPS` written into the sandbox with the variant's mkfs options `mkfs`.
+fn paired_steps_scenario(sb: &Sandbox, mkfs: &str) -> std::path::PathBuf {
+    let archive = crate::support::crate_root().join("fixtures/linux-2.5.63-small.tar.gz");
+    let text = PAIRED_STEPS.replace("ARCHIVE", archive.to_str().unwrap()).replace("MKFS", mkfs);
+    let path = sb.path().join("paired-steps.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Each member of a steps pair is a fresh run of the scenario's iterations, appended to its
+/// cell: what the cells store must join into pairs for `report` and `gate RUN`, per step.
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn a_paired_steps_run_is_reported_and_gated_per_step() {
+    skip_unless_root!();
+    let sb = Sandbox::new("fsbench-paired-steps-");
+    let scenario = paired_steps_scenario(&sb, r#"["-E", "lazy_itable_init=0,lazy_journal_init=0"]"#);
+    let plan = crate::support::fsbench().arg("plan").arg(&scenario).output().unwrap();
+    let plan_out = String::from_utf8_lossy(&plan.stdout);
+    assert!(plan.status.success(), "{plan_out}{}", String::from_utf8_lossy(&plan.stderr));
+    assert!(plan_out.contains("pair groups (1): S-qoff-t1"), "{plan_out}");
+    assert!(plan_out.contains("pairs take about") && plan_out.contains("at worst (3 pairs and 3"), "{plan_out}");
+
+    let out = sb.fsbench(&["run", scenario.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{err}", String::from_utf8_lossy(&out.stdout));
+    assert!(err.contains("pair group S-qoff-t1:"), "{err}");
+    let run = sb.runs()[0].clone();
+    let base = cell(&run, "ext4-S-qoff-t1");
+    let cand = cell(&run, "ext4-nodelalloc-S-qoff-t1");
+    for c in [&base, &cand] {
+        let p = &c["pairing"];
+        let pairs = p["pairs"].as_array().unwrap();
+        assert!((2..=3).contains(&pairs.len()), "{p:#}");
+        // One iteration per member: every pair's round is an iteration the cell holds.
+        let iterations = c["steps"]["iterations"].as_array().unwrap();
+        assert!(pairs.iter().all(|s| (s["round"].as_u64().unwrap() as usize) < iterations.len()), "{c:#}");
+        assert!(["regressed", "improved", "unchanged", "max_pairs"].contains(&p["stop"].as_str().unwrap()), "{p:#}");
+    }
+    assert_eq!(base["pairing"]["stop"], cand["pairing"]["stop"]);
+    let n = base["pairing"]["pairs"].as_array().unwrap().len() as u64;
+
+    let report = crate::support::fsbench().arg("report").arg(&run).output().unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(report.status.success(), "{text}{}", String::from_utf8_lossy(&report.stderr));
+    assert!(text.contains("Paired comparison") && text.contains("S-qoff-t1 #1 untar"), "{text}");
+    let gate = crate::support::fsbench().args(["gate", "--json"]).arg(&run).output().unwrap();
+    assert!(matches!(gate.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&gate.stderr));
+    let doc = crate::schemas::conforming("gate.schema.json", &gate.stdout, "gate RUN --json (paired steps)");
+    let rows = doc["report"]["paired"]["comparisons"].as_array().unwrap();
+    let steps: Vec<&str> = rows.iter().map(|r| r["step"].as_str().unwrap()).collect();
+    assert_eq!(steps, ["#0 rm_rf", "#1 untar", "#2 sync"]);
+    // Every pair joined: the untar of every member timed on both sides.
+    assert_eq!(rows[1]["pairs"].as_u64(), Some(n), "{:#}", rows[1]);
+    assert!(rows[1]["change"].is_object(), "{:#}", rows[1]);
+    assert_no_leaks(sb.path());
+}
+
+/// An arm whose mkfs rejects its options fails every attempt: its group stops after three
+/// instead of running out its pairs, and report and gate say which arm and why.
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn a_group_whose_arm_cannot_be_made_stops_after_three_attempts() {
+    skip_unless_root!();
+    let sb = Sandbox::new("fsbench-paired-failing-");
+    let scenario = paired_steps_scenario(&sb, r#"["-O", "no_such_feature"]"#);
+    let out = sb.fsbench(&["run", scenario.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("stopped: a member failed: ext4-nodelalloc-S-qoff-t1: failed in 3 attempts in a row"),
+        "{err}"
+    );
+    let run = sb.runs()[0].clone();
+    let bad = cell(&run, "ext4-nodelalloc-S-qoff-t1");
+    assert_eq!(bad["status"], "failed", "{bad:#}");
+    assert_eq!(bad["pairing"]["stop"], "member_failed", "{bad:#}");
+    assert!(bad["pairing"]["stop_reason"].as_str().unwrap().contains("no_such_feature"), "{bad:#}");
+    // The baseline ran in each of the three attempts, and nothing more.
+    let base = cell(&run, "ext4-S-qoff-t1");
+    assert_eq!(base["steps"]["iterations"].as_array().unwrap().len(), 3, "{base:#}");
+    let report = crate::support::fsbench().arg("report").arg(&run).output().unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(text.contains("member failed") && text.contains("the group stopped: ext4-nodelalloc-S-qoff-t1"), "{text}");
+    // No pair to gate: exit 2, and the error says which group gave up and why.
+    let gate = crate::support::fsbench().arg("gate").arg(&run).output().unwrap();
+    let (text, err) = (String::from_utf8_lossy(&gate.stdout), String::from_utf8_lossy(&gate.stderr));
+    assert_eq!(gate.status.code(), Some(2), "{text}\n{err}");
+    assert!(text.contains("failed in 3 attempts in a row"), "{text}\n{err}");
+    assert!(err.contains("(pair group S-qoff-t1 stopped: ext4-nodelalloc-S-qoff-t1: failed in 3"), "{err}");
+    assert_no_leaks(sb.path());
+}

@@ -414,6 +414,7 @@ pub fn as_pair_member(
             .map(|&slot| pairing::DroppedPair { slot, reason: format!("{}-{group}: disturbed", arms[1]) })
             .collect(),
         stop,
+        stop_reason: None,
     });
     cell
 }

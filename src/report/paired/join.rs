@@ -81,6 +81,9 @@ pub struct PairedComparison {
     pub signed_rank: Option<SignedRankCheck>,
     /// Why the pair group stopped, as the run recorded it; absent while it had not.
     pub stop: Option<PairStop>,
+    /// With `stop = member_failed`: the arm that failed and its error, as recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
     /// The threshold the verdict is at, as a fraction.
     pub threshold: f64,
     /// The gate's verdict (`Verdict::decide`) on `change` at `threshold`.
@@ -223,6 +226,7 @@ impl Side<'_> {
         };
         let slots = Slots::of(bp, cp);
         let stop = bp.stop.or(cp.stop);
+        let stop_reason = bp.stop_reason.clone().or_else(|| cp.stop_reason.clone());
         let mut dropped: Vec<DroppedPair> = Vec::new();
         for d in bp.dropped.iter().chain(&cp.dropped) {
             if !dropped.iter().any(|x| x.slot == d.slot) {
@@ -247,7 +251,10 @@ impl Side<'_> {
                     .unwrap_or(0);
                 (0..width)
                     .map(|j| {
-                        let op = self.key_of(cand, Some(j));
+                        // A candidate that never ran (its arm failed) names no step: the baseline does.
+                        let op = Some(self.key_of(cand, Some(j)))
+                            .filter(|k| !k.is_empty())
+                            .unwrap_or_else(|| self.key_of(base, Some(j)));
                         let f = move |rb: u32, rc: u32| {
                             let per = per?;
                             steps_pair(steps_member(base, rb, per)?, steps_member(cand, rc, per)?, j)
@@ -287,9 +294,13 @@ impl Side<'_> {
             if matches!(self.opts.metric, Metric::Elapsed) && self.opts.settings.steps_iterations.is_none() {
                 note.push("iterations per member unknown (scenario unreadable): guessed from the rounds".into());
             }
+            if let (Some(PairStop::MemberFailed), Some(why)) = (stop, &stop_reason) {
+                note.push(format!("the group stopped: {}", crate::text::escape_control(why)));
+            }
             let note = (!note.is_empty()).then(|| note.join("; "));
             let mut row = self.row(name, key, values, dropped.clone(), unmatched, note);
             row.stop = stop;
+            row.stop_reason.clone_from(&stop_reason);
             row.step = step;
             rows.push(row);
         }
@@ -346,6 +357,7 @@ impl Side<'_> {
             change,
             signed_rank,
             stop: None,
+            stop_reason: None,
             threshold,
             verdict,
             note: note.or(few).or_else(|| (verdict == Verdict::Missing).then(|| "no pairs".to_string())),

@@ -34,6 +34,7 @@ pub fn stop_name(stop: Option<PairStop>) -> &'static str {
         Some(PairStop::Unchanged) => "unchanged",
         Some(PairStop::MaxPairs) => "max pairs",
         Some(PairStop::Interrupted) => "interrupted",
+        Some(PairStop::MemberFailed) => "member failed",
         None => "-",
     }
 }
@@ -151,13 +152,29 @@ pub fn write_sections(m: &mut dyn Markup, paired: &[PairedRun], several_runs: bo
             m.table(&header, &rows);
         }
         let mut seen_groups: Vec<&str> = Vec::new();
+        let mut seen_notes: Vec<(&str, &str)> = Vec::new();
         for c in &p.comparisons {
-            if let Some(n) = &c.note {
-                m.note(&format!("{}: {n}", what(c)));
+            // A note every step of a group shares (why the group stopped) is said once.
+            if let Some(n) = &c.note
+                && !seen_notes.contains(&(c.group.as_str(), n.as_str()))
+            {
+                seen_notes.push((&c.group, n));
+                let whom = if c.step.is_some()
+                    && p.comparisons.iter().filter(|x| x.group == c.group).all(|x| x.note.as_ref() == Some(n))
+                {
+                    c.group.clone()
+                } else {
+                    what(c)
+                };
+                m.note(&format!("{whom}: {n}"));
             }
             if !c.dropped.is_empty() && !seen_groups.contains(&c.group.as_str()) {
                 seen_groups.push(&c.group);
-                let reasons: Vec<String> = c.dropped.iter().map(|d| format!("slot {}: {}", d.slot, d.reason)).collect();
+                let reasons: Vec<String> = c
+                    .dropped
+                    .iter()
+                    .map(|d| format!("slot {}: {}", d.slot, crate::text::escape_control(&d.reason)))
+                    .collect();
                 m.note(&format!("{}: dropped pairs: {}", c.group, reasons.join("; ")));
             }
         }

@@ -30,6 +30,7 @@ fn pairing(arm: usize, group: &str, slots: &[u32], dropped: &[u32]) -> CellPairi
             .map(|&s| DroppedPair { slot: s, reason: format!("ext4-nodelalloc-{group}: disturbed") })
             .collect(),
         stop: Some(PairStop::MaxPairs),
+        stop_reason: None,
     }
 }
 
@@ -275,4 +276,37 @@ fn a_cell_claiming_more_pairs_than_any_run_takes_is_not_read_as_pairs() {
     assert_eq!(r.comparisons.len(), 1);
     assert_eq!(r.comparisons[0].verdict, Verdict::Missing);
     assert!(r.comparisons[0].note.as_deref().unwrap().contains("no baseline cell"));
+}
+
+#[test]
+fn a_group_that_gave_up_on_a_failing_arm_says_so_once_and_names_the_steps_from_the_baseline() {
+    let mut bp = pairing(0, "S-qoff-t1", &[], &[0]);
+    bp.stop = Some(PairStop::MemberFailed);
+    bp.stop_reason = Some("ext4-nodelalloc-S-qoff-t1: failed in 3 attempts in a row: failed: mkfs\u{1b}[2J".into());
+    let mut cp = bp.clone();
+    cp.arm = 1;
+    let base = steps_cell("ext4", &[[1000, 1000, 1000]], bp);
+    // The failing arm never ran: its cell has no steps.
+    let mut cand = steps_cell("ext4-nodelalloc", &[], cp);
+    cand.steps = None;
+    cand.status = CellStatus::Failed;
+    let spec = GateSpec::default();
+    let r = join_pairs(
+        "run",
+        &run(vec![base, cand], WorkloadKind::Steps),
+        &opts(&spec, crate::verdict::Metric::Elapsed, Some(3)),
+    )
+    .unwrap();
+    let steps: Vec<&str> = r.comparisons.iter().map(|c| c.step.as_deref().unwrap()).collect();
+    assert_eq!(steps, ["#0 rm_rf", "#1 untar"]);
+    for c in &r.comparisons {
+        assert_eq!((c.stop, c.verdict, c.pairs), (Some(PairStop::MemberFailed), Verdict::Missing, 0));
+        // The reason as recorded in JSON, escaped where it is printed.
+        assert!(c.stop_reason.as_deref().unwrap().ends_with("mkfs\u{1b}[2J"));
+        assert!(c.note.as_deref().unwrap().contains("the group stopped: ext4-nodelalloc-S-qoff-t1: failed in 3"));
+        assert!(!c.note.as_deref().unwrap().contains('\u{1b}'), "{:?}", c.note);
+    }
+    let text = section_text(&r, false);
+    assert_eq!(text.matches("the group stopped:").count(), 1, "{text}");
+    assert!(text.contains("S-qoff-t1: the group stopped:") && text.contains("member failed"), "{text}");
 }

@@ -256,6 +256,12 @@ pub fn build_groups(runs: &[(&str, &LoadedRun)]) -> Vec<StepsGroup> {
             quotas.insert(p.quota);
             tasks.insert(p.tasks);
         }
+        let member_iterations = run
+            .cells
+            .iter()
+            .any(|c| c.pairing.is_some())
+            .then(|| crate::report::paired::pair_settings(&run.meta.scenario_text, &run.meta.scenario_origin))
+            .and_then(|s| s.steps_iterations);
         for c in ok {
             let p = &c.params;
             let mut config = p.fs.clone();
@@ -272,7 +278,9 @@ pub fn build_groups(runs: &[(&str, &LoadedRun)]) -> Vec<StepsGroup> {
             let copies = c.steps.as_ref().map(|s| s.copies.clone()).unwrap_or_default();
             let flags = flag_steps(&iterations);
             let timeline = c.steps.as_ref().and_then(|s| s.timeline.clone());
-            let warnings = crate::workload::steps_loop::loop_warnings(&iterations);
+            // A paired cell holds its members one after the other, each from a fresh filesystem.
+            let per = c.pairing.as_ref().and(member_iterations).map(|n| n as usize);
+            let warnings = crate::workload::steps_loop::members_loop_warnings(&iterations, per);
             groups.push(StepsGroup {
                 label: label.to_string(),
                 config,

@@ -74,6 +74,33 @@ pub(super) fn refuse_rounds_with_pairs(ctx: &Ctx, workload: &Workload) -> Result
     }
 }
 
+/// A paired steps cell holds every member's iterations: `iterations × (pairs.max + reruns)`
+/// at most, which must fit what a cell file may hold ([`crate::model::MAX_SAMPLES`]), or the
+/// run would write cells no reader loads.
+pub(super) fn refuse_oversized_steps_cells(
+    ctx: &Ctx,
+    workload: &Workload,
+    spec: &CompareSpec,
+) -> Result<(), ScenarioError> {
+    let Workload::Steps(st) = workload else { return Ok(()) };
+    let members = u64::from(spec.max_pairs) + u64::from(PAIR_RERUNS_WITHOUT_BUDGET);
+    let most = u64::from(st.iterations) * members;
+    if most <= crate::model::MAX_SAMPLES as u64 {
+        return Ok(());
+    }
+    Err(ctx.value_help(
+        &p("workload.iterations"),
+        format!(
+            "`iterations = {}` with up to {members} members per cell ({} pairs and {PAIR_RERUNS_WITHOUT_BUDGET} reruns) \
+             is {most} iterations in one cell file, more than the {} a cell may hold",
+            st.iterations,
+            spec.max_pairs,
+            crate::model::MAX_SAMPLES
+        ),
+        "lower `workload.iterations` or `compare.pairs.max`",
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use crate::scenario::*;
@@ -138,6 +165,15 @@ mod tests {
     }
 
     #[test]
+    fn the_paired_untar_example_pairs_the_seed_loop_on_ext4_and_its_nodelalloc_variant() {
+        let text = include_str!("../../../scenarios/paired-untar.toml");
+        assert!(text.starts_with("#:schema ../schemas/scenario.schema.json"));
+        let s = parse_str(text, "paired-untar.toml").unwrap();
+        assert_eq!(s.compare, Some(CompareSpec { arms: "fs".into(), min_pairs: 6, max_pairs: 20, seed: None }));
+        assert!(matches!(&s.workload, Workload::Steps(st) if st.iterations == 2 && st.steps.len() == 3));
+    }
+
+    #[test]
     fn a_seed_is_kept_and_rounds_are_refused_since_pairs_are_the_rounds() {
         let s = parse_str(&with_compare("arms = \"fs\"\nseed = 42"), "t.toml").unwrap();
         assert_eq!(s.compare.and_then(|c| c.seed), Some(42));
@@ -147,6 +183,22 @@ mod tests {
         let e = parse_str(&rounds, "t.toml").unwrap_err();
         assert_eq!((e.key.as_deref(), e.line), (Some("workload.rounds"), Some(10)), "{e}");
         assert!(e.message.contains("the pairs are the rounds"), "{e}");
+    }
+
+    #[test]
+    fn a_paired_steps_scenario_whose_cells_could_outgrow_a_cell_file_is_refused() {
+        let steps = |iterations: u32, max: u32| {
+            let w = format!("kind = \"steps\"\niterations = {iterations}\nsteps = [{{ op = \"sync\" }}]");
+            let text = BASE.replace("kind = \"lat_fs\"", &w);
+            parse_str(&format!("{text}[compare]\narms = \"fs\"\npairs = {{ min = 2, max = {max} }}\n"), "t.toml")
+        };
+        // 10 000 iterations × (32 pairs + 3 reruns) would be 350 000 iterations in one cell.
+        let e = steps(10_000, 32).unwrap_err();
+        assert_eq!((e.key.as_deref(), e.line), (Some("workload.iterations"), Some(10)), "{e}");
+        assert!(e.message.contains("is 350000 iterations in one cell file, more than the 100000"), "{e}");
+        // 2 000 × 35 = 70 000 fits; so do the seed's 5 iterations with 1000 pairs.
+        assert!(steps(2_000, 32).is_ok());
+        assert!(steps(5, 1000).is_ok());
     }
 
     #[test]

@@ -129,8 +129,9 @@ pub(super) fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Sc
     }
     let kernels = validate_kernels(ctx, &f.kernels, base_dir)?;
     let compare = f.compare.as_ref().map(|c| validate_compare(ctx, c, &matrix)).transpose()?;
-    if compare.is_some() {
+    if let Some(c) = &compare {
         compare::refuse_rounds_with_pairs(ctx, &workload)?;
+        compare::refuse_oversized_steps_cells(ctx, &workload, c)?;
     }
     Ok(Scenario {
         name,
