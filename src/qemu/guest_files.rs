@@ -1,6 +1,7 @@
 //! What a guest needs from the host, packed into its initramfs: this fsbench binary,
-//! the mkfs and quota tools with their libraries, the kernel modules the cells need,
-//! the scenario and its fixtures, and the guest's configuration.
+//! the mkfs and quota tools (and fio, for a fio workload) with their libraries, the
+//! kernel modules the cells need, the scenario and its fixtures, and the guest's
+//! configuration.
 
 use std::path::{Path, PathBuf};
 
@@ -40,6 +41,11 @@ pub(super) fn build_initramfs(s: &Scenario, k: &KernelSpec, req: &KernelsRequest
     let quota = s.matrix.quota.contains(&QuotaMode::On);
     if quota {
         tools.push("quotacheck".into());
+    }
+    // fio runs as the guest's worker; its ioengines beyond the built-in ones are plugins it
+    // loads at run time, which the guest does not get (a job naming one fails its cell).
+    if let Workload::Fio(_) = &s.workload {
+        tools.push(crate::workload::fio::FIO.into());
     }
     if let Workload::Steps(st) = &s.workload {
         for step in &st.steps {

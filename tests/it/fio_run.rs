@@ -247,3 +247,28 @@ fn sigterm_to_fsbench_alone_during_a_fio_cell_stops_fio_and_leaves_nothing() {
     assert!(cell_ids(&sb.runs()[0]).is_empty(), "an interrupted fio cell is not stored");
     assert_no_leaks(sb.path());
 }
+
+/// A fio cell under another kernel: the guest gets fio with the mkfs tools, runs the job on
+/// the guest's ext4 and sends back IOPS and p99 like a host run.
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn a_fio_cell_runs_under_a_debian_kernel_in_qemu() {
+    let Some(kernel) = crate::qemu_quota::kernel_or_skip(&test_name!()) else { return };
+    if !have_fio(&test_name!()) {
+        return;
+    }
+    let sb = Sandbox::new("fsbench-fio-qemu-");
+    let file = scenario(&sb, "1s", "", "");
+    let k = format!("G={}", kernel.display());
+    let out = sb.fsbench(&["run", file.to_str().unwrap(), "--kernel", &k]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let run = &sb.runs()[0];
+    let c = cell_json(run, "ext4-S-qoff-t1");
+    assert_eq!(c["status"], "ok", "{c}");
+    assert!(c["fio"]["fio_version"].as_str().unwrap().starts_with("fio-"), "{c}");
+    assert!(c["fio"]["iops"]["median"].as_f64().unwrap() > 0.0, "{c}");
+    assert!(c["fio"]["clat_p99_us"]["median"].as_f64().unwrap() > 0.0, "{c}");
+    let notes = c["notes"].to_string();
+    assert!(notes.contains("under kernel G"), "{notes}");
+}

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::support::{crate_root, is_root, skip};
 
 /// The kernel image to boot, or None after skipping `test` (see [`skip`]).
-fn kernel_or_skip(test: &str) -> Option<PathBuf> {
+pub(crate) fn kernel_or_skip(test: &str) -> Option<PathBuf> {
     let why = if !is_root() {
         "needs root (the host run uses loop devices and mount)".to_string()
     } else if fsbench::qemu::vm::find_qemu().is_none() {
