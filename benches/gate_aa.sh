@@ -25,31 +25,15 @@ HISTORY=${HISTORY:-10}
 THRESHOLD=${THRESHOLD:-5%}
 SLOW_QUOTA=${SLOW_QUOTA:-70000}
 CAL_RUNS=${CAL_RUNS:-3}
-HOG_ON_S=${HOG_ON_S:-2}
-HOG_OFF_S=${HOG_OFF_S:-2}
-HOG_CPU=${HOG_CPU:-1}
 DURATION=${DURATION:-150ms}
 REPETITIONS=${REPETITIONS:-3}
 KEEP=${KEEP:-0}
 
-if [ "$(id -u)" -ne 0 ]; then
-    echo "gate_aa.sh: needs root (loop device, mount, cgroups)" >&2
-    exit 2
-fi
-cd "$(dirname "$0")/.."
-FSBENCH=${FSBENCH:-target/release/fsbench}
-[ -x "$FSBENCH" ] || cargo build --release
-FSBENCH=$(realpath "$FSBENCH")
+source "$(dirname "$0")/hog.sh"
+bench_setup gate_aa.sh "loop device, mount, cgroups"
 
 work=$(mktemp -d /tmp/fsbench-gate-aa.XXXXXX)
 slow_cg=""
-hog=""
-stop_hog() { [ -n "$hog" ] && kill -- -"$hog" 2>/dev/null || true; hog=""; }
-start_hog() {
-    # Its own process group (setsid) so stop_hog stops it and nothing else.
-    setsid bash -c "while :; do timeout $HOG_ON_S taskset -c $HOG_CPU sh -c 'while :; do :; done'; sleep $HOG_OFF_S; done" &
-    hog=$!
-}
 cleanup() {
     stop_hog
     [ -n "$slow_cg" ] && rmdir "$slow_cg" 2>/dev/null || true

@@ -28,28 +28,18 @@ set -euo pipefail
 PAIRS=${PAIRS:-5}
 THRESHOLD=${THRESHOLD:-5%}
 SCALE=${SCALE:-0.8}
-HOG_ON_S=${HOG_ON_S:-2}
-HOG_OFF_S=${HOG_OFF_S:-2}
-HOG_CPU=${HOG_CPU:-1}
 KEEP=${KEEP:-0}
 ROUNDS=${ROUNDS:-8}
 REPETITIONS=${REPETITIONS:-3}
 DISTURBANCE=${DISTURBANCE:-}
 
-if [ "$(id -u)" -ne 0 ]; then
-    echo "noise.sh: needs root (loop device, mount, per-task uids)" >&2
-    exit 2
-fi
-cd "$(dirname "$0")/.."
-FSBENCH=${FSBENCH:-target/release/fsbench}
-[ -x "$FSBENCH" ] || cargo build --release
-FSBENCH=$(realpath "$FSBENCH")
+source "$(dirname "$0")/hog.sh"
+bench_setup noise.sh "loop device, mount, per-task uids"
 
 work=$(mktemp -d /tmp/fsbench-noise-bench.XXXXXX)
-hog=""
 cleanup() {
     # Only what this script started: the hog's process group, then its files.
-    [ -n "$hog" ] && kill -- -"$hog" 2>/dev/null || true
+    stop_hog
     [ "$KEEP" = 1 ] && echo "noise.sh: results kept in $work" >&2 || rm -rf "$work"
 }
 trap cleanup EXIT
@@ -79,9 +69,7 @@ rounds = ${ROUNDS}
 max_reruns = 4
 EOF
 
-# The hog: its own process group (setsid) so cleanup can stop it and nothing else.
-setsid bash -c "while :; do timeout $HOG_ON_S taskset -c $HOG_CPU sh -c 'while :; do :; done'; sleep $HOG_OFF_S; done" &
-hog=$!
+start_hog
 
 set_args=()
 [ -n "$DISTURBANCE" ] && set_args=(--set "workload.disturbance=$DISTURBANCE")

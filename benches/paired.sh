@@ -29,30 +29,14 @@ MIN=${MIN:-6}
 MAX=${MAX:-32}
 REF_PAIRS=${REF_PAIRS:-32}
 SLOW=${SLOW:-0.9}
-HOG_ON_S=${HOG_ON_S:-2}
-HOG_OFF_S=${HOG_OFF_S:-2}
-HOG_CPU=${HOG_CPU:-1}
 DURATION=${DURATION:-150ms}
 REPETITIONS=${REPETITIONS:-3}
 KEEP=${KEEP:-0}
 
-if [ "$(id -u)" -ne 0 ]; then
-    echo "paired.sh: needs root (loop device, mount, cgroups)" >&2
-    exit 2
-fi
-cd "$(dirname "$0")/.."
-FSBENCH=${FSBENCH:-target/release/fsbench}
-[ -x "$FSBENCH" ] || cargo build --release
-FSBENCH=$(realpath "$FSBENCH")
+source "$(dirname "$0")/hog.sh"
+bench_setup paired.sh "loop device, mount, cgroups"
 
 work=$(mktemp -d /tmp/fsbench-paired-bench.XXXXXX)
-hog=""
-stop_hog() { [ -n "$hog" ] && kill -- -"$hog" 2>/dev/null || true; hog=""; }
-start_hog() {
-    # Its own process group (setsid) so stop_hog stops it and nothing else.
-    setsid bash -c "while :; do timeout $HOG_ON_S taskset -c $HOG_CPU sh -c 'while :; do :; done'; sleep $HOG_OFF_S; done" &
-    hog=$!
-}
 cleanup() {
     stop_hog
     [ "$KEEP" = 1 ] && echo "paired.sh: results kept in $work" >&2 || rm -rf "$work"
