@@ -55,7 +55,7 @@ pub fn expand(s: &Scenario) -> Plan {
                     for &test in &tests {
                         for fio in &sweeps {
                             let index = cells.len();
-                            let params = CellParams { fs: fs.clone(), layout, quota, tasks, test, fio: fio.clone() };
+                            let params = CellParams { fs: fs.clone(), layout, quota, tasks, test, fio: fio.clone(), kernel: None };
                             cells.push(Cell { index, params });
                         }
                     }
@@ -100,6 +100,7 @@ pub fn axis_value(p: &CellParams, axis: &str) -> String {
         "quota" => p.quota.to_string(),
         "tasks" => p.tasks.to_string(),
         "test" => p.test.map(|t| t.name().to_string()).unwrap_or_default(),
+        crate::scenario::KERNEL_ARMS => p.kernel.clone().unwrap_or_default(),
         _ => axis.strip_prefix("fio.").and_then(|o| p.fio.get(o)).cloned().unwrap_or_default(),
     }
 }

@@ -210,6 +210,7 @@ pub fn check_run(m: &RunMeta) -> Result<(), Violation> {
         shard(s, m.planned_cells.len())?;
     }
     count("meta", m.meta.len(), crate::model::run_tags::MAX_TAGS)?;
+    count("kernels", m.kernels.len(), super::MAX_RUN_KERNELS)?;
     // A run.json from elsewhere holds the same `--meta` pairs `run` would accept, or none.
     for (k, v) in &m.meta {
         if let Err(e) = crate::model::run_tags::parse_tag(&format!("{k}={v}")) {
@@ -248,6 +249,7 @@ mod tests {
                 tasks: 1,
                 test: None,
                 fio: Default::default(),
+                kernel: None,
             },
             status: CellStatus::Ok,
             skip: None,

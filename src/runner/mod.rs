@@ -177,7 +177,8 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
                     cells.len()
                 );
             }
-            let run = paired_run::PairedRun { scenario, spec, seed, quiet: req.quiet };
+            let arms = paired_run::arm_values(scenario, spec);
+            let run = paired_run::PairedRun { scenario, spec, seed, quiet: req.quiet, arms };
             let mut store = |r: &CellResult| writer.write_cell(r).map(drop).context("cannot store a cell result");
             let paired = paired_run::run_paired(&run, &cells, &mut stored, &mut ctx, &mut store, &interrupted)?;
             (paired.ran, paired.previously_done)

@@ -31,6 +31,9 @@ pub(super) struct PairedRun<'a> {
     pub seed: u64,
     /// No progress display.
     pub quiet: bool,
+    /// The arm values, the baseline first: the arm axis's values ([`arm_values`]), or the
+    /// kernels' labels of a kernel-paired run.
+    pub arms: Vec<String>,
 }
 
 /// What a paired invocation did: the cells it measured, and how many were complete before it.
@@ -52,7 +55,7 @@ pub(super) fn run_paired(
     store: &mut dyn FnMut(&CellResult) -> anyhow::Result<()>,
     stop: &dyn Fn() -> bool,
 ) -> anyhow::Result<PairedRan> {
-    let arm_values = arm_values(run.scenario, run.spec);
+    let arm_values = &run.arms;
     let groups = pairs::pair_groups(cells, run.spec, &arm_values);
     let mut ran = BTreeSet::new();
     let mut previously_done = 0;
@@ -88,7 +91,7 @@ pub(super) fn run_paired(
     let progress = Progress::paired(most.sum(), run.spec.max_pairs, run.quiet);
     for (group, start) in &todo {
         let rules = rules(run, group);
-        let base = pairing_of(run, &arm_values, group);
+        let base = pairing_of(run, arm_values, group);
         let mut record = |a: Attempt| {
             let ids = store_attempt(group, &base, a, stored)?;
             for id in ids {
@@ -156,6 +159,18 @@ pub(super) fn refuse_unpairable(s: &Scenario, order: super::CellOrder) -> anyhow
             spec.arms
         )));
     }
+    refuse_unpaired_steps(s)?;
+    if spec.arms == crate::scenario::KERNEL_ARMS {
+        return Err(crate::exit::InputError::anyhow(
+            "[compare] arms = \"kernel\" pairs kernels: run it with two or more `--kernel LABEL=IMAGE` \
+             (or [[kernels]]) and `--paired`",
+        ));
+    }
+    Ok(())
+}
+
+/// Steps workloads are not paired yet.
+pub(super) fn refuse_unpaired_steps(s: &Scenario) -> anyhow::Result<()> {
     if matches!(s.workload, Workload::Steps(_)) {
         return Err(crate::exit::InputError::anyhow(
             "[compare] with a steps workload: paired steps runs are not executed yet; remove [compare] to run unpaired",
@@ -165,7 +180,7 @@ pub(super) fn refuse_unpairable(s: &Scenario, order: super::CellOrder) -> anyhow
 }
 
 /// The arm axis's values, the baseline first.
-fn arm_values(s: &Scenario, spec: &CompareSpec) -> Vec<String> {
+pub(super) fn arm_values(s: &Scenario, spec: &CompareSpec) -> Vec<String> {
     s.matrix.axis_values(&spec.arms).unwrap_or_default()
 }
 

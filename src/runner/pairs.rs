@@ -300,6 +300,7 @@ mod tests {
                 tasks: 1,
                 test: Some(test),
                 fio: Default::default(),
+                kernel: None,
             },
         }
     }

@@ -262,6 +262,7 @@ mod tests {
             tasks: 1,
             test: Some(LatfsTest::Chown),
             fio: Default::default(),
+            kernel: None,
         }
     }
 

@@ -94,6 +94,7 @@ pub(super) fn latfs_csv(
                     tasks: *tasks,
                     test: Some(t.test),
                     fio: Default::default(),
+                    kernel: None,
                 }
                 .id();
                 match counters.iter().find(|c| c.label == col.label && c.id == id) {
