@@ -55,7 +55,15 @@ pub fn expand(s: &Scenario) -> Plan {
                     for &test in &tests {
                         for fio in &sweeps {
                             let index = cells.len();
-                            let params = CellParams { fs: fs.clone(), layout, quota, tasks, test, fio: fio.clone(), kernel: None };
+                            let params = CellParams {
+                                fs: fs.clone(),
+                                layout,
+                                quota,
+                                tasks,
+                                test,
+                                fio: fio.clone(),
+                                kernel: None,
+                            };
                             cells.push(Cell { index, params });
                         }
                     }
@@ -379,6 +387,10 @@ fn arm_value(cell: &Cell, axis: &str) -> String {
 
 /// The cell's id parts without the arm's: what all members of a group share.
 fn group_key(cell: &Cell, axis: &str) -> String {
+    // Kernel arms: the cell as the plan made it, before it was given a kernel.
+    if axis == crate::scenario::KERNEL_ARMS {
+        return CellParams { kernel: None, ..cell.params.clone() }.id();
+    }
     let p = &cell.params;
     let parts = [
         ("fs", p.fs.clone()),
@@ -406,13 +418,35 @@ pub fn cell_cost(s: &Scenario, cell: &Cell) -> Duration {
     (estimate(s) + IMAGE_COST * images).max(Duration::from_millis(1))
 }
 
+/// Every cell once per kernel of a kernel-paired run (`-kernel=LABEL` in its id), in plan
+/// order with the kernels innermost; the indices are positions in this list.
+pub fn kernel_arm_cells(cells: &[Cell], labels: &[String]) -> Vec<Cell> {
+    cells
+        .iter()
+        .flat_map(|c| labels.iter().map(move |l| (c, l)))
+        .enumerate()
+        .map(|(index, (c, l))| Cell { index, params: CellParams { kernel: Some(l.clone()), ..c.params.clone() } })
+        .collect()
+}
+
 /// What `plan` says of a paired scenario: the arms, the pair bounds and the looks, the
 /// pair groups, the cells in none, and what the groups cost at best (every group decided
 /// at `min` pairs) and at worst (`max` pairs and every rerun spent); `None` without `[compare]`.
 pub fn render_pairing(s: &Scenario, plan: &Plan, width: u16) -> Option<String> {
     let spec = s.compare.as_ref()?;
     let arms = s.matrix.axis_values(&spec.arms).unwrap_or_default();
-    let groups = pair_groups(&plan.cells, spec, &arms);
+    Some(render_groups(s, spec, &plan.cells, &arms, width))
+}
+
+/// [`render_pairing`] of a kernel-paired run: the plan's cells under each of `labels`
+/// (the baseline first), paired as `spec` says.
+pub fn render_kernel_pairing(s: &Scenario, spec: &CompareSpec, plan: &Plan, labels: &[String], width: u16) -> String {
+    render_groups(s, spec, &kernel_arm_cells(&plan.cells, labels), labels, width)
+}
+
+/// The pairing text of `cells` paired on `spec.arms` with values `arms`.
+fn render_groups(s: &Scenario, spec: &CompareSpec, cells: &[Cell], arms: &[String], width: u16) -> String {
+    let groups = pair_groups(cells, spec, arms);
     let reruns = match &s.workload {
         Workload::Latfs(l) => l.noise.max_reruns,
         Workload::Steps(_) | Workload::Fio(_) => 0,
@@ -447,12 +481,12 @@ pub fn render_pairing(s: &Scenario, plan: &Plan, width: u16) -> Option<String> {
     out.push('\n');
     let grouped: std::collections::BTreeSet<usize> =
         groups.iter().flat_map(|g| g.members.iter().map(|c| c.index)).collect();
-    let lone: Vec<String> = plan.cells.iter().filter(|c| !grouped.contains(&c.index)).map(Cell::id).collect();
+    let lone: Vec<String> = cells.iter().filter(|c| !grouped.contains(&c.index)).map(Cell::id).collect();
     if !lone.is_empty() {
         out.push_str(&wrap(&format!("in no complete pair group, run unpaired: {}", lone.join(", "))));
         out.push('\n');
     }
-    Some(out)
+    out
 }
 
 #[cfg(test)]

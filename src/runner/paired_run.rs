@@ -420,6 +420,6 @@ fn group_line(group: &PairGroup, out: &pairs::PairGroupOutcome, rules: &PairRule
 /// The arm axis of a group, read back from its members (the one axis they differ in).
 fn group_axis(group: &PairGroup) -> String {
     let (a, b) = (&group.members[0].params, &group.members[1].params);
-    let axes = ["fs", "layout", "quota", "tasks", "test"];
+    let axes = ["fs", "layout", "quota", "tasks", "test", crate::scenario::KERNEL_ARMS];
     axes.iter().find(|ax| crate::plan::axis_value(a, ax) != crate::plan::axis_value(b, ax)).unwrap_or(&"fs").to_string()
 }
