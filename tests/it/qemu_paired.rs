@@ -146,6 +146,47 @@ fn a_member_whose_guest_gives_nothing_voids_its_pair_and_the_run_says_why() {
     assert!(left.iter().all(|p| !p.to_string_lossy().contains("member-")), "{left:?}");
 }
 
+#[test]
+fn ctrl_c_during_a_member_stops_qemu_and_keeps_the_run() {
+    let t = tempfile::tempdir().unwrap();
+    let (image, qemu) = fake_kernel(t.path());
+    // A guest that hangs after saying something: the member is in flight when the signal comes.
+    std::fs::write(
+        &qemu,
+        format!("#!/bin/sh\necho $$ > '{}'\necho booting\nexec sleep 600\n", t.path().join("pid").display()),
+    )
+    .unwrap();
+    let s = scenario(t.path(), "", KERNEL_COMPARE);
+    let out = t.path().join("results");
+    let kernel = |l: &str| format!("{l}={}", image.display());
+    let child = fsbench()
+        .args(["run", s.to_str().unwrap(), "--paired", "-q", "--kernel", &kernel("A"), "--kernel", &kernel("B")])
+        .arg("--out")
+        .arg(&out)
+        .arg("--workdir")
+        .arg(t.path().join("work"))
+        .env("FSBENCH_QEMU", &qemu)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = crate::support::poll(std::time::Duration::from_secs(60), std::time::Duration::from_millis(50), || {
+        std::fs::read_to_string(t.path().join("pid")).ok()?.trim().parse::<i32>().ok()
+    })
+    .expect("the stand-in qemu never started");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{stderr}");
+    assert!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err(), "qemu (pid {pid}) still runs");
+    assert!(stderr.contains("not resumed: run it again"), "{stderr}");
+    let runs: Vec<PathBuf> = std::fs::read_dir(out.join("kernel-pairs")).unwrap().map(|e| e.unwrap().path()).collect();
+    let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(runs[0].join("run.json")).unwrap()).unwrap();
+    assert_eq!(meta["interrupted"], true, "{meta}");
+}
+
 /// The Debian kernel of scripts/test.sh, or None after skipping.
 fn kernel_or_skip(test: &str) -> Option<PathBuf> {
     let why = if !is_root() {
