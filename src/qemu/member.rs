@@ -132,6 +132,7 @@ mod tests {
     fn a_members_filters_select_its_cell_and_no_other() {
         let text = "schema = 1\nname = \"k\"\n[matrix]\nfs = [\"ext4\", \"ext2\"]\nlayout = [\"S\", \"M\"]\n\
                     quota = [\"off\", \"on\"]\ntasks = [1, 2]\ntest = [\"chown\", \"open_close\"]\n\
+                    [filesystems.ext4]\nmount = [\"usrquota\"]\n[filesystems.ext2]\nmount = [\"usrquota\"]\n\
                     [backing]\nkind = \"dir\"\npath = \"/tmp\"\n[workload]\nkind = \"lat_fs\"\n";
         let s = crate::scenario::parse_str(text, "k.toml").unwrap();
         let all = crate::plan::expand(&s).cells;

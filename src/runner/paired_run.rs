@@ -56,7 +56,7 @@ pub(super) fn run_paired(
     stop: &dyn Fn() -> bool,
 ) -> anyhow::Result<PairedRan> {
     let arm_values = &run.arms;
-    let groups = pairs::pair_groups(cells, run.spec, &arm_values);
+    let groups = pairs::pair_groups(cells, run.spec, arm_values);
     let mut ran = BTreeSet::new();
     let mut previously_done = 0;
     let mut todo: Vec<(PairGroup, GroupStart)> = Vec::new();
