@@ -94,10 +94,10 @@ pub(super) fn latfs_csv(
                     tasks: *tasks,
                     test: Some(t.test),
                     fio: Default::default(),
-                    kernel: None,
+                    kernel: col.kernel.clone(),
                 }
                 .id();
-                match counters.iter().find(|c| c.label == col.label && c.id == id) {
+                match counters.iter().find(|c| c.label == col.run && c.id == id) {
                     _ if counters.is_empty() => {}
                     Some(c) => {
                         let ios: Vec<f64> = c.write_ios.iter().map(|v| *v as f64).collect();
@@ -107,7 +107,7 @@ pub(super) fn latfs_csv(
                     }
                     None => rec.extend([String::new(), String::new(), String::new()]),
                 }
-                match latencies.iter().find(|c| c.label == col.label && c.id == id) {
+                match latencies.iter().find(|c| c.label == col.run && c.id == id) {
                     _ if latencies.is_empty() => {}
                     Some(l) => {
                         let d = &l.dist;

@@ -50,6 +50,13 @@ pub struct Column {
     pub quota: QuotaMode,
     /// Header as the seed writes it: `BASE-ext2-M-qoff`.
     pub name: String,
+    /// The kernel of a kernel-paired run's column (then also its `label`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// The label of the run the column's cells are from.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub run: String,
 }
 
 /// One seed-style table.
@@ -285,6 +292,8 @@ pub fn build_tables_by(runs: &[(&str, &LoadedRun)], metric: Option<Percentile>) 
                                 label: label.to_string(),
                                 quota,
                                 name: format!("{label}-{fs}-{layout}-{}", quota.seed_name()),
+                                kernel: kernel.map(str::to_string),
+                                run: runs[*li].0.to_string(),
                             });
                             keys.push((gi, quota));
                         }
@@ -376,6 +385,9 @@ mod tests {
         assert_eq!(tables.len(), 1);
         let names: Vec<&str> = tables[0].columns.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["BASE-ext4-S-qoff", "NEW-ext4-S-qoff"]);
+        // The CSV finds the column's counters by the run's label and the kernel's cell id.
+        let c = &tables[0].columns[1];
+        assert_eq!((c.kernel.as_deref(), c.run.as_str()), (Some("NEW"), "run"));
         let row: Vec<f64> = tables[0].values[0].iter().map(|v| v.as_ref().unwrap().summary.median).collect();
         assert_eq!(row, [100.0, 80.0]);
     }
