@@ -68,6 +68,10 @@ fn what_a_kernel_paired_run_cannot_do_is_refused_before_anything_boots() {
     assert!(err.contains("pairs the values of `fs`"), "{err}");
     let (code, _, err) = run_out(&["run", "--resume", out, "--paired"]);
     assert_eq!(code, Some(2), "{err}");
+    let (code, _, err) =
+        run_out(&["run", s, "--out", out, "--kernel", "A=/x", "--kernel", "B=/x", "--paired", "--shard", "1/2"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--shard"), "{err}");
     // `[compare] arms = "kernel"` on the host alone, and under kernels without --paired.
     let kc = scenario(t.path(), "", KERNEL_COMPARE);
     let (code, _, err) = run_out(&["run", kc.to_str().unwrap(), "--out", out]);
