@@ -179,6 +179,37 @@ impl CellFilter {
     }
 }
 
+/// `--only kernel=A,B` picked out of the `--only` options: the options left for the cells,
+/// and the kernel labels each `kernel=` option allows (a kernel must be in every one). An
+/// option naming `kernel` names nothing else (`--only kernel=A,B --only fs=ext4`).
+pub fn kernel_filters(options: &[String]) -> Result<(Vec<String>, Vec<Vec<String>>), InputError> {
+    let axis = crate::scenario::KERNEL_ARMS;
+    let mut rest = Vec::new();
+    let mut kernels = Vec::new();
+    for opt in options {
+        let first = opt.split(',').map(str::trim).find(|p| !p.is_empty()).unwrap_or("");
+        if first.split_once('=').map(|(a, _)| a.trim()) != Some(axis) {
+            rest.push(opt.clone());
+            continue;
+        }
+        let mut labels = Vec::new();
+        for part in opt.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let label = match part.split_once('=') {
+                Some((a, v)) if a.trim() == axis => v.trim(),
+                Some(_) => {
+                    return Err(InputError(format!(
+                        "--only {opt}: give `{axis}=` in an --only of its own (e.g. --only {axis}=A,B --only fs=ext4)"
+                    )));
+                }
+                None => part,
+            };
+            labels.push(label.to_string());
+        }
+        kernels.push(labels);
+    }
+    Ok((rest, kernels))
+}
+
 /// What a cell needs from the host, as short phrases (`root`, `mkfs.xfs`, ...).
 pub fn needs(s: &Scenario, p: &CellParams) -> Vec<String> {
     let mut needs = Vec::new();
@@ -492,6 +523,18 @@ fn render_groups(s: &Scenario, spec: &CompareSpec, cells: &[Cell], arms: &[Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_filters_are_picked_out_of_only_and_must_stand_alone() {
+        let only = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (rest, k) = kernel_filters(&only(&["fs=ext4", "kernel=A,B", " kernel = C"])).unwrap();
+        assert_eq!(rest, ["fs=ext4"]);
+        assert_eq!(k, [vec!["A".to_string(), "B".to_string()], vec!["C".to_string()]]);
+        let e = kernel_filters(&only(&["kernel=A,fs=ext4"])).unwrap_err();
+        assert!(e.0.contains("an --only of its own"), "{}", e.0);
+        // An axis named first keeps the option for the cells (and `kernel` there is unknown).
+        assert_eq!(kernel_filters(&only(&["fs=ext4,kernel=A"])).unwrap().0, ["fs=ext4,kernel=A"]);
+    }
 
     #[test]
     fn a_paired_plan_names_its_groups_and_what_the_pairs_cost() {

@@ -232,6 +232,33 @@ pub(crate) fn run_kernel_pairs(
     Ok(super::strict_policy(finish_run(&outcome), outcome.not_run(), strict))
 }
 
+/// Apply `--only kernel=…` to `kernels` (in their order) and return the other `--only`
+/// options. A label no kernel has, or `kernel=` without kernels, is an input error.
+pub(crate) fn select_kernels(
+    only: &[String],
+    kernels: &mut Vec<crate::scenario::KernelSpec>,
+) -> anyhow::Result<Vec<String>> {
+    let (rest, filters) = crate::plan::kernel_filters(only)?;
+    if filters.is_empty() {
+        return Ok(rest);
+    }
+    if kernels.is_empty() {
+        return Err(exit::InputError::anyhow("--only kernel=… selects among --kernel/[[kernels]], and there are none"));
+    }
+    let labels: Vec<&str> = kernels.iter().map(|k| k.label.as_str()).collect();
+    for l in filters.iter().flatten() {
+        if !labels.contains(&l.as_str()) {
+            return Err(exit::InputError::anyhow(format!(
+                "--only kernel={l}: no kernel is labelled `{}` (kernels: {})",
+                crate::text::escape_control(l),
+                labels.join(", ")
+            )));
+        }
+    }
+    kernels.retain(|k| filters.iter().all(|f| f.contains(&k.label)));
+    Ok(rest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -131,7 +131,8 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
         }
     }
     crate::workload::fio::parse_only(&s)?;
-    let plan = plan::plan_for(&s, &args.scenario_options.only)?;
+    let only = super::measure::select_kernels(&args.scenario_options.only, &mut s.kernels)?;
+    let plan = plan::plan_for(&s, &only)?;
     // `--paired` (or `[compare] arms = "kernel"`): the cells under each kernel, paired.
     let kernel_pairs = if args.paired || s.compare.as_ref().is_some_and(|c| c.arms == crate::scenario::KERNEL_ARMS) {
         let labels: Vec<String> = s.kernels.iter().map(|k| k.label.clone()).collect();

@@ -122,7 +122,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     if in_guest && scenario.compare.as_ref().is_some_and(|c| c.arms == crate::scenario::KERNEL_ARMS) {
         scenario.compare = None;
     }
-    let kernels: Vec<KernelSpec> = if !args.kernels.is_empty() {
+    let mut kernels: Vec<KernelSpec> = if !args.kernels.is_empty() {
         args.kernels
             .iter()
             .map(|a| qemu::parse_kernel_arg(a).map_err(|e| InputError::anyhow(e.to_string())))
@@ -132,6 +132,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     } else {
         scenario.kernels.clone()
     };
+    let only = super::measure::select_kernels(&args.scenario_options.only, &mut kernels)?;
     if args.paired || scenario.compare.as_ref().is_some_and(|c| c.arms == crate::scenario::KERNEL_ARMS) {
         if !args.paired && !kernels.is_empty() {
             return Err(InputError::anyhow(
@@ -141,13 +142,13 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         if !tags.is_empty() {
             return Err(InputError::anyhow("--meta is not recorded under --paired kernels yet: run without it"));
         }
-        return run_kernel_pairs(args, &scenario, &kernels);
+        return run_kernel_pairs(args, &scenario, &kernels, &only);
     }
     if !kernels.is_empty() {
         if !tags.is_empty() {
             return Err(InputError::anyhow("--meta is not recorded under --kernel/[[kernels]] yet: run without it"));
         }
-        return run_in_kernels(args, &scenario, &kernels);
+        return run_in_kernels(args, &scenario, &kernels, &only);
     }
     let order = cell_order(args)?;
     let plan = plan::plan_for(&scenario, &args.scenario_options.only)?;
@@ -230,7 +231,7 @@ fn workroot(args: &RunArgs) -> PathBuf {
 }
 
 /// Every cell under each kernel in qemu; one ordinary run directory per kernel.
-fn run_in_kernels(args: &RunArgs, scenario: &Scenario, kernels: &[KernelSpec]) -> anyhow::Result<i32> {
+fn run_in_kernels(args: &RunArgs, scenario: &Scenario, kernels: &[KernelSpec], only: &[String]) -> anyhow::Result<i32> {
     if args.shard.is_some() || args.shard_count.is_some() {
         return Err(InputError::anyhow(
             "--shard cannot be combined with --kernel/[[kernels]] yet: each kernel boots once and runs all its cells",
@@ -244,7 +245,7 @@ fn run_in_kernels(args: &RunArgs, scenario: &Scenario, kernels: &[KernelSpec]) -
     super::measure::run_under_kernels(
         scenario,
         kernels,
-        &args.scenario_options.only,
+        only,
         cell_order(args)?,
         &args.out,
         &workroot(args),
@@ -255,7 +256,12 @@ fn run_in_kernels(args: &RunArgs, scenario: &Scenario, kernels: &[KernelSpec]) -
 }
 
 /// `--paired` with kernels: one paired run whose arms are the kernels.
-fn run_kernel_pairs(args: &RunArgs, scenario: &Scenario, kernels: &[KernelSpec]) -> anyhow::Result<i32> {
+fn run_kernel_pairs(
+    args: &RunArgs,
+    scenario: &Scenario,
+    kernels: &[KernelSpec],
+    only: &[String],
+) -> anyhow::Result<i32> {
     if args.shard.is_some() || args.shard_count.is_some() {
         return Err(InputError::anyhow("--shard cannot be combined with --paired kernels: the pairs run in one place"));
     }
@@ -272,7 +278,7 @@ fn run_kernel_pairs(args: &RunArgs, scenario: &Scenario, kernels: &[KernelSpec])
     super::measure::run_kernel_pairs(
         scenario,
         kernels,
-        &args.scenario_options.only,
+        only,
         &args.out,
         &workroot(args),
         args.quiet,

@@ -92,6 +92,15 @@ fn plan_shows_the_kernel_pair_groups() {
     assert!(stdout.contains("paired: arms kernel = OLD, NEW (baseline first); 6–32 pairs per group"), "{stdout}");
     assert!(stdout.contains("pair groups (1): ext4-S-qoff-t1-open_close"), "{stdout}");
     assert!(stdout.contains("freshly booted qemu guest"), "{stdout}");
+    // `--only kernel=…` picks the arms out of the kernels, in their order.
+    let three = ["--kernel", "OLD=/x", "--kernel", "MID=/x", "--kernel", "NEW=/y", "--paired"];
+    let (code, stdout, err) =
+        run_out(&[&["plan", s.to_str().unwrap(), "--only", "kernel=NEW,OLD"][..], &three[..]].concat());
+    assert_eq!(code, Some(0), "{err}");
+    assert!(stdout.contains("paired: arms kernel = OLD, NEW (baseline first)"), "{stdout}");
+    let (code, _, err) = run_out(&[&["plan", s.to_str().unwrap(), "--only", "kernel=NEXT"][..], &three[..]].concat());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("no kernel is labelled `NEXT`"), "{err}");
 }
 
 /// A fake kernel tree (image + empty modules.dep) and a stand-in qemu that panics at once.
