@@ -94,6 +94,7 @@ fn main() {
                             tasks,
                             test: Some(test),
                             fio: Default::default(),
+                            kernel: None,
                         });
                     }
                 }

@@ -55,7 +55,15 @@ pub fn expand(s: &Scenario) -> Plan {
                     for &test in &tests {
                         for fio in &sweeps {
                             let index = cells.len();
-                            let params = CellParams { fs: fs.clone(), layout, quota, tasks, test, fio: fio.clone() };
+                            let params = CellParams {
+                                fs: fs.clone(),
+                                layout,
+                                quota,
+                                tasks,
+                                test,
+                                fio: fio.clone(),
+                                kernel: None,
+                            };
                             cells.push(Cell { index, params });
                         }
                     }
@@ -100,6 +108,7 @@ pub fn axis_value(p: &CellParams, axis: &str) -> String {
         "quota" => p.quota.to_string(),
         "tasks" => p.tasks.to_string(),
         "test" => p.test.map(|t| t.name().to_string()).unwrap_or_default(),
+        crate::scenario::KERNEL_ARMS => p.kernel.clone().unwrap_or_default(),
         _ => axis.strip_prefix("fio.").and_then(|o| p.fio.get(o)).cloned().unwrap_or_default(),
     }
 }
@@ -168,6 +177,37 @@ impl CellFilter {
     pub fn apply(&self, plan: Plan) -> Plan {
         Plan { scenario: plan.scenario, cells: plan.cells.into_iter().filter(|c| self.matches(&c.params)).collect() }
     }
+}
+
+/// `--only kernel=A,B` picked out of the `--only` options: the options left for the cells,
+/// and the kernel labels each `kernel=` option allows (a kernel must be in every one). An
+/// option naming `kernel` names nothing else (`--only kernel=A,B --only fs=ext4`).
+pub fn kernel_filters(options: &[String]) -> Result<(Vec<String>, Vec<Vec<String>>), InputError> {
+    let axis = crate::scenario::KERNEL_ARMS;
+    let mut rest = Vec::new();
+    let mut kernels = Vec::new();
+    for opt in options {
+        let first = opt.split(',').map(str::trim).find(|p| !p.is_empty()).unwrap_or("");
+        if first.split_once('=').map(|(a, _)| a.trim()) != Some(axis) {
+            rest.push(opt.clone());
+            continue;
+        }
+        let mut labels = Vec::new();
+        for part in opt.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let label = match part.split_once('=') {
+                Some((a, v)) if a.trim() == axis => v.trim(),
+                Some(_) => {
+                    return Err(InputError(format!(
+                        "--only {opt}: give `{axis}=` in an --only of its own (e.g. --only {axis}=A,B --only fs=ext4)"
+                    )));
+                }
+                None => part,
+            };
+            labels.push(label.to_string());
+        }
+        kernels.push(labels);
+    }
+    Ok((rest, kernels))
 }
 
 /// What a cell needs from the host, as short phrases (`root`, `mkfs.xfs`, ...).
@@ -378,6 +418,10 @@ fn arm_value(cell: &Cell, axis: &str) -> String {
 
 /// The cell's id parts without the arm's: what all members of a group share.
 fn group_key(cell: &Cell, axis: &str) -> String {
+    // Kernel arms: the cell as the plan made it, before it was given a kernel.
+    if axis == crate::scenario::KERNEL_ARMS {
+        return CellParams { kernel: None, ..cell.params.clone() }.id();
+    }
     let p = &cell.params;
     let parts = [
         ("fs", p.fs.clone()),
@@ -414,13 +458,35 @@ pub fn pair_reruns(w: &Workload) -> u32 {
     }
 }
 
+/// Every cell once per kernel of a kernel-paired run (`-kernel=LABEL` in its id), in plan
+/// order with the kernels innermost; the indices are positions in this list.
+pub fn kernel_arm_cells(cells: &[Cell], labels: &[String]) -> Vec<Cell> {
+    cells
+        .iter()
+        .flat_map(|c| labels.iter().map(move |l| (c, l)))
+        .enumerate()
+        .map(|(index, (c, l))| Cell { index, params: CellParams { kernel: Some(l.clone()), ..c.params.clone() } })
+        .collect()
+}
+
 /// What `plan` says of a paired scenario: the arms, the pair bounds and the looks, the
 /// pair groups, the cells in none, and what the groups cost at best (every group decided
 /// at `min` pairs) and at worst (`max` pairs and every rerun spent); `None` without `[compare]`.
 pub fn render_pairing(s: &Scenario, plan: &Plan, width: u16) -> Option<String> {
     let spec = s.compare.as_ref()?;
     let arms = s.matrix.axis_values(&spec.arms).unwrap_or_default();
-    let groups = pair_groups(&plan.cells, spec, &arms);
+    Some(render_groups(s, spec, &plan.cells, &arms, width))
+}
+
+/// [`render_pairing`] of a kernel-paired run: the plan's cells under each of `labels`
+/// (the baseline first), paired as `spec` says.
+pub fn render_kernel_pairing(s: &Scenario, spec: &CompareSpec, plan: &Plan, labels: &[String], width: u16) -> String {
+    render_groups(s, spec, &kernel_arm_cells(&plan.cells, labels), labels, width)
+}
+
+/// The pairing text of `cells` paired on `spec.arms` with values `arms`.
+fn render_groups(s: &Scenario, spec: &CompareSpec, cells: &[Cell], arms: &[String], width: u16) -> String {
+    let groups = pair_groups(cells, spec, arms);
     let reruns = pair_reruns(&s.workload);
     let cost = |g: &PairGroup| g.members.iter().map(|c| cell_cost(s, c)).sum::<Duration>();
     let best: Duration = groups.iter().map(|g| cost(g) * spec.min_pairs).sum();
@@ -452,17 +518,29 @@ pub fn render_pairing(s: &Scenario, plan: &Plan, width: u16) -> Option<String> {
     out.push('\n');
     let grouped: std::collections::BTreeSet<usize> =
         groups.iter().flat_map(|g| g.members.iter().map(|c| c.index)).collect();
-    let lone: Vec<String> = plan.cells.iter().filter(|c| !grouped.contains(&c.index)).map(Cell::id).collect();
+    let lone: Vec<String> = cells.iter().filter(|c| !grouped.contains(&c.index)).map(Cell::id).collect();
     if !lone.is_empty() {
         out.push_str(&wrap(&format!("in no complete pair group, run unpaired: {}", lone.join(", "))));
         out.push('\n');
     }
-    Some(out)
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_filters_are_picked_out_of_only_and_must_stand_alone() {
+        let only = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (rest, k) = kernel_filters(&only(&["fs=ext4", "kernel=A,B", " kernel = C"])).unwrap();
+        assert_eq!(rest, ["fs=ext4"]);
+        assert_eq!(k, [vec!["A".to_string(), "B".to_string()], vec!["C".to_string()]]);
+        let e = kernel_filters(&only(&["kernel=A,fs=ext4"])).unwrap_err();
+        assert!(e.0.contains("an --only of its own"), "{}", e.0);
+        // An axis named first keeps the option for the cells (and `kernel` there is unknown).
+        assert_eq!(kernel_filters(&only(&["fs=ext4,kernel=A"])).unwrap().0, ["fs=ext4,kernel=A"]);
+    }
 
     #[test]
     fn a_paired_plan_names_its_groups_and_what_the_pairs_cost() {

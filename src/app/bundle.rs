@@ -171,6 +171,12 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
             "--label names a host run; under [[kernels]] each run is labelled with its kernel's label",
         ));
     }
+    if scenario.compare.as_ref().is_some_and(|c| c.arms == crate::scenario::KERNEL_ARMS) {
+        return Err(InputError::anyhow(
+            "the bundle's [compare] pairs kernels (arms = \"kernel\"), which `bundle run` does not do yet: \
+             run its scenario with `fsbench run SCENARIO --kernel A=… --kernel B=… --paired`",
+        ));
+    }
     let plan = crate::plan::plan_for(&scenario, &args.scenario_options.only)?;
     // Before anything is allocated (the import included): the cells that will run, not the whole matrix.
     let need = crate::bundle::budget::need(&scenario, &plan.cells, pf.memory.fixture);

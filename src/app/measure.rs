@@ -191,6 +191,74 @@ pub(crate) fn run_under_kernels(
     Ok(super::strict_policy(worst, skipped, strict))
 }
 
+/// One paired run whose arms are `kernels` (the first the baseline), each member one cell
+/// in a freshly booted guest; reported like a host run. Refuses (exit 2) before anything
+/// boots what a kernel-paired run cannot do ([`crate::runner::kernel_compare`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_kernel_pairs(
+    scenario: &crate::scenario::Scenario,
+    kernels: &[crate::scenario::KernelSpec],
+    only: &[String],
+    out: &std::path::Path,
+    work_root: &std::path::Path,
+    quiet: bool,
+    allow_device: bool,
+    strict: bool,
+) -> anyhow::Result<i32> {
+    let labels: Vec<String> = kernels.iter().map(|k| k.label.clone()).collect();
+    crate::runner::kernel_compare(scenario, &labels)?;
+    let qemu_bin = crate::qemu::prepare(scenario, kernels, allow_device)?;
+    // Validate the plan (and --only) on the host, before any boot.
+    let plan = crate::plan::plan_for(scenario, only)?;
+    // qemu's scratch is journaled under the same work root as a host run's.
+    crate::provision::workroot::set_scratch_root(work_root);
+    let mut members = crate::qemu::member::KernelMembers::new(scenario, kernels, &qemu_bin, quiet);
+    let req = crate::runner::KernelPairedRequest {
+        scenario,
+        cells: &plan.cells,
+        labels,
+        out: out.to_path_buf(),
+        quiet,
+        environment: Some(preflight()),
+    };
+    let outcome = crate::runner::run_kernel_paired(req, &mut members, &|m| m.recorded())?;
+    if outcome.interrupted {
+        eprintln!(
+            "fsbench: interrupted; the pairs measured so far are in {} (a kernel-paired run is not resumed: run it again)",
+            outcome.dir.display()
+        );
+        return Ok(exit::INTERRUPTED);
+    }
+    Ok(super::strict_policy(finish_run(&outcome), outcome.not_run(), strict))
+}
+
+/// Apply `--only kernel=…` to `kernels` (in their order) and return the other `--only`
+/// options. A label no kernel has, or `kernel=` without kernels, is an input error.
+pub(crate) fn select_kernels(
+    only: &[String],
+    kernels: &mut Vec<crate::scenario::KernelSpec>,
+) -> anyhow::Result<Vec<String>> {
+    let (rest, filters) = crate::plan::kernel_filters(only)?;
+    if filters.is_empty() {
+        return Ok(rest);
+    }
+    if kernels.is_empty() {
+        return Err(exit::InputError::anyhow("--only kernel=… selects among --kernel/[[kernels]], and there are none"));
+    }
+    let labels: Vec<&str> = kernels.iter().map(|k| k.label.as_str()).collect();
+    for l in filters.iter().flatten() {
+        if !labels.contains(&l.as_str()) {
+            return Err(exit::InputError::anyhow(format!(
+                "--only kernel={l}: no kernel is labelled `{}` (kernels: {})",
+                crate::text::escape_control(l),
+                labels.join(", ")
+            )));
+        }
+    }
+    kernels.retain(|k| filters.iter().all(|f| f.contains(&k.label)));
+    Ok(rest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -50,6 +50,9 @@ pub struct PlanArgs {
     /// `LABEL=PATH[,modules=DIR]`. May be repeated; replaces the scenario's `[[kernels]]`.
     #[arg(long = "kernel", value_name = "LABEL=PATH[,modules=DIR]")]
     pub kernels: Vec<String>,
+    /// Preview `run --paired`: one paired run whose arms are the kernels (two or more).
+    #[arg(long)]
+    pub paired: bool,
 }
 
 /// `fsbench validate`: every file is checked, `--set` and `--only` included; exit 2 if any is bad.
@@ -128,7 +131,16 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
         }
     }
     crate::workload::fio::parse_only(&s)?;
-    let plan = plan::plan_for(&s, &args.scenario_options.only)?;
+    let only = super::measure::select_kernels(&args.scenario_options.only, &mut s.kernels)?;
+    let plan = plan::plan_for(&s, &only)?;
+    // `--paired` (or `[compare] arms = "kernel"`): the cells under each kernel, paired.
+    let kernel_pairs = if args.paired || s.compare.as_ref().is_some_and(|c| c.arms == crate::scenario::KERNEL_ARMS) {
+        let labels: Vec<String> = s.kernels.iter().map(|k| k.label.clone()).collect();
+        let spec = crate::runner::kernel_compare(&s, &labels)?;
+        Some((spec, labels))
+    } else {
+        None
+    };
     // Cells that run under other kernels in qemu are checked inside each guest, not here.
     let in_guests = !s.kernels.is_empty();
     let check = |s: &Scenario, p: &CellParams| {
@@ -139,10 +151,16 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
         PlanFormat::Table => {
             let piped = !std::io::IsTerminal::is_terminal(&std::io::stdout());
             print!("{}", render_plan_table(&s, &plan, &check, super::print::output_width(), piped));
-            if let Some(pairing) = plan::render_pairing(&s, &plan, super::print::output_width()) {
+            if let Some((spec, labels)) = &kernel_pairs {
+                print!("{}", plan::render_kernel_pairing(&s, spec, &plan, labels, super::print::output_width()));
+                println!(
+                    "every member is one cell in a freshly booted qemu guest under its kernel (a boot each, not \
+                     counted above); what each guest kernel supports is checked inside it"
+                );
+            } else if let Some(pairing) = plan::render_pairing(&s, &plan, super::print::output_width()) {
                 print!("{pairing}");
             }
-            if in_guests {
+            if in_guests && kernel_pairs.is_none() {
                 let labels: Vec<&str> = s.kernels.iter().map(|k| k.label.as_str()).collect();
                 println!(
                     "\nevery cell runs once per kernel in qemu ({}); what each guest kernel supports is checked inside it",
@@ -151,8 +169,11 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
             }
         }
         PlanFormat::Json => {
-            let cells = plan
-                .cells
+            // A kernel-paired run's cells are the plan's under each kernel.
+            let armed = kernel_pairs.as_ref().map(|(_, labels)| plan::kernel_arm_cells(&plan.cells, labels));
+            let cells = armed
+                .as_ref()
+                .unwrap_or(&plan.cells)
                 .iter()
                 .map(|c| super::output::PlannedCell {
                     index: c.index,

@@ -46,6 +46,10 @@ pub struct RunArgs {
     /// May be repeated; each cell runs once per kernel.
     #[arg(long = "kernel", value_name = "LABEL=PATH[,modules=DIR]")]
     pub kernels: Vec<String>,
+    /// With two or more kernels (`--kernel`, `[[kernels]]`): one paired run whose arms are the
+    /// kernels, the first the baseline; every member is one cell in a freshly booted guest.
+    #[arg(long)]
+    pub paired: bool,
     /// Run only the K-th of N disjoint parts of the matrix (`--shard 3/8`, K from 1).
     /// Without it, the shard comes from Slurm array or Kubernetes indexed Job variables when set.
     #[arg(long, value_name = "K/N")]
@@ -108,13 +112,17 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     if let Some(dir) = &args.resume {
         return resume(args, dir);
     }
-    let scenario = crate::scenario::load_named(args.scenario.as_deref(), &args.scenario_options.overrides()?)?;
+    let mut scenario = crate::scenario::load_named(args.scenario.as_deref(), &args.scenario_options.overrides()?)?;
     // fio judges a fio job before anything is provisioned (exit 2 at the scenario line).
     crate::workload::fio::parse_only(&scenario)?;
     // --kernel or [[kernels]]: the cells run in qemu guests, each a run of its own. Inside
     // a guest, the scenario's [[kernels]] are where we already are.
     let in_guest = std::env::var_os(crate::qemu::guest::IN_GUEST_ENV).is_some();
-    let kernels: Vec<KernelSpec> = if !args.kernels.is_empty() {
+    // A kernel-paired run's guest measures one member: its kernel is where it runs.
+    if in_guest && scenario.compare.as_ref().is_some_and(|c| c.arms == crate::scenario::KERNEL_ARMS) {
+        scenario.compare = None;
+    }
+    let mut kernels: Vec<KernelSpec> = if !args.kernels.is_empty() {
         args.kernels
             .iter()
             .map(|a| qemu::parse_kernel_arg(a).map_err(|e| InputError::anyhow(e.to_string())))
@@ -124,11 +132,23 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     } else {
         scenario.kernels.clone()
     };
+    let only = super::measure::select_kernels(&args.scenario_options.only, &mut kernels)?;
+    if args.paired || scenario.compare.as_ref().is_some_and(|c| c.arms == crate::scenario::KERNEL_ARMS) {
+        if !args.paired && !kernels.is_empty() {
+            return Err(InputError::anyhow(
+                "[compare] arms = \"kernel\" pairs the kernels: add --paired (or run without [compare] for a run per kernel)",
+            ));
+        }
+        if !tags.is_empty() {
+            return Err(InputError::anyhow("--meta is not recorded under --paired kernels yet: run without it"));
+        }
+        return run_kernel_pairs(args, &scenario, &kernels, &only);
+    }
     if !kernels.is_empty() {
         if !tags.is_empty() {
             return Err(InputError::anyhow("--meta is not recorded under --kernel/[[kernels]] yet: run without it"));
         }
-        return run_in_kernels(args, &scenario, &kernels);
+        return run_in_kernels(args, &scenario, &kernels, &only);
     }
     let order = cell_order(args)?;
     let plan = plan::plan_for(&scenario, &args.scenario_options.only)?;
@@ -162,8 +182,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
 
 /// `--resume`: finish an interrupted run as it was planned.
 fn resume(args: &RunArgs, dir: &std::path::Path) -> anyhow::Result<i32> {
-    if !args.kernels.is_empty() {
-        return Err(InputError::anyhow("--kernel cannot be combined with --resume: run the kernels again"));
+    if !args.kernels.is_empty() || args.paired {
+        return Err(InputError::anyhow(
+            "--kernel and --paired cannot be combined with --resume: run the kernels again",
+        ));
     }
     // A resumed run keeps the shard it was planned with (its run.json lists its cells).
     if args.shard.is_some() || args.shard_count.is_some() {
@@ -209,7 +231,7 @@ fn workroot(args: &RunArgs) -> PathBuf {
 }
 
 /// Every cell under each kernel in qemu; one ordinary run directory per kernel.
-fn run_in_kernels(args: &RunArgs, scenario: &Scenario, kernels: &[KernelSpec]) -> anyhow::Result<i32> {
+fn run_in_kernels(args: &RunArgs, scenario: &Scenario, kernels: &[KernelSpec], only: &[String]) -> anyhow::Result<i32> {
     if args.shard.is_some() || args.shard_count.is_some() {
         return Err(InputError::anyhow(
             "--shard cannot be combined with --kernel/[[kernels]] yet: each kernel boots once and runs all its cells",
@@ -223,8 +245,40 @@ fn run_in_kernels(args: &RunArgs, scenario: &Scenario, kernels: &[KernelSpec]) -
     super::measure::run_under_kernels(
         scenario,
         kernels,
-        &args.scenario_options.only,
+        only,
         cell_order(args)?,
+        &args.out,
+        &workroot(args),
+        args.quiet,
+        args.allow_device.is_some(),
+        args.strict,
+    )
+}
+
+/// `--paired` with kernels: one paired run whose arms are the kernels.
+fn run_kernel_pairs(
+    args: &RunArgs,
+    scenario: &Scenario,
+    kernels: &[KernelSpec],
+    only: &[String],
+) -> anyhow::Result<i32> {
+    if args.shard.is_some() || args.shard_count.is_some() {
+        return Err(InputError::anyhow("--shard cannot be combined with --paired kernels: the pairs run in one place"));
+    }
+    if args.label.is_some() {
+        return Err(InputError::anyhow(
+            "--label names a host run; a kernel-paired run's arms are named by the kernels' labels",
+        ));
+    }
+    if args.order != OrderArg::Plan || args.seed.is_some() {
+        return Err(InputError::anyhow(
+            "--order/--seed do not apply to a paired run: the pair schedule orders the kernels, from `compare.seed`",
+        ));
+    }
+    super::measure::run_kernel_pairs(
+        scenario,
+        kernels,
+        only,
         &args.out,
         &workroot(args),
         args.quiet,

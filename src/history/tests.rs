@@ -10,7 +10,15 @@ use crate::plan::CellFilter;
 use crate::results::{LoadedRun, RunMeta};
 
 fn params(fs: &str, test: Option<LatfsTest>) -> CellParams {
-    CellParams { fs: fs.into(), layout: Layout::S, quota: QuotaMode::Off, tasks: 1, test, fio: Default::default() }
+    CellParams {
+        fs: fs.into(),
+        layout: Layout::S,
+        quota: QuotaMode::Off,
+        tasks: 1,
+        test,
+        fio: Default::default(),
+        kernel: None,
+    }
 }
 
 fn cell(params: CellParams) -> CellResult {

@@ -126,11 +126,16 @@ pub struct CellParams {
     /// fio workloads: the value of each swept fio option (`[matrix] fio.bs`), by option name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fio: BTreeMap<String, String>,
+    /// The kernel's label when the cell is an arm of a kernel-paired run (`run --kernel
+    /// A=… --kernel B=… --paired`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
 }
 
 impl CellParams {
     /// Stable identifier, used as the cell's file name: `ext4-S-qoff-t2-chown`, and for fio
-    /// sweeps `ext4-S-qoff-t1-bs=4k-iodepth=16` (options in alphabetical order).
+    /// sweeps `ext4-S-qoff-t1-bs=4k-iodepth=16` (options in alphabetical order); an arm of a
+    /// kernel-paired run ends in `-kernel=LABEL`.
     pub fn id(&self) -> String {
         let mut id = format!("{}-{}-{}-t{}", self.fs, self.layout, self.quota.seed_name(), self.tasks);
         if let Some(t) = self.test {
@@ -139,6 +144,9 @@ impl CellParams {
         }
         for (option, value) in &self.fio {
             id.push_str(&format!("-{option}={value}"));
+        }
+        if let Some(k) = &self.kernel {
+            id.push_str(&format!("-kernel={k}"));
         }
         id
     }
@@ -157,10 +165,24 @@ mod tests {
             tasks: 2,
             test: Some(LatfsTest::Chown),
             fio: BTreeMap::new(),
+            kernel: None,
         };
         assert_eq!(p.id(), "ext4-S-qoff-t2-chown");
+        let arm = CellParams { kernel: Some("V3".into()), ..p.clone() };
+        assert_eq!(arm.id(), "ext4-S-qoff-t2-chown-kernel=V3");
         let fio = BTreeMap::from([("iodepth".to_string(), "16".to_string()), ("bs".to_string(), "4k".to_string())]);
         let p = CellParams { test: None, fio, ..p };
         assert_eq!(p.id(), "ext4-S-qoff-t2-bs=4k-iodepth=16");
+    }
+
+    #[test]
+    fn a_cell_file_without_a_kernel_loads_and_is_written_without_one() {
+        let old = r#"{"fs":"ext4","layout":"S","quota":"off","tasks":1,"test":"chown"}"#;
+        let p: CellParams = serde_json::from_str(old).unwrap();
+        assert_eq!(p.kernel, None);
+        assert!(!serde_json::to_string(&p).unwrap().contains("kernel"));
+        let arm = CellParams { kernel: Some("B".into()), ..p };
+        let back: CellParams = serde_json::from_str(&serde_json::to_string(&arm).unwrap()).unwrap();
+        assert_eq!(back, arm);
     }
 }

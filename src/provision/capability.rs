@@ -303,6 +303,7 @@ fn run_quota_probe(fs: &str, spec: &FsSpec, mut quota_options: Vec<String>) -> Q
         tasks: 1,
         test: None,
         fio: Default::default(),
+        kernel: None,
     };
     let probe_spec = FsSpec {
         mkfs: spec.mkfs.clone(),

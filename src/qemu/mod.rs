@@ -11,7 +11,8 @@
 //!
 //! Host side: [`kernel`] (which kernels, their modules), [`run`] (boot each, with
 //! deadlines and the KVM fallback), `guest_files` and [`initramfs`] (what the guest
-//! gets), [`vm`] (one qemu process), `adopt` (its results become a run here).
+//! gets), [`vm`] (one qemu process), `adopt` (its results become a run here), [`member`]
+//! (a kernel-paired run's members: one cell per fresh guest, its result a member).
 //! Guest side: [`guest`] (PID 1 in the virtual machine).
 
 mod adopt;
@@ -20,6 +21,7 @@ pub mod guest;
 mod guest_files;
 pub mod initramfs;
 pub mod kernel;
+pub mod member;
 pub mod modules;
 mod request;
 pub mod run;

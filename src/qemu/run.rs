@@ -80,6 +80,35 @@ fn run_kernel(
     qemu: &Path,
     accel: &mut Option<Accel>,
 ) -> anyhow::Result<(GuestEnd, Option<PathBuf>)> {
+    let guest = boot_guest(req, k, qemu, accel)?;
+    let dir = match &guest.results {
+        Some(bytes) => Some(adopt_results(bytes, req.out, k, guest.accel).context("cannot store the guest's results")?),
+        None => None,
+    };
+    guest.end.map(|end| (end, dir))
+}
+
+/// What one boot of a kernel gave back.
+pub(super) struct GuestRun {
+    /// The guest's run directory as it sent it (a tar.gz), when it sent one.
+    pub results: Option<Vec<u8>>,
+    /// The accelerator the guest ran with.
+    pub accel: Accel,
+    /// How it ended, or why it could not be run to the end (a timeout, a guest that
+    /// ended without reporting).
+    pub end: anyhow::Result<GuestEnd>,
+}
+
+/// Boot kernel `k` with an initramfs for `req` (its scenario, `--only` filters and order)
+/// and wait for the guest's run to end. `accel` is the accelerator a first boot settled on
+/// (KVM when it works, else TCG); it is set here when unset, so every later boot uses it.
+/// Errors: what stopped the guest from being booted at all (the initramfs, qemu).
+pub(super) fn boot_guest(
+    req: &KernelsRequest,
+    k: &KernelSpec,
+    qemu: &Path,
+    accel: &mut Option<Accel>,
+) -> anyhow::Result<GuestRun> {
     let s = req.scenario;
     // Under the journaled work root, not $TMPDIR: after a SIGKILL the next run's stale
     // cleanup removes the initramfs and the channel with the rest of the killed run.
@@ -171,31 +200,28 @@ fn run_kernel(
             *accel = Some(try_accel);
         }
         let ch = guest::parse_channel(&vm::read_channel(&channel));
-        let dir = match &ch.results {
-            Some(bytes) => {
-                Some(adopt_results(bytes, req.out, k, try_accel).context("cannot store the guest's results")?)
-            }
-            None => None,
-        };
         let tail = || report.tail.iter().rev().take(40).rev().cloned().collect::<Vec<_>>().join("\n");
-        return match (&report.outcome, ch.exit) {
-            (Outcome::Interrupted, _) => Ok((GuestEnd::Interrupted, dir)),
+        let end = match (&report.outcome, ch.exit) {
+            (Outcome::Interrupted, _) => Ok(GuestEnd::Interrupted),
             (Outcome::Exited(_), Some(code)) => {
                 if code != 0 {
                     eprintln!("fsbench: kernel {}: the guest's fsbench run exited with {code}", k.label);
                 }
-                Ok((GuestEnd::Exited(code), dir))
+                Ok(GuestEnd::Exited(code))
             }
             (Outcome::Exited(status), None) => {
                 let why = ch.problem.clone().unwrap_or_else(|| "the guest ended without reporting".into());
-                anyhow::bail!("{why} (qemu {status}); last console lines:\n{}", tail())
+                Err(anyhow::anyhow!("{why} (qemu {status}); last console lines:\n{}", tail()))
             }
-            (Outcome::Silent, _) => anyhow::bail!(
+            (Outcome::Silent, _) => Err(anyhow::anyhow!(
                 "qemu printed nothing within {}; last output:\n{}",
                 crate::text::human_duration(spec.first_output),
                 tail()
-            ),
-            (Outcome::TimedOut(why), _) => anyhow::bail!("{why}; qemu was killed; last console lines:\n{}", tail()),
+            )),
+            (Outcome::TimedOut(why), _) => {
+                Err(anyhow::anyhow!("{why}; qemu was killed; last console lines:\n{}", tail()))
+            }
         };
+        return Ok(GuestRun { results: ch.results, accel: try_accel, end });
     }
 }

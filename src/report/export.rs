@@ -317,6 +317,7 @@ mod tests {
             tasks: 1,
             test: None,
             fio: Default::default(),
+            kernel: None,
         };
         let reps = vec![rep(0, 1000.0, false), rep(1, 4000.0, false), rep(2, 2000.0, false), rep(3, 9e9, true)];
         let cell = CellResult {

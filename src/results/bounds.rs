@@ -108,8 +108,8 @@ fn text(field: impl Into<String>, t: &str) -> Result<(), Violation> {
 /// permutations of the arms, each slot once, and every pair's round among the cell's.
 fn pairing(p: &CellPairing, c: &CellResult) -> Result<(), Violation> {
     let bad = |field: &str, why: String| Err((format!("pairing.{field}"), why));
-    if !crate::scenario::AXES.contains(&p.axis.as_str()) {
-        return bad("axis", format!("`{}` is not a matrix axis", crate::text::escape_control(&p.axis)));
+    if !crate::scenario::AXES.contains(&p.axis.as_str()) && p.axis != crate::scenario::KERNEL_ARMS {
+        return bad("axis", format!("`{}` is not a matrix axis (nor `kernel`)", crate::text::escape_control(&p.axis)));
     }
     if !(2..=MAX_ARMS).contains(&p.arms.len()) {
         return bad("arms", format!("{} arms: expected 2 to {MAX_ARMS}", p.arms.len()));
@@ -171,6 +171,9 @@ fn pairing(p: &CellPairing, c: &CellResult) -> Result<(), Violation> {
 /// Check every measured number and sample count of a cell file, and its pairing.
 pub fn check_cell(c: &CellResult) -> Result<(), Violation> {
     count("filesystems", c.filesystems.len(), MAX_SAMPLES)?;
+    if let Some(k) = &c.params.kernel {
+        kernel_label("params.kernel", k)?;
+    }
     if let Some(p) = &c.pairing {
         pairing(p, c)?;
     }
@@ -181,6 +184,14 @@ pub fn check_cell(c: &CellResult) -> Result<(), Violation> {
         steps(s)?;
     }
     Ok(())
+}
+
+/// A kernel's label as `--kernel` accepts it: 1 to 64 of A-Z a-z 0-9 . _ - +.
+fn kernel_label(field: &str, l: &str) -> Result<(), Violation> {
+    if !l.is_empty() && l.len() <= 64 && l.chars().all(|c| c.is_ascii_alphanumeric() || "._-+".contains(c)) {
+        return Ok(());
+    }
+    Err((field.into(), "not a kernel label (1 to 64 of A-Z a-z 0-9 . _ - +)".into()))
 }
 
 fn shard(s: &RunShard, planned: usize) -> Result<(), Violation> {
@@ -213,6 +224,15 @@ pub fn check_run(m: &RunMeta) -> Result<(), Violation> {
         shard(s, m.planned_cells.len())?;
     }
     count("meta", m.meta.len(), crate::model::run_tags::MAX_TAGS)?;
+    count("kernels", m.kernels.len(), super::MAX_RUN_KERNELS)?;
+    for (i, k) in m.kernels.iter().enumerate() {
+        kernel_label(&format!("kernels[{i}].label"), &k.label)?;
+    }
+    for (i, p) in m.planned_cells.iter().enumerate() {
+        if let Some(k) = &p.kernel {
+            kernel_label(&format!("planned_cells[{i}].kernel"), k)?;
+        }
+    }
     // A run.json from elsewhere holds the same `--meta` pairs `run` would accept, or none.
     for (k, v) in &m.meta {
         if let Err(e) = crate::model::run_tags::parse_tag(&format!("{k}={v}")) {
@@ -251,6 +271,7 @@ mod tests {
                 tasks: 1,
                 test: None,
                 fio: Default::default(),
+                kernel: None,
             },
             status: CellStatus::Ok,
             skip: None,
@@ -287,7 +308,10 @@ mod tests {
         assert_eq!(field(&|p| p.arm = 2), "pairing.arm");
         assert_eq!(field(&|p| p.arms = vec!["x".into(); 17]), "pairing.arms");
         assert_eq!(field(&|p| p.arms.truncate(1)), "pairing.arms");
-        assert_eq!(field(&|p| p.axis = "kernel".into()), "pairing.axis");
+        assert_eq!(field(&|p| p.axis = "compiler".into()), "pairing.axis");
+        let mut bad_kernel = good.clone();
+        bad_kernel.params.kernel = Some("../\u{1b}[31m".into());
+        assert_eq!(check_cell(&bad_kernel).unwrap_err().0, "params.kernel");
         assert_eq!(field(&|p| p.pairs[1].round = 2), "pairing.pairs[1].round");
         assert_eq!(field(&|p| p.pairs[1].order = vec![1, 1]), "pairing.pairs[1].order");
         assert_eq!(field(&|p| p.pairs[1].slot = 0), "pairing.pairs[1].slot");

@@ -41,7 +41,7 @@ pub use import::{Imported, import_run};
 pub use load::{BoundedFile, LoadedRun, load_run, load_run_at, read_beside_runs};
 pub use reopen::{ResumableRun, ResumeError};
 pub use run_dir::{CELLS_DIR, IMPORTED_MARKER, RUN_FILE, write_beside_runs};
-pub use run_meta::{ArchiveFacts, Derived, DerivedKind, RunMeta, RunOrder, RunShard};
+pub use run_meta::{ArchiveFacts, Derived, DerivedKind, MAX_RUN_KERNELS, RunKernel, RunMeta, RunOrder, RunShard};
 pub use time::{now_rfc3339, rfc3339_from_unix, unix_from_rfc3339};
 pub use write::{MAX_COUNTED_ENTRIES, RunWriter, sha256_hex, write_atomic};
 

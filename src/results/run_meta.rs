@@ -71,6 +71,28 @@ pub struct RunMeta {
     /// records it too; absent in unpaired runs. `--resume` continues with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pair_seed: Option<u64>,
+    /// The kernels of a kernel-paired run (`run --kernel A=… --kernel B=… --paired`), the
+    /// baseline first: every member ran in a fresh qemu guest under its arm's kernel. Absent
+    /// in other runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernels: Vec<RunKernel>,
+}
+
+/// Most kernels a kernel-paired run's `run.json` may list (an arm each).
+pub const MAX_RUN_KERNELS: usize = 64;
+
+/// One kernel of a kernel-paired run, as `run.json` records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunKernel {
+    /// Its label: the arm's value, in cell ids as `-kernel=LABEL`.
+    pub label: String,
+    /// The kernel image booted.
+    pub image: String,
+    /// How qemu ran it: `kvm` or `tcg` (emulated: timings compare only with other TCG runs);
+    /// absent when no guest of this kernel started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accel: Option<String>,
 }
 
 /// Where a run directory that fsbench did not measure there came from.

@@ -79,6 +79,7 @@ impl RunWriter {
             derived: None,
             meta: Default::default(),
             pair_seed: None,
+            kernels: Vec::new(),
         };
         let (writer, parent_fd) = made.into_writer(meta);
         if let Err(e) = writer.write_meta() {
@@ -203,6 +204,12 @@ impl RunWriter {
     /// The seed of the pair order recorded in `run.json`, if any (a resumed paired run's).
     pub fn pair_seed(&self) -> Option<u64> {
         self.meta.pair_seed
+    }
+
+    /// Record the kernels of a kernel-paired run in `run.json` (written again at once).
+    pub fn record_kernels(&mut self, kernels: Vec<super::RunKernel>) -> Result<(), ResultsError> {
+        self.meta.kernels = kernels;
+        self.write_meta()
     }
 
     /// Record the run's `--meta` pairs in `run.json` (written again at once).

@@ -48,7 +48,7 @@ impl CellExecutor for RunContext<'_> {
 }
 
 /// A result of the cell `p` with nothing measured yet, started (and so far finished) at `started`.
-pub(super) fn new_result(p: &CellParams, status: CellStatus, started: &str) -> CellResult {
+pub fn new_result(p: &CellParams, status: CellStatus, started: &str) -> CellResult {
     CellResult {
         schema: RESULT_SCHEMA_VERSION,
         id: p.id(),

@@ -9,9 +9,11 @@
 //! cell behind the [`cell::CellExecutor`] seam, [`steps_stage`] stages a steps cell's
 //! archive, [`resume`] reopens an interrupted run and [`progress`] shows how far it got.
 //! [`pairs`] runs one pair group of a `[compare]` scenario and [`paired_run`] all of a
-//! run's groups, storing each member as a round of its cell.
+//! run's groups, storing each member as a round of its cell; [`kernel_arms`] is a paired
+//! run whose arms are kernels, its members measured by the caller's executor.
 
 mod cell;
+mod kernel_arms;
 mod paired_run;
 #[cfg(test)]
 mod paired_steps_tests;
@@ -34,6 +36,9 @@ use crate::plan::Cell;
 use crate::results::RunWriter;
 use crate::scenario::{Backing, Scenario};
 
+pub use cell::{CellExecutor, new_result};
+pub use kernel_arms::{KernelPairedRequest, kernel_compare, run_kernel_paired};
+pub use progress::Phase;
 pub use resume::{check_resumable, open_resumed};
 pub use rounds::{CellOrder, order_cells};
 
@@ -179,7 +184,8 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
                     cells.len()
                 );
             }
-            let run = paired_run::PairedRun { scenario, spec, seed, quiet: req.quiet };
+            let arms = paired_run::arm_values(scenario, spec);
+            let run = paired_run::PairedRun { scenario, spec, seed, quiet: req.quiet, arms };
             let mut store = |r: &CellResult| writer.write_cell(r).map(drop).context("cannot store a cell result");
             let paired = paired_run::run_paired(&run, &cells, &mut stored, &mut ctx, &mut store, &interrupted)?;
             (paired.ran, paired.previously_done)

@@ -31,6 +31,9 @@ pub(super) struct PairedRun<'a> {
     pub seed: u64,
     /// No progress display.
     pub quiet: bool,
+    /// The arm values, the baseline first: the arm axis's values ([`arm_values`]), or the
+    /// kernels' labels of a kernel-paired run.
+    pub arms: Vec<String>,
 }
 
 /// What a paired invocation did: the cells it measured, and how many were complete before it.
@@ -52,8 +55,8 @@ pub(super) fn run_paired(
     store: &mut dyn FnMut(&CellResult) -> anyhow::Result<()>,
     stop: &dyn Fn() -> bool,
 ) -> anyhow::Result<PairedRan> {
-    let arm_values = arm_values(run.scenario, run.spec);
-    let groups = pairs::pair_groups(cells, run.spec, &arm_values);
+    let arm_values = &run.arms;
+    let groups = pairs::pair_groups(cells, run.spec, arm_values);
     let mut ran = BTreeSet::new();
     let mut previously_done = 0;
     let mut todo: Vec<(PairGroup, GroupStart)> = Vec::new();
@@ -88,7 +91,7 @@ pub(super) fn run_paired(
     let progress = Progress::paired(most.sum(), run.spec.max_pairs, run.quiet);
     for (group, start) in &todo {
         let rules = rules(run, group);
-        let base = pairing_of(run, &arm_values, group);
+        let base = pairing_of(run, arm_values, group);
         let mut record = |a: Attempt| {
             let ids = store_attempt(group, &base, a, stored, steps_per(run.scenario))?;
             for id in ids {
@@ -157,11 +160,29 @@ pub(super) fn refuse_unpairable(s: &Scenario, order: super::CellOrder) -> anyhow
             spec.arms
         )));
     }
+    if spec.arms == crate::scenario::KERNEL_ARMS {
+        return Err(crate::exit::InputError::anyhow(
+            "[compare] arms = \"kernel\" pairs kernels: run it with two or more `--kernel LABEL=IMAGE` \
+             (or [[kernels]]) and `--paired`",
+        ));
+    }
+    Ok(())
+}
+
+/// Kernel-paired runs take lat_fs and fio workloads; a steps member in a guest is not
+/// measured yet.
+pub(super) fn refuse_kernel_paired_steps(s: &Scenario) -> anyhow::Result<()> {
+    if matches!(s.workload, Workload::Steps(_)) {
+        return Err(crate::exit::InputError::anyhow(
+            "--paired with --kernel and a steps workload: kernel-paired steps runs are not executed yet; \
+             pair the steps on one kernel ([compare] arms on a matrix axis) or run the kernels unpaired",
+        ));
+    }
     Ok(())
 }
 
 /// The arm axis's values, the baseline first.
-fn arm_values(s: &Scenario, spec: &CompareSpec) -> Vec<String> {
+pub(super) fn arm_values(s: &Scenario, spec: &CompareSpec) -> Vec<String> {
     s.matrix.axis_values(&spec.arms).unwrap_or_default()
 }
 
@@ -419,6 +440,6 @@ fn group_line(group: &PairGroup, out: &pairs::PairGroupOutcome, rules: &PairRule
 /// The arm axis of a group, read back from its members (the one axis they differ in).
 fn group_axis(group: &PairGroup) -> String {
     let (a, b) = (&group.members[0].params, &group.members[1].params);
-    let axes = ["fs", "layout", "quota", "tasks", "test"];
+    let axes = ["fs", "layout", "quota", "tasks", "test", crate::scenario::KERNEL_ARMS];
     axes.iter().find(|ax| crate::plan::axis_value(a, ax) != crate::plan::axis_value(b, ax)).unwrap_or(&"fs").to_string()
 }

@@ -84,7 +84,7 @@ fn scenario(iterations: u32, min: u32, max: u32) -> crate::scenario::Scenario {
 fn run(s: &crate::scenario::Scenario, exec: &mut Script) -> (Vec<Cell>, BTreeMap<String, CellResult>) {
     let cells = crate::plan::expand(s).cells;
     let spec = s.compare.as_ref().unwrap();
-    let run = PairedRun { scenario: s, spec, seed: 7, quiet: true };
+    let run = PairedRun { scenario: s, spec, seed: 7, quiet: true, arms: super::paired_run::arm_values(s, spec) };
     let mut stored = BTreeMap::new();
     run_paired(&run, &cells, &mut stored, exec, &mut |_| Ok(()), &|| false).unwrap();
     (cells, stored)
@@ -212,7 +212,7 @@ fn an_interrupted_paired_steps_group_resumes_from_the_members_its_cells_hold() {
     let s = scenario(2, 3, 3);
     let cells = crate::plan::expand(&s).cells;
     let spec = s.compare.as_ref().unwrap();
-    let run = PairedRun { scenario: &s, spec, seed: 7, quiet: true };
+    let run = PairedRun { scenario: &s, spec, seed: 7, quiet: true, arms: super::paired_run::arm_values(&s, spec) };
     let mut exec =
         Script::new(vec![("a", vec![], Member::Ran(vec![1.0, 2.0])), ("b", vec![], Member::Ran(vec![1.1, 2.2]))]);
     let mut stored = BTreeMap::new();

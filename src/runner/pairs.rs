@@ -354,6 +354,7 @@ mod tests {
                 tasks: 1,
                 test: Some(test),
                 fio: Default::default(),
+                kernel: None,
             },
         }
     }

@@ -7,7 +7,7 @@ use crate::model::{CellResult, CellStatus};
 use crate::plan::Cell;
 
 /// What a cell is doing now (`repetition 2/5`), for the progress display.
-pub(crate) type Phase<'a> = dyn Fn(&str) + 'a;
+pub type Phase<'a> = dyn Fn(&str) + 'a;
 
 /// Progress: a bar with ETA on a terminal, one line per cell otherwise (unless --quiet).
 /// With several rounds, each line says the round and the total counts cell runs.

@@ -267,6 +267,7 @@ mod tests {
             tasks: 1,
             test: Some(LatfsTest::Chown),
             fio: Default::default(),
+            kernel: None,
         }
     }
 

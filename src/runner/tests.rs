@@ -85,6 +85,7 @@ fn cells(n: usize) -> Vec<Cell> {
                 tasks: 1,
                 test: Some(test),
                 fio: Default::default(),
+                kernel: None,
             },
         })
         .collect()
@@ -241,7 +242,8 @@ fn run_paired(
     exec: &mut Scripted,
 ) -> Ran {
     let spec = s.compare.as_ref().unwrap();
-    let run = super::paired_run::PairedRun { scenario: s, spec, seed: spec.seed.unwrap(), quiet: true };
+    let arms = super::paired_run::arm_values(s, spec);
+    let run = super::paired_run::PairedRun { scenario: s, spec, seed: spec.seed.unwrap(), quiet: true, arms };
     let signal = exec.signal;
     let mut writes = Vec::new();
     let mut store = |r: &CellResult| {

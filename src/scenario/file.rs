@@ -56,7 +56,9 @@ pub struct ScenarioFile {
 pub struct CompareFile {
     /// The matrix axis whose values are the arms (`"fs"`, `"quota"`, ...); its first value
     /// is the baseline. Cells that differ only in this axis form a pair group, and `run`
-    /// measures their members back to back in balanced ABBA/BAAB order.
+    /// measures their members back to back in balanced ABBA/BAAB order. `"kernel"`: the
+    /// arms are the kernels of `run --kernel A=… --kernel B=… --paired` (or `[[kernels]]`),
+    /// the first the baseline, every member a cell in a freshly booted qemu guest.
     pub arms: String,
     /// How many pairs each pair group runs: `{ min = 6, max = 32 }` (the default). After
     /// `min` pairs a group stops as soon as its verdict at the gate threshold is decided.

@@ -37,6 +37,10 @@ pub use load::{load, load_named, load_with, parse_overridden, parse_str, parses_
 /// The names of the matrix axes, in the order a cell id spells them (`--only` takes them too).
 pub const AXES: &[&str] = &["fs", "layout", "quota", "tasks", "test"];
 
+/// `[compare] arms = "kernel"`: the arms are the kernels of `--kernel`/`[[kernels]]`
+/// (`run --paired`), not a matrix axis.
+pub const KERNEL_ARMS: &str = "kernel";
+
 /// The current scenario format version (`schema = 1`).
 pub const SCENARIO_SCHEMA_VERSION: u32 = 1;
 
@@ -123,7 +127,8 @@ impl GateSpec {
 /// `[compare]`: one matrix axis run as the arms of a paired comparison.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompareSpec {
-    /// The axis name, one of [`AXES`]; it has at least two values.
+    /// The axis name, one of [`AXES`] with at least two values, or [`KERNEL_ARMS`] (the
+    /// kernels of a `run --paired` are the arms).
     pub arms: String,
     /// Pairs always run per pair group before the sequential rule looks (at least 2).
     pub min_pairs: u32,

@@ -380,6 +380,7 @@ mod tests {
             tasks,
             test: None,
             fio: Default::default(),
+            kernel: None,
         }
     }
 
@@ -406,6 +407,7 @@ mod tests {
             derived: None,
             meta: Default::default(),
             pair_seed: None,
+            kernels: Vec::new(),
         };
         LoadedRun {
             dir: PathBuf::from(format!("/r/s/{host}-{index}-{key}")),

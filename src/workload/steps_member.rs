@@ -99,6 +99,7 @@ mod tests {
             tasks: 1,
             test: None,
             fio: Default::default(),
+            kernel: None,
         };
         CellResult {
             schema: crate::model::RESULT_SCHEMA_VERSION,

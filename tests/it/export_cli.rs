@@ -109,6 +109,7 @@ fn a_fio_run_exports_iops_and_bandwidth_bigger_and_latency_smaller() {
             tasks: 1,
             test: None,
             fio: Default::default(),
+            kernel: None,
         },
         &[1.0],
     );

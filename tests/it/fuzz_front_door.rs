@@ -168,6 +168,7 @@ fn seed_run() -> (serde_json::Value, serde_json::Value) {
         tasks: 2,
         test: Some(LatfsTest::Chown),
         fio: Default::default(),
+        kernel: None,
     };
     let text = latfs_scenario_text("fuzz", "");
     let m = meta(Some("BASE"), "fuzz", &text, "lat_fs", vec![p.clone()]);

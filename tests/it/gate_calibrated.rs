@@ -18,6 +18,7 @@ fn params() -> CellParams {
         tasks: 1,
         test: Some(LatfsTest::Chown),
         fio: Default::default(),
+        kernel: None,
     }
 }
 

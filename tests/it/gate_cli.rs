@@ -15,6 +15,7 @@ fn params(test: LatfsTest, tasks: u32) -> CellParams {
         tasks,
         test: Some(test),
         fio: Default::default(),
+        kernel: None,
     }
 }
 
@@ -246,6 +247,7 @@ fn steps_are_gated_per_step_on_elapsed() {
         tasks: 1,
         test: None,
         fio: Default::default(),
+        kernel: None,
     };
     let text = "schema = 1\nname = \"untar\"\n[matrix]\nfs = [\"ext4\"]\nlayout = [\"S\"]\n[backing]\nkind = \"dir\"\n\
                 [archive]\ngenerate = \"linux-2.5.63\"\nscale = 0.01\n[workload]\nkind = \"steps\"\niterations = 5\n\

@@ -15,6 +15,7 @@ fn params(fs: &str, tasks: u32) -> CellParams {
         tasks,
         test: Some(LatfsTest::OpenClose),
         fio: Default::default(),
+        kernel: None,
     }
 }
 

@@ -20,6 +20,7 @@ fn params(tasks: u32) -> CellParams {
         tasks,
         test: Some(fsbench::model::LatfsTest::OpenClose),
         fio: Default::default(),
+        kernel: None,
     }
 }
 

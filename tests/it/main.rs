@@ -43,6 +43,7 @@ mod provision_layouts;
 mod provision_stale;
 mod provision_tunables;
 mod qemu_lifecycle;
+mod qemu_paired;
 mod qemu_quota;
 mod report_cli;
 mod report_html;

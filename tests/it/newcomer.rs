@@ -151,6 +151,7 @@ fn small_run(dir: &std::path::Path, label: &str, extra: &str) -> std::path::Path
         tasks: 1,
         test: None,
         fio: Default::default(),
+        kernel: None,
     };
     let cells = vec![latfs_cell(params.clone(), &[100.0, 101.0, 99.0, 100.5, 99.5])];
     let text = latfs_scenario_text("quota-smp", extra);

@@ -67,6 +67,7 @@ fn chown_run(dir: &Path, label: &str, scenario: &str, samples: &[f64]) -> PathBu
         tasks: 1,
         test: Some(LatfsTest::Chown),
         fio: Default::default(),
+        kernel: None,
     };
     let text = latfs_scenario_text("quota-smp", "repetitions = 5\n");
     let m = meta(Some(label), scenario, &text, "lat_fs", vec![p.clone()]);

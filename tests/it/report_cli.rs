@@ -19,6 +19,7 @@ fn params(quota: QuotaMode, tasks: u32) -> CellParams {
         tasks,
         test: Some(LatfsTest::Chown),
         fio: Default::default(),
+        kernel: None,
     }
 }
 

@@ -56,6 +56,7 @@ fn planned() -> Vec<CellParams> {
                 tasks,
                 test: Some(test),
                 fio: Default::default(),
+                kernel: None,
             });
         }
     }

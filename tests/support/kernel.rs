@@ -75,7 +75,15 @@ pub fn have_mkfs(fs: &str, test: &str) -> bool {
 
 /// A quota-off cell.
 pub fn cell(fs: &str, layout: Layout, tasks: u32) -> CellParams {
-    CellParams { fs: fs.into(), layout, quota: QuotaMode::Off, tasks, test: None, fio: Default::default() }
+    CellParams {
+        fs: fs.into(),
+        layout,
+        quota: QuotaMode::Off,
+        tasks,
+        test: None,
+        fio: Default::default(),
+        kernel: None,
+    }
 }
 
 /// mkfs/mount options as the seed scenario uses them (quota options left out:

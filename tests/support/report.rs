@@ -87,6 +87,7 @@ pub fn meta(label: Option<&str>, scenario: &str, text: &str, workload: &str, pla
         meta: Default::default(),
         archive: None,
         pair_seed: None,
+        kernels: Vec::new(),
     }
 }
 
@@ -164,6 +165,7 @@ pub fn seed_cells(tables: &[SeedTable], label: &str) -> Vec<(CellParams, f64)> {
                     tasks: row[0].parse().unwrap(),
                     test: Some(t.test),
                     fio: Default::default(),
+                    kernel: None,
                 };
                 out.push((params, row[ci].parse().unwrap()));
             }
@@ -282,6 +284,7 @@ pub fn steps_cell(fs: &str, iterations: Vec<Vec<StepTiming>>) -> CellResult {
         tasks: 1,
         test: None,
         fio: Default::default(),
+        kernel: None,
     };
     CellResult {
         schema: RESULT_SCHEMA_VERSION,
@@ -347,6 +350,7 @@ pub fn write_untar_run(dir: &Path, label: &str, per_fs: &[(&str, [u64; 3])]) -> 
             tasks: 1,
             test: None,
             fio: Default::default(),
+            kernel: None,
         };
         let iterations = untar
             .iter()
@@ -440,6 +444,7 @@ pub fn write_paired_run(
                 tasks: 1,
                 test: Some(*test),
                 fio: Default::default(),
+                kernel: None,
             };
             let cell = latfs_cell(p, &values[arm]);
             cells.push(as_pair_member(cell, arms, arm, &group, dropped, Some(pairing::PairStop::MaxPairs)));

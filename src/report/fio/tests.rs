@@ -40,6 +40,7 @@ fn cell(fs: &str, iops: &[f64], p99: &[f64], ios: &[u64]) -> CellResult {
         tasks: 1,
         test: None,
         fio: Default::default(),
+        kernel: None,
     };
     let reps = (0..iops.len())
         .map(|i| rep(i as u32, iops[i], p99[i], ios.get(i).map(|&n| counters(n, 2000 * (i as u64 + 1)))))

@@ -94,12 +94,13 @@ pub(super) fn latfs_csv(
                     tasks: *tasks,
                     test: Some(t.test),
                     fio: Default::default(),
+                    kernel: col.kernel.clone(),
                 }
                 .id();
                 if !counters.is_empty() {
-                    rec.extend(monitors::counters_csv(counters.iter().find(|c| c.label == col.label && c.id == id)));
+                    rec.extend(monitors::counters_csv(counters.iter().find(|c| c.label == col.run && c.id == id)));
                 }
-                match latencies.iter().find(|c| c.label == col.label && c.id == id) {
+                match latencies.iter().find(|c| c.label == col.run && c.id == id) {
                     _ if latencies.is_empty() => {}
                     Some(l) => {
                         let d = &l.dist;

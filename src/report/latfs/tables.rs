@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::model::{CellResult, CellStatus, LatfsTest, Layout, QuotaMode, Summary};
+use crate::model::{CellParams, CellResult, CellStatus, LatfsTest, Layout, QuotaMode, Summary};
 use crate::monitor::latency::Percentile;
 use crate::results::LoadedRun;
 use crate::stats::summarize;
@@ -44,12 +44,19 @@ fn is_zero(n: &usize) -> bool {
 /// One column of a table: a label and a quota mode.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Column {
-    /// Run label (`BASE`), `run` when the run had none.
+    /// Run label (`BASE`), `run` when the run had none; in a kernel-paired run, the kernel's label.
     pub label: String,
     /// Quota off or on.
     pub quota: QuotaMode,
     /// Header as the seed writes it: `BASE-ext2-M-qoff`.
     pub name: String,
+    /// The kernel of a kernel-paired run's column (then also its `label`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// The label of the run the column's cells are from.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub run: String,
 }
 
 /// One seed-style table.
@@ -222,13 +229,29 @@ pub fn build_tables(runs: &[(&str, &LoadedRun)]) -> Vec<LatfsTable> {
 
 /// [`build_tables`] with a latency percentile (µs) in place of total loops/ms.
 pub fn build_tables_by(runs: &[(&str, &LoadedRun)], metric: Option<Percentile>) -> Vec<LatfsTable> {
-    // Index every cell once: (label index, fs, layout, test, quota, tasks) -> cell.
+    // The column groups: one per run, or, in a kernel-paired run, one per kernel (its
+    // cells differ only in the kernel), labelled with the kernel's label.
+    let mut groups: Vec<(usize, Option<&str>)> = Vec::new();
+    for (li, (_, run)) in runs.iter().enumerate() {
+        let planned = run.meta.planned_cells.iter();
+        for p in planned.chain(run.cells.iter().map(|c| &c.params)) {
+            let g = (li, p.kernel.as_deref());
+            if !groups.contains(&g) {
+                groups.push(g);
+            }
+        }
+        if !groups.iter().any(|(l, _)| *l == li) {
+            groups.push((li, None));
+        }
+    }
+    let group_of = |li: usize, p: &CellParams| groups.iter().position(|g| *g == (li, p.kernel.as_deref()));
+    // Index every cell once: (column group, fs, layout, test, quota, tasks) -> cell.
     type Key<'a> = (usize, &'a str, Layout, LatfsTest, QuotaMode, u32);
     let mut index: std::collections::HashMap<Key<'_>, &CellResult> = std::collections::HashMap::new();
     let mut fs_order: Vec<&str> = Vec::new();
     let mut layout_order: Vec<Layout> = Vec::new();
     let mut tests: std::collections::BTreeSet<LatfsTest> = Default::default();
-    // Which (label, fs, layout, test, quota) columns exist: planned or stored.
+    // Which (group, fs, layout, test, quota) columns exist: planned or stored.
     let mut col_exists: std::collections::HashSet<(usize, &str, Layout, LatfsTest, QuotaMode)> = Default::default();
     let mut tasks_of: std::collections::HashMap<(&str, Layout, LatfsTest), std::collections::BTreeSet<u32>> =
         Default::default();
@@ -237,6 +260,7 @@ pub fn build_tables_by(runs: &[(&str, &LoadedRun)], metric: Option<Percentile>) 
         let stored = run.cells.iter().map(|c| &c.params);
         for p in planned.chain(stored) {
             let Some(test) = p.test else { continue };
+            let Some(gi) = group_of(li, p) else { continue };
             if !fs_order.contains(&p.fs.as_str()) {
                 fs_order.push(&p.fs);
             }
@@ -244,12 +268,12 @@ pub fn build_tables_by(runs: &[(&str, &LoadedRun)], metric: Option<Percentile>) 
                 layout_order.push(p.layout);
             }
             tests.insert(test);
-            col_exists.insert((li, &p.fs, p.layout, test, p.quota));
+            col_exists.insert((gi, &p.fs, p.layout, test, p.quota));
             tasks_of.entry((&p.fs, p.layout, test)).or_default().insert(p.tasks);
         }
         for c in &run.cells {
-            if let Some(test) = c.params.test {
-                index.insert((li, &c.params.fs, c.params.layout, test, c.params.quota, c.params.tasks), c);
+            if let (Some(test), Some(gi)) = (c.params.test, group_of(li, &c.params)) {
+                index.insert((gi, &c.params.fs, c.params.layout, test, c.params.quota, c.params.tasks), c);
             }
         }
     }
@@ -260,15 +284,18 @@ pub fn build_tables_by(runs: &[(&str, &LoadedRun)], metric: Option<Percentile>) 
                 let Some(tasks) = tasks_of.get(&(*fs, *layout, *test)) else { continue };
                 let mut columns = Vec::new();
                 let mut keys = Vec::new();
-                for (li, (label, _)) in runs.iter().enumerate() {
+                for (gi, (li, kernel)) in groups.iter().enumerate() {
+                    let label = kernel.unwrap_or(runs[*li].0);
                     for quota in [QuotaMode::Off, QuotaMode::On] {
-                        if col_exists.contains(&(li, *fs, *layout, *test, quota)) {
+                        if col_exists.contains(&(gi, *fs, *layout, *test, quota)) {
                             columns.push(Column {
                                 label: label.to_string(),
                                 quota,
                                 name: format!("{label}-{fs}-{layout}-{}", quota.seed_name()),
+                                kernel: kernel.map(str::to_string),
+                                run: runs[*li].0.to_string(),
                             });
-                            keys.push((li, quota));
+                            keys.push((gi, quota));
                         }
                     }
                 }
@@ -277,8 +304,8 @@ pub fn build_tables_by(runs: &[(&str, &LoadedRun)], metric: Option<Percentile>) 
                     .iter()
                     .map(|t| {
                         keys.iter()
-                            .map(|(li, q)| {
-                                index.get(&(*li, *fs, *layout, *test, *q, *t)).and_then(|c| point_by(c, metric))
+                            .map(|(gi, q)| {
+                                index.get(&(*gi, *fs, *layout, *test, *q, *t)).and_then(|c| point_by(c, metric))
                             })
                             .collect()
                     })
@@ -309,4 +336,59 @@ pub fn seed_text(tables: &[LatfsTable], image_prefix: Option<&str>) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{LatfsRepetition, RESULT_SCHEMA_VERSION};
+
+    fn cell(kernel: &str, loops: f64) -> CellResult {
+        let params = CellParams {
+            fs: "ext4".into(),
+            layout: Layout::S,
+            quota: QuotaMode::Off,
+            tasks: 1,
+            test: Some(LatfsTest::Chown),
+            fio: Default::default(),
+            kernel: Some(kernel.into()),
+        };
+        let rep = LatfsRepetition { total_loops_per_ms: loops, ..Default::default() };
+        CellResult {
+            schema: RESULT_SCHEMA_VERSION,
+            id: params.id(),
+            params,
+            status: CellStatus::Ok,
+            skip: None,
+            error: None,
+            notes: vec![],
+            filesystems: vec![],
+            latfs: Some(crate::workload::latfs::result(vec![rep])),
+            steps: None,
+            fio: None,
+            pairing: None,
+            cgroup: None,
+            started: String::new(),
+            finished: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_kernel_paired_run_has_a_column_per_kernel() {
+        let cells = vec![cell("BASE", 100.0), cell("NEW", 80.0)];
+        let meta = crate::results::RunMeta {
+            planned_cells: cells.iter().map(|c| c.params.clone()).collect(),
+            ..Default::default()
+        };
+        let run = LoadedRun { dir: "r".into(), meta, cells, problems: vec![] };
+        let tables = build_tables(&[("run", &run)]);
+        assert_eq!(tables.len(), 1);
+        let names: Vec<&str> = tables[0].columns.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["BASE-ext4-S-qoff", "NEW-ext4-S-qoff"]);
+        // The CSV finds the column's counters by the run's label and the kernel's cell id.
+        let c = &tables[0].columns[1];
+        assert_eq!((c.kernel.as_deref(), c.run.as_str()), (Some("NEW"), "run"));
+        let row: Vec<f64> = tables[0].values[0].iter().map(|v| v.as_ref().unwrap().summary.median).collect();
+        assert_eq!(row, [100.0, 80.0]);
+    }
 }

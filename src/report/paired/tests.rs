@@ -9,7 +9,15 @@ use crate::stats::paired::{alpha_per_look, change_of_log_ratios, wilcoxon};
 use crate::verdict::Verdict;
 
 fn params(fs: &str, test: Option<LatfsTest>) -> CellParams {
-    CellParams { fs: fs.into(), layout: Layout::S, quota: QuotaMode::Off, tasks: 1, test, fio: Default::default() }
+    CellParams {
+        fs: fs.into(),
+        layout: Layout::S,
+        quota: QuotaMode::Off,
+        tasks: 1,
+        test,
+        fio: Default::default(),
+        kernel: None,
+    }
 }
 
 fn pairing(arm: usize, group: &str, slots: &[u32], dropped: &[u32]) -> CellPairing {

@@ -12,22 +12,31 @@ const MAX_PAIRS: i64 = 1000;
 
 pub(super) fn validate_compare(ctx: &Ctx, c: &CompareFile, matrix: &Matrix) -> Result<CompareSpec, ScenarioError> {
     let arms = c.arms.trim();
-    let Some(values) = matrix.axis_values(arms) else {
-        let axes: Vec<&str> =
-            crate::scenario::AXES.iter().copied().filter(|a| matrix.axis_values(a).is_some()).collect();
-        return Err(ctx.at(
-            &p("compare.arms"),
-            false,
-            format!("`{arms}` is not an axis of this scenario's matrix"),
-            did_you_mean(arms, &axes).or(Some(format!("arms are the values of one axis: {}", axes.join(", ")))),
-        ));
-    };
-    if values.len() < 2 {
-        return Err(ctx.value_help(
-            &p("compare.arms"),
-            format!("axis `matrix.{arms}` has one value (`{}`), but arms need at least two", values[0]),
-            format!("give `matrix.{arms}` a baseline and a candidate value, e.g. `{arms} = [\"{}\", ...]`", values[0]),
-        ));
+    // The kernels are arms only in `run --paired`, which checks there are two or more.
+    if arms != KERNEL_ARMS {
+        let Some(values) = matrix.axis_values(arms) else {
+            let axes: Vec<&str> =
+                crate::scenario::AXES.iter().copied().filter(|a| matrix.axis_values(a).is_some()).collect();
+            return Err(ctx.at(
+                &p("compare.arms"),
+                false,
+                format!("`{arms}` is not an axis of this scenario's matrix"),
+                did_you_mean(arms, &axes).or(Some(format!(
+                    "arms are the values of one axis: {} (or `{KERNEL_ARMS}`: the kernels of `run --paired`)",
+                    axes.join(", ")
+                ))),
+            ));
+        };
+        if values.len() < 2 {
+            return Err(ctx.value_help(
+                &p("compare.arms"),
+                format!("axis `matrix.{arms}` has one value (`{}`), but arms need at least two", values[0]),
+                format!(
+                    "give `matrix.{arms}` a baseline and a candidate value, e.g. `{arms} = [\"{}\", ...]`",
+                    values[0]
+                ),
+            ));
+        }
     }
     let pairs = c.pairs.as_ref();
     let min = pairs.and_then(|x| x.min).unwrap_or(DEFAULT_MIN_PAIRS as i64);

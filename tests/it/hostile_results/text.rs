@@ -33,6 +33,7 @@ fn seeds() -> Vec<(Value, Value)> {
         tasks: 2,
         test: Some(LatfsTest::Chown),
         fio: Default::default(),
+        kernel: None,
     };
     let text = latfs_scenario_text("hostile", "");
     let mut m = meta(Some("BASE"), "hostile", &text, "lat_fs", vec![p.clone()]);
