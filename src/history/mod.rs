@@ -3,16 +3,18 @@
 //! [`load`] finds the runs of a scenario directory (through the result store's loader),
 //! filters and orders them and splits them into segments where the scenario text changed
 //! what is measured (the rule `compare` refuses by); [`series`] turns each cell's numbers
-//! into one series per metric and segment, and [`paired`] a paired run's candidate cells'
-//! paired ratios into series of their own; [`render`] prints them as a table with a
-//! sparkline per series or as CSV; [`html`] as a page of charts; [`json`] is the `--json` document; [`index`] keeps what
-//! the series need of every finished run in an SQLite database, so they are not read again.
+//! (a `metric` each) into one series per metric and segment, and [`paired`] a paired run's
+//! candidate cells' paired ratios into series of their own; [`render`] prints them as a
+//! table with a sparkline per series or as CSV; [`html`] as a page of charts; [`json`] is
+//! the `--json` document; [`index`] keeps what the series need of every finished run in an
+//! SQLite database, so they are not read again.
 
 pub mod change_points;
 pub mod html;
 pub mod index;
 pub mod json;
 pub mod load;
+mod metric;
 pub mod paired;
 pub mod render;
 pub mod series;

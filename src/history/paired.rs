@@ -15,7 +15,7 @@
 //! Unit `ratio`, the same direction as the metric, `n` the pairs, and the interval at the
 //! level of the run's paired section (`1 − 0.05 / looks`, 99% for the default 6..32 pairs).
 
-use super::series::{Better, Metric};
+use super::metric::{Better, Metric, RATIO_UNIT};
 use crate::model::{FIO_METRICS, FioMetric, TextFormat, WorkloadKind};
 use crate::monitor::latency::Percentile;
 use crate::report::paired::{PairedComparison, PairedOptions, is_paired, join_pairs, pair_settings};
@@ -24,8 +24,6 @@ use crate::verdict::Metric as Compared;
 
 /// Prefix of a paired ratio's metric name.
 pub const PAIRED_PREFIX: &str = "paired ratio ";
-/// Unit of a paired ratio.
-pub const RATIO_UNIT: &str = "ratio";
 /// [`Metric::position`] of a cell's first paired ratio: after any of its own metrics.
 pub const PAIRED_POSITION: usize = 1 << 20;
 

@@ -3,18 +3,9 @@
 use std::collections::BTreeMap;
 
 use super::HistoryRun;
+pub use super::metric::{Better, Metric, UNITS};
 use crate::model::{CellResult, FioMetric};
 use crate::plan::CellFilter;
-
-/// Which way a metric is better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Better {
-    /// More is better (loops per millisecond).
-    Higher,
-    /// Less is better (elapsed time, latency).
-    Lower,
-}
 
 /// One point: a run's value of one metric in one cell.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,21 +54,33 @@ pub struct Shift {
 }
 
 /// Find the change points of every series with at least the points the method needs.
+///
+/// Series are independent and each one's permutations are seeded by its windows, so they
+/// are shared out over the CPUs (scoped threads, contiguous chunks): the answer is the one
+/// a single thread gives.
 pub fn find_change_points(series: &mut [Series], opt: &super::change_points::ChangePointOptions) {
-    for s in series.iter_mut() {
-        let v = s.values();
-        let cps = super::change_points::change_points(&v, opt);
-        let bounds: Vec<usize> = std::iter::once(0).chain(cps.iter().map(|c| c.index)).chain([v.len()]).collect();
-        s.change_points = cps
-            .iter()
-            .enumerate()
-            .map(|(k, c)| Shift {
-                index: c.index,
-                p: c.p,
-                change: crate::stats::relative_change(&v[bounds[k]..c.index], &v[c.index..bounds[k + 2]]),
-            })
-            .collect();
-    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(series.len()).max(1);
+    let chunk = series.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        for part in series.chunks_mut(chunk) {
+            scope.spawn(move || part.iter_mut().for_each(|s| s.change_points = shifts_of(s, opt)));
+        }
+    });
+}
+
+/// The change points of one series, each with its shift.
+fn shifts_of(s: &Series, opt: &super::change_points::ChangePointOptions) -> Vec<Shift> {
+    let v = s.values();
+    let cps = super::change_points::change_points(&v, opt);
+    let bounds: Vec<usize> = std::iter::once(0).chain(cps.iter().map(|c| c.index)).chain([v.len()]).collect();
+    cps.iter()
+        .enumerate()
+        .map(|(k, c)| Shift {
+            index: c.index,
+            p: c.p,
+            change: crate::stats::relative_change(&v[bounds[k]..c.index], &v[c.index..bounds[k + 2]]),
+        })
+        .collect()
 }
 
 impl Series {
@@ -85,27 +88,6 @@ impl Series {
     pub fn values(&self) -> Vec<f64> {
         self.points.iter().map(|p| p.value).collect()
     }
-}
-
-/// One metric of a measured cell in one run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Metric {
-    /// Its name (`total_loops`, `step1 rm_rf linux-2.5.63 elapsed`, `iops`,
-    /// `paired ratio total_loops`).
-    pub name: String,
-    /// Unit of the value.
-    pub unit: &'static str,
-    /// Which way is better.
-    pub better: Better,
-    /// The run's value: the mean over its repetitions or iterations (a paired ratio: the ratio).
-    pub value: f64,
-    /// The repetitions or iterations behind it (a paired ratio: its pairs).
-    pub n: usize,
-    /// Its place among the cell's metrics, counting those left out for a value that is not
-    /// finite (paired ratios from [`super::paired::PAIRED_POSITION`] on): series are ordered by it.
-    pub position: usize,
-    /// A paired ratio's interval, as [`Point::interval`].
-    pub interval: Option<(f64, f64)>,
 }
 
 /// What a history keeps of one cell a run measured: its id, its parameters (for `--only`)
@@ -119,10 +101,6 @@ pub struct MeasuredCell {
     /// Its metrics with a finite value.
     pub metrics: Vec<Metric>,
 }
-
-/// The units a metric can have, so that one read back from the index is the same `&'static str`:
-/// lat_fs loops, latencies, step times, fio IOPS and bandwidth, and paired ratios.
-pub const UNITS: [&str; 6] = ["loops/ms", "µs", "s", "IOPS", "MiB/s", super::paired::RATIO_UNIT];
 
 /// The metrics of one measured cell, those with a finite value.
 fn metrics(c: &CellResult) -> Vec<Metric> {

@@ -1,0 +1,41 @@
+//! What a history measures of one cell in one run: a metric with its unit, its direction
+//! and its value, below both the series ([`super::series`]) and the paired ratios
+//! ([`super::paired`]) that produce them.
+
+/// Which way a metric is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    /// More is better (loops per millisecond).
+    Higher,
+    /// Less is better (elapsed time, latency).
+    Lower,
+}
+
+/// One metric of a measured cell in one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metric {
+    /// Its name (`total_loops`, `step1 rm_rf linux-2.5.63 elapsed`, `iops`,
+    /// `paired ratio total_loops`).
+    pub name: String,
+    /// Unit of the value.
+    pub unit: &'static str,
+    /// Which way is better.
+    pub better: Better,
+    /// The run's value: the mean over its repetitions or iterations (a paired ratio: the ratio).
+    pub value: f64,
+    /// The repetitions or iterations behind it (a paired ratio: its pairs).
+    pub n: usize,
+    /// Its place among the cell's metrics, counting those left out for a value that is not
+    /// finite (paired ratios from `paired::PAIRED_POSITION` on): series are ordered by it.
+    pub position: usize,
+    /// A paired ratio's interval, as `series::Point::interval`.
+    pub interval: Option<(f64, f64)>,
+}
+
+/// Unit of a paired ratio.
+pub const RATIO_UNIT: &str = "ratio";
+
+/// The units a metric can have, so that one read back from the index is the same `&'static str`:
+/// lat_fs loops, latencies, step times, fio IOPS and bandwidth, and paired ratios.
+pub const UNITS: [&str; 6] = ["loops/ms", "µs", "s", "IOPS", "MiB/s", RATIO_UNIT];
