@@ -481,8 +481,24 @@ pub fn render_pairing(s: &Scenario, plan: &Plan, width: u16) -> Option<String> {
 /// [`render_pairing`] of a kernel-paired run: the plan's cells under each of `labels`
 /// (the baseline first), paired as `spec` says.
 pub fn render_kernel_pairing(s: &Scenario, spec: &CompareSpec, plan: &Plan, labels: &[String], width: u16) -> String {
-    render_groups(s, spec, &kernel_arm_cells(&plan.cells, labels), labels, width)
+    let cells = kernel_arm_cells(&plan.cells, labels);
+    let mut out = render_groups(s, spec, &cells, labels, width);
+    let members = pair_groups(&cells, spec, labels).iter().map(|g| g.members.len() as u32).sum::<u32>();
+    let (best, worst) = (members * spec.min_pairs, members * (spec.max_pairs + pair_reruns(&s.workload)));
+    let text = format!(
+        "every member is one cell in a freshly booted qemu guest under its kernel: {best} boots at best, {worst} at \
+         worst, each on top of the times above (about {}–{} s a boot under TCG on a 2-core host, docs/qemu.md); \
+         what each guest kernel supports is checked inside it",
+        TCG_BOOT_SECS.0, TCG_BOOT_SECS.1
+    );
+    out.push_str(&crate::text::wrap(&text, usize::from(width), "    "));
+    out.push('\n');
+    out
 }
+
+/// What one guest boot costs a kernel-paired member under TCG, in seconds, as measured on
+/// the development machine kind (docs/qemu.md): for `plan`'s arithmetic only.
+const TCG_BOOT_SECS: (u32, u32) = (10, 15);
 
 /// The pairing text of `cells` paired on `spec.arms` with values `arms`.
 fn render_groups(s: &Scenario, spec: &CompareSpec, cells: &[Cell], arms: &[String], width: u16) -> String {

@@ -153,10 +153,6 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
             print!("{}", render_plan_table(&s, &plan, &check, super::print::output_width(), piped));
             if let Some((spec, labels)) = &kernel_pairs {
                 print!("{}", plan::render_kernel_pairing(&s, spec, &plan, labels, super::print::output_width()));
-                println!(
-                    "every member is one cell in a freshly booted qemu guest under its kernel (a boot each, not \
-                     counted above); what each guest kernel supports is checked inside it"
-                );
             } else if let Some(pairing) = plan::render_pairing(&s, &plan, super::print::output_width()) {
                 print!("{pairing}");
             }

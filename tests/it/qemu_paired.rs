@@ -92,6 +92,9 @@ fn plan_shows_the_kernel_pair_groups() {
     assert!(stdout.contains("paired: arms kernel = OLD, NEW (baseline first); 6–32 pairs per group"), "{stdout}");
     assert!(stdout.contains("pair groups (1): ext4-S-qoff-t1-open_close"), "{stdout}");
     assert!(stdout.contains("freshly booted qemu guest"), "{stdout}");
+    // One group of two arms: 6 pairs at best, 32 and lat_fs's 3 reruns at worst, a boot a member.
+    let words = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("12 boots at best, 70 at worst"), "{stdout}");
     // `--only kernel=…` picks the arms out of the kernels, in their order.
     let three = ["--kernel", "OLD=/x", "--kernel", "MID=/x", "--kernel", "NEW=/y", "--paired"];
     let (code, stdout, err) =
