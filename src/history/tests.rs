@@ -23,21 +23,8 @@ fn params(fs: &str, test: Option<LatfsTest>) -> CellParams {
 
 fn cell(params: CellParams) -> CellResult {
     CellResult {
-        schema: RESULT_SCHEMA_VERSION,
-        id: params.id(),
-        params,
-        status: CellStatus::Ok,
-        skip: None,
-        error: None,
-        notes: vec![],
-        filesystems: vec![],
-        latfs: None,
-        steps: None,
-        fio: None,
-        pairing: None,
-        cgroup: None,
-        started: "2026-11-01T00:00:00Z".into(),
         finished: "2026-11-01T00:00:01Z".into(),
+        ..CellResult::new(&params, CellStatus::Ok, "2026-11-01T00:00:00Z")
     }
 }
 

@@ -53,6 +53,30 @@ pub struct CellResult {
     pub finished: String,
 }
 
+impl CellResult {
+    /// A result of the cell `p` with nothing measured yet, started (and so far finished) at
+    /// `started`.
+    pub fn new(p: &CellParams, status: CellStatus, started: &str) -> CellResult {
+        CellResult {
+            schema: super::RESULT_SCHEMA_VERSION,
+            id: p.id(),
+            params: p.clone(),
+            status,
+            skip: None,
+            error: None,
+            notes: Vec::new(),
+            filesystems: Vec::new(),
+            latfs: None,
+            steps: None,
+            fio: None,
+            pairing: None,
+            cgroup: None,
+            started: started.to_string(),
+            finished: started.to_string(),
+        }
+    }
+}
+
 /// One filesystem as provisioning built it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FilesystemInfo {

@@ -100,7 +100,7 @@ impl CellExecutor for KernelMembers<'_> {
         match self.member(cell) {
             Ok(r) => r,
             Err(e) => {
-                let mut r = crate::runner::new_result(&cell.params, CellStatus::Failed, &started);
+                let mut r = crate::model::CellResult::new(&cell.params, CellStatus::Failed, &started);
                 r.error = Some(crate::exit::error_chain(&e.context("the member's guest gave no result")));
                 r.finished = crate::results::now_rfc3339();
                 r

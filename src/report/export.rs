@@ -321,21 +321,8 @@ mod tests {
         };
         let reps = vec![rep(0, 1000.0, false), rep(1, 4000.0, false), rep(2, 2000.0, false), rep(3, 9e9, true)];
         let cell = CellResult {
-            schema: RESULT_SCHEMA_VERSION,
-            id: params.id(),
-            params,
-            status: CellStatus::Ok,
-            skip: None,
-            error: None,
-            notes: vec![],
-            filesystems: vec![],
-            latfs: None,
-            steps: None,
             fio: Some(FioResult { repetitions: reps, ..Default::default() }),
-            pairing: None,
-            cgroup: None,
-            started: String::new(),
-            finished: String::new(),
+            ..CellResult::new(&params, CellStatus::Ok, "")
         };
         LoadedRun {
             dir: "results/fio/r1".into(),

@@ -12,7 +12,7 @@ use super::RunContext;
 use super::progress::Phase;
 use super::steps_stage::{StepsAt, run_steps};
 use crate::exit;
-use crate::model::{CellParams, CellResult, CellStatus, RESULT_SCHEMA_VERSION};
+use crate::model::{CellResult, CellStatus};
 use crate::plan::Cell;
 use crate::provision::{self, ProvisionRequest};
 use crate::results;
@@ -41,30 +41,9 @@ impl CellExecutor for RunContext<'_> {
     fn skip(&mut self, cell: &Cell) -> Option<CellResult> {
         let started = results::now_rfc3339();
         let skip = provision::capability::check_cell(self.scenario, &self.backing, &cell.params, self.allow_device)?;
-        let mut r = new_result(&cell.params, CellStatus::Skipped, &started);
+        let mut r = CellResult::new(&cell.params, CellStatus::Skipped, &started);
         r.skip = Some(skip);
         Some(r)
-    }
-}
-
-/// A result of the cell `p` with nothing measured yet, started (and so far finished) at `started`.
-pub fn new_result(p: &CellParams, status: CellStatus, started: &str) -> CellResult {
-    CellResult {
-        schema: RESULT_SCHEMA_VERSION,
-        id: p.id(),
-        params: p.clone(),
-        status,
-        skip: None,
-        error: None,
-        notes: Vec::new(),
-        filesystems: Vec::new(),
-        latfs: None,
-        steps: None,
-        fio: None,
-        pairing: None,
-        cgroup: None,
-        started: started.to_string(),
-        finished: started.to_string(),
     }
 }
 
@@ -74,12 +53,12 @@ fn run_cell(ctx: &mut RunContext, cell: &Cell, phase: &Phase) -> CellResult {
     let p = &cell.params;
     let s = ctx.scenario;
     if let Some(skip) = provision::capability::check_cell(s, &ctx.backing, p, ctx.allow_device) {
-        let mut r = new_result(p, CellStatus::Skipped, &started);
+        let mut r = CellResult::new(p, CellStatus::Skipped, &started);
         r.skip = Some(skip);
         r.finished = results::now_rfc3339();
         return r;
     }
-    let mut r = new_result(p, CellStatus::Ok, &started);
+    let mut r = CellResult::new(p, CellStatus::Ok, &started);
     match run_provisioned(ctx, cell, &mut r, phase) {
         Ok(()) => {}
         // The host cannot give the cell what it asks (a scheduler the kernel lacks): a skip

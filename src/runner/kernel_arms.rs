@@ -191,7 +191,7 @@ mod tests {
             self.calls.push(cell.id());
             let kernel = cell.params.kernel.as_deref().unwrap();
             let v = self.loops.iter().find(|(k, _)| *k == kernel).unwrap().1;
-            let mut r = super::super::new_result(&cell.params, CellStatus::Ok, "2026-01-01T00:00:00Z");
+            let mut r = super::CellResult::new(&cell.params, CellStatus::Ok, "2026-01-01T00:00:00Z");
             let rep = LatfsRepetition { total_loops_per_ms: v, ..LatfsRepetition::default() };
             r.latfs = Some(crate::workload::latfs::result(vec![rep]));
             r

@@ -36,7 +36,7 @@ use crate::plan::Cell;
 use crate::results::RunWriter;
 use crate::scenario::{Backing, Scenario};
 
-pub use cell::{CellExecutor, new_result};
+pub use cell::CellExecutor;
 pub use kernel_arms::{KernelPairedRequest, kernel_compare, run_kernel_paired};
 pub use progress::Phase;
 pub use resume::{check_resumable, open_resumed};

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use super::cell::{CellExecutor, new_result};
+use super::cell::CellExecutor;
 use super::paired_run::{PairedRun, run_paired};
 use super::progress::Phase;
 use crate::model::pairing::{CellPairing, PairStop};
@@ -45,7 +45,7 @@ impl CellExecutor for Script {
         self.calls.push(cell.params.fs.clone());
         let arm = self.arms.iter_mut().find(|(f, _, _)| *f == cell.params.fs).expect("a scripted arm");
         let answer = arm.1.pop_front().unwrap_or_else(|| arm.2.clone());
-        let mut r = new_result(&cell.params, CellStatus::Ok, "t");
+        let mut r = CellResult::new(&cell.params, CellStatus::Ok, "t");
         match answer {
             Member::Ran(totals) => {
                 let iterations = totals.iter().map(|t| vec![timing("untar", t * 0.6), timing("sync", t * 0.4)]);

@@ -339,9 +339,9 @@ mod tests {
     use std::collections::VecDeque;
 
     use super::*;
+    use crate::model::CellResult;
     use crate::model::{CellParams, Disturbance, LatfsRepetition, LatfsTest, Layout, QuotaMode};
     use crate::plan::Cell;
-    use crate::runner::cell::new_result;
     use crate::workload::latfs;
 
     fn cell(index: usize, fs: &str, test: LatfsTest) -> Cell {
@@ -426,7 +426,7 @@ mod tests {
             self.calls.push(cell.params.fs.clone());
             let arm = self.by_fs.iter_mut().find(|(f, _, _)| *f == cell.params.fs).unwrap();
             let answer = arm.1.pop_front().unwrap_or(Some(arm.2));
-            let mut r = new_result(&cell.params, CellStatus::Ok, "t");
+            let mut r = CellResult::new(&cell.params, CellStatus::Ok, "t");
             let disturbed = answer.is_none();
             let rep = LatfsRepetition {
                 total_loops_per_ms: answer.unwrap_or(1.0),

@@ -256,8 +256,8 @@ pub(super) fn absorb_round(earlier: CellResult, next: CellResult, round: u32) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::CellResult;
     use crate::model::{CellParams, Disturbance, LatfsRepetition, LatfsTest, Layout, QuotaMode};
-    use crate::runner::cell::new_result;
 
     fn params() -> CellParams {
         CellParams {
@@ -272,7 +272,7 @@ mod tests {
     }
 
     fn cell(status: CellStatus, loops: &[f64], disturbed: bool) -> CellResult {
-        let mut r = new_result(&params(), status, "t0");
+        let mut r = CellResult::new(&params(), status, "t0");
         let reps = loops
             .iter()
             .map(|&l| LatfsRepetition {
@@ -338,7 +338,7 @@ mod tests {
         let kept = absorb_round(first.clone(), cell(CellStatus::Disturbed, &[5.0], true), 1);
         assert_eq!((kept.status, kept.latfs.unwrap().total_loops.n), (CellStatus::Ok, 1));
         // A failing round fails the cell with its error, and the earlier repetitions stay.
-        let mut failed = new_result(&params(), CellStatus::Failed, "t3");
+        let mut failed = CellResult::new(&params(), CellStatus::Failed, "t3");
         failed.error = Some("mount: EIO".into());
         let r = absorb_round(first, failed, 2);
         assert_eq!((r.status, r.error.as_deref()), (CellStatus::Failed, Some("round 3: mount: EIO")));

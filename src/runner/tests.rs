@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::cell::{CellExecutor, new_result};
+use super::cell::CellExecutor;
 use super::progress::Phase;
 use super::progress::Progress;
 use super::rounds::{CellOrder, RoundPlan, Tally, run_rounds};
@@ -41,7 +41,9 @@ impl<'f> Scripted<'f> {
 
 impl CellExecutor for Scripted<'_> {
     fn skip(&mut self, cell: &Cell) -> Option<CellResult> {
-        self.host_lacks.contains(&cell.params.fs.as_str()).then(|| new_result(&cell.params, CellStatus::Skipped, "t"))
+        self.host_lacks
+            .contains(&cell.params.fs.as_str())
+            .then(|| CellResult::new(&cell.params, CellStatus::Skipped, "t"))
     }
 
     fn measure(&mut self, cell: &Cell, phase: &Phase) -> CellResult {
@@ -54,7 +56,7 @@ impl CellExecutor for Scripted<'_> {
         match self.answers.get(call).cloned().unwrap_or(Answer::Loops(vec![1.0])) {
             Answer::Loops(loops) => measured(&cell.params, &loops, 0),
             Answer::Fails(e) => {
-                let mut r = new_result(&cell.params, CellStatus::Failed, "t");
+                let mut r = CellResult::new(&cell.params, CellStatus::Failed, "t");
                 r.error = Some(e.into());
                 r
             }
@@ -64,7 +66,7 @@ impl CellExecutor for Scripted<'_> {
 
 /// A measured lat_fs result of `p` with one repetition per value, all of round `round`.
 fn measured(p: &CellParams, loops: &[f64], round: u32) -> CellResult {
-    let mut r = new_result(p, CellStatus::Ok, "t");
+    let mut r = CellResult::new(p, CellStatus::Ok, "t");
     let reps =
         loops.iter().map(|&l| LatfsRepetition { total_loops_per_ms: l, round, ..LatfsRepetition::default() }).collect();
     r.latfs = Some(latfs::result(reps));
@@ -180,7 +182,7 @@ fn a_resumed_run_measures_only_the_rounds_and_cells_it_lacks() {
         b = super::rounds::absorb_round(b, measured(p(1), &[1.0], 0), round);
     }
     stored.insert(cells[1].id(), b.clone());
-    stored.insert(cells[2].id(), new_result(p(2), CellStatus::Skipped, "t"));
+    stored.insert(cells[2].id(), CellResult::new(p(2), CellStatus::Skipped, "t"));
     let signal = std::cell::Cell::new(false);
     let mut exec = Scripted::new(vec![Answer::Loops(vec![9.0]), Answer::Loops(vec![50.0])], &signal);
     let ran = run(&cells, 3, stored, &mut exec, None);

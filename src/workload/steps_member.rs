@@ -102,21 +102,8 @@ mod tests {
             kernel: None,
         };
         CellResult {
-            schema: crate::model::RESULT_SCHEMA_VERSION,
-            id: params.id(),
-            params,
-            status: CellStatus::Ok,
-            skip: None,
-            error: None,
-            notes: vec![],
-            filesystems: vec![],
-            latfs: None,
             steps: Some(StepsResult { iterations: its, ..StepsResult::default() }),
-            pairing: None,
-            cgroup: None,
-            fio: None,
-            started: String::new(),
-            finished: String::new(),
+            ..CellResult::new(&params, CellStatus::Ok, "")
         }
     }
 

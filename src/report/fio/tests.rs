@@ -46,18 +46,6 @@ fn cell(fs: &str, iops: &[f64], p99: &[f64], ios: &[u64]) -> CellResult {
         .map(|i| rep(i as u32, iops[i], p99[i], ios.get(i).map(|&n| counters(n, 2000 * (i as u64 + 1)))))
         .collect();
     CellResult {
-        schema: RESULT_SCHEMA_VERSION,
-        id: params.id(),
-        params,
-        status: CellStatus::Ok,
-        skip: None,
-        error: None,
-        notes: vec![],
-        filesystems: vec![],
-        latfs: None,
-        steps: None,
-        pairing: None,
-        cgroup: None,
         fio: Some(FioResult {
             fio_version: "fio-3.33".into(),
             repetitions: reps,
@@ -65,8 +53,7 @@ fn cell(fs: &str, iops: &[f64], p99: &[f64], ios: &[u64]) -> CellResult {
             clat_p99_us: summary(p99),
             ..Default::default()
         }),
-        started: String::new(),
-        finished: String::new(),
+        ..CellResult::new(&params, CellStatus::Ok, "")
     }
 }
 

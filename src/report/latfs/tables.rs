@@ -341,7 +341,7 @@ pub fn seed_text(tables: &[LatfsTable], image_prefix: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{LatfsRepetition, RESULT_SCHEMA_VERSION};
+    use crate::model::LatfsRepetition;
 
     fn cell(kernel: &str, loops: f64) -> CellResult {
         let params = CellParams {
@@ -355,21 +355,8 @@ mod tests {
         };
         let rep = LatfsRepetition { total_loops_per_ms: loops, ..Default::default() };
         CellResult {
-            schema: RESULT_SCHEMA_VERSION,
-            id: params.id(),
-            params,
-            status: CellStatus::Ok,
-            skip: None,
-            error: None,
-            notes: vec![],
-            filesystems: vec![],
             latfs: Some(crate::workload::latfs::result(vec![rep])),
-            steps: None,
-            fio: None,
-            pairing: None,
-            cgroup: None,
-            started: String::new(),
-            finished: String::new(),
+            ..CellResult::new(&params, CellStatus::Ok, "")
         }
     }
 

@@ -61,21 +61,9 @@ fn latfs_cell(fs: &str, values: &[f64], p: CellPairing) -> CellResult {
         reps.extend([rep(r, v * 0.99, false), rep(r, v * 1.01, false), rep(r, 1e6, true)]);
     }
     CellResult {
-        schema: RESULT_SCHEMA_VERSION,
-        id: params.id(),
-        params,
-        status: CellStatus::Ok,
-        skip: None,
-        error: None,
-        notes: vec![],
-        filesystems: vec![],
         latfs: Some(LatfsResult { repetitions: reps, ..Default::default() }),
-        steps: None,
         pairing: Some(p),
-        cgroup: None,
-        fio: None,
-        started: String::new(),
-        finished: String::new(),
+        ..CellResult::new(&params, CellStatus::Ok, "")
     }
 }
 
