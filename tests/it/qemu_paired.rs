@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use crate::support::{fsbench, is_root, skip};
+use crate::support::fsbench;
 
 /// A one-cell lat_fs scenario paired on the kernel, `pairs` min = max = 2; `extra` is
 /// appended to `[workload]` (before `[compare]`).
@@ -203,27 +203,10 @@ fn ctrl_c_during_a_member_stops_qemu_and_keeps_the_run() {
     assert_eq!(meta["interrupted"], true, "{meta}");
 }
 
-/// The Debian kernel of scripts/test.sh, or None after skipping.
-fn kernel_or_skip(test: &str) -> Option<PathBuf> {
-    let why = if !is_root() {
-        "needs root (the guest's runner formats loop devices; qemu under KVM)".to_string()
-    } else if fsbench::qemu::vm::find_qemu().is_none() {
-        "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)".to_string()
-    } else {
-        match std::env::var_os("FSBENCH_TEST_KERNEL").map(PathBuf::from) {
-            Some(k) if k.is_file() => return Some(k),
-            Some(k) => format!("FSBENCH_TEST_KERNEL={} is not a file", k.display()),
-            None => "FSBENCH_TEST_KERNEL is not set (scripts/test.sh downloads a Debian kernel)".to_string(),
-        }
-    };
-    skip(test, &why);
-    None
-}
-
 #[test]
 #[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn one_kernel_under_two_labels_is_one_paired_run_that_gate_reads() {
-    let Some(image) = kernel_or_skip(&test_name!()) else { return };
+    let Some(image) = crate::qemu_quota::kernel_or_skip(&test_name!()) else { return };
     let t = tempfile::tempdir().unwrap();
     let s = scenario(t.path(), "", KERNEL_COMPARE);
     let out = t.path().join("results");
