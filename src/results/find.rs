@@ -62,6 +62,14 @@ pub enum FindError {
         /// A scenario to show in the example.
         example: String,
     },
+    /// A name that is neither a run name nor an existing path (`paired-nodelalloc`).
+    #[error("{spec}: does not exist; {hint}")]
+    NoSuchRun {
+        /// The name as given.
+        spec: String,
+        /// The run name that was probably meant, or how runs are named.
+        hint: String,
+    },
     /// A run directory could not be loaded.
     #[error(transparent)]
     Load(#[from] ResultsError),
@@ -224,6 +232,12 @@ pub fn resolve_runs(specs: &[&str], results_root: &Path) -> Result<Vec<Resolved>
     let mut out = Vec::new();
     for (spec, p) in specs.iter().zip(parsed) {
         match p {
+            Spec::Dir(dir) if std::fs::symlink_metadata(&dir).is_err() => {
+                return Err(FindError::NoSuchRun {
+                    spec: spec.to_string(),
+                    hint: missing_run_hint(spec, results_root),
+                });
+            }
             Spec::Dir(dir) => out.push(Resolved { dir, note: None }),
             Spec::Named { scenario, label } => {
                 let dir = match scenario {
@@ -238,6 +252,33 @@ pub fn resolve_runs(specs: &[&str], results_root: &Path) -> Result<Vec<Resolved>
         }
     }
     Ok(out)
+}
+
+/// For a name that is no path (`paired-nodelalloc`), the run name that was probably meant:
+/// the scenario of that name (or the nearest one) under the results root, as `NAME@latest`.
+fn missing_run_hint(spec: &str, root: &Path) -> String {
+    let trimmed = spec.trim_end_matches('/');
+    if is_scenario_dir(&root.join(trimmed)) {
+        return format!("`{trimmed}@latest` names the newest run of the scenario {trimmed} under {}", root.display());
+    }
+    let scenarios: Vec<String> = std::fs::read_dir(root)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()) && is_scenario_dir(&e.path()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let base = Path::new(trimmed).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    match crate::scenario::suggest(&base, scenarios.iter().map(String::as_str)) {
+        Some(near) => {
+            format!("did you mean `{near}@latest` (the newest run of the scenario {near} under {})?", root.display())
+        }
+        None => format!(
+            "name a run directory (results/<scenario>/<run-id>), `SCENARIO@latest` or `SCENARIO@LABEL` (runs are looked up under {})",
+            root.display()
+        ),
+    }
 }
 
 fn only_scenario(spec: &str, label: Option<&str>, root: &Path) -> Result<PathBuf, FindError> {
@@ -365,5 +406,27 @@ mod tests {
         std::fs::create_dir(&at).unwrap();
         assert_eq!(parse("@BASE"), named(None, Some("BASE")));
         assert_eq!(parse(at.to_str().unwrap()), Spec::Dir(at.clone()));
+    }
+
+    /// A new user typed a scenario name where a run was wanted (`gate paired-nodelalloc`)
+    /// and was told "not a run directory (no run.json)" about a path that does not exist.
+    #[test]
+    fn a_bare_scenario_name_suggests_its_latest_run() {
+        let root = tempfile::tempdir().unwrap();
+        let run = root.path().join("paired-nodelalloc").join("20261204-000000-aaaa");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::write(run.join(RUN_FILE), "{}").unwrap();
+        let here = tempfile::tempdir().unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        let missing = here.path().join("paired-nodelalloc");
+        let err = resolve_runs(&[missing.to_str().unwrap()], root.path()).unwrap_err().to_string();
+        assert!(err.contains("does not exist"), "{err}");
+        let err = missing_run_hint("paired-nodelalloc", root.path());
+        assert!(err.contains("`paired-nodelalloc@latest`"), "{err}");
+        let err = missing_run_hint("paired-nodelaloc", root.path());
+        assert!(err.contains("did you mean `paired-nodelalloc@latest`"), "{err}");
+        let err = missing_run_hint("zzz", root.path());
+        assert!(err.contains("SCENARIO@latest"), "{err}");
+        assert_eq!(std::env::current_dir().unwrap(), cwd);
     }
 }

@@ -98,14 +98,28 @@ fn nearest_scenario_name(p: &Path) -> Option<String> {
     files.sort();
     let names: Vec<&str> =
         super::file::EMBEDDED.iter().map(|e| e.name).chain(files.iter().map(String::as_str)).collect();
-    let near = super::suggest(&stem, names.iter().copied())?;
     // A file in scenarios/ is named by its path; an embedded scenario by its name alone.
-    let fix = if files.iter().any(|f| f == near) && (given.contains('/') || super::file::embedded(near).is_none()) {
-        format!("scenarios/{near}.toml")
-    } else {
-        near.to_string()
+    let shown = |near: &str| {
+        if files.iter().any(|f| f == near) && (given.contains('/') || super::file::embedded(near).is_none()) {
+            format!("`scenarios/{near}.toml`")
+        } else {
+            format!("`{near}`")
+        }
     };
-    Some(format!("did you mean `{fix}`? (`fsbench list` shows the scenarios at hand)"))
+    if let Some(near) = super::suggest(&stem, names.iter().copied()) {
+        return Some(format!("did you mean {}? (`fsbench list` shows the scenarios at hand)", shown(near)));
+    }
+    // No near miss: the scenarios whose names hold what was typed (`quota` → quota-qemu, quota-smp).
+    let lower = stem.to_ascii_lowercase();
+    let mut holding: Vec<&str> =
+        names.iter().copied().filter(|n| !lower.is_empty() && n.to_ascii_lowercase().contains(&lower)).collect();
+    holding.sort_unstable();
+    holding.dedup();
+    if holding.is_empty() {
+        return Some("`fsbench list` shows the scenarios at hand".to_string());
+    }
+    let listed: Vec<String> = holding.iter().map(|n| shown(n)).collect();
+    Some(format!("scenarios named like it: {} (`fsbench list` shows them all)", listed.join(", ")))
 }
 
 /// The one place scenario text becomes a [`Scenario`]: every loader ends here, so the parse counter lives here.
@@ -154,5 +168,16 @@ mod tests {
         assert_eq!(s.source.origin, "<embedded:quota-smp>");
         let e = load_named(Some(Path::new("no-such-scenario")), &[]).unwrap_err();
         assert!(e.message.contains("cannot read scenario"), "{e}");
+    }
+
+    /// `run scenarios/quota.toml` said only "os error 2": no near miss, but two scenarios
+    /// hold the name, and a missing file always gets a help line.
+    #[test]
+    fn a_missing_scenario_file_names_the_scenarios_like_it() {
+        let e = load_named(Some(Path::new("scenarios/quota.toml")), &[]).unwrap_err();
+        let help = e.help.clone().unwrap_or_default();
+        assert!(help.contains("quota-qemu") && help.contains("quota-smp"), "{help}");
+        let e = load_named(Some(Path::new("scenarios/zzzzzzzz.toml")), &[]).unwrap_err();
+        assert!(e.help.unwrap_or_default().contains("fsbench list"));
     }
 }

@@ -36,6 +36,7 @@ mod latfs_run;
 mod lifecycle;
 mod monitors;
 mod newcomer;
+mod newcomer_round3;
 mod one_sample_set;
 mod paired_run;
 mod provision_faults;

@@ -197,7 +197,7 @@ fn unusable_input_exits_2() {
         .arg(format!("BASE={}", tmp.path().join("nope").display()))
         .assert()
         .code(2));
-    assert!(err.contains("nope: not a run directory"), "{err}");
+    assert!(err.contains("nope: does not exist"), "{err}");
 }
 
 #[test]
