@@ -39,7 +39,14 @@ pub fn read_manifest(bundle: &Path) -> Result<(Manifest, Vec<u8>), BundleError> 
     let mut entries = ar.entries().map_err(|e| bad(format!("not a gzip'd tar: {e}")))?;
     let mut first = match entries.next() {
         None => return Err(bad(format!("empty bundle: no {MANIFEST_FILE}"))),
-        Some(e) => e.map_err(|e| bad(format!("cannot read the first entry: {e}")))?,
+        // The library's words ("invalid gzip header", "numeric field was not a number")
+        // say what failed, not what the file is: a bundle is a gzip'd tar.
+        Some(e) => e.map_err(|e| {
+            bad(format!(
+                "not a bundle, or damaged: a bundle is a gzip'd tar (`fsbench bundle pack` makes one); {}",
+                crate::text::escape_control(&crate::text::first_line_cut(&e.to_string(), 60))
+            ))
+        })?,
     };
     let path = first.path_bytes().into_owned();
     if path != MANIFEST_FILE.as_bytes() {

@@ -34,3 +34,23 @@ fn a_missing_scenario_file_names_the_scenarios_like_it() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("scenarios/quota-qemu.toml") && err.contains("scenarios/quota-smp.toml"), "{err}");
 }
+
+// Item 32: damaged bundles got the libraries' raw words (`invalid gzip header` for a .toml
+// given to `bundle verify`; `numeric field was not a number: … when getting cksum for`
+// followed by the file's own bytes for a gzip'd file that is no tar).
+#[test]
+fn a_file_that_is_no_bundle_is_called_not_a_bundle_or_damaged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gz = tmp.path().join("scenario.fsb");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut enc, &std::fs::read(crate_root().join("scenarios/quickstart.toml")).unwrap())
+        .unwrap();
+    std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+    for file in [crate_root().join("scenarios/quickstart.toml"), gz] {
+        let out = fsbench().args(["bundle", "verify"]).arg(&file).output().unwrap();
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("not a bundle, or damaged"), "{err}");
+        assert!(!err.contains("#:schema"), "the file's own text is not echoed: {err}");
+    }
+}
