@@ -228,6 +228,19 @@ pub fn resolve_runs(specs: &[&str], results_root: &Path) -> Result<Vec<Resolved>
                 Spec::Named { scenario: Some(sc), .. } => Some(scenario_dir(sc)).filter(|d| is_scenario_dir(d)),
                 _ => None,
             })
+        })
+        // `compare BASE=@BASE V3=latest` (the README's line): the only scenario with a run
+        // labelled BASE is the scenario of `latest` too, however many scenarios the root holds.
+        .or_else(|| {
+            parsed.iter().find_map(|s| match s {
+                Spec::Named { scenario: None, label: Some(l) } => {
+                    only_scenario("", Some(l), results_root).ok().filter(|d| {
+                        list_runs(d)
+                            .is_ok_and(|(runs, _)| runs.iter().any(|r| r.meta.label.as_deref() == Some(l.as_str())))
+                    })
+                }
+                _ => None,
+            })
         });
     let mut out = Vec::new();
     for (spec, p) in specs.iter().zip(parsed) {

@@ -147,3 +147,15 @@ fn a_bare_name_looks_where_the_other_runs_are_and_names_come_before_paths() {
         stdio(&fsbench().current_dir(&cwd).args(["report", "@BASE", "--results"]).arg(&root).assert().success());
     assert!(err.contains("runs labelled BASE"), "{err}");
 }
+
+/// New users' report, round three (item 9): the README's `compare BASE=@BASE V3=latest`
+/// exited 2 ("which scenario?") once `results/` held the quickstart run beside quota-smp,
+/// which it always does in the README's own sequence.
+#[test]
+fn the_readme_compare_line_works_beside_the_quickstart_run() {
+    let (tmp, root) = three_runs();
+    write_seed_run(&root.join("quickstart").join("20101111T130000Z-xeon"), "X");
+    let (out, _) =
+        stdio(&fsbench().current_dir(tmp.path()).args(["compare", "BASE=@BASE", "V3=latest"]).assert().success());
+    assert!(out.contains("V3: run 20101111T120000Z-xeon"), "latest of quota-smp, the scenario of @BASE: {out}");
+}
