@@ -117,7 +117,7 @@ fn require_file(bundle: &Path) -> anyhow::Result<()> {
 /// `fsbench bundle verify`.
 pub fn verify(args: &BundleVerifyArgs) -> anyhow::Result<i32> {
     require_file(&args.bundle)?;
-    let ob = open_bundle(&args.bundle).map_err(BundleError::into_anyhow)?;
+    let ob = open_bundle(&args.bundle, None).map_err(BundleError::into_anyhow)?;
     let origin = format!("{}:{SCENARIO_FILE}", args.bundle.display());
     let s = ob.scenario(&origin, &[]).map_err(BundleError::into_anyhow)?;
     let pf = preflight(&ob, &s);
@@ -149,7 +149,12 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
         super::checks::check_label("--label", l)?;
     }
     require_file(&args.bundle)?;
-    let ob = open_bundle(&args.bundle).map_err(BundleError::into_anyhow)?;
+    // Unpacked in the work directory when one is named (checked ours), never in /tmp behind its back.
+    let under = match &args.workdir {
+        Some(w) => Some(crate::provision::workroot::prepare_work_root(w)?),
+        None => None,
+    };
+    let ob = open_bundle(&args.bundle, under.as_deref()).map_err(BundleError::into_anyhow)?;
     let origin = format!("{}:{SCENARIO_FILE}", args.bundle.display());
     let overrides = args.scenario_options.overrides()?;
     let scenario = ob.scenario(&origin, &overrides).map_err(BundleError::into_anyhow)?;

@@ -177,14 +177,17 @@ impl OpenBundle {
     }
 }
 
-/// Unpack and verify a bundle into a fresh private directory under the system temp dir.
-pub fn open_bundle(bundle: &Path) -> Result<OpenBundle, BundleError> {
+/// Unpack and verify a bundle into a fresh private directory under `under` (the run's
+/// work directory, checked to be ours by the caller), or under the system temp dir.
+pub fn open_bundle(bundle: &Path, under: Option<&Path>) -> Result<OpenBundle, BundleError> {
     // tempfile makes directories with the process umask (0755) unless told: the
     // contents of someone's bundle (and its results) are for this user only.
     let private = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o700);
-    let dir = tempfile::Builder::new().prefix("fsbench-bundle-").permissions(private).tempdir().map_err(|source| {
-        BundleError::Io { path: std::env::temp_dir(), what: "create a private directory in", source }
-    })?;
+    let parent = under.map(Path::to_path_buf).unwrap_or_else(std::env::temp_dir);
+    let dir =
+        tempfile::Builder::new().prefix("fsbench-bundle-").permissions(private).tempdir_in(&parent).map_err(
+            |source| BundleError::Io { path: parent.clone(), what: "create a private directory in", source },
+        )?;
     let manifest = open::unpack(bundle, dir.path())?;
     let sp = dir.path().join(&manifest.scenario);
     let bytes = std::fs::read(&sp).map_err(|source| BundleError::Io { path: sp, what: "read", source })?;
@@ -713,7 +716,14 @@ mod tests {
         let b = d.path().join("t.fsb");
         pack::pack(&sc, None, &b).unwrap();
         assert_eq!(std::fs::metadata(&b).unwrap().permissions().mode() & 0o777, 0o644, "bundles are for sharing");
-        let ob = open_bundle(&b).unwrap();
+        let ob = open_bundle(&b, None).unwrap();
+        assert_eq!(std::fs::metadata(ob.dir.path()).unwrap().permissions().mode() & 0o777, 0o700);
+        // New users' report, round three (item 30): `bundle run` unpacked in /tmp whatever
+        // --workdir said; with a work directory it unpacks there.
+        let work = d.path().join("work");
+        std::fs::create_dir(&work).unwrap();
+        let ob = open_bundle(&b, Some(&work)).unwrap();
+        assert!(ob.dir.path().starts_with(&work), "{}", ob.dir.path().display());
         assert_eq!(std::fs::metadata(ob.dir.path()).unwrap().permissions().mode() & 0o777, 0o700);
     }
 }
