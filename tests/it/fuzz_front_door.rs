@@ -302,7 +302,7 @@ fn mutated_bundles_are_refused_without_panicking() {
                 flate2::write::GzEncoder::new(std::fs::File::create(&path).unwrap(), flate2::Compression::fast());
             gz.write_all(&b).unwrap();
             gz.finish().unwrap();
-            if let Ok(ob) = fsbench::bundle::open_bundle(&path) {
+            if let Ok(ob) = fsbench::bundle::open_bundle(&path, None) {
                 // Opened means every checksum matched: then its scenario parses or is a located error.
                 let _ = ob.scenario("bundle", &[]);
             }
