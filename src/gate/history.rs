@@ -102,6 +102,8 @@ pub fn evaluate_history(
             note,
         });
     }
+    let absent = super::unmeasured::unmeasured_rows(candidate, "candidate", metric, &spec, &rows, &mut warnings);
+    rows.extend(absent);
     let name = |r: &LoadedRun| r.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let first_last = match (history.first(), history.last()) {
         (Some(f), Some(l)) => format!("{} .. {}", name(f), name(l)),

@@ -56,6 +56,7 @@ pub mod between_run;
 pub mod history;
 mod paired;
 mod render;
+mod unmeasured;
 
 /// Why the gate cannot run.
 #[derive(Debug, thiserror::Error)]
@@ -329,6 +330,8 @@ pub fn evaluate_calibrated(
     for c in cand.iter().filter(|c| !base.iter().any(|b| b.name == c.name)) {
         rows.push(row(&c.name, &c.key, (&[], 1), (&c.samples, c.rounds), Some("not in the baseline".into())));
     }
+    let absent = unmeasured::unmeasured_rows(candidate, "candidate", metric, &spec, &rows, &mut warnings);
+    rows.extend(absent);
     let undecided = rows.iter().filter(|r| r.note.as_deref() == Some(between_run::WITHIN_RUN_ONLY)).count();
     if undecided > 0 {
         warnings.push(between_run::remedies(undecided));

@@ -45,7 +45,7 @@ pub fn evaluate_paired(run: &LoadedRun, opts: &GateOptions) -> anyhow::Result<Ga
         return Err(InputError::anyhow(format!("{}: {NOT_PAIRED}", run.dir.display())));
     };
     warnings.extend(paired.warnings.iter().cloned());
-    let rows = paired
+    let mut rows: Vec<GateRow> = paired
         .comparisons
         .iter()
         .map(|c| GateRow {
@@ -63,6 +63,8 @@ pub fn evaluate_paired(run: &LoadedRun, opts: &GateOptions) -> anyhow::Result<Ga
             }),
         })
         .collect();
+    let absent = super::unmeasured::unmeasured_rows(run, "paired", metric, &spec, &rows, &mut warnings);
+    rows.extend(absent);
     let arm = |i: usize| format!("{} = {}", paired.axis, paired.arms.get(i).map(String::as_str).unwrap_or("?"));
     let candidates: Vec<String> = (1..paired.arms.len()).map(arm).collect();
     Ok(GateReport {

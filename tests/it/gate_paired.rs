@@ -246,3 +246,31 @@ fn a_paired_steps_run_is_gated_per_step_and_iteration_position() {
         assert!((d.as_f64().unwrap() - 1.1f64.ln()).abs() < 1e-3, "{d}");
     }
 }
+
+/// New users' report, round three (item 6): Ctrl-C 20 s into a paired run (1 of 4 groups
+/// started), then `gate RUN` gave one row, `0 missing`, rc 0, though run.json said
+/// `"interrupted": true` and planned more cells; `gate --history` of that run passed too.
+/// Every planned cell that is absent is `missing`, and the gate says the run was interrupted.
+#[test]
+fn an_interrupted_paired_run_never_passes_its_gate() {
+    let d = tempfile::tempdir().unwrap();
+    let groups =
+        [(LatfsTest::Chown, pairs(8, 1000.0, 0.99, 0.005)), (LatfsTest::OpenClose, pairs(8, 1000.0, 0.99, 0.005))];
+    let run = paired_run(d.path(), "CUT", &groups, &[]);
+    for f in std::fs::read_dir(run.join("cells")).unwrap() {
+        let f = f.unwrap().path();
+        if f.to_string_lossy().contains("open_close") {
+            std::fs::remove_file(f).unwrap();
+        }
+    }
+    let meta_path = run.join("run.json");
+    let mut meta: serde_json::Value = serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
+    meta["interrupted"] = true.into();
+    std::fs::write(&meta_path, serde_json::to_vec(&meta).unwrap()).unwrap();
+    let o = fsbench_out(&["gate"], &[&run]);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert!(row(&o.stdout, "ext4-nodelalloc-S-qoff-t1-chown").contains("unchanged"), "{}", o.stdout);
+    assert!(row(&o.stdout, "ext4-nodelalloc-S-qoff-t1-open_close").contains("missing"), "{}", o.stdout);
+    assert!(o.stderr.contains("was interrupted") && o.stderr.contains("2 of 4 planned cells"), "{}", o.stderr);
+    assert_eq!(fsbench_out(&["gate", "--allow-missing"], &[&run]).code, 0);
+}
