@@ -138,11 +138,16 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
         print!("{}", render_table(&rep, super::print::output_width()));
     }
     let inconclusive_fails = args.inconclusive == InconclusivePolicy::Fail;
+    // What fails the exit status fails in the CI reports too (`exit_code` below).
+    let fails = crate::gate::Fails {
+        inconclusive: inconclusive_fails && !args.bisect,
+        missing: !args.allow_missing && !args.bisect,
+    };
     if let Some(p) = &args.markdown {
-        write_atomic(p, render_markdown(&rep).as_bytes())?;
+        write_atomic(p, render_markdown(&rep, fails).as_bytes())?;
     }
     if let Some(p) = &args.junit {
-        write_atomic(p, render_junit(&rep, inconclusive_fails && !args.bisect).as_bytes())?;
+        write_atomic(p, render_junit(&rep, fails).as_bytes())?;
     }
     if let Some(p) = &args.html {
         let (header, rows, summary) = crate::gate::table_cells(&rep);

@@ -50,7 +50,7 @@ pub use crate::stats::{Change, relative_change};
 pub(crate) use crate::verdict::gate_spec_of;
 pub use crate::verdict::{Direction, Metric, Verdict};
 pub use paired::evaluate_paired;
-pub use render::{render_junit, render_markdown, render_table, table_cells};
+pub use render::{Fails, render_junit, render_markdown, render_table, table_cells};
 
 pub mod between_run;
 pub mod history;

@@ -138,10 +138,15 @@ pub fn render_table(rep: &GateReport, width: u16) -> String {
 }
 
 /// A Markdown summary for a CI job summary or a PR comment.
-pub fn render_markdown(rep: &GateReport) -> String {
+pub fn render_markdown(rep: &GateReport, fails: Fails) -> String {
     let mut s = String::new();
     let status = if rep.count(Verdict::Regressed) > 0 {
         "❌ regression"
+    } else if fails.missing && rep.count(Verdict::Missing) > 0 {
+        // The job exits 1 on missing cells: the summary must not say "no regression" in green.
+        "❌ cells missing (not measured on one side)"
+    } else if fails.inconclusive && rep.count(Verdict::Inconclusive) > 0 {
+        "❌ inconclusive comparisons (--inconclusive fail)"
     } else if rep.count(Verdict::Inconclusive) > 0 {
         "⚠️ no regression found, some comparisons inconclusive"
     } else {
@@ -165,6 +170,10 @@ pub fn render_markdown(rep: &GateReport) -> String {
         let mut c = cells_of(r).map(|x| esc(&x));
         if matches!(r.verdict, Verdict::Regressed | Verdict::Inconclusive) {
             c[6] = format!("**{}**", c[6]);
+        }
+        // Why a cell is missing, as JUnit says it: the reader of a red job needs it.
+        if let (Verdict::Missing, Some(n)) = (r.verdict, &r.note) {
+            c[6] = format!("**missing**: {}", esc(n));
         }
         let worse = if r.metric.higher_is_better() { "lower" } else { "higher" };
         let _ = writeln!(s, "| {} | {} | {worse} |", c.join(" | "), pct(r.threshold).trim_start_matches('+'));
@@ -220,12 +229,28 @@ pub(super) fn xml_escape(s: &str) -> String {
     o
 }
 
+/// Which verdicts besides `regressed` fail the gate, so the CI reports say what the exit
+/// status does.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fails {
+    /// `--inconclusive fail`.
+    pub inconclusive: bool,
+    /// Missing cells fail unless `--allow-missing` (or `--bisect`).
+    pub missing: bool,
+}
+
 /// JUnit XML: one `<testcase>` per comparison, `<failure>` when regressed (and when
-/// inconclusive if `inconclusive_fails`), `<skipped>` when missing.
-pub fn render_junit(rep: &GateReport, inconclusive_fails: bool) -> String {
+/// inconclusive or missing, if those fail the gate), `<skipped>` when missing is allowed.
+pub fn render_junit(rep: &GateReport, policy: Fails) -> String {
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let fails = |v: Verdict| v == Verdict::Regressed || (inconclusive_fails && v == Verdict::Inconclusive);
-    let (n, f, k) = (rep.rows.len(), rep.rows.iter().filter(|r| fails(r.verdict)).count(), rep.count(Verdict::Missing));
+    let fails = |v: Verdict| {
+        v == Verdict::Regressed
+            || (policy.inconclusive && v == Verdict::Inconclusive)
+            || (policy.missing && v == Verdict::Missing)
+    };
+    let n = rep.rows.len();
+    let f = rep.rows.iter().filter(|r| fails(r.verdict)).count();
+    let k = if policy.missing { 0 } else { rep.count(Verdict::Missing) };
     let _ =
         writeln!(s, "<testsuites name=\"fsbench gate\" tests=\"{n}\" failures=\"{f}\" skipped=\"{k}\" errors=\"0\">");
     let suite = xml_escape(&format!("fsbench gate {} vs {}", rep.baseline, rep.candidate));
@@ -258,10 +283,18 @@ pub fn render_junit(rep: &GateReport, inconclusive_fails: bool) -> String {
                     xml_escape(&detail)
                 );
             }
-            Verdict::Inconclusive if inconclusive_fails => {
+            Verdict::Inconclusive if policy.inconclusive => {
                 let _ = writeln!(
                     s,
                     ">\n      <failure message=\"inconclusive\" type=\"inconclusive\">{}</failure>\n    </testcase>",
+                    xml_escape(&detail)
+                );
+            }
+            // A CI page must show a failed test on a job that fails for a missing cell.
+            Verdict::Missing if policy.missing => {
+                let _ = writeln!(
+                    s,
+                    ">\n      <failure message=\"missing\" type=\"missing\">{}</failure>\n    </testcase>",
                     xml_escape(&detail)
                 );
             }

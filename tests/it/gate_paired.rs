@@ -273,4 +273,25 @@ fn an_interrupted_paired_run_never_passes_its_gate() {
     assert!(row(&o.stdout, "ext4-nodelalloc-S-qoff-t1-open_close").contains("missing"), "{}", o.stdout);
     assert!(o.stderr.contains("was interrupted") && o.stderr.contains("2 of 4 planned cells"), "{}", o.stderr);
     assert_eq!(fsbench_out(&["gate", "--allow-missing"], &[&run]).code, 0);
+
+    // Item 10: JUnit reported `missing` as `<skipped>` while the job exited 1, and the
+    // Markdown summary said "no regression" without the reason JUnit had.
+    let tmp = tempfile::tempdir().unwrap();
+    let (j, m) = (tmp.path().join("j.xml"), tmp.path().join("s.md"));
+    let o = fsbench().arg("gate").arg(&run).arg("--junit").arg(&j).arg("--markdown").arg(&m).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let junit = std::fs::read_to_string(&j).unwrap();
+    let doc = roxmltree::Document::parse(&junit).expect("JUnit XML is well-formed");
+    let case = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testcase") && n.attribute("name") == Some("ext4-nodelalloc-S-qoff-t1-open_close"))
+        .unwrap();
+    assert!(case.children().any(|n| n.has_tag_name("failure")), "{junit}");
+    let md = std::fs::read_to_string(&m).unwrap();
+    assert!(md.contains("❌ cells missing") && md.contains("was interrupted before this cell"), "{md}");
+    // With --allow-missing the job passes, and the case is skipped, not failed.
+    let o = fsbench().arg("gate").arg(&run).arg("--allow-missing").arg("--junit").arg(&j).output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let junit = std::fs::read_to_string(&j).unwrap();
+    assert!(junit.contains("<skipped") && !junit.contains("<failure"), "{junit}");
 }
