@@ -36,6 +36,13 @@ pub struct GateArgs {
     /// instead of one baseline (at least 5): their spread is the spread between runs.
     #[arg(long, value_name = "N", conflicts_with = "run")]
     pub history: Option<usize>,
+    /// The scenario directory the history's runs are read from (default: the candidate's own
+    /// scenario directory and the scenario's directory under --results).
+    #[arg(long, value_name = "DIR", requires = "history")]
+    pub history_from: Option<PathBuf>,
+    /// History runs that recorded KEY=VALUE (`run --meta`) only; repeat for several.
+    #[arg(long, value_name = "KEY=VALUE", requires = "history")]
+    pub meta: Vec<String>,
     /// The run under test: a directory or a name (`latest` is the newest run).
     #[arg(long, value_name = "RUN", required_unless_present = "run")]
     pub candidate: Option<PathBuf>,
@@ -267,21 +274,50 @@ fn history_gate(c: &Path, n: usize, args: &GateArgs, opts: &GateOptions) -> anyh
     let dirs = super::runs::resolve_runs(&[&c.to_string_lossy()], &args.lookup)?;
     let candidate = &load_run(&dirs[0]).map_err(|e| InputError::anyhow(format!("--candidate: {e}")))?;
     refuse_problems("--candidate ", candidate)?;
-    let dir = candidate.dir.parent().unwrap_or(Path::new("."));
+    let tags = crate::model::run_tags::parse_tags(&args.meta).map_err(|e| InputError::anyhow(format!("--meta {e}")))?;
     let req = crate::history::HistoryRequest {
         filter: crate::history::HistoryFilter {
             host: Some(candidate.meta.host.hostname.clone()),
+            tags,
             ..Default::default()
         },
         ..Default::default()
     };
-    let loaded = crate::history::load_history(dir, &req).map_err(|e| InputError::anyhow(format!("--history: {e}")))?;
-    let all = loaded.runs.into_iter().map(|r| r.run).collect();
-    let mut past = history_runs(candidate, all);
+    let searched = history_dirs(candidate, args);
+    let mut all = Vec::new();
+    for dir in searched.iter().filter(|d| crate::results::find::is_scenario_dir(d)) {
+        let loaded =
+            crate::history::load_history(dir, &req).map_err(|e| InputError::anyhow(format!("--history: {e}")))?;
+        all.extend(loaded.runs.into_iter().map(|r| r.run));
+    }
+    let (mut past, notes) = history_runs(candidate, all);
     past.drain(..past.len().saturating_sub(n));
-    let rep = evaluate_history(&past, candidate, opts)?;
-    eprintln!("fsbench: gate --history: the candidate against {}", rep.baseline);
+    let shown: Vec<String> = searched.iter().map(|d| crate::text::escape_control(&d.display().to_string())).collect();
+    let mut rep = evaluate_history(&past, candidate, opts)
+        .map_err(|e| InputError::anyhow(format!("{e} (history searched in {})", shown.join(", "))))?;
+    rep.warnings.extend(notes);
+    eprintln!("fsbench: gate --history: the candidate against {} (from {})", rep.baseline, shown.join(", "));
     Ok(rep)
+}
+
+/// Where a history gate looks for the earlier runs: `--history-from DIR` when given; else
+/// the candidate's own scenario directory and the scenario's directory under `--results`
+/// (in CI the candidate is made in a fresh workspace and the history is a cached results
+/// directory), each once.
+fn history_dirs(candidate: &crate::results::LoadedRun, args: &GateArgs) -> Vec<PathBuf> {
+    if let Some(d) = &args.history_from {
+        return vec![d.clone()];
+    }
+    let mut dirs = vec![candidate.dir.parent().unwrap_or(Path::new(".")).to_path_buf()];
+    let under_results = args.lookup.results.join(&candidate.meta.scenario_name);
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    };
+    if crate::text::is_plain_name(&candidate.meta.scenario_name) && !same(&dirs[0], &under_results) {
+        dirs.push(under_results);
+    }
+    dirs
 }
 
 /// A gate of a run against itself passes whatever the run measured: say so (a CI job

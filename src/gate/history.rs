@@ -22,8 +22,14 @@ pub const MIN_HISTORY_RUNS: usize = 5;
 
 /// Runs eligible as `candidate`'s history: same scenario name, same host name, measuring
 /// the same quantities (the comparability rule of `compare`), started before it, the
-/// candidate itself left out. In start order; the caller keeps the last N.
-pub fn history_runs(candidate: &LoadedRun, all: Vec<LoadedRun>) -> Vec<LoadedRun> {
+/// candidate itself left out (by run id, so a copy of it in another directory is too).
+/// In start order, each run once; the caller keeps the last N.
+///
+/// Runs made under other conditions are left out and counted in the returned notes: a
+/// scenario text that differs from the candidate's (`--set` a mount option, another
+/// duration), and `fsbench calibrate`'s runs (label `calibration`). One such run in the
+/// window would make the gate blind for the next N nights.
+pub fn history_runs(candidate: &LoadedRun, all: Vec<LoadedRun>) -> (Vec<LoadedRun>, Vec<String>) {
     let mut kept: Vec<LoadedRun> = all
         .into_iter()
         .filter(|r| {
@@ -34,8 +40,25 @@ pub fn history_runs(candidate: &LoadedRun, all: Vec<LoadedRun>) -> Vec<LoadedRun
                 && crate::history::load::comparable(r, candidate)
         })
         .collect();
-    kept.sort_by(|a, b| (&a.meta.started, &a.dir).cmp(&(&b.meta.started, &b.dir)));
-    kept
+    kept.sort_by(|a, b| (&a.meta.started, &a.meta.run_id).cmp(&(&b.meta.started, &b.meta.run_id)));
+    kept.dedup_by(|a, b| a.meta.run_id == b.meta.run_id);
+    let before = kept.len();
+    let calibration = |r: &LoadedRun| r.meta.label.as_deref() == Some("calibration");
+    let n_calibration = kept.iter().filter(|r| calibration(r)).count();
+    kept.retain(|r| !calibration(r));
+    let n_other_text = kept.iter().filter(|r| r.meta.scenario_text != candidate.meta.scenario_text).count();
+    kept.retain(|r| r.meta.scenario_text == candidate.meta.scenario_text);
+    let mut notes = Vec::new();
+    if n_other_text > 0 {
+        notes.push(format!(
+            "left out {n_other_text} of {before} earlier run(s) whose scenario text differs from the candidate's \
+             (measured under other conditions)"
+        ));
+    }
+    if n_calibration > 0 {
+        notes.push(format!("left out {n_calibration} run(s) of `fsbench calibrate` (label calibration)"));
+    }
+    (kept, notes)
 }
 
 /// Judge `candidate` against `history` (already chosen: [`history_runs`], the last N).

@@ -212,3 +212,57 @@ fn calibrate_stores_the_levels_of_a_tiny_tmpfs_scenario() {
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     assert!(!mounts.contains(&sb.work().display().to_string()), "something left mounted: {mounts}");
 }
+
+/// New users' report, round three (item 1, found by both trials): in CI the candidate is
+/// made in a fresh workspace and the history lives in a cached results directory, and
+/// `gate --history 10 --candidate ./ws/quickstart/<run> --results cache/` said "0 earlier
+/// run(s)", without naming where it looked. Item 7: a run under other conditions (another
+/// scenario text) and `calibrate`'s runs were mixed into the history without a word.
+#[test]
+fn gate_history_reads_the_history_from_results_and_leaves_out_other_conditions() {
+    let d = tempfile::tempdir().unwrap();
+    let cache = d.path().join("cache");
+    let means = [1000.0, 1004.0, 996.0, 1002.0, 998.0, 1001.0];
+    for (i, m) in means.iter().enumerate() {
+        run(&cache.join("quota-smp"), &format!("H{i}"), *m, &format!("2010-11-1{i}T12:00:00Z"));
+    }
+    let ws = d.path().join("ws");
+    let slow = run(&ws.join("quota-smp"), "SLOW", 900.0, "2010-11-19T12:00:00Z");
+    let hist = |extra: &[&std::ffi::OsStr]| {
+        let mut args: Vec<&std::ffi::OsStr> =
+            vec!["--history".as_ref(), "10".as_ref(), "--candidate".as_ref(), slow.as_os_str(), "--json".as_ref()];
+        args.extend_from_slice(extra);
+        gate(&args)
+    };
+    // Without --results the default root does not hold it: the error names where it looked.
+    let (code, _, err) = hist(&[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("history searched in") && err.contains("ws/quota-smp"), "{err}");
+    let (code, out, err) = hist(&["--results".as_ref(), cache.as_os_str()]);
+    assert_eq!((code, verdict(&out).as_str()), (1, "regressed"), "{out}{err}");
+    assert!(err.contains("history of 6 runs"), "{err}");
+    let from = cache.join("quota-smp");
+    let (code, _, err) = hist(&["--history-from".as_ref(), from.as_os_str()]);
+    assert_eq!(code, 1, "{err}");
+
+    // A run made with another scenario text, and a calibration run, are left out and named.
+    let other = run(&cache.join("quota-smp"), "SYNC", 500.0, "2010-11-18T12:00:00Z");
+    let path = other.join("run.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let text = format!("{}\n# mount sync\n", m["scenario_text"].as_str().unwrap());
+    let sha: String = sha2::Digest::finalize(<sha2::Sha256 as sha2::Digest>::new_with_prefix(text.as_bytes()))
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    m["scenario_text"] = text.into();
+    m["scenario_sha256"] = sha.into();
+    std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
+    let cal = run(&cache.join("quota-smp"), "calibration", 400.0, "2010-11-18T13:00:00Z");
+    assert!(cal.exists());
+    let (code, out, err) = hist(&["--results".as_ref(), cache.as_os_str()]);
+    assert_eq!((code, verdict(&out).as_str()), (1, "regressed"), "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["report"]["rows"][0]["baseline"]["n"], 6, "{out}");
+    let warnings = v["report"]["warnings"].to_string();
+    assert!(warnings.contains("scenario text differs") && warnings.contains("calibrate"), "{warnings}");
+}
