@@ -270,8 +270,21 @@ pub fn evaluate_calibrated(
             warnings.push(format!("{side}: {p}"));
         }
     }
-    let base: Vec<Series> = baseline.cells.iter().flat_map(|c| series_of(c, metric)).collect();
-    let cand: Vec<Series> = candidate.cells.iter().flat_map(|c| series_of(c, metric)).collect();
+    let mut base: Vec<Series> = baseline.cells.iter().flat_map(|c| series_of(c, metric)).collect();
+    let mut cand: Vec<Series> = candidate.cells.iter().flat_map(|c| series_of(c, metric)).collect();
+    // A paired run stores each member as a round of its cell, but members measured minutes
+    // apart in one run are not independent runs: taken as rounds they made two A/A paired
+    // runs `regressed` (new users' report, round three). Each paired side counts as one
+    // round, so only a calibration's between-run spread can decide.
+    for (side, run, series) in [("baseline", baseline, &mut base), ("candidate", candidate, &mut cand)] {
+        if crate::report::paired::is_paired(run) {
+            series.iter_mut().for_each(|s| s.rounds = 1);
+            warnings.push(format!(
+                "the {side} is a paired run: its members are rounds of one run, not separate runs, so it counts as \
+                 one round here; gate a paired run by itself (`fsbench gate RUN`), or calibrate the spread between runs"
+            ));
+        }
+    }
     if let Metric::Latency(p) = metric
         && base.iter().chain(&cand).all(|s| s.samples.is_empty())
     {

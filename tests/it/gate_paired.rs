@@ -295,3 +295,20 @@ fn an_interrupted_paired_run_never_passes_its_gate() {
     let junit = std::fs::read_to_string(&j).unwrap();
     assert!(junit.contains("<skipped") && !junit.contains("<failure"), "{junit}");
 }
+
+/// New users' report, round three (item 5): two paired A/A runs of one scenario, minutes
+/// apart, gated as `--baseline A --candidate B` read `open_close -13.7% regressed`: each
+/// paired member is stored as a round, and 6–33 "rounds" spanning a minute were taken as
+/// covering the spread between runs. A paired side counts as one round: inconclusive
+/// without a calibration, with a note saying why.
+#[test]
+fn two_paired_runs_gated_against_each_other_are_not_decided_by_their_members() {
+    let d = tempfile::tempdir().unwrap();
+    let a = paired_run(d.path(), "A", &[(LatfsTest::OpenClose, pairs(16, 1000.0, 1.0, 0.005))], &[]);
+    let b = paired_run(d.path(), "B", &[(LatfsTest::OpenClose, pairs(16, 863.0, 1.0, 0.005))], &[]);
+    let o = fsbench().arg("gate").arg("--baseline").arg(&a).arg("--candidate").arg(&b).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(!stdout.contains("regressed  ") && stdout.contains("inconclusive"), "{stdout}");
+    assert!(stderr.contains("is a paired run") || stdout.contains("is a paired run"), "{stdout}\n{stderr}");
+}
