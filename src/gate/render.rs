@@ -166,7 +166,8 @@ pub fn render_markdown(rep: &GateReport) -> String {
         if matches!(r.verdict, Verdict::Regressed | Verdict::Inconclusive) {
             c[6] = format!("**{}**", c[6]);
         }
-        let worse = if r.metric.higher_is_better() { "lower" } else { "higher" };
+        let worse =
+            if r.metric.direction() == crate::catalogue::Direction::HigherIsBetter { "lower" } else { "higher" };
         let _ = writeln!(s, "| {} | {} | {worse} |", c.join(" | "), pct(r.threshold).trim_start_matches('+'));
     }
     for m in metrics_of(rep) {

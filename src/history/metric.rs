@@ -1,16 +1,9 @@
 //! What a history measures of one cell in one run: a metric with its unit, its direction
 //! and its value, below both the series ([`super::series`]) and the paired ratios
-//! ([`super::paired`]) that produce them.
+//! ([`super::paired`]) that produce them. Names, units, directions and samples are the
+//! metric catalogue's ([`crate::catalogue`]).
 
-/// Which way a metric is better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Better {
-    /// More is better (loops per millisecond).
-    Higher,
-    /// Less is better (elapsed time, latency).
-    Lower,
-}
+use crate::catalogue::Direction;
 
 /// One metric of a measured cell in one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,10 +14,12 @@ pub struct Metric {
     /// Unit of the value.
     pub unit: &'static str,
     /// Which way is better.
-    pub better: Better,
-    /// The run's value: the mean over its repetitions or iterations (a paired ratio: the ratio).
+    pub better: Direction,
+    /// The run's value: the mean of its samples by the catalogue's rule (steady, undisturbed:
+    /// [`crate::catalogue::samples`]); a lat_fs latency percentile: that percentile of the
+    /// cell's merged histogram; a paired ratio: the ratio.
     pub value: f64,
-    /// The repetitions or iterations behind it (a paired ratio: its pairs).
+    /// The samples behind it (a latency percentile: 1; a paired ratio: its pairs).
     pub n: usize,
     /// Its place among the cell's metrics, counting those left out for a value that is not
     /// finite (paired ratios from `paired::PAIRED_POSITION` on): series are ordered by it.

@@ -15,12 +15,12 @@
 //! Unit `ratio`, the same direction as the metric, `n` the pairs, and the interval at the
 //! level of the run's paired section (`1 − 0.05 / looks`, 99% for the default 6..32 pairs).
 
-use super::metric::{Better, Metric, RATIO_UNIT};
+use super::metric::{Metric, RATIO_UNIT};
+use crate::catalogue::Metric as Compared;
 use crate::model::{FIO_METRICS, FioMetric, TextFormat, WorkloadKind};
 use crate::monitor::latency::Percentile;
 use crate::report::paired::{PairedComparison, PairedOptions, is_paired, join_pairs, pair_settings};
 use crate::results::LoadedRun;
-use crate::verdict::Metric as Compared;
 
 /// Prefix of a paired ratio's metric name.
 pub const PAIRED_PREFIX: &str = "paired ratio ";
@@ -57,7 +57,6 @@ pub fn paired_metrics(run: &LoadedRun) -> Vec<(String, Metric)> {
     for (k, (metric, name)) in compared(run.meta.workload).into_iter().enumerate() {
         let opts = PairedOptions { metric, spec: &spec, settings: settings.clone() };
         let Some(paired) = join_pairs("", run, &opts) else { continue };
-        let better = if metric.higher_is_better() { Better::Higher } else { Better::Lower };
         for c in &paired.comparisons {
             let Some(change) = c.change else { continue };
             let ratio = 1.0 + change.mean;
@@ -70,7 +69,7 @@ pub fn paired_metrics(run: &LoadedRun) -> Vec<(String, Metric)> {
             let metric = Metric {
                 name: format!("{PAIRED_PREFIX}{quantity}"),
                 unit: RATIO_UNIT,
-                better,
+                better: metric.direction(),
                 value: ratio,
                 n: c.pairs,
                 position: PAIRED_POSITION + position,

@@ -2,8 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::series::{Better, MeasuredCell, UNITS, measured_cells, series_from};
+use super::series::{MeasuredCell, UNITS, measured_cells, series_from};
 use super::{HistoryRequest, HistoryRun};
+use crate::catalogue::Direction;
 use crate::model::pairing::{CellPairing, PairSlot, PairStop};
 use crate::model::*;
 use crate::plan::CellFilter;
@@ -129,16 +130,16 @@ fn a_fio_cell_gives_the_gate_s_four_figures_averaged_over_its_undisturbed_repeti
     let reps = vec![fio_rep(0, 0, 1000.0, false), fio_rep(1, 0, 3000.0, false), fio_rep(2, 0, 1e6, true)];
     c.fio = Some(FioResult { repetitions: reps, ..Default::default() });
     let cells = measured_cells(&loaded(WorkloadKind::Fio, 0, vec![c.clone()]));
-    let got: Vec<(&str, &str, Better, f64, usize)> =
+    let got: Vec<(&str, &str, Direction, f64, usize)> =
         cells[0].metrics.iter().map(|m| (m.name.as_str(), m.unit, m.better, m.value, m.n)).collect();
     let mib = 4096.0 / (1024.0 * 1024.0);
     assert_eq!(
         got,
         [
-            ("iops", "IOPS", Better::Higher, 2000.0, 2),
-            ("bw", "MiB/s", Better::Higher, 2000.0 * mib, 2),
-            ("p99", "µs", Better::Lower, (3e6 / 1000.0 + 3e6 / 3000.0) / 2.0, 2),
-            ("clat_mean", "µs", Better::Lower, (1e6 / 1000.0 + 1e6 / 3000.0) / 2.0, 2),
+            ("iops", "IOPS", Direction::HigherIsBetter, 2000.0, 2),
+            ("bw", "MiB/s", Direction::HigherIsBetter, 2000.0 * mib, 2),
+            ("p99", "µs", Direction::LowerIsBetter, (3e6 / 1000.0 + 3e6 / 3000.0) / 2.0, 2),
+            ("clat_mean", "µs", Direction::LowerIsBetter, (1e6 / 1000.0 + 1e6 / 3000.0) / 2.0, 2),
         ]
     );
     assert!(cells[0].metrics.iter().all(|m| UNITS.contains(&m.unit) && m.interval.is_none()));
@@ -158,7 +159,7 @@ fn a_paired_run_gives_its_candidate_cells_the_paired_ratios_of_the_join() {
     let (b_id, c_id) = (run.cells[0].id.clone(), run.cells[1].id.clone());
     let r = metric(&cells, &c_id, "paired ratio total_loops").expect("the candidate has its ratio");
     assert!((r.value - geometric_ratio(&base, &cand)).abs() < 1e-12, "{r:?}");
-    assert_eq!((r.unit, r.better, r.n), ("ratio", Better::Higher, 6));
+    assert_eq!((r.unit, r.better, r.n), ("ratio", Direction::HigherIsBetter, 6));
     let (lo, hi) = r.interval.expect("six pairs bound the interval");
     assert!(lo < r.value && r.value < hi && hi < 1.0, "{r:?}");
     // After the cell's own metrics; the baseline compares with nothing.
@@ -190,11 +191,11 @@ fn paired_fio_ratios_are_per_figure_with_the_figure_s_direction() {
     let iops = metric(&cells, c_id, "paired ratio iops").unwrap();
     let want = geometric_ratio(&base, &cand);
     assert!((iops.value - want).abs() < 1e-12, "{iops:?}");
-    assert_eq!(iops.better, Better::Higher);
+    assert_eq!(iops.better, Direction::HigherIsBetter);
     // Latency is 1/iops here: its ratio is the reciprocal, and lower is better.
     let clat = metric(&cells, c_id, "paired ratio clat_mean").unwrap();
     assert!((clat.value - 1.0 / want).abs() < 1e-12, "{clat:?}");
-    assert_eq!(clat.better, Better::Lower);
+    assert_eq!(clat.better, Direction::LowerIsBetter);
     let names: Vec<&str> = cells
         .iter()
         .find(|c| &c.id == c_id)
@@ -231,7 +232,7 @@ fn paired_steps_ratios_are_named_after_the_cell_s_steps() {
     let r = metric(&cells, c_id, "paired ratio step2 tar xf t.tar elapsed").expect("step 2's ratio");
     let (bf, cf): (Vec<f64>, Vec<f64>) = (b.iter().map(|&x| x as f64).collect(), c.iter().map(|&x| x as f64).collect());
     assert!((r.value - geometric_ratio(&bf, &cf)).abs() < 1e-9, "{r:?}");
-    assert_eq!((r.better, r.n), (Better::Lower, 6));
+    assert_eq!((r.better, r.n), (Direction::LowerIsBetter, 6));
     assert!((metric(&cells, c_id, "paired ratio step1 rm -rf t elapsed").unwrap().value - 1.0).abs() < 1e-12);
 }
 

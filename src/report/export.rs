@@ -3,28 +3,21 @@
 //! extra}`) and Bencher's Metric Format (`{benchmark: {measure: {value, lower_value,
 //! upper_value}}}`).
 //!
-//! Pure: runs in, JSON values out. Each number is the one the report prints: the median over
-//! a lat_fs cell's undisturbed repetitions (or rounds' means), over a step's iterations and
-//! over a fio cell's undisturbed repetitions (`iops` and `bw` bigger is better, `p99` and
-//! `clat_mean` smaller), with the 95% confidence interval of the mean (Student's t) the
-//! report and compare use.
+//! Pure: runs in, JSON values out. Each number is over the samples of the metric catalogue
+//! ([`crate::catalogue::samples`]: a lat_fs cell's undisturbed repetitions or rounds' means,
+//! a step's steady undisturbed iterations, a fio cell's undisturbed repetitions), with the
+//! direction the catalogue gives it (`total_loops`, `iops` and `bw` bigger is better, times
+//! and latencies smaller): the median the report prints, with the 95% confidence interval of
+//! the mean (Student's t) the report and compare use.
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::model::{CellResult, CellStatus, FIO_METRICS, FioMetric, TextFormat};
+use crate::catalogue::{Direction, Metric, samples};
+use crate::model::{CellResult, CellStatus, FIO_METRICS, FioMetric};
 use crate::monitor::latency::Percentile;
 use crate::results::LoadedRun;
 use crate::stats::summarize;
-
-/// Which way a measure is better: github-action-benchmark takes one direction per file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
-    /// Loops per millisecond, IOPS, bandwidth: `customBiggerIsBetter`.
-    Bigger,
-    /// Times and latencies: `customSmallerIsBetter`.
-    Smaller,
-}
 
 /// One exported number.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,10 +30,13 @@ pub struct Measure {
     pub measure: &'static str,
     /// Unit: `loops/ms`, `us`, `s`, `IOPS`, `MiB/s`.
     pub unit: &'static str,
-    /// Which way is better.
+    /// Which way is better (github-action-benchmark takes one direction per file:
+    /// `customBiggerIsBetter` or `customSmallerIsBetter`).
     pub direction: Direction,
     /// The median.
     pub value: f64,
+    /// The mean: the run's value of the metric, as `history` and the gate state it.
+    pub mean: f64,
     /// The 95% confidence interval of the mean.
     pub ci95: (f64, f64),
     /// Samples behind it.
@@ -63,7 +59,7 @@ pub fn measures(runs: &[LoadedRun]) -> Vec<Measure> {
 }
 
 fn cell_measures(cell: &CellResult, prefix: &str, run: &str, out: &mut Vec<Measure>) {
-    let mut push = |benchmark: String, measure, unit, direction, s: crate::model::Summary| {
+    let mut push = |benchmark: String, measure: &'static str, metric: Metric, s: crate::model::Summary| {
         if s.n == 0 || !s.median.is_finite() {
             return;
         }
@@ -72,51 +68,45 @@ fn cell_measures(cell: &CellResult, prefix: &str, run: &str, out: &mut Vec<Measu
         } else {
             (s.median, s.median)
         };
-        out.push(Measure { benchmark, measure, unit, direction, value: s.median, ci95, n: s.n, run: run.to_string() });
+        out.push(Measure {
+            benchmark,
+            measure,
+            unit: metric.ascii_unit(),
+            direction: metric.direction(),
+            value: s.median,
+            mean: s.mean,
+            ci95,
+            n: s.n,
+            run: run.to_string(),
+        });
     };
     if let Some(l) = &cell.latfs {
         if let Some(p) = super::latfs::tables::point_of(cell) {
-            push(format!("{prefix}{}", cell.id), "total_loops", "loops/ms", Direction::Bigger, p.summary);
+            push(format!("{prefix}{}", cell.id), "total_loops", Metric::TotalLoops, p.summary);
         }
         if l.latency_dist.is_some() {
             for (p, name) in
                 [(Percentile::P50, "latency_p50"), (Percentile::P90, "latency_p90"), (Percentile::P99, "latency_p99")]
             {
                 if let Some(point) = super::latfs::tables::point_by(cell, Some(p)) {
-                    push(format!("{prefix}{}", cell.id), name, "us", Direction::Smaller, point.summary);
+                    push(format!("{prefix}{}", cell.id), name, Metric::Latency(p), point.summary);
                 }
             }
         }
     }
-    if let Some(s) = &cell.steps {
-        let steps = s.iterations.iter().map(Vec::len).max().unwrap_or(0);
-        for j in 0..steps {
-            let times: Vec<f64> =
-                s.iterations.iter().filter_map(|it| it.get(j)).map(|t| t.elapsed_us as f64 / 1e6).collect();
-            let Some(label) =
-                s.iterations.iter().find_map(|it| it.get(j)).map(|t| t.label.escaped(TextFormat::Terminal))
-            else {
-                continue;
-            };
-            push(
-                format!("{prefix}{} step{} {label}", cell.id, j + 1),
-                "elapsed",
-                "s",
-                Direction::Smaller,
-                summarize(&times),
-            );
+    if cell.steps.is_some() {
+        for q in samples(cell, Metric::Elapsed) {
+            let Some(step) = &q.step else { continue };
+            let benchmark = format!("{prefix}{} step{} {}", cell.id, step.index + 1, step.label);
+            push(benchmark, "elapsed", Metric::Elapsed, summarize(&q.samples));
         }
     }
-    if let Some(f) = &cell.fio {
-        // The figures `gate --metric` names, one value per undisturbed repetition.
+    if cell.fio.is_some() {
+        // The figures `gate --metric` names.
         for m in FIO_METRICS.iter().filter_map(|n| FioMetric::parse(n)) {
-            let values: Vec<f64> = f.repetitions.iter().filter(|r| r.counts()).map(|r| m.of(r)).collect();
-            let (unit, direction) = match m {
-                FioMetric::Iops => ("IOPS", Direction::Bigger),
-                FioMetric::Bw => ("MiB/s", Direction::Bigger),
-                FioMetric::P99 | FioMetric::ClatMean => ("us", Direction::Smaller),
-            };
-            push(format!("{prefix}{}", cell.id), m.name(), unit, direction, summarize(&values));
+            for q in samples(cell, Metric::Fio(m)) {
+                push(format!("{prefix}{}", cell.id), m.name(), Metric::Fio(m), summarize(&q.samples));
+            }
         }
     }
 }
@@ -132,7 +122,7 @@ struct ActionEntry<'a> {
 }
 
 /// github-action-benchmark's array for the measures of one `direction` (the action's `tool`
-/// is `customBiggerIsBetter` for [`Direction::Bigger`], `customSmallerIsBetter` otherwise).
+/// is `customBiggerIsBetter` for [`Direction::HigherIsBetter`], `customSmallerIsBetter` otherwise).
 pub fn github_action_benchmark(measures: &[Measure], direction: Direction) -> Value {
     let entries: Vec<ActionEntry> = measures
         .iter()
@@ -184,10 +174,11 @@ mod tests {
     fn m(direction: Direction, value: f64) -> Measure {
         Measure {
             benchmark: "ext4-M-qoff-t1-open_close".into(),
-            measure: if direction == Direction::Bigger { "total_loops" } else { "latency_p99" },
-            unit: if direction == Direction::Bigger { "loops/ms" } else { "us" },
+            measure: if direction == Direction::HigherIsBetter { "total_loops" } else { "latency_p99" },
+            unit: if direction == Direction::HigherIsBetter { "loops/ms" } else { "us" },
             direction,
             value,
+            mean: value,
             ci95: (value - 1.5, value + 1.5),
             n: 5,
             run: "20261101T000000Z-host".into(),
@@ -279,8 +270,8 @@ mod tests {
 
     #[test]
     fn github_action_benchmark_takes_one_direction_per_file_in_the_documented_shape() {
-        let all = [m(Direction::Bigger, 100.0), m(Direction::Smaller, 12.5)];
-        let bigger = github_action_benchmark(&all, Direction::Bigger);
+        let all = [m(Direction::HigherIsBetter, 100.0), m(Direction::LowerIsBetter, 12.5)];
+        let bigger = github_action_benchmark(&all, Direction::HigherIsBetter);
         assert_eq!(action_shape_errors(&bigger), Vec::<String>::new());
         assert_eq!(bigger.as_array().unwrap().len(), 1);
         assert_eq!(bigger[0]["name"], "ext4-M-qoff-t1-open_close total_loops");
@@ -288,7 +279,7 @@ mod tests {
         assert_eq!(bigger[0]["value"], 100.0);
         assert_eq!(bigger[0]["range"], "± 1.5");
         assert!(bigger[0]["extra"].as_str().unwrap().contains("[98.5, 101.5]"));
-        let smaller = github_action_benchmark(&all, Direction::Smaller);
+        let smaller = github_action_benchmark(&all, Direction::LowerIsBetter);
         assert_eq!(smaller[0]["name"], "ext4-M-qoff-t1-open_close latency_p99");
     }
 
@@ -343,17 +334,17 @@ mod tests {
         assert_eq!(
             got,
             [
-                ("iops", "IOPS", Direction::Bigger, 2000.0, 3),
-                ("bw", "MiB/s", Direction::Bigger, 2000.0 * mib, 3),
-                ("p99", "us", Direction::Smaller, 1000.0, 3),
-                ("clat_mean", "us", Direction::Smaller, 500.0, 3),
+                ("iops", "IOPS", Direction::HigherIsBetter, 2000.0, 3),
+                ("bw", "MiB/s", Direction::HigherIsBetter, 2000.0 * mib, 3),
+                ("p99", "us", Direction::LowerIsBetter, 1000.0, 3),
+                ("clat_mean", "us", Direction::LowerIsBetter, 500.0, 3),
             ]
         );
-        let bigger = github_action_benchmark(&all, Direction::Bigger);
+        let bigger = github_action_benchmark(&all, Direction::HigherIsBetter);
         assert_eq!(action_shape_errors(&bigger), Vec::<String>::new());
         let names: Vec<&str> = bigger.as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
         assert_eq!(names, [format!("{id} iops"), format!("{id} bw")]);
-        let smaller = github_action_benchmark(&all, Direction::Smaller);
+        let smaller = github_action_benchmark(&all, Direction::LowerIsBetter);
         assert_eq!(smaller.as_array().unwrap().len(), 2);
         let doc = bencher(&all);
         assert_eq!(bmf_shape_errors(&doc), Vec::<String>::new());
@@ -364,7 +355,7 @@ mod tests {
 
     #[test]
     fn bencher_holds_every_measure_with_its_interval_in_the_documented_shape() {
-        let all = [m(Direction::Bigger, 100.0), m(Direction::Smaller, 12.5)];
+        let all = [m(Direction::HigherIsBetter, 100.0), m(Direction::LowerIsBetter, 12.5)];
         let doc = bencher(&all);
         assert_eq!(bmf_shape_errors(&doc), Vec::<String>::new());
         let cell = &doc["ext4-M-qoff-t1-open_close"];

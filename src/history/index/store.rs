@@ -7,7 +7,8 @@ use std::path::Path;
 
 use rusqlite::{Connection, TransactionBehavior, params};
 
-use crate::history::series::{Better, MeasuredCell, Metric, UNITS};
+use crate::catalogue::Direction;
+use crate::history::series::{MeasuredCell, Metric, UNITS};
 use crate::results::{LoadedRun, RunMeta, safe};
 
 /// Why the index could not be brought up to date or read.
@@ -258,13 +259,6 @@ fn delete_run(tx: &rusqlite::Transaction, scenario: &str, name: &str) -> rusqlit
     Ok(())
 }
 
-fn better_text(b: Better) -> &'static str {
-    match b {
-        Better::Higher => "higher",
-        Better::Lower => "lower",
-    }
-}
-
 fn insert_run(
     tx: &rusqlite::Transaction,
     scenario: &str,
@@ -321,7 +315,7 @@ fn insert_run(
                 c.id,
                 mt.name,
                 mt.unit,
-                better_text(mt.better),
+                mt.better.word(),
                 mt.value,
                 mt.n as i64,
                 mt.interval.map(|i| i.0),
@@ -398,10 +392,9 @@ pub fn read(conn: &Connection, scenario: &str) -> Result<Vec<IndexedRun>, IndexE
         let Some(unit) = UNITS.iter().find(|u| **u == unit_text) else {
             return Err(bad(format!("unknown unit `{}`", crate::text::escape_control(unit_text))));
         };
-        let better = match r.get_ref(5).map_err(sql)?.as_str().map_err(|e| bad(e.to_string()))? {
-            "higher" => Better::Higher,
-            "lower" => Better::Lower,
-            other => return Err(bad(format!("unknown direction `{}`", crate::text::escape_control(other)))),
+        let word = r.get_ref(5).map_err(sql)?.as_str().map_err(|e| bad(e.to_string()))?;
+        let Some(better) = Direction::from_word(word) else {
+            return Err(bad(format!("unknown direction `{}`", crate::text::escape_control(word))));
         };
         let metric = Metric {
             name: r.get(3).map_err(sql)?,
