@@ -332,3 +332,49 @@ fn fio_runs_and_their_paired_ratios_round_trip_through_the_index() {
         .unwrap();
     assert_eq!(ratios, 8 * 4, "each run's four paired ratios, with their intervals");
 }
+
+/// An index version 2 built holds step means over every iteration (the first and the
+/// disturbed ones too); since version 3 a step's value is the catalogue's steady mean, so such
+/// an index is built again rather than mixing the two numbers in one series.
+#[test]
+fn a_version_2_index_of_step_means_over_every_iteration_is_built_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let step = |op: &str, ms: u64, rm: Option<u64>, disturbed: bool| StepTiming {
+        label: UntrustedText::from(op),
+        op: UntrustedText::from(op),
+        elapsed_us: ms * 1000,
+        entries: rm,
+        disturbance: disturbed.then(|| Disturbance { disturbed: true, ..Default::default() }),
+        ..Default::default()
+    };
+    for i in 0..2 {
+        let mut c = cell(params("ext4", None));
+        // Iteration 1 removed nothing; iteration 3's untar was disturbed: the steady mean is 2.0 s.
+        let its = [(0, 500, false), (9, 1900, false), (9, 9000, true), (9, 2100, false)];
+        let iterations =
+            its.iter().map(|&(rm, ms, d)| vec![step("rm_rf", 100, Some(rm), false), step("untar", ms, None, d)]);
+        c.steps = Some(StepsResult { iterations: iterations.collect(), ..Default::default() });
+        let m = meta(WorkloadKind::Steps, "name = 'hist'", i, vec![c.params.clone()]);
+        let dir = tmp.path().join("hist").join(&m.run_id);
+        std::fs::create_dir_all(dir.join("cells")).unwrap();
+        std::fs::write(dir.join("run.json"), serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+        std::fs::write(dir.join("cells").join(format!("{}.json", c.id)), serde_json::to_vec(&c).unwrap()).unwrap();
+    }
+    let dir = tmp.path().join("hist");
+    let read = |use_index: bool| super::history(&dir, &HistoryRequest { use_index, ..Default::default() }).unwrap();
+    let direct = read(false);
+    let untar = direct.series.iter().find(|s| s.metric == "step2 untar elapsed").expect("the untar series");
+    assert_eq!(untar.values(), [2.0, 2.0]);
+    assert_eq!(untar.points[0].n, 2);
+    assert_eq!(read(true).series, direct.series, "building the index");
+    // What version 2 stored: the mean over every iteration, 13.5 / 4 s.
+    let db = tmp.path().join(".fsbench-index/index.sqlite");
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "UPDATE points SET value = 3.375, n = 4 WHERE metric = 'step2 untar elapsed'; PRAGMA user_version = 2;",
+        )
+        .unwrap();
+    }
+    assert_eq!(read(true).series, direct.series, "an index of version 2");
+}
