@@ -11,7 +11,15 @@ use crate::support::report::*;
 /// A steps run of one ext4 cell whose untar took `untar_s[i]` seconds in iteration i; the
 /// iterations in `disturbed` (from 0) are marked disturbed.
 fn untar_run(dir: &Path, label: &str, untar_s: &[f64], disturbed: &[usize]) -> PathBuf {
-    let iterations = untar_s
+    let cell = steps_cell("ext4", untar_iterations(untar_s, disturbed));
+    let m = meta(Some(label), "kernel-untar", &steps_scenario_text("kernel-untar"), "steps", vec![cell.params.clone()]);
+    write_run(&dir.join(label), &m, &[cell])
+}
+
+/// Iterations of `rm -rf` (removing nothing in the first) and an untar of `untar_s[i]` seconds,
+/// disturbed in the iterations `disturbed` (from 0).
+fn untar_iterations(untar_s: &[f64], disturbed: &[usize]) -> Vec<Vec<StepTiming>> {
+    untar_s
         .iter()
         .enumerate()
         .map(|(i, s)| {
@@ -23,10 +31,7 @@ fn untar_run(dir: &Path, label: &str, untar_s: &[f64], disturbed: &[usize]) -> P
             }
             vec![rm, untar]
         })
-        .collect();
-    let cell = steps_cell("ext4", iterations);
-    let m = meta(Some(label), "kernel-untar", &steps_scenario_text("kernel-untar"), "steps", vec![cell.params.clone()]);
-    write_run(&dir.join(label), &m, &[cell])
+        .collect()
 }
 
 fn stdout(o: &std::process::Output) -> String {
@@ -146,20 +151,7 @@ fn paired_untar_run(dir: &Path, untar_s: [[f64; 4]; 2]) -> PathBuf {
         .iter()
         .enumerate()
         .map(|(arm, fs)| {
-            let iterations = untar_s[arm]
-                .iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    let mut rm = step("rm -rf linux-2.5.63", "rm_rf", 20, 1710, 2160);
-                    rm.entries = Some(if i == 0 { 0 } else { 17_000 });
-                    let mut untar = step("tar zxf linux-2.5.63.tar.gz", "untar", 4830, 5860, (s * 1000.0) as u64);
-                    if i == 2 {
-                        untar.disturbance = Some(Disturbance { disturbed: true, share: 1.9, ..Default::default() });
-                    }
-                    vec![rm, untar]
-                })
-                .collect();
-            let mut cell = steps_cell(fs, iterations);
+            let mut cell = steps_cell(fs, untar_iterations(&untar_s[arm], &[2]));
             cell.pairing = Some(pairing::CellPairing {
                 axis: "fs".into(),
                 arms: arms.iter().map(|a| a.to_string()).collect(),
