@@ -77,7 +77,8 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<i32> {
     let doc = match direction {
         Some(d) => export::github_action_benchmark(&measures, d),
         None => export::bencher(&measures),
-    };
+    }
+    .map_err(|e| InputError::anyhow(e.to_string()))?;
     let text = format!("{}\n", serde_json::to_string_pretty(&doc)?);
     match &args.out {
         Some(file) => crate::results::write_atomic(file, text.as_bytes())?,

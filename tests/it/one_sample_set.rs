@@ -210,7 +210,7 @@ fn gate_compare_history_export_and_the_paired_join_state_one_step_mean() {
     let measures = fsbench::report::export::measures(std::slice::from_ref(&run));
     let m = measures.iter().find(|m| m.benchmark == format!("{base} step2 tar zxf linux-2.5.63.tar.gz")).unwrap();
     assert_eq!(m.n, 2);
-    close("export", m.mean);
+    close("export", m.value);
 
     let settings = fsbench::report::paired::pair_settings(&run.meta.scenario_text, &run.meta.scenario_origin);
     let spec = fsbench::scenario::GateSpec::default();
