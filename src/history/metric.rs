@@ -16,10 +16,9 @@ pub struct Metric {
     /// Which way is better.
     pub better: Direction,
     /// The run's value: the mean of its samples by the catalogue's rule (steady, undisturbed:
-    /// [`crate::catalogue::samples`]); a lat_fs latency percentile: that percentile of the
-    /// cell's merged histogram; a paired ratio: the ratio.
+    /// [`crate::catalogue::samples`]); a paired ratio: the ratio.
     pub value: f64,
-    /// The samples behind it (a latency percentile: 1; a paired ratio: its pairs).
+    /// The samples behind it (a paired ratio: its pairs).
     pub n: usize,
     /// Its place among the cell's metrics, counting those left out for a value that is not
     /// finite (paired ratios from `paired::PAIRED_POSITION` on): series are ordered by it.

@@ -105,8 +105,8 @@ pub struct MeasuredCell {
 }
 
 /// The metrics of one measured cell, those with a finite value: each the mean of its samples
-/// by the catalogue's rule ([`crate::catalogue::samples`]: steady, undisturbed), but a lat_fs
-/// latency percentile, which is that percentile of the cell's merged histogram.
+/// by the catalogue's rule ([`crate::catalogue::samples`]: steady, undisturbed), the number
+/// `gate`, `compare` and `export` state for the run.
 fn metrics(c: &CellResult) -> Vec<Metric> {
     let mut out = Vec::new();
     let mut position = 0;
@@ -116,16 +116,14 @@ fn metrics(c: &CellResult) -> Vec<Metric> {
         }
         position += 1;
     };
-    if let Some(l) = &c.latfs {
-        for q in samples(c, Measured::TotalLoops) {
-            if let Some(mean) = q.mean() {
-                push(Measured::TotalLoops.measure_name(), Measured::TotalLoops, mean, q.samples.len());
-            }
-        }
-        if let Some(d) = &l.latency_dist {
-            for p in [Percentile::P50, Percentile::P90, Percentile::P99] {
-                let m = Measured::Latency(p);
-                push(m.measure_name(), m, p.of(d) as f64 / 1000.0, 1);
+    if c.latfs.is_some() {
+        // A latency percentile: of each undisturbed repetition's histogram, like the gate's `--metric p99`.
+        let latfs = [Percentile::P50, Percentile::P90, Percentile::P99].map(Measured::Latency);
+        for m in std::iter::once(Measured::TotalLoops).chain(latfs) {
+            for q in samples(c, m) {
+                if let Some(mean) = q.mean() {
+                    push(m.measure_name(), m, mean, q.samples.len());
+                }
             }
         }
     }

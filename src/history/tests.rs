@@ -378,3 +378,31 @@ fn a_version_2_index_of_step_means_over_every_iteration_is_built_again() {
     }
     assert_eq!(read(true).series, direct.series, "an index of version 2");
 }
+
+/// A latency percentile's value is the catalogue's too: the mean of each undisturbed
+/// repetition's percentile, as `gate --metric p99` and `export` state it (it was that
+/// percentile of the histogram merged over the repetitions, with n = 1).
+#[test]
+fn a_latency_percentile_is_the_mean_over_the_undisturbed_repetitions_as_the_gate_reads_it() {
+    let dist = |p99_us: u64| LatencyDist { p50_ns: 1000, p90_ns: 2000, p99_ns: p99_us * 1000, ..Default::default() };
+    let rep = |p99_us: u64, disturbed: bool| LatfsRepetition {
+        total_loops_per_ms: 10.0,
+        latency_dist: Some(dist(p99_us)),
+        disturbance: disturbed.then(|| Disturbance { disturbed: true, ..Default::default() }),
+        ..Default::default()
+    };
+    let mut c = cell(params("ext4", Some(LatfsTest::Chown)));
+    let repetitions = vec![rep(100, false), rep(9000, true), rep(300, false)];
+    c.latfs = Some(LatfsResult { latency_dist: Some(dist(9000)), repetitions, ..Default::default() });
+    let run = loaded(WorkloadKind::LatFs, 0, vec![c]);
+    let cells = measured_cells(&run);
+    let p99 = metric(&cells, &run.cells[0].id, "latency_p99").expect("latency_p99");
+    assert_eq!((p99.value, p99.n, p99.unit, p99.better), (200.0, 2, "µs", Direction::LowerIsBetter));
+    let gate = crate::gate::series_of(
+        &run.cells[0],
+        crate::catalogue::Metric::Latency(crate::monitor::latency::Percentile::P99),
+    );
+    assert_eq!(gate[0].samples, [100.0, 300.0]);
+    let order: Vec<&str> = cells[0].metrics.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(order, ["total_loops", "latency_p50", "latency_p90", "latency_p99"]);
+}

@@ -43,8 +43,9 @@ impl IndexError {
 /// `PRAGMA user_version` of the tables below; an index of another version is built again.
 /// It is raised whenever the rows a run gives change, not only the tables: version 2 added
 /// fio metrics, paired ratios and the `low`/`high` columns, which a version-1 index lacks
-/// for the runs it holds; version 3 took a step's value over the catalogue's samples (steady,
-/// undisturbed iterations) where version 2 averaged every iteration.
+/// for the runs it holds; version 3 took step and latency values over the catalogue's samples
+/// (steady, undisturbed iterations; each repetition's percentile) where version 2 averaged
+/// every iteration and read the merged histogram.
 pub const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
