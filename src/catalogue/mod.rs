@@ -30,6 +30,11 @@ mod iterations;
 
 pub use iterations::Iterations;
 
+/// Every unit a metric has ([`Metric::unit`]): lat_fs loops, step times, latencies, fio IOPS
+/// and bandwidth. A reader that keeps units as `&'static str` (history's index) maps text
+/// read back to one of these.
+pub const UNITS: [&str; 5] = ["loops/ms", "s", "µs", "IOPS", "MiB/s"];
+
 /// Which way a metric gets better. Serialized as `higher` / `lower`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub enum Direction {

@@ -99,6 +99,7 @@ fn every_metric_has_one_direction_unit_and_name() {
     ];
     for (m, d, unit, measure) in table {
         assert_eq!((m.direction(), m.unit(), m.measure_name().as_str()), (d, unit, measure), "{m:?}");
+        assert!(UNITS.contains(&m.unit()), "{m:?}");
     }
     assert_eq!(Metric::Fio(FioMetric::P99).ascii_unit(), "us");
     assert_eq!(Metric::Elapsed.described(), "elapsed [s], higher is worse");

@@ -30,6 +30,8 @@ pub struct Metric {
 /// Unit of a paired ratio.
 pub const RATIO_UNIT: &str = "ratio";
 
-/// The units a metric can have, so that one read back from the index is the same `&'static str`:
-/// lat_fs loops, latencies, step times, fio IOPS and bandwidth, and paired ratios.
-pub const UNITS: [&str; 6] = ["loops/ms", "µs", "s", "IOPS", "MiB/s", RATIO_UNIT];
+/// The unit named `text`, as the same `&'static str` a measured metric has: one of the
+/// catalogue's [`crate::catalogue::UNITS`], or a paired ratio's.
+pub fn unit_named(text: &str) -> Option<&'static str> {
+    crate::catalogue::UNITS.into_iter().chain([RATIO_UNIT]).find(|u| *u == text)
+}

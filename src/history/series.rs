@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::HistoryRun;
-pub use super::metric::{Metric, UNITS};
+pub use super::metric::{Metric, unit_named};
 use crate::catalogue::{Direction, Metric as Measured, samples};
 use crate::model::{CellResult, FioMetric};
 use crate::monitor::latency::Percentile;
@@ -33,7 +33,7 @@ pub struct Series {
     /// Metric name (`total_loops`, `latency_p99`, `step2 tar zxf linux-2.5.63.tar.gz elapsed`,
     /// `iops`, `paired ratio total_loops`).
     pub metric: String,
-    /// Unit of the values (one of [`UNITS`]).
+    /// Unit of the values (one [`unit_named`] knows).
     pub unit: &'static str,
     /// Which way is better.
     pub better: Direction,

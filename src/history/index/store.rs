@@ -8,7 +8,7 @@ use std::path::Path;
 use rusqlite::{Connection, TransactionBehavior, params};
 
 use crate::catalogue::Direction;
-use crate::history::series::{MeasuredCell, Metric, UNITS};
+use crate::history::series::{MeasuredCell, Metric, unit_named};
 use crate::results::{LoadedRun, RunMeta, safe};
 
 /// Why the index could not be brought up to date or read.
@@ -391,7 +391,7 @@ pub fn read(conn: &Connection, scenario: &str) -> Result<Vec<IndexedRun>, IndexE
         let id: i64 = r.get(0).map_err(sql)?;
         let cell_pos: usize = r.get::<_, i64>(1).map_err(sql)? as usize;
         let unit_text = r.get_ref(4).map_err(sql)?.as_str().map_err(|e| bad(e.to_string()))?;
-        let Some(unit) = UNITS.iter().find(|u| **u == unit_text) else {
+        let Some(unit) = unit_named(unit_text) else {
             return Err(bad(format!("unknown unit `{}`", crate::text::escape_control(unit_text))));
         };
         let word = r.get_ref(5).map_err(sql)?.as_str().map_err(|e| bad(e.to_string()))?;
