@@ -5,9 +5,10 @@
 
 use crate::catalogue::Direction;
 
-/// One metric of a measured cell in one run.
+/// The value of one metric of a measured cell in one run (the metric itself is the
+/// catalogue's [`crate::catalogue::Metric`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Metric {
+pub struct MetricValue {
     /// Its name (`total_loops`, `step1 rm_rf linux-2.5.63 elapsed`, `iops`,
     /// `paired ratio total_loops`).
     pub name: String,

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::HistoryRun;
-pub use super::metric::{Metric, unit_named};
+pub use super::metric::{MetricValue, unit_named};
 use crate::catalogue::{Direction, Metric as Measured, samples};
 use crate::model::{CellResult, FioMetric};
 use crate::monitor::latency::Percentile;
@@ -14,7 +14,7 @@ use crate::plan::CellFilter;
 pub struct Point {
     /// Index of the run in [`super::History::runs`].
     pub run: usize,
-    /// The run's value ([`Metric::value`]).
+    /// The run's value ([`MetricValue::value`]).
     pub value: f64,
     /// The samples behind it (for a paired ratio: the pairs).
     pub n: usize,
@@ -101,18 +101,18 @@ pub struct MeasuredCell {
     /// Its axis values.
     pub params: crate::model::CellParams,
     /// Its metrics with a finite value.
-    pub metrics: Vec<Metric>,
+    pub metrics: Vec<MetricValue>,
 }
 
 /// The metrics of one measured cell, those with a finite value: each the mean of its samples
 /// by the catalogue's rule ([`crate::catalogue::samples`]: steady, undisturbed), the number
 /// `gate`, `compare` and `export` state for the run.
-fn metrics(c: &CellResult) -> Vec<Metric> {
+fn metrics(c: &CellResult) -> Vec<MetricValue> {
     let mut out = Vec::new();
     let mut position = 0;
     let mut push = |name: String, of: Measured, value: f64, n: usize| {
         if value.is_finite() {
-            out.push(Metric { name, unit: of.unit(), better: of.direction(), value, n, position, interval: None });
+            out.push(MetricValue { name, unit: of.unit(), better: of.direction(), value, n, position, interval: None });
         }
         position += 1;
     };

@@ -120,7 +120,7 @@ fn geometric_ratio(b: &[f64], c: &[f64]) -> f64 {
     (b.iter().zip(c).map(|(b, c)| (c / b).ln()).sum::<f64>() / b.len() as f64).exp()
 }
 
-fn metric<'a>(cells: &'a [MeasuredCell], cell: &str, name: &str) -> Option<&'a super::series::Metric> {
+fn metric<'a>(cells: &'a [MeasuredCell], cell: &str, name: &str) -> Option<&'a super::series::MetricValue> {
     cells.iter().find(|c| c.id == cell)?.metrics.iter().find(|m| m.name == name)
 }
 

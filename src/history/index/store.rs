@@ -8,7 +8,7 @@ use std::path::Path;
 use rusqlite::{Connection, TransactionBehavior, params};
 
 use crate::catalogue::Direction;
-use crate::history::series::{MeasuredCell, Metric, unit_named};
+use crate::history::series::{MeasuredCell, MetricValue, unit_named};
 use crate::results::{LoadedRun, RunMeta, safe};
 
 /// Why the index could not be brought up to date or read.
@@ -398,7 +398,7 @@ pub fn read(conn: &Connection, scenario: &str) -> Result<Vec<IndexedRun>, IndexE
         let Some(better) = Direction::from_word(word) else {
             return Err(bad(format!("unknown direction `{}`", crate::text::escape_control(word))));
         };
-        let metric = Metric {
+        let metric = MetricValue {
             name: r.get(3).map_err(sql)?,
             unit,
             better,
