@@ -35,6 +35,7 @@ pub mod app;
 pub mod beneath;
 pub mod bundle;
 pub mod calibration;
+pub mod catalogue;
 pub mod exit;
 pub mod fixture;
 pub mod gate;

@@ -1,100 +1,18 @@
-//! The decision rule's vocabulary, shared by the gate and the report's paired section:
-//! which metric is compared ([`Metric`]), which way it gets better ([`Direction`]), the
-//! verdict an interval earns ([`Verdict::decide`], the one place the rule is written; the
-//! gate's module documentation states it in words), and the `[gate]` thresholds a run's
-//! scenario asks for ([`gate_spec_of`]).
+//! The decision rule, shared by the gate and the report's paired section: the verdict an
+//! interval earns ([`Verdict::decide`], the one place the rule is written; the gate's module
+//! documentation states it in words), and the `[gate]` thresholds a run's scenario asks for
+//! ([`gate_spec_of`]). Which metric is compared and which way it gets better are the
+//! metric catalogue's ([`crate::catalogue`]).
 //!
 //! It sits below both the gate and the report, so the report can judge a paired run
 //! without importing the gate, which imports the report.
 
 use serde::Serialize;
 
-use crate::model::FioMetric;
+use crate::catalogue::Direction;
 use crate::results::LoadedRun;
 use crate::scenario::GateSpec;
 use crate::stats::Change;
-
-/// The metric a gate compares; serialized as its `--metric` name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Metric {
-    /// lat_fs loops per ms over all tasks (higher is better).
-    TotalLoops,
-    /// Wall-clock time of a step in seconds (lower is better).
-    Elapsed,
-    /// A percentile of lat_fs operation latency in µs, from `latency = "histogram"` runs
-    /// (lower is better): `--metric p99`.
-    Latency(crate::monitor::latency::Percentile),
-    /// A fio cell's figure per repetition: `--metric iops|bw|p99|clat_mean`.
-    Fio(FioMetric),
-}
-
-impl Serialize for Metric {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name())
-    }
-}
-
-impl Metric {
-    /// Name as given to `--metric`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::TotalLoops => "total_loops",
-            Metric::Elapsed => "elapsed",
-            Metric::Latency(p) => p.name(),
-            Metric::Fio(m) => m.name(),
-        }
-    }
-
-    /// Whether a larger value is better.
-    pub fn higher_is_better(self) -> bool {
-        self.direction() == Direction::HigherIsBetter
-    }
-
-    /// Which way is better for this metric.
-    pub fn direction(self) -> Direction {
-        match self {
-            Metric::TotalLoops => Direction::HigherIsBetter,
-            Metric::Elapsed | Metric::Latency(_) => Direction::LowerIsBetter,
-            Metric::Fio(m) if m.higher_is_better() => Direction::HigherIsBetter,
-            Metric::Fio(_) => Direction::LowerIsBetter,
-        }
-    }
-
-    /// Unit of the samples as printed.
-    pub fn unit(self) -> &'static str {
-        match self {
-            Metric::TotalLoops => "loops/ms",
-            Metric::Elapsed => "s",
-            Metric::Latency(_) => "µs",
-            Metric::Fio(m) => m.unit(),
-        }
-    }
-
-    /// The metric column: name, unit and which way is worse (`elapsed [s], higher is worse`).
-    pub fn described(self) -> String {
-        format!("{} [{}], {}", self.name(), self.unit(), self.direction().worse())
-    }
-}
-
-/// Which way a metric gets better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    /// More is better (throughput): worse means lower.
-    HigherIsBetter,
-    /// Less is better (time): worse means higher.
-    LowerIsBetter,
-}
-
-impl Direction {
-    /// The direction of "worse" in words, for reports: `lower is worse`.
-    pub fn worse(self) -> &'static str {
-        match self {
-            Direction::HigherIsBetter => "lower is worse",
-            Direction::LowerIsBetter => "higher is worse",
-        }
-    }
-}
 
 /// The verdict on one comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]

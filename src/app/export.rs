@@ -2,10 +2,12 @@
 
 use std::path::PathBuf;
 
+use clap::builder::TypedValueParser;
 use clap::{Args, ValueEnum};
 
+use crate::catalogue::Direction;
 use crate::exit::{self, InputError};
-use crate::report::export::{self, Direction};
+use crate::report::export;
 
 /// The dashboards' formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -17,13 +19,18 @@ pub enum ExportFormat {
     Bencher,
 }
 
-/// Which measures a github-action-benchmark file holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Better {
-    /// total_loops (loops/ms), fio iops and bw (MiB/s): the action's `tool: customBiggerIsBetter`.
-    Higher,
-    /// step times (s), latency percentiles and fio p99 and clat_mean (µs): `tool: customSmallerIsBetter`.
-    Lower,
+/// `--better higher|lower`: which measures a github-action-benchmark file holds, in the
+/// catalogue's words ([`Direction::word`]): `higher` for total_loops (loops/ms), fio iops and
+/// bw (MiB/s), the action's `tool: customBiggerIsBetter`; `lower` for step times (s),
+/// latency percentiles and fio p99 and clat_mean (µs), `tool: customSmallerIsBetter`.
+fn better_parser() -> impl TypedValueParser<Value = Direction> {
+    clap::builder::PossibleValuesParser::new([
+        clap::builder::PossibleValue::new("higher")
+            .help("total_loops (loops/ms), fio iops and bw (MiB/s): the action's `tool: customBiggerIsBetter`"),
+        clap::builder::PossibleValue::new("lower")
+            .help("step times (s), latency percentiles and fio p99 and clat_mean (µs): `tool: customSmallerIsBetter`"),
+    ])
+    .map(|w| Direction::from_word(&w).expect("only the possible values reach here"))
 }
 
 /// `fsbench export`.
@@ -37,8 +44,8 @@ pub struct ExportArgs {
     #[arg(long, value_enum)]
     pub format: ExportFormat,
     /// github-action-benchmark: the measures of one direction (the action takes one per file).
-    #[arg(long, value_enum)]
-    pub better: Option<Better>,
+    #[arg(long, value_parser = better_parser())]
+    pub better: Option<Direction>,
     /// Write to FILE (atomically) instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -58,7 +65,7 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<i32> {
         (ExportFormat::Bencher, Some(_)) => {
             return Err(InputError::anyhow("--better is for github-action-benchmark: Bencher takes every measure"));
         }
-        (_, b) => b.map(|b| if b == Better::Higher { Direction::Bigger } else { Direction::Smaller }),
+        (_, b) => b,
     };
     if let Some(file) = &args.out {
         super::checks::check_output_file("--out", file)?;
@@ -70,7 +77,8 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<i32> {
     let doc = match direction {
         Some(d) => export::github_action_benchmark(&measures, d),
         None => export::bencher(&measures),
-    };
+    }
+    .map_err(|e| InputError::anyhow(e.to_string()))?;
     let text = format!("{}\n", serde_json::to_string_pretty(&doc)?);
     match &args.out {
         Some(file) => crate::results::write_atomic(file, text.as_bytes())?,

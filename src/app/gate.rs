@@ -359,7 +359,8 @@ pub fn exit_code(rep: &GateReport, inconclusive: InconclusivePolicy, bisect: boo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::{GateRow, Metric};
+    use crate::catalogue::Metric;
+    use crate::gate::GateRow;
 
     fn report(verdicts: &[Verdict]) -> GateReport {
         let rows = verdicts

@@ -51,7 +51,7 @@ pub fn plan_cell(c: &CellCalibration, threshold: f64, budget_seconds: f64) -> Ce
     let limit = threshold.abs().ln_1p();
     let l = &c.levels;
     let (c_rep, c_round) = (c.repetition_seconds.max(1e-3), c.round_seconds.max(0.0));
-    if c.metric == crate::gate::Metric::Elapsed.name() {
+    if c.metric == crate::catalogue::Metric::Elapsed.name() {
         let t = t_quantile_975(l.run.df.max(1) as f64);
         let found = (1..=MOST).find_map(|k| {
             let h = t * (2.0 * (l.run.variance + l.repetition.variance / k as f64)).sqrt();

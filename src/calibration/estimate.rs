@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::{CALIBRATION_SCHEMA_VERSION, Calibration, CellCalibration};
-use crate::gate::{Metric, series_of};
+use crate::catalogue::{Metric, round_samples, samples};
 use crate::results::LoadedRun;
 use crate::stats::variance_components::{RunValues, variance_components};
 
@@ -30,7 +30,6 @@ pub fn estimate(runs: &[LoadedRun], warmup_seconds: f64, date: String) -> Calibr
         let mut cell_rounds = 0u32;
         for cell in &run.cells {
             if let Some(l) = &cell.latfs {
-                let mut rounds: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
                 let g = gathered(&mut by_name, &mut order, &cell.id, Metric::TotalLoops.name());
                 g.key = cell.params.test.map(|t| t.name().to_string()).unwrap_or_default();
                 for r in &l.repetitions {
@@ -38,15 +37,20 @@ pub fn estimate(runs: &[LoadedRun], warmup_seconds: f64, date: String) -> Calibr
                     let window = r.tasks.iter().map(|t| t.window_ns).max().unwrap_or(0) as f64 / 1e9;
                     rep_seconds_of_run += window + warmup_seconds;
                     if r.counts() && r.total_loops_per_ms > 0.0 {
-                        rounds.entry(r.round).or_default().push(r.total_loops_per_ms.ln());
                         g.repetition_seconds.push(window + warmup_seconds);
                     }
                 }
+                // The values are each round's samples by the catalogue's rule, as logarithms.
+                let rounds: Vec<Vec<f64>> = (0..l.rounds_done())
+                    .map(|k| round_samples(cell, Metric::TotalLoops, k).into_iter().filter(|x| *x > 0.0).map(f64::ln))
+                    .map(|logs| logs.collect::<Vec<f64>>())
+                    .filter(|logs| !logs.is_empty())
+                    .collect();
                 cell_rounds += l.rounds_done();
-                g.runs.push(rounds.into_values().collect());
+                g.runs.push(rounds);
             } else if cell.steps.is_some() {
                 // A step's steady iterations are its repetitions, all in the run's one round.
-                for s in series_of(cell, Metric::Elapsed) {
+                for s in samples(cell, Metric::Elapsed) {
                     let g = gathered(&mut by_name, &mut order, &s.name, Metric::Elapsed.name());
                     g.key = s.key.clone();
                     let logs: Vec<f64> = s.samples.iter().filter(|x| **x > 0.0).map(|x| x.ln()).collect();

@@ -5,7 +5,7 @@
 //! `(mean_c - mean_b) / mean_b`, and its 95% confidence interval: Fieller's
 //! interval of the ratio of the means, less 1 ([`relative_change`]; the interval,
 //! and when it is unbounded, is stated once, in [`crate::stats`]). With a
-//! threshold `T` and the metric's direction of "worse" ([`Direction`]), a comparison is
+//! threshold `T` and the metric's direction of "worse" ([`crate::catalogue::Direction`]), a comparison is
 //! - **regressed** when the whole interval lies beyond `T` in the worse
 //!   direction (fewer `total_loops`, more `elapsed`);
 //! - **improved** when the whole interval lies beyond `T` in the better direction;
@@ -27,28 +27,33 @@
 //! fails the gate; what inconclusive and missing do to the exit status is the
 //! command layer's policy (`--inconclusive`, `--bisect`).
 //!
-//! What is compared: lat_fs cells by cell id on `total_loops` (loops/ms, higher
-//! is better, one sample per undisturbed repetition); steps cells per (cell id,
-//! step index) on `elapsed` in seconds (lower is better, one sample per
-//! undisturbed *steady* iteration: every iteration whose `rm_rf` removed
-//! something, from the second on when that is not recorded — iteration 1's
-//! `rm -rf` of nothing measures no filesystem work; see
-//! `report::compare_steps::Iterations`).
+//! What is compared, on the samples the metric catalogue takes of each cell
+//! ([`crate::catalogue::samples`]: steady, undisturbed):
+//! - lat_fs cells by cell id on `total_loops` (loops/ms, higher is better, one sample per
+//!   undisturbed repetition, or per round with several rounds), or with `--metric p50|p90|
+//!   p99|p99.9|max` on that latency percentile of each repetition's histogram (µs, lower is
+//!   better; runs with `latency = "histogram"`);
+//! - steps cells per (cell id, step index) on `elapsed` in seconds (lower is better, one
+//!   sample per undisturbed *steady* iteration: every iteration whose `rm_rf` removed
+//!   something, from the second on when that is not recorded — iteration 1's `rm -rf` of
+//!   nothing measures no filesystem work);
+//! - fio cells by cell id on `iops` (default), or `--metric bw|p99|clat_mean` (IOPS and MiB/s
+//!   higher is better, µs lower), one sample per undisturbed repetition.
+//!
 //! Threshold: `--threshold` for everything, else the baseline scenario's
 //! `[gate]` section (per lat_fs test or step op), else 5%.
 
-use crate::model::TextFormat;
-
 use serde::Serialize;
 
+use crate::catalogue::Metric;
 use crate::exit::InputError;
 use crate::model::{CellResult, CellStatus, FioMetric, Summary, WorkloadKind};
 use crate::results::LoadedRun;
 use crate::scenario::GateSpec;
 use crate::stats::summarize;
 pub use crate::stats::{Change, relative_change};
+pub use crate::verdict::Verdict;
 pub(crate) use crate::verdict::gate_spec_of;
-pub use crate::verdict::{Direction, Metric, Verdict};
 pub use paired::evaluate_paired;
 pub use render::{Fails, render_junit, render_markdown, render_table, table_cells};
 
@@ -146,9 +151,9 @@ pub(crate) struct Series {
     pub(crate) note: Option<String>,
 }
 
-/// The compared quantities of one cell on `metric`: one for lat_fs, one per step for steps.
+/// The compared quantities of one cell on `metric` (the catalogue's samples), each with why
+/// it has no samples when the cell was not measured.
 pub(crate) fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
-    let rounds = cell.latfs.as_ref().map_or(1, |l| l.rounds_done().max(1));
     let not_ok = match cell.status {
         CellStatus::Ok => None,
         other => Some(format!(
@@ -156,63 +161,16 @@ pub(crate) fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
             serde_json::to_value(other).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
         )),
     };
-    match metric {
-        Metric::TotalLoops => {
-            let samples = cell.latfs.as_ref().map(|l| l.samples(|r| Some(r.total_loops_per_ms))).unwrap_or_default();
-            let key = cell.params.test.map(|t| t.name().to_string()).unwrap_or_default();
-            vec![Series { name: cell.id.clone(), key, samples, rounds, note: not_ok }]
-        }
-        Metric::Latency(p) => {
-            let samples: Vec<f64> = cell
-                .latfs
-                .as_ref()
-                .map(|l| l.samples(|r| r.latency_dist.as_ref().map(|d| p.of(d) as f64 / 1e3)))
-                .unwrap_or_default();
-            let key = cell.params.test.map(|t| t.name().to_string()).unwrap_or_default();
-            let note = not_ok.or_else(|| {
-                (samples.is_empty() && cell.latfs.is_some())
+    crate::catalogue::samples(cell, metric)
+        .into_iter()
+        .map(|q| {
+            let note = not_ok.clone().or_else(|| {
+                (matches!(metric, Metric::Latency(_)) && q.samples.is_empty() && cell.latfs.is_some())
                     .then(|| "no latency histogram: run with `latency = \"histogram\"`".to_string())
             });
-            vec![Series { name: cell.id.clone(), key, samples, rounds, note }]
-        }
-        Metric::Fio(m) => {
-            let samples = cell
-                .fio
-                .as_ref()
-                .map(|f| f.repetitions.iter().filter(|x| x.counts()).map(|x| m.of(x)).collect())
-                .unwrap_or_default();
-            vec![Series { name: cell.id.clone(), key: m.name().to_string(), samples, rounds, note: not_ok }]
-        }
-        Metric::Elapsed => {
-            let Some(st) = &cell.steps else {
-                return vec![Series {
-                    name: cell.id.clone(),
-                    key: String::new(),
-                    samples: Vec::new(),
-                    rounds,
-                    note: not_ok,
-                }];
-            };
-            let width = st.iterations.iter().map(Vec::len).max().unwrap_or(0);
-            (0..width)
-                .map(|j| {
-                    let first = st.iterations.iter().find_map(|it| it.get(j));
-                    let op = first.map(|t| t.op.escaped(TextFormat::Terminal).into_owned()).unwrap_or_default();
-                    Series {
-                        name: format!("{}#{j} {op}", cell.id),
-                        key: op,
-                        samples: crate::report::Iterations::Steady
-                            .step_samples(&st.iterations, j)
-                            .into_iter()
-                            .map(|(_, t)| t.elapsed_us as f64 / 1e6)
-                            .collect(),
-                        rounds: 1,
-                        note: not_ok.clone(),
-                    }
-                })
-                .collect()
-        }
-    }
+            Series { name: q.name, key: q.key, samples: q.samples, rounds: q.rounds, note }
+        })
+        .collect()
 }
 
 fn metric_for(workload: WorkloadKind, requested: Option<&str>) -> Result<Metric, GateError> {
@@ -356,6 +314,7 @@ pub fn evaluate_calibrated(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalogue::Direction;
 
     fn ch(mean: f64, lo: f64, hi: f64) -> Option<Change> {
         Some(Change { mean, ci_low: lo, ci_high: hi })

@@ -175,7 +175,8 @@ pub fn render_markdown(rep: &GateReport, fails: Fails) -> String {
         if let (Verdict::Missing, Some(n)) = (r.verdict, &r.note) {
             c[6] = format!("**missing**: {}", esc(n));
         }
-        let worse = if r.metric.higher_is_better() { "lower" } else { "higher" };
+        let worse =
+            if r.metric.direction() == crate::catalogue::Direction::HigherIsBetter { "lower" } else { "higher" };
         let _ = writeln!(s, "| {} | {} | {worse} |", c.join(" | "), pct(r.threshold).trim_start_matches('+'));
     }
     for m in metrics_of(rep) {

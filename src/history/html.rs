@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::path::{Component, Path};
 
 use super::History;
-use super::series::{Better, Series};
+use super::series::Series;
 use crate::report::html::{escape, page};
 
 /// Chart size in SVG units, and its margins (left for the value labels).
@@ -89,10 +89,7 @@ fn label(x: f64) -> String {
 /// each change point, and the change points in words.
 fn chart(b: &mut String, h: &History, s: &Series, hrefs: &[String]) {
     let v = s.values();
-    let better = match s.better {
-        Better::Higher => "higher is better",
-        Better::Lower => "lower is better",
-    };
+    let better = s.better.better();
     let _ = writeln!(b, "<h3>{} — {}</h3>", escape(&s.cell), escape(&s.metric));
     // A paired ratio's interval is drawn as a whisker: the scale takes it in.
     let ends = s.points.iter().flat_map(|p| p.interval.map_or([p.value, p.value], |(l, h)| [l, h]));

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::History;
-use super::series::Better;
+use crate::catalogue::Direction;
 
 /// Version of the history document; raised when a field changes meaning or goes away.
 pub const HISTORY_SCHEMA_VERSION: u32 = 1;
@@ -61,7 +61,7 @@ pub struct SeriesJson {
     /// Unit of the values.
     pub unit: String,
     /// Which way is better.
-    pub better: Better,
+    pub better: Direction,
     /// The points, in series order.
     pub points: Vec<PointJson>,
     /// True when the series has fewer points than change-point detection needs.

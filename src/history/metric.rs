@@ -1,30 +1,25 @@
 //! What a history measures of one cell in one run: a metric with its unit, its direction
 //! and its value, below both the series ([`super::series`]) and the paired ratios
-//! ([`super::paired`]) that produce them.
+//! ([`super::paired`]) that produce them. Names, units, directions and samples are the
+//! metric catalogue's ([`crate::catalogue`]).
 
-/// Which way a metric is better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Better {
-    /// More is better (loops per millisecond).
-    Higher,
-    /// Less is better (elapsed time, latency).
-    Lower,
-}
+use crate::catalogue::Direction;
 
-/// One metric of a measured cell in one run.
+/// The value of one metric of a measured cell in one run (the metric itself is the
+/// catalogue's [`crate::catalogue::Metric`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Metric {
+pub struct MetricValue {
     /// Its name (`total_loops`, `step1 rm_rf linux-2.5.63 elapsed`, `iops`,
     /// `paired ratio total_loops`).
     pub name: String,
     /// Unit of the value.
     pub unit: &'static str,
     /// Which way is better.
-    pub better: Better,
-    /// The run's value: the mean over its repetitions or iterations (a paired ratio: the ratio).
+    pub better: Direction,
+    /// The run's value: the mean of its samples by the catalogue's rule (steady, undisturbed:
+    /// [`crate::catalogue::samples`]); a paired ratio: the ratio.
     pub value: f64,
-    /// The repetitions or iterations behind it (a paired ratio: its pairs).
+    /// The samples behind it (a paired ratio: its pairs).
     pub n: usize,
     /// Its place among the cell's metrics, counting those left out for a value that is not
     /// finite (paired ratios from `paired::PAIRED_POSITION` on): series are ordered by it.
@@ -36,6 +31,8 @@ pub struct Metric {
 /// Unit of a paired ratio.
 pub const RATIO_UNIT: &str = "ratio";
 
-/// The units a metric can have, so that one read back from the index is the same `&'static str`:
-/// lat_fs loops, latencies, step times, fio IOPS and bandwidth, and paired ratios.
-pub const UNITS: [&str; 6] = ["loops/ms", "µs", "s", "IOPS", "MiB/s", RATIO_UNIT];
+/// The unit named `text`, as the same `&'static str` a measured metric has: one of the
+/// catalogue's [`crate::catalogue::UNITS`], or a paired ratio's.
+pub fn unit_named(text: &str) -> Option<&'static str> {
+    crate::catalogue::UNITS.into_iter().chain([RATIO_UNIT]).find(|u| *u == text)
+}

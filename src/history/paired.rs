@@ -15,16 +15,16 @@
 //! Unit `ratio`, the same direction as the metric, `n` the pairs, and the interval at the
 //! level of the run's paired section (`1 − 0.05 / looks`, 99% for the default 6..32 pairs).
 
-use super::metric::{Better, Metric, RATIO_UNIT};
+use super::metric::{MetricValue, RATIO_UNIT};
+use crate::catalogue::Metric as Compared;
 use crate::model::{FIO_METRICS, FioMetric, TextFormat, WorkloadKind};
 use crate::monitor::latency::Percentile;
 use crate::report::paired::{PairedComparison, PairedOptions, is_paired, join_pairs, pair_settings};
 use crate::results::LoadedRun;
-use crate::verdict::Metric as Compared;
 
 /// Prefix of a paired ratio's metric name.
 pub const PAIRED_PREFIX: &str = "paired ratio ";
-/// [`Metric::position`] of a cell's first paired ratio: after any of its own metrics.
+/// [`MetricValue::position`] of a cell's first paired ratio: after any of its own metrics.
 pub const PAIRED_POSITION: usize = 1 << 20;
 
 /// The quantities a run of `workload` is compared on, each with the unpaired metric's name
@@ -46,7 +46,7 @@ fn compared(workload: WorkloadKind) -> Vec<(Compared, Option<&'static str>)> {
 
 /// Every paired ratio of `run`, as (candidate cell id, metric); empty for an unpaired run.
 /// A comparison without pairs, or whose ratio is not a positive finite number, gives none.
-pub fn paired_metrics(run: &LoadedRun) -> Vec<(String, Metric)> {
+pub fn paired_metrics(run: &LoadedRun) -> Vec<(String, MetricValue)> {
     if !is_paired(run) {
         return Vec::new();
     }
@@ -57,7 +57,6 @@ pub fn paired_metrics(run: &LoadedRun) -> Vec<(String, Metric)> {
     for (k, (metric, name)) in compared(run.meta.workload).into_iter().enumerate() {
         let opts = PairedOptions { metric, spec: &spec, settings: settings.clone() };
         let Some(paired) = join_pairs("", run, &opts) else { continue };
-        let better = if metric.higher_is_better() { Better::Higher } else { Better::Lower };
         for c in &paired.comparisons {
             let Some(change) = c.change else { continue };
             let ratio = 1.0 + change.mean;
@@ -67,10 +66,10 @@ pub fn paired_metrics(run: &LoadedRun) -> Vec<(String, Metric)> {
             let Some((cell, quantity, position)) = quantity_of(run, c, name, k) else { continue };
             let (low, high) = (1.0 + change.ci_low, 1.0 + change.ci_high);
             let interval = (low.is_finite() && high.is_finite()).then_some((low, high));
-            let metric = Metric {
+            let metric = MetricValue {
                 name: format!("{PAIRED_PREFIX}{quantity}"),
                 unit: RATIO_UNIT,
-                better,
+                better: metric.direction(),
                 value: ratio,
                 n: c.pairs,
                 position: PAIRED_POSITION + position,

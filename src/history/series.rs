@@ -3,8 +3,10 @@
 use std::collections::BTreeMap;
 
 use super::HistoryRun;
-pub use super::metric::{Better, Metric, UNITS};
+pub use super::metric::{MetricValue, unit_named};
+use crate::catalogue::{Direction, Metric as Measured, samples};
 use crate::model::{CellResult, FioMetric};
+use crate::monitor::latency::Percentile;
 use crate::plan::CellFilter;
 
 /// One point: a run's value of one metric in one cell.
@@ -12,9 +14,9 @@ use crate::plan::CellFilter;
 pub struct Point {
     /// Index of the run in [`super::History::runs`].
     pub run: usize,
-    /// The run's value: the mean over its repetitions or iterations.
+    /// The run's value ([`MetricValue::value`]).
     pub value: f64,
-    /// The repetitions or iterations behind it (for a paired ratio: the pairs).
+    /// The samples behind it (for a paired ratio: the pairs).
     pub n: usize,
     /// A paired ratio's interval `(low, high)` at its run's paired level; `None` for other
     /// metrics and for an unbounded interval (one pair).
@@ -31,10 +33,10 @@ pub struct Series {
     /// Metric name (`total_loops`, `latency_p99`, `step2 tar zxf linux-2.5.63.tar.gz elapsed`,
     /// `iops`, `paired ratio total_loops`).
     pub metric: String,
-    /// Unit of the values (one of [`UNITS`]).
+    /// Unit of the values (one [`unit_named`] knows).
     pub unit: &'static str,
     /// Which way is better.
-    pub better: Better,
+    pub better: Direction,
     /// The points, in series order.
     pub points: Vec<Point>,
     /// Its change points ([`super::change_points`]), filled by [`find_change_points`].
@@ -99,54 +101,46 @@ pub struct MeasuredCell {
     /// Its axis values.
     pub params: crate::model::CellParams,
     /// Its metrics with a finite value.
-    pub metrics: Vec<Metric>,
+    pub metrics: Vec<MetricValue>,
 }
 
-/// The metrics of one measured cell, those with a finite value.
-fn metrics(c: &CellResult) -> Vec<Metric> {
+/// The metrics of one measured cell, those with a finite value: each the mean of its samples
+/// by the catalogue's rule ([`crate::catalogue::samples`]: steady, undisturbed), the number
+/// `gate`, `compare` and `export` state for the run.
+fn metrics(c: &CellResult) -> Vec<MetricValue> {
     let mut out = Vec::new();
     let mut position = 0;
-    let mut push = |name: String, unit: &'static str, better: Better, value: f64, n: usize| {
+    let mut push = |name: String, of: Measured, value: f64, n: usize| {
         if value.is_finite() {
-            out.push(Metric { name, unit, better, value, n, position, interval: None });
+            out.push(MetricValue { name, unit: of.unit(), better: of.direction(), value, n, position, interval: None });
         }
         position += 1;
     };
-    if let Some(l) = &c.latfs {
-        if l.total_loops.n > 0 {
-            push("total_loops".into(), UNITS[0], Better::Higher, l.total_loops.mean, l.total_loops.n);
-        }
-        if let Some(d) = &l.latency_dist {
-            for (name, ns) in [("latency_p50", d.p50_ns), ("latency_p90", d.p90_ns), ("latency_p99", d.p99_ns)] {
-                push(name.into(), UNITS[1], Better::Lower, ns as f64 / 1000.0, 1);
+    if c.latfs.is_some() {
+        // A latency percentile: of each undisturbed repetition's histogram, like the gate's `--metric p99`.
+        let latfs = [Percentile::P50, Percentile::P90, Percentile::P99].map(Measured::Latency);
+        for m in std::iter::once(Measured::TotalLoops).chain(latfs) {
+            for q in samples(c, m) {
+                if let Some(mean) = q.mean() {
+                    push(m.measure_name(), m, mean, q.samples.len());
+                }
             }
         }
     }
-    if let Some(s) = &c.steps {
-        let steps = s.iterations.iter().map(Vec::len).max().unwrap_or(0);
-        for j in 0..steps {
-            let times: Vec<f64> =
-                s.iterations.iter().filter_map(|it| it.get(j)).map(|t| t.elapsed_us as f64 / 1e6).collect();
-            let Some(label) = s
-                .iterations
-                .iter()
-                .find_map(|it| it.get(j))
-                .map(|t| t.label.escaped(crate::model::TextFormat::Terminal).into_owned())
-            else {
-                continue;
-            };
-            let mean = times.iter().sum::<f64>() / times.len() as f64;
-            push(format!("step{} {label} elapsed", j + 1), UNITS[2], Better::Lower, mean, times.len());
+    if c.steps.is_some() {
+        for q in samples(c, Measured::Elapsed) {
+            let Some(step) = &q.step else { continue };
+            let (name, n) = (format!("step{} {} elapsed", step.index + 1, step.label), q.samples.len());
+            push(name, Measured::Elapsed, q.mean().unwrap_or(f64::NAN), n);
         }
     }
-    if let Some(f) = &c.fio {
-        // The figures `gate --metric` judges, per repetition, averaged over the undisturbed ones.
-        let reps: Vec<&crate::model::FioRepetition> = f.repetitions.iter().filter(|r| r.counts()).collect();
-        if !reps.is_empty() {
-            for m in crate::model::FIO_METRICS.iter().filter_map(|n| FioMetric::parse(n)) {
-                let mean = reps.iter().map(|r| m.of(r)).sum::<f64>() / reps.len() as f64;
-                let better = if m.higher_is_better() { Better::Higher } else { Better::Lower };
-                push(m.name().into(), m.unit(), better, mean, reps.len());
+    if c.fio.is_some() {
+        // The figures `gate --metric` judges.
+        for m in crate::model::FIO_METRICS.iter().filter_map(|n| FioMetric::parse(n)).map(Measured::Fio) {
+            for q in samples(c, m) {
+                if let Some(mean) = q.mean() {
+                    push(m.measure_name(), m, mean, q.samples.len());
+                }
             }
         }
     }

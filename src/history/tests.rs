@@ -2,8 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::series::{Better, MeasuredCell, UNITS, measured_cells, series_from};
+use super::series::{MeasuredCell, measured_cells, series_from, unit_named};
 use super::{HistoryRequest, HistoryRun};
+use crate::catalogue::Direction;
 use crate::model::pairing::{CellPairing, PairSlot, PairStop};
 use crate::model::*;
 use crate::plan::CellFilter;
@@ -119,7 +120,7 @@ fn geometric_ratio(b: &[f64], c: &[f64]) -> f64 {
     (b.iter().zip(c).map(|(b, c)| (c / b).ln()).sum::<f64>() / b.len() as f64).exp()
 }
 
-fn metric<'a>(cells: &'a [MeasuredCell], cell: &str, name: &str) -> Option<&'a super::series::Metric> {
+fn metric<'a>(cells: &'a [MeasuredCell], cell: &str, name: &str) -> Option<&'a super::series::MetricValue> {
     cells.iter().find(|c| c.id == cell)?.metrics.iter().find(|m| m.name == name)
 }
 
@@ -129,19 +130,19 @@ fn a_fio_cell_gives_the_gate_s_four_figures_averaged_over_its_undisturbed_repeti
     let reps = vec![fio_rep(0, 0, 1000.0, false), fio_rep(1, 0, 3000.0, false), fio_rep(2, 0, 1e6, true)];
     c.fio = Some(FioResult { repetitions: reps, ..Default::default() });
     let cells = measured_cells(&loaded(WorkloadKind::Fio, 0, vec![c.clone()]));
-    let got: Vec<(&str, &str, Better, f64, usize)> =
+    let got: Vec<(&str, &str, Direction, f64, usize)> =
         cells[0].metrics.iter().map(|m| (m.name.as_str(), m.unit, m.better, m.value, m.n)).collect();
     let mib = 4096.0 / (1024.0 * 1024.0);
     assert_eq!(
         got,
         [
-            ("iops", "IOPS", Better::Higher, 2000.0, 2),
-            ("bw", "MiB/s", Better::Higher, 2000.0 * mib, 2),
-            ("p99", "µs", Better::Lower, (3e6 / 1000.0 + 3e6 / 3000.0) / 2.0, 2),
-            ("clat_mean", "µs", Better::Lower, (1e6 / 1000.0 + 1e6 / 3000.0) / 2.0, 2),
+            ("iops", "IOPS", Direction::HigherIsBetter, 2000.0, 2),
+            ("bw", "MiB/s", Direction::HigherIsBetter, 2000.0 * mib, 2),
+            ("p99", "µs", Direction::LowerIsBetter, (3e6 / 1000.0 + 3e6 / 3000.0) / 2.0, 2),
+            ("clat_mean", "µs", Direction::LowerIsBetter, (1e6 / 1000.0 + 1e6 / 3000.0) / 2.0, 2),
         ]
     );
-    assert!(cells[0].metrics.iter().all(|m| UNITS.contains(&m.unit) && m.interval.is_none()));
+    assert!(cells[0].metrics.iter().all(|m| unit_named(m.unit) == Some(m.unit) && m.interval.is_none()));
     // Every repetition disturbed: nothing to average, no metric rather than a made-up one.
     c.fio.as_mut().unwrap().repetitions.retain(|r| !r.counts());
     assert!(measured_cells(&loaded(WorkloadKind::Fio, 0, vec![c]))[0].metrics.is_empty());
@@ -158,7 +159,7 @@ fn a_paired_run_gives_its_candidate_cells_the_paired_ratios_of_the_join() {
     let (b_id, c_id) = (run.cells[0].id.clone(), run.cells[1].id.clone());
     let r = metric(&cells, &c_id, "paired ratio total_loops").expect("the candidate has its ratio");
     assert!((r.value - geometric_ratio(&base, &cand)).abs() < 1e-12, "{r:?}");
-    assert_eq!((r.unit, r.better, r.n), ("ratio", Better::Higher, 6));
+    assert_eq!((r.unit, r.better, r.n), ("ratio", Direction::HigherIsBetter, 6));
     let (lo, hi) = r.interval.expect("six pairs bound the interval");
     assert!(lo < r.value && r.value < hi && hi < 1.0, "{r:?}");
     // After the cell's own metrics; the baseline compares with nothing.
@@ -190,11 +191,11 @@ fn paired_fio_ratios_are_per_figure_with_the_figure_s_direction() {
     let iops = metric(&cells, c_id, "paired ratio iops").unwrap();
     let want = geometric_ratio(&base, &cand);
     assert!((iops.value - want).abs() < 1e-12, "{iops:?}");
-    assert_eq!(iops.better, Better::Higher);
+    assert_eq!(iops.better, Direction::HigherIsBetter);
     // Latency is 1/iops here: its ratio is the reciprocal, and lower is better.
     let clat = metric(&cells, c_id, "paired ratio clat_mean").unwrap();
     assert!((clat.value - 1.0 / want).abs() < 1e-12, "{clat:?}");
-    assert_eq!(clat.better, Better::Lower);
+    assert_eq!(clat.better, Direction::LowerIsBetter);
     let names: Vec<&str> = cells
         .iter()
         .find(|c| &c.id == c_id)
@@ -231,7 +232,7 @@ fn paired_steps_ratios_are_named_after_the_cell_s_steps() {
     let r = metric(&cells, c_id, "paired ratio step2 tar xf t.tar elapsed").expect("step 2's ratio");
     let (bf, cf): (Vec<f64>, Vec<f64>) = (b.iter().map(|&x| x as f64).collect(), c.iter().map(|&x| x as f64).collect());
     assert!((r.value - geometric_ratio(&bf, &cf)).abs() < 1e-9, "{r:?}");
-    assert_eq!((r.better, r.n), (Better::Lower, 6));
+    assert_eq!((r.better, r.n), (Direction::LowerIsBetter, 6));
     assert!((metric(&cells, c_id, "paired ratio step1 rm -rf t elapsed").unwrap().value - 1.0).abs() < 1e-12);
 }
 
@@ -330,4 +331,78 @@ fn fio_runs_and_their_paired_ratios_round_trip_through_the_index() {
         })
         .unwrap();
     assert_eq!(ratios, 8 * 4, "each run's four paired ratios, with their intervals");
+}
+
+/// An index version 2 built holds step means over every iteration (the first and the
+/// disturbed ones too); since version 3 a step's value is the catalogue's steady mean, so such
+/// an index is built again rather than mixing the two numbers in one series.
+#[test]
+fn a_version_2_index_of_step_means_over_every_iteration_is_built_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let step = |op: &str, ms: u64, rm: Option<u64>, disturbed: bool| StepTiming {
+        label: UntrustedText::from(op),
+        op: UntrustedText::from(op),
+        elapsed_us: ms * 1000,
+        entries: rm,
+        disturbance: disturbed.then(|| Disturbance { disturbed: true, ..Default::default() }),
+        ..Default::default()
+    };
+    for i in 0..2 {
+        let mut c = cell(params("ext4", None));
+        // Iteration 1 removed nothing; iteration 3's untar was disturbed: the steady mean is 2.0 s.
+        let its = [(0, 500, false), (9, 1900, false), (9, 9000, true), (9, 2100, false)];
+        let iterations =
+            its.iter().map(|&(rm, ms, d)| vec![step("rm_rf", 100, Some(rm), false), step("untar", ms, None, d)]);
+        c.steps = Some(StepsResult { iterations: iterations.collect(), ..Default::default() });
+        let m = meta(WorkloadKind::Steps, "name = 'hist'", i, vec![c.params.clone()]);
+        let dir = tmp.path().join("hist").join(&m.run_id);
+        std::fs::create_dir_all(dir.join("cells")).unwrap();
+        std::fs::write(dir.join("run.json"), serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+        std::fs::write(dir.join("cells").join(format!("{}.json", c.id)), serde_json::to_vec(&c).unwrap()).unwrap();
+    }
+    let dir = tmp.path().join("hist");
+    let read = |use_index: bool| super::history(&dir, &HistoryRequest { use_index, ..Default::default() }).unwrap();
+    let direct = read(false);
+    let untar = direct.series.iter().find(|s| s.metric == "step2 untar elapsed").expect("the untar series");
+    assert_eq!(untar.values(), [2.0, 2.0]);
+    assert_eq!(untar.points[0].n, 2);
+    assert_eq!(read(true).series, direct.series, "building the index");
+    // What version 2 stored: the mean over every iteration, 13.5 / 4 s.
+    let db = tmp.path().join(".fsbench-index/index.sqlite");
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "UPDATE points SET value = 3.375, n = 4 WHERE metric = 'step2 untar elapsed'; PRAGMA user_version = 2;",
+        )
+        .unwrap();
+    }
+    assert_eq!(read(true).series, direct.series, "an index of version 2");
+}
+
+/// A latency percentile's value is the catalogue's too: the mean of each undisturbed
+/// repetition's percentile, as `gate --metric p99` and `export` state it (it was that
+/// percentile of the histogram merged over the repetitions, with n = 1).
+#[test]
+fn a_latency_percentile_is_the_mean_over_the_undisturbed_repetitions_as_the_gate_reads_it() {
+    let dist = |p99_us: u64| LatencyDist { p50_ns: 1000, p90_ns: 2000, p99_ns: p99_us * 1000, ..Default::default() };
+    let rep = |p99_us: u64, disturbed: bool| LatfsRepetition {
+        total_loops_per_ms: 10.0,
+        latency_dist: Some(dist(p99_us)),
+        disturbance: disturbed.then(|| Disturbance { disturbed: true, ..Default::default() }),
+        ..Default::default()
+    };
+    let mut c = cell(params("ext4", Some(LatfsTest::Chown)));
+    let repetitions = vec![rep(100, false), rep(9000, true), rep(300, false)];
+    c.latfs = Some(LatfsResult { latency_dist: Some(dist(9000)), repetitions, ..Default::default() });
+    let run = loaded(WorkloadKind::LatFs, 0, vec![c]);
+    let cells = measured_cells(&run);
+    let p99 = metric(&cells, &run.cells[0].id, "latency_p99").expect("latency_p99");
+    assert_eq!((p99.value, p99.n, p99.unit, p99.better), (200.0, 2, "µs", Direction::LowerIsBetter));
+    let gate = crate::gate::series_of(
+        &run.cells[0],
+        crate::catalogue::Metric::Latency(crate::monitor::latency::Percentile::P99),
+    );
+    assert_eq!(gate[0].samples, [100.0, 300.0]);
+    let order: Vec<&str> = cells[0].metrics.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(order, ["total_loops", "latency_p50", "latency_p90", "latency_p99"]);
 }

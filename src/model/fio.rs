@@ -156,11 +156,6 @@ impl FioMetric {
         }
     }
 
-    /// Throughput is better higher, latency lower.
-    pub fn higher_is_better(self) -> bool {
-        matches!(self, FioMetric::Iops | FioMetric::Bw)
-    }
-
     /// Its value in one repetition.
     pub fn of(self, r: &FioRepetition) -> f64 {
         let all = &r.total.all;

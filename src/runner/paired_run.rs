@@ -14,7 +14,7 @@ use super::cell::CellExecutor;
 use super::pairs::{self, Attempt, AttemptFate, GroupStart, PairGroup, PairRecord, PairRules};
 use super::progress::Progress;
 use super::rounds;
-use crate::gate::Metric;
+use crate::catalogue::Metric;
 use crate::model::pairing::{CellPairing, PairSlot, PairStop};
 use crate::model::{CellResult, CellStatus};
 use crate::plan::Cell;

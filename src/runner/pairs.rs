@@ -10,12 +10,13 @@ use serde::Serialize;
 
 use super::cell::CellExecutor;
 use super::progress::Progress;
-use crate::gate::{Direction, Verdict};
+use crate::catalogue::Direction;
 pub use crate::model::pairing::{DroppedPair, MEMBER_FAILED_ATTEMPTS, PairStop};
 use crate::model::{CellResult, CellStatus};
 pub use crate::plan::{PairGroup, pair_groups};
 use crate::scenario::CompareSpec;
 use crate::stats::paired::{alpha_per_look, look_schedule, paired_change};
+use crate::verdict::Verdict;
 
 /// The order in which the arms of each pair run: for pair `i`, the arm indices (0 is
 /// the baseline) in the order measured.

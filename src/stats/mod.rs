@@ -69,4 +69,4 @@ pub use adaptive_stop::adaptive_stop;
 pub use distributions::{student_t_two_sided_p, t_critical, t_quantile_975};
 pub use ratio::{Change, positive_ratio_interval, ratio_interval, relative_change};
 pub use significance::{Welch, holm_adjust, welch};
-pub use summary::{median, relative_half_width, summarize};
+pub use summary::{median, positive_mean_interval, relative_half_width, summarize};

@@ -49,6 +49,14 @@ pub fn summarize(samples: &[f64]) -> Summary {
     }
 }
 
+/// The 95% interval of the mean of a positive quantity (a time, a rate, a count), as reports
+/// state it: `None` from fewer than two samples (one sample has no spread to bound the mean
+/// with: no interval, not a zero-width one), otherwise Student's t interval cut at zero,
+/// since the mean of positive values is never below it.
+pub fn positive_mean_interval(s: &Summary) -> Option<(f64, f64)> {
+    (s.n > 1 && s.ci95_low.is_finite() && s.ci95_high.is_finite()).then(|| (s.ci95_low.max(0.0), s.ci95_high.max(0.0)))
+}
+
 /// Relative half-width of the 95% CI of the mean (`(ci95_high - ci95_low) / 2 / |mean|`);
 /// infinite with fewer than two samples or a zero mean.
 pub fn relative_half_width(s: &Summary) -> f64 {
@@ -61,6 +69,16 @@ pub fn relative_half_width(s: &Summary) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_positive_mean_has_no_interval_from_one_sample_and_none_below_zero() {
+        assert_eq!(positive_mean_interval(&summarize(&[17.07])), None);
+        // n = 2, far apart: Student's t(1) reaches far below zero; the mean of IOPS does not.
+        let (lo, hi) = positive_mean_interval(&summarize(&[1000.0, 35000.0])).unwrap();
+        assert!(lo == 0.0 && hi > 35000.0, "{lo} {hi}");
+        let s = summarize(&[99.0, 100.0, 101.0]);
+        assert_eq!(positive_mean_interval(&s), Some((s.ci95_low, s.ci95_high)));
+    }
 
     #[test]
     fn summary_of_known_samples() {

@@ -11,7 +11,15 @@ use crate::support::report::*;
 /// A steps run of one ext4 cell whose untar took `untar_s[i]` seconds in iteration i; the
 /// iterations in `disturbed` (from 0) are marked disturbed.
 fn untar_run(dir: &Path, label: &str, untar_s: &[f64], disturbed: &[usize]) -> PathBuf {
-    let iterations = untar_s
+    let cell = steps_cell("ext4", untar_iterations(untar_s, disturbed));
+    let m = meta(Some(label), "kernel-untar", &steps_scenario_text("kernel-untar"), "steps", vec![cell.params.clone()]);
+    write_run(&dir.join(label), &m, &[cell])
+}
+
+/// Iterations of `rm -rf` (removing nothing in the first) and an untar of `untar_s[i]` seconds,
+/// disturbed in the iterations `disturbed` (from 0).
+fn untar_iterations(untar_s: &[f64], disturbed: &[usize]) -> Vec<Vec<StepTiming>> {
+    untar_s
         .iter()
         .enumerate()
         .map(|(i, s)| {
@@ -23,10 +31,7 @@ fn untar_run(dir: &Path, label: &str, untar_s: &[f64], disturbed: &[usize]) -> P
             }
             vec![rm, untar]
         })
-        .collect();
-    let cell = steps_cell("ext4", iterations);
-    let m = meta(Some(label), "kernel-untar", &steps_scenario_text("kernel-untar"), "steps", vec![cell.params.clone()]);
-    write_run(&dir.join(label), &m, &[cell])
+        .collect()
 }
 
 fn stdout(o: &std::process::Output) -> String {
@@ -135,4 +140,83 @@ fn a_ratio_of_times_never_has_a_negative_interval() {
     let json: serde_json::Value = serde_json::from_str(&run(&c, &e, "json")).unwrap();
     let ci = &json["comparison"]["tables"][1]["rows"][0]["ratios"][0]["ci95"];
     assert!(ci[0].as_f64().unwrap() > 0.0 && ci[1].is_null(), "{ci}");
+}
+
+/// A paired steps run (`[compare] arms = "fs"`, one pair): arms ext4 and ext4-nodelalloc, each
+/// member four iterations whose untar took `untar_s[arm][i]` s. Iteration 1's `rm -rf` removed
+/// nothing (not steady) and iteration 3's untar was disturbed, on both arms.
+fn paired_untar_run(dir: &Path, untar_s: [[f64; 4]; 2]) -> PathBuf {
+    let arms = ["ext4", "ext4-nodelalloc"];
+    let cells: Vec<CellResult> = arms
+        .iter()
+        .enumerate()
+        .map(|(arm, fs)| {
+            let mut cell = steps_cell(fs, untar_iterations(&untar_s[arm], &[2]));
+            cell.pairing = Some(pairing::CellPairing {
+                axis: "fs".into(),
+                arms: arms.iter().map(|a| a.to_string()).collect(),
+                arm,
+                group: "S-qoff-t1".into(),
+                seed: 42,
+                pairs: vec![pairing::PairSlot { slot: 0, order: vec![0, 1], round: 0 }],
+                dropped: Vec::new(),
+                stop: Some(pairing::PairStop::MaxPairs),
+                stop_reason: None,
+            });
+            cell
+        })
+        .collect();
+    let text = "schema = 1\nname = \"untar-paired\"\n[matrix]\nfs = [\"ext4\", \"ext4-nodelalloc\"]\nlayout = [\"S\"]\n\
+                [filesystems.ext4-nodelalloc]\ntype = \"ext4\"\n[backing]\nkind = \"tmpfs-loop\"\n\
+                [archive]\ngenerate = \"linux-2.5.63\"\n[workload]\nkind = \"steps\"\niterations = 4\n\
+                steps = [{ op = \"rm_rf\", path = \"linux-2.5.63\" }, { op = \"untar\" }]\n\
+                [compare]\narms = \"fs\"\npairs = { min = 1, max = 1 }\n";
+    let m = meta(Some("P"), "untar-paired", text, "steps", cells.iter().map(|c| c.params.clone()).collect());
+    write_run(&dir.join("P"), &m, &cells)
+}
+
+/// Issue 34's "done when": gate, compare, history, export and the paired join read one steps
+/// run's untar through the metric catalogue and state one mean, the steady undisturbed
+/// iterations' (2.30 and 2.32 s: not iteration 1's 0.5 s, not the disturbed 7.7 s). Before
+/// the catalogue, history and export averaged every iteration (3.205 s).
+#[test]
+fn gate_compare_history_export_and_the_paired_join_state_one_step_mean() {
+    use fsbench::catalogue::Metric;
+    let d = tempfile::tempdir().unwrap();
+    let dir = paired_untar_run(d.path(), [[0.5, 2.30, 7.7, 2.32], [0.5, 2.50, 9.1, 2.54]]);
+    let run = fsbench::results::load_run(&dir).unwrap();
+    let base = run.cells.iter().find(|c| c.params.fs == "ext4").unwrap().id.clone();
+    let want = (2.30 + 2.32) / 2.0;
+    let close = |what: &str, got: f64| assert!((got - want).abs() < 1e-9, "{what}: {got}, not {want}");
+
+    let opts = fsbench::gate::GateOptions { threshold: None, metric: None, allow_missing: false };
+    let gate = fsbench::gate::evaluate(&run, &run, &opts).unwrap();
+    let row = gate.rows.iter().find(|r| r.name == format!("{base}#1 untar")).expect("the gate's untar row");
+    close("gate", row.baseline.mean);
+
+    let two = vec![("A".to_string(), run.clone()), ("B".to_string(), run.clone())];
+    let cmp = serde_json::to_value(fsbench::report::compare_json(&two, &Default::default()).unwrap()).unwrap();
+    let table = &cmp["comparison"]["tables"][1];
+    let row = table["rows"].as_array().unwrap().iter().find(|r| r.to_string().contains("\"ext4\"")).unwrap();
+    assert_eq!(row["values"][0]["iterations"], serde_json::json!([2, 4]), "{row}");
+    close("compare", row["values"][0]["mean_s"].as_f64().unwrap());
+
+    let cells = fsbench::history::series::measured_cells(&run);
+    let metric = cells.iter().find(|c| c.id == base).unwrap().metrics.iter().find(|m| m.name.starts_with("step2 "));
+    let metric = metric.expect("history's untar metric");
+    assert_eq!(metric.n, 2);
+    close("history", metric.value);
+
+    let measures = fsbench::report::export::measures(std::slice::from_ref(&run));
+    let m = measures.iter().find(|m| m.benchmark == format!("{base} step2 tar zxf linux-2.5.63.tar.gz")).unwrap();
+    assert_eq!(m.n, 2);
+    close("export", m.value);
+
+    let settings = fsbench::report::paired::pair_settings(&run.meta.scenario_text, &run.meta.scenario_origin);
+    let spec = fsbench::scenario::GateSpec::default();
+    let paired_opts = fsbench::report::paired::PairedOptions { metric: Metric::Elapsed, spec: &spec, settings };
+    let paired = fsbench::report::paired::join_pairs("P", &run, &paired_opts).expect("a paired run");
+    let untar = paired.comparisons.iter().find(|c| c.step.as_deref() == Some("#1 untar")).unwrap();
+    assert_eq!(untar.baseline_values.len(), 1, "one pair: {untar:?}");
+    close("paired join", untar.baseline_values[0]);
 }

@@ -7,7 +7,8 @@ use std::path::Path;
 
 use rusqlite::{Connection, TransactionBehavior, params};
 
-use crate::history::series::{Better, MeasuredCell, Metric, UNITS};
+use crate::catalogue::Direction;
+use crate::history::series::{MeasuredCell, MetricValue, unit_named};
 use crate::results::{LoadedRun, RunMeta, safe};
 
 /// Why the index could not be brought up to date or read.
@@ -42,8 +43,10 @@ impl IndexError {
 /// `PRAGMA user_version` of the tables below; an index of another version is built again.
 /// It is raised whenever the rows a run gives change, not only the tables: version 2 added
 /// fio metrics, paired ratios and the `low`/`high` columns, which a version-1 index lacks
-/// for the runs it holds.
-pub const SCHEMA_VERSION: i64 = 2;
+/// for the runs it holds; version 3 took step and latency values over the catalogue's samples
+/// (steady, undisturbed iterations; each repetition's percentile) where version 2 averaged
+/// every iteration and read the merged histogram.
+pub const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE runs (
@@ -258,13 +261,6 @@ fn delete_run(tx: &rusqlite::Transaction, scenario: &str, name: &str) -> rusqlit
     Ok(())
 }
 
-fn better_text(b: Better) -> &'static str {
-    match b {
-        Better::Higher => "higher",
-        Better::Lower => "lower",
-    }
-}
-
 fn insert_run(
     tx: &rusqlite::Transaction,
     scenario: &str,
@@ -321,7 +317,7 @@ fn insert_run(
                 c.id,
                 mt.name,
                 mt.unit,
-                better_text(mt.better),
+                mt.better.word(),
                 mt.value,
                 mt.n as i64,
                 mt.interval.map(|i| i.0),
@@ -395,15 +391,14 @@ pub fn read(conn: &Connection, scenario: &str) -> Result<Vec<IndexedRun>, IndexE
         let id: i64 = r.get(0).map_err(sql)?;
         let cell_pos: usize = r.get::<_, i64>(1).map_err(sql)? as usize;
         let unit_text = r.get_ref(4).map_err(sql)?.as_str().map_err(|e| bad(e.to_string()))?;
-        let Some(unit) = UNITS.iter().find(|u| **u == unit_text) else {
+        let Some(unit) = unit_named(unit_text) else {
             return Err(bad(format!("unknown unit `{}`", crate::text::escape_control(unit_text))));
         };
-        let better = match r.get_ref(5).map_err(sql)?.as_str().map_err(|e| bad(e.to_string()))? {
-            "higher" => Better::Higher,
-            "lower" => Better::Lower,
-            other => return Err(bad(format!("unknown direction `{}`", crate::text::escape_control(other)))),
+        let word = r.get_ref(5).map_err(sql)?.as_str().map_err(|e| bad(e.to_string()))?;
+        let Some(better) = Direction::from_word(word) else {
+            return Err(bad(format!("unknown direction `{}`", crate::text::escape_control(word))));
         };
-        let metric = Metric {
+        let metric = MetricValue {
             name: r.get(3).map_err(sql)?,
             unit,
             better,

@@ -12,6 +12,7 @@ use super::plot::{PlotError, PlotImage};
 use super::{CompareOptions, WorkloadReport};
 use crate::model::{CellResult, FioResult, OUTPUT_SCHEMA_VERSION};
 use crate::results::LoadedRun;
+use crate::stats::positive_mean_interval;
 
 /// A fio report of `runs`.
 pub(super) struct FioReport<'a> {
@@ -62,6 +63,8 @@ fn charts(runs: &[(&str, &LoadedRun)]) -> Vec<FioChart> {
     };
     // A whisker needs two repetitions: one gives no interval (and a CI of NaN width).
     let spread = |s: &crate::model::Summary, lo: f64, hi: f64| (s.n > 1).then_some((lo, hi));
+    // IOPS are positive: their mean's interval is cut at zero.
+    let iops_ci = |s: &crate::model::Summary| positive_mean_interval(s);
     vec![
         FioChart {
             stem: "fio-iops".into(),
@@ -70,7 +73,7 @@ fn charts(runs: &[(&str, &LoadedRun)]) -> Vec<FioChart> {
             whisker_desc: "95% confidence interval of the mean IOPS".into(),
             labels: labels.clone(),
             cells: cells.clone(),
-            bars: bars(&|f| (f.iops.median, spread(&f.iops, f.iops.ci95_low, f.iops.ci95_high))),
+            bars: bars(&|f| (f.iops.median, iops_ci(&f.iops))),
         },
         FioChart {
             stem: "fio-clat-p99".into(),
@@ -100,7 +103,8 @@ fn row(label: &str, cell: &CellResult, f: &FioResult) -> FioRow {
         fio_version: f.fio_version.clone(),
         n: f.iops.n,
         iops: f.iops.median,
-        iops_ci95: (f.iops.ci95_low, f.iops.ci95_high),
+        // A positive quantity: the interval's part at or above zero (one repetition: its value twice).
+        iops_ci95: positive_mean_interval(&f.iops).unwrap_or((f.iops.ci95_low, f.iops.ci95_high)),
         bw_mib_s: f.bw_bytes.median / (1024.0 * 1024.0),
         clat_mean_us: f.clat_mean_us.median,
         clat_p99_us: f.clat_p99_us.median,
@@ -169,7 +173,8 @@ impl<'a> FioReport<'a> {
                     r.cell.clone(),
                     r.n.to_string(),
                     format!("{:.0}", r.iops),
-                    format!("{:.0}..{:.0}", r.iops_ci95.0, r.iops_ci95.1),
+                    // One repetition has no interval.
+                    if r.n > 1 { format!("{:.0}..{:.0}", r.iops_ci95.0, r.iops_ci95.1) } else { "-".into() },
                     format!("{:.2}", r.bw_mib_s),
                     format!("{:.1}", r.clat_mean_us),
                     format!("{p50:.1}"),

@@ -139,3 +139,22 @@ fn kernel_counters_of_fio_cells_are_in_every_format() {
     let json = crate::report::json::to_json(&Box::new(rep).json(&[]));
     assert!(!json.contains("\"counters\""), "{json}");
 }
+
+/// Issue 38 item 13: `IOPS -22108..58540` at n = 2. The mean of IOPS has no interval below
+/// zero, in the table, the CSV and the chart's whisker; one repetition has none at all.
+#[test]
+fn the_iops_interval_never_reaches_below_zero_and_one_repetition_has_none() {
+    let r = run(vec![cell("ext4", &[1000.0, 35000.0], &[50.0, 60.0], &[]), cell("xfs", &[17070.0], &[9.0], &[])]);
+    let runs = [("base", &r)];
+    let rep = FioReport::build(&runs, None);
+    let rows = rep.table_rows("base", false);
+    let high = summary(&[1000.0, 35000.0]).ci95_high;
+    assert_eq!(rows[0][3], format!("0..{high:.0}"), "{rows:?}");
+    assert_eq!(rows[1][3], "-", "{rows:?}");
+    let csv = rep.csv();
+    let line = csv.lines().find(|l| l.contains("ext4-S-qoff-t1")).unwrap();
+    assert!(line.contains(&format!(",0,{high},")), "{line}");
+    let c = charts(&runs);
+    assert_eq!(c[0].bars[0].whisker, Some((0.0, high)));
+    assert_eq!(c[0].bars[1].whisker, None);
+}

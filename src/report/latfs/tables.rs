@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::catalogue::Metric;
 use crate::model::{CellParams, CellResult, CellStatus, LatfsTest, Layout, QuotaMode, Summary};
 use crate::monitor::latency::Percentile;
 use crate::results::LoadedRun;
@@ -184,12 +185,14 @@ pub fn point_by(cell: &CellResult, metric: Option<Percentile>) -> Option<Point> 
     let counted = || latfs.repetitions.iter().filter(|r| r.counts());
     let repetitions = latfs.repetitions.len();
     let disturbed = repetitions - counted().count();
+    // The catalogue's samples (undisturbed repetitions, or rounds' means): one quantity for lat_fs.
+    let of = |m: Metric| crate::catalogue::samples(cell, m).into_iter().next().map(|q| q.samples).unwrap_or_default();
     if let Some(p) = metric {
-        let samples = latfs.samples(|r| r.latency_dist.as_ref().map(|d| p.of(d) as f64 / 1e3));
+        let samples = of(Metric::Latency(p));
         let summary = summarize(&samples);
         return (summary.n > 0).then_some(Point { summary, samples, disturbed, repetitions, all_disturbed: false });
     }
-    let samples = latfs.samples(|r| Some(r.total_loops_per_ms));
+    let samples = of(Metric::TotalLoops);
     let summary = if samples.is_empty() && disturbed == 0 { latfs.total_loops.clone() } else { summarize(&samples) };
     if summary.n == 0 {
         return None;

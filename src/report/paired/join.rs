@@ -6,14 +6,14 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::catalogue::{Metric, round_samples, seconds, step_samples};
 use crate::model::pairing::{CellPairing, DroppedPair, MAX_PAIRS, PairStop};
 use crate::model::{CellResult, StepTiming, TextFormat};
-use crate::report::Iterations;
 use crate::results::LoadedRun;
 use crate::scenario::GateSpec;
 use crate::stats::Change;
 use crate::stats::paired::{alpha_per_look, change_of_log_ratios, look_schedule, wilcoxon};
-use crate::verdict::{Metric, Verdict};
+use crate::verdict::Verdict;
 
 use super::settings::PairSettings;
 
@@ -237,7 +237,7 @@ impl Side<'_> {
         let quantities: Vec<(String, Option<String>, String, PairFn)> = match self.opts.metric {
             Metric::TotalLoops | Metric::Latency(_) => {
                 let metric = self.opts.metric;
-                let value = move |c: &CellResult, round: u32| latfs_member(c, round, metric);
+                let value = move |c: &CellResult, round: u32| member_value(c, round, metric);
                 let f = move |rb: u32, rc: u32| pair_of(value(base, rb)?, value(cand, rc)?);
                 vec![(cand.id.clone(), None, self.key_of(cand, None), Box::new(f))]
             }
@@ -267,7 +267,7 @@ impl Side<'_> {
                     .collect()
             }
             Metric::Fio(m) => {
-                let value = move |c: &CellResult, round: u32| fio_member(c, round, m);
+                let value = move |c: &CellResult, round: u32| member_value(c, round, Metric::Fio(m));
                 let f = move |rb: u32, rc: u32| pair_of(value(base, rb)?, value(cand, rc)?);
                 vec![(cand.id.clone(), None, self.key_of(cand, None), Box::new(f))]
             }
@@ -387,28 +387,10 @@ fn pair_of(b: f64, c: f64) -> PairValues {
     (b.is_finite() && c.is_finite() && b > 0.0 && c > 0.0).then(|| (b, c, (c / b).ln()))
 }
 
-/// A lat_fs member's value: the mean of its round's undisturbed repetitions.
-fn latfs_member(cell: &CellResult, round: u32, metric: Metric) -> Option<f64> {
-    let reps = cell.latfs.as_ref()?.repetitions.iter().filter(|r| r.round == round && r.counts());
-    let values: Vec<f64> = reps
-        .filter_map(|r| match metric {
-            Metric::Latency(p) => r.latency_dist.as_ref().map(|d| p.of(d) as f64 / 1e3),
-            _ => Some(r.total_loops_per_ms),
-        })
-        .collect();
-    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
-}
-
-/// A fio member: the mean of `metric` over round `round`'s undisturbed repetitions.
-fn fio_member(cell: &CellResult, round: u32, metric: crate::model::FioMetric) -> Option<f64> {
-    let values: Vec<f64> = cell
-        .fio
-        .as_ref()?
-        .repetitions
-        .iter()
-        .filter(|r| r.round == round && r.counts())
-        .map(|r| metric.of(r))
-        .collect();
+/// A lat_fs or fio member's value: the mean of its round's samples by the catalogue's rule
+/// (its undisturbed repetitions).
+fn member_value(cell: &CellResult, round: u32, metric: Metric) -> Option<f64> {
+    let values = round_samples(cell, metric, round);
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
@@ -426,20 +408,21 @@ fn steps_per_round(cell: &CellResult, p: &CellPairing) -> Option<u32> {
     (n > 0 && n.is_multiple_of(rounds)).then_some(n / rounds)
 }
 
-/// Step `j` of two members paired per iteration position over the positions steady in
-/// both: the mean elapsed seconds of each and the mean of the per-position log ratios.
+/// Step `j` of two members paired per iteration position over the positions where both
+/// have a sample by the catalogue's rule (steady, undisturbed): the mean elapsed seconds of
+/// each and the mean of the per-position log ratios.
 fn steps_pair(a: &[Vec<StepTiming>], b: &[Vec<StepTiming>], j: usize) -> PairValues {
-    let (sa, sb) = (Iterations::Steady.select(a), Iterations::Steady.select(b));
+    let sb = step_samples(b, j);
     let mut logs = Vec::new();
     let (mut ea, mut eb) = (0.0, 0.0);
-    for k in sa.into_iter().filter(|k| sb.contains(k)) {
-        let (Some(x), Some(y)) = (a[k].get(j), b[k].get(j)) else { continue };
-        if !(x.counts() && y.counts()) || x.elapsed_us == 0 || y.elapsed_us == 0 {
+    for (k, x) in step_samples(a, j) {
+        let Some((_, y)) = sb.iter().find(|(i, _)| *i == k) else { continue };
+        if x.elapsed_us == 0 || y.elapsed_us == 0 {
             continue;
         }
         logs.push((y.elapsed_us as f64 / x.elapsed_us as f64).ln());
-        ea += x.elapsed_us as f64 / 1e6;
-        eb += y.elapsed_us as f64 / 1e6;
+        ea += seconds(x);
+        eb += seconds(y);
     }
     let n = logs.len() as f64;
     (n > 0.0).then(|| (ea / n, eb / n, logs.iter().sum::<f64>() / n))

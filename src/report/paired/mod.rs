@@ -22,9 +22,9 @@ pub use join::{PairedComparison, PairedOptions, PairedRun, SignedRankCheck, join
 pub use render::{csv, hl_cell, p_cell, pairs_cell, percent, ratio_cell, section_text, stop_name, write_sections};
 pub use settings::{PairSettings, pair_settings};
 
+use crate::catalogue::Metric;
 use crate::model::WorkloadKind;
 use crate::results::LoadedRun;
-use crate::verdict::Metric;
 
 /// Whether any cell of `run` took part in a pair group.
 pub fn is_paired(run: &LoadedRun) -> bool {

@@ -76,7 +76,7 @@ fn run(cells: Vec<CellResult>, workload: WorkloadKind) -> crate::results::Loaded
     }
 }
 
-fn opts(spec: &GateSpec, metric: crate::verdict::Metric, steps_iterations: Option<u32>) -> PairedOptions<'_> {
+fn opts(spec: &GateSpec, metric: crate::catalogue::Metric, steps_iterations: Option<u32>) -> PairedOptions<'_> {
     PairedOptions {
         metric,
         spec,
@@ -95,7 +95,7 @@ fn slots_join_arms_into_pairs_and_the_statistics_are_the_paired_ones() {
     let r = join_pairs(
         "run",
         &run(vec![base, cand], WorkloadKind::LatFs),
-        &opts(&spec, crate::verdict::Metric::TotalLoops, None),
+        &opts(&spec, crate::catalogue::Metric::TotalLoops, None),
     )
     .unwrap();
     assert_eq!((r.axis.as_str(), r.looks.as_slice()), ("fs", [6, 9, 14, 21, 32].as_slice()));
@@ -135,7 +135,7 @@ fn below_six_pairs_there_is_no_wilcoxon_check_and_an_unpaired_run_has_no_section
     let r = join_pairs(
         "run",
         &run(vec![base.clone(), cand], WorkloadKind::LatFs),
-        &opts(&spec, crate::verdict::Metric::TotalLoops, None),
+        &opts(&spec, crate::catalogue::Metric::TotalLoops, None),
     )
     .unwrap();
     let c = &r.comparisons[0];
@@ -147,7 +147,7 @@ fn below_six_pairs_there_is_no_wilcoxon_check_and_an_unpaired_run_has_no_section
     let r = join_pairs(
         "run",
         &run(vec![base.clone()], WorkloadKind::LatFs),
-        &opts(&spec, crate::verdict::Metric::TotalLoops, None),
+        &opts(&spec, crate::catalogue::Metric::TotalLoops, None),
     )
     .unwrap();
     assert!(r.comparisons.is_empty() && r.warnings.len() == 1, "{:?}", r.warnings);
@@ -157,7 +157,7 @@ fn below_six_pairs_there_is_no_wilcoxon_check_and_an_unpaired_run_has_no_section
         join_pairs(
             "run",
             &run(vec![plain], WorkloadKind::LatFs),
-            &opts(&spec, crate::verdict::Metric::TotalLoops, None)
+            &opts(&spec, crate::catalogue::Metric::TotalLoops, None)
         )
         .is_none()
     );
@@ -198,7 +198,7 @@ fn steps_pair_per_iteration_position_over_steady_iterations() {
     let r = join_pairs(
         "run",
         &run(vec![base, cand], WorkloadKind::Steps),
-        &opts(&spec, crate::verdict::Metric::Elapsed, Some(3)),
+        &opts(&spec, crate::catalogue::Metric::Elapsed, Some(3)),
     )
     .unwrap();
     assert_eq!(r.comparisons.len(), 2, "one per step");
@@ -218,7 +218,7 @@ fn steps_pair_per_iteration_position_over_steady_iterations() {
     let r2 = join_pairs(
         "run",
         &run(r_cells(&a, &b, &slots), WorkloadKind::Steps),
-        &opts(&spec, crate::verdict::Metric::Elapsed, None),
+        &opts(&spec, crate::catalogue::Metric::Elapsed, None),
     )
     .unwrap();
     assert_eq!(r2.comparisons[1].log_ratios, untar.log_ratios);
@@ -239,7 +239,7 @@ fn the_section_names_the_level_and_every_column() {
     let p = join_pairs(
         "run",
         &run(vec![base, cand], WorkloadKind::LatFs),
-        &opts(&spec, crate::verdict::Metric::TotalLoops, None),
+        &opts(&spec, crate::catalogue::Metric::TotalLoops, None),
     )
     .unwrap();
     let mut m: Box<dyn crate::report::markup::Markup> = Box::new(crate::report::markup::Plain::default());
@@ -264,7 +264,7 @@ fn a_cell_claiming_more_pairs_than_any_run_takes_is_not_read_as_pairs() {
     let r = join_pairs(
         "run",
         &run(vec![base, cand], WorkloadKind::LatFs),
-        &opts(&spec, crate::verdict::Metric::TotalLoops, None),
+        &opts(&spec, crate::catalogue::Metric::TotalLoops, None),
     )
     .unwrap();
     assert!(r.warnings[0].contains("more than 1000 pair slots"), "{:?}", r.warnings);
@@ -290,7 +290,7 @@ fn a_group_that_gave_up_on_a_failing_arm_says_so_once_and_names_the_steps_from_t
     let r = join_pairs(
         "run",
         &run(vec![base, cand], WorkloadKind::Steps),
-        &opts(&spec, crate::verdict::Metric::Elapsed, Some(3)),
+        &opts(&spec, crate::catalogue::Metric::Elapsed, Some(3)),
     )
     .unwrap();
     let steps: Vec<&str> = r.comparisons.iter().map(|c| c.step.as_deref().unwrap()).collect();
