@@ -279,7 +279,6 @@ mod tests {
             ("filename=${HOME}/.ssh/authorized_keys", "filename=${HOME}"),
             ("mem=mmap:/etc/passwd", "mem=mmap:/etc/passwd"),
             ("trigger=reboot", "trigger"),
-            ("include evil.fio", "include evil.fio"),
         ];
         for (line, named) in corpus {
             let s = scenario(&format!("[w]\nrw=write\n{line}\n"), "");

@@ -1,10 +1,12 @@
-//! The job file fio runs for one cell: the scenario's job with, at the end of every job
-//! section, what fsbench sets there. fio takes the last value of an option in a
+//! The job file fio runs for one cell: the scenario's job with, at the end of every
+//! section fio runs as a job (as fio reads the headers: `scenario::fio_job`), what
+//! fsbench sets there. fio takes the last value of an option in a
 //! section, so these lines win over the job's own and over `[global]`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::scenario::fio_job::LineKind;
 use crate::scenario::{FioNumjobs, FioSpec};
 
 /// What one cell gives its job: where the tasks work, how many, and the swept option values.
@@ -34,11 +36,13 @@ pub fn compose(spec: &FioSpec, cell: &CellJob) -> (String, Vec<Option<usize>>) {
             }
         }
     };
-    for (i, line) in spec.job.text.lines().enumerate() {
-        let t = line.trim();
-        if let Some(name) = t.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+    // Sections as fio reads them (`scenario::fio_job`): a section fio runs as a job gets
+    // fsbench's lines whatever its name, `[ global]` included.
+    for (read, line) in spec.job.lines().iter().zip(spec.job.text.lines()) {
+        let i = read.line;
+        if let LineKind::Header { global, .. } = read.kind {
             close(&mut text, &mut origin, in_job_section);
-            in_job_section = name.trim() != "global";
+            in_job_section = !global;
         }
         text.push_str(line);
         text.push('\n');
