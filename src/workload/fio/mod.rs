@@ -8,6 +8,7 @@
 pub mod check;
 pub mod compose;
 pub mod json;
+pub mod need;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
