@@ -234,3 +234,37 @@ fn a_bundles_fio_runs_in_a_memory_cgroup_of_its_counted_size() {
     );
     sb.assert_nothing_outside("tight");
 }
+
+/// Contained by construction: as root, fio runs in a mount namespace where only the
+/// cell's directories are writable, so an option that writes elsewhere (one's own
+/// scenario may use any: here `write_iolog` with an absolute path, aimed outside the
+/// cell) fails the cell instead of writing; nothing appears there, nothing stays mounted.
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn fio_that_writes_outside_the_cell_fails_and_writes_nothing() {
+    skip_unless_root!();
+    if fsbench::workload::fio::fio_version().is_none() {
+        crate::support::skip(&test_name!(), "fio is not installed (apt-get install fio)");
+        return;
+    }
+    let sb = crate::support::sandbox::Sandbox::new("fsbench-fio-confined-");
+    let outside = sb.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    let path = sb.path().join("s.toml");
+    let job = format!("[w]\nrw=write\nbs=4k\nsize=1m\nioengine=psync\nwrite_iolog={}/iolog", outside.display());
+    std::fs::write(&path, scenario(&job, DIR)).unwrap();
+    let out = sb.fsbench(&["run", path.to_str().unwrap()]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    let run = &sb.runs()[0];
+    let cell: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
+    assert_eq!(cell["status"], "failed", "{cell}");
+    assert!(cell["error"].as_str().unwrap().contains("Read-only file system"), "{cell}");
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "fio wrote outside the cell");
+    // Without the option the same job runs: the cell's own directories stay writable.
+    std::fs::write(&path, scenario("[w]\nrw=write\nbs=4k\nsize=1m\nioengine=psync", DIR)).unwrap();
+    let out = sb.fsbench(&["run", path.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    crate::support::kernel::assert_no_leaks(sb.path());
+}

@@ -46,7 +46,11 @@ pub fn parse_only(s: &Scenario) -> Result<(), ScenarioError> {
     for sweep in &sweeps {
         let (text, origin) = compose(spec, &CellJob { task_dirs: &dirs, tasks, sweeps: sweep });
         std::fs::write(&file, &text).map_err(|e| io_error(s, e))?;
-        let out = Command::new(FIO).arg("--parse-only").arg(&file).output().map_err(|e| io_error(s, e))?;
+        let mut cmd = Command::new(FIO);
+        cmd.arg("--parse-only").arg(&file);
+        // Parsing writes nothing: confined with no writable directory at all.
+        super::confine::confine(&mut cmd, &[]).map_err(|e| io_error(s, e))?;
+        let out = cmd.output().map_err(|e| io_error(s, e))?;
         if out.status.success() {
             continue;
         }
