@@ -107,4 +107,34 @@ mod tests {
         assert_eq!(origin[3], Some(3));
         assert_eq!(origin[4], None);
     }
+
+    /// Security review, round three: `[ global]` is a job to fio, and ran without
+    /// fsbench's `runtime` because compose trimmed the header. Sections are now closed as
+    /// fio reads them (validation refuses these spellings before; compose agrees with fio anyway).
+    #[test]
+    fn every_section_fio_runs_as_a_job_gets_fsbenchs_lines() {
+        let spec = |text: &str| FioSpec {
+            job: FioJob {
+                text: text.into(),
+                origin: "s.toml".into(),
+                key: "workload.job".into(),
+                first_line: 1,
+                first_column: 1,
+            },
+            duration: Duration::from_secs(1),
+            warmup: None,
+            repetitions: 1,
+            numjobs: FioNumjobs::Job,
+            disturbance: None,
+        };
+        let dirs = vec![PathBuf::from("/m/0")];
+        let cell = CellJob { task_dirs: &dirs, tasks: 1, sweeps: &BTreeMap::new() };
+        let (text, _) = compose(&spec("[ global]\nbs=4k\n[globalx]\nsize=1m\n  [w] ; c\nrw=read\n"), &cell);
+        let runtimes: Vec<usize> =
+            text.lines().enumerate().filter(|(_, l)| *l == "runtime=1000ms").map(|(i, _)| i).collect();
+        // After ` global` (a job) and after `w`; not after `globalx` (global to fio).
+        assert_eq!(runtimes.len(), 2, "{text}");
+        assert!(text.starts_with("[ global]\nbs=4k\n; set by fsbench"), "{text}");
+        assert!(text.contains("[globalx]\nsize=1m\n  [w] ; c"), "{text}");
+    }
 }

@@ -16,7 +16,8 @@
 //! checks the mount only for files, directories and links), so `/dev` is reachable
 //! through a path, which a job cannot name (absolute `filename`s and section names
 //! that are paths are refused: `scenario::validate::fio`). Not as a normal user, who
-//! cannot unshare a mount namespace: fio then has that user's rights.
+//! cannot unshare a mount namespace: fio then has that user's rights. Not inside a
+//! `[[kernels]]` guest: the virtual machine is the confinement there.
 
 use std::ffi::CString;
 use std::io;
@@ -36,9 +37,12 @@ struct MountAttr {
 
 const MOUNT_ATTR_RDONLY: u64 = 0x1;
 
-/// Whether fio started now would be confined (fsbench runs as root).
+/// Whether fio started now would be confined: fsbench runs as root, and not as the
+/// runner inside a `[[kernels]]` guest, where the virtual machine is the confinement
+/// (nothing of the host is mounted there) and the guest's kernel may predate
+/// `mount_setattr`.
 pub fn applies() -> bool {
-    crate::provision::is_root()
+    crate::provision::is_root() && std::env::var_os(crate::qemu::guest::IN_GUEST_ENV).is_none()
 }
 
 /// Make `cmd` start in a private mount namespace where only `writable` can be written.
