@@ -213,18 +213,26 @@ pub fn check(need: &MemoryNeed, available: u64) -> Result<(), String> {
 }
 
 /// The same sum for a scenario of one's own (`fsbench run`): a warning, never a refusal,
-/// since the images are sparse and the user chose them; `None` within the budget or when
-/// MemAvailable cannot be read.
+/// since the images are sparse and the user chose them, followed by what the cells ask
+/// beyond their filesystems ([`MemoryNeed::beyond`]); `None` when there is nothing to say
+/// (the sum is left out when MemAvailable cannot be read).
 pub fn own_run_warning(need: &MemoryNeed) -> Option<String> {
-    let available = crate::host::memory::mem_available().ok()?;
-    over_budget(need, available).map(|what| {
-        format!(
-            "{what}: images are sparse, but a cell that fills them holds that much RAM (the backing tmpfs is \
-             capped at {}% of MemAvailable, so the cell fails first); lower backing.image_size if the workload \
-             writes that much",
-            crate::host::memory::TMPFS_SHARE_PERCENT
-        )
-    })
+    let memory_only = MemoryNeed { beyond: Vec::new(), ..need.clone() };
+    let mut said: Vec<String> = crate::host::memory::mem_available()
+        .ok()
+        .and_then(|available| over_budget(&memory_only, available))
+        .map(|what| {
+            format!(
+                "{what}: images are sparse, but a cell that fills them holds that much RAM (the backing tmpfs is \
+                 capped at {}% of MemAvailable, so the cell fails first); lower backing.image_size if the workload \
+                 writes that much",
+                crate::host::memory::TMPFS_SHARE_PERCENT
+            )
+        })
+        .into_iter()
+        .collect();
+    said.extend(need.beyond.iter().cloned());
+    (!said.is_empty()).then(|| said.join("; "))
 }
 
 /// Room for the page cache of a fio cell's files in its memory limit, above fio's own
