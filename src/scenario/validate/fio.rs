@@ -222,6 +222,21 @@ fn check_section_name(job: &FioJob, line: usize, name: &str, global: bool) -> Re
     Ok(())
 }
 
+/// Why a swept `option=value` (appended to every job section) would reach outside the
+/// cell, judged as the same line in the job is: `name` not a plain name, a `filename` with
+/// a `..` component (sweep values have no `/`, but `..` and `:` are allowed characters).
+pub(super) fn sweep_refusal(option: &str, value: &str) -> Option<String> {
+    match option {
+        "name" if !crate::text::is_plain_name(value) => {
+            Some(format!("`name={value}` is not a plain name (fio names the job's files after it)"))
+        }
+        "filename" | "filename_format" if value.split(':').any(|f| f == "..") => {
+            Some(format!("`{option}={value}` names a file outside the cell"))
+        }
+        _ => None,
+    }
+}
+
 /// One option line of section `within`.
 fn check_option(
     job: &FioJob,
@@ -375,6 +390,15 @@ mod tests {
         );
         let e = parse_str(&text.replace("fio.bs", "fio.directory"), "f.toml").unwrap_err();
         assert!(e.message.contains("`directory`"), "{e}");
+        for (axis, value) in [("fio.name", "..."), ("fio.filename", "a:..")] {
+            let e = parse_str(
+                &text.replace("fio.bs = [\"4k\", \"64k\"]", &format!("{axis} = [\"w\", \"{value}\"]")),
+                "f.toml",
+            )
+            .unwrap_err();
+            assert!(e.message.contains("outside the cell") || e.message.contains("not a plain name"), "{e}");
+            assert_eq!(e.key.as_deref(), Some(&*format!("matrix.{axis}[1]")), "{e}");
+        }
         let e = parse_str(&text.replace("\"64k\"", "\"64 k\""), "f.toml").unwrap_err();
         assert_eq!(e.key.as_deref(), Some("matrix.fio.bs[1]"), "{e}");
         let lat = text.replace("kind = \"fio\"", "kind = \"lat_fs\"").replace("job = \"[w]\\nrw=randwrite\"\n", "");
