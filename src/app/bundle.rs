@@ -186,6 +186,8 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
     // Before anything is allocated (the import included): the cells that will run, not the whole matrix.
     let need = crate::bundle::budget::need(&scenario, &plan.cells, pf.memory.fixture);
     check_memory(&need, args.allow_size).map_err(BundleError::into_anyhow)?;
+    // The count enforced: a fio cell runs in a memory cgroup of its counted size.
+    let scenario = crate::bundle::budget::with_fio_memory_limit(scenario, &need);
     if let Some(dest) = import_results(&ob, &args.bundle, &args.out).map_err(BundleError::into_anyhow)? {
         eprintln!("fsbench: the bundle's results are in {} (for fsbench compare)", dest.display());
     }

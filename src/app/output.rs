@@ -236,6 +236,15 @@ pub struct BundleMemory {
     pub cap_bytes: Option<u64>,
     /// Whether `bundle run` needs `--allow-size` here.
     pub over_budget: bool,
+    /// fio's buffers and per-job memory of the most demanding fio cell (in the sum).
+    pub fio_bytes: u64,
+    /// Bytes of files the most demanding fio cell lays out.
+    pub fio_files_bytes: u64,
+    /// The `memory.max` each fio cell of `bundle run` runs under; `null` for other workloads.
+    pub fio_memory_limit_bytes: Option<u64>,
+    /// What the cells ask beyond their filesystems or cannot be counted, one line each
+    /// (refused unless `--allow-size`).
+    pub beyond: Vec<String>,
 }
 
 /// A bundle's backing.
@@ -256,6 +265,17 @@ pub struct BundleFioJob {
     pub options: Vec<String>,
     /// The options `bundle run` refuses unless `--allow-exec`, each with the reason.
     pub refused: Vec<String>,
+    /// Every section as fio reads its header, in order.
+    pub sections: Vec<BundleFioSection>,
+}
+
+/// One section of a bundle's fio job.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct BundleFioSection {
+    /// Its name as fio reads it (the job's name, and its files' names).
+    pub name: String,
+    /// Whether fio takes it for its global section.
+    pub global: bool,
 }
 
 /// A bundle's fixture archive.
@@ -382,6 +402,10 @@ impl BundleVerifyJson {
                 file: crate::bundle::fio_job::job_file(s).map(shown),
                 options: crate::bundle::fio_job::job_options(s).iter().map(|o| esc(o)).collect(),
                 refused: crate::bundle::fio_job::refused_options(s).iter().map(|o| esc(o)).collect(),
+                sections: crate::bundle::fio_job::sections(s)
+                    .into_iter()
+                    .map(|(name, global)| BundleFioSection { name, global })
+                    .collect(),
             }),
             fixture,
             kernels: s
@@ -402,6 +426,10 @@ impl BundleVerifyJson {
                 total_bytes: pf.memory.total(),
                 cap_bytes: pf.mem_available.map(crate::bundle::budget::cap),
                 over_budget: pf.over_budget(),
+                fio_bytes: pf.memory.fio,
+                fio_files_bytes: pf.memory.fio_files,
+                fio_memory_limit_bytes: crate::bundle::budget::fio_memory_limit(&pf.memory),
+                beyond: pf.memory.beyond.iter().map(|b| esc(b)).collect(),
             },
             refused: pf.refused.iter().map(|r| esc(r)).collect(),
             flags_needed: pf.flags_needed(s).iter().map(|f| esc(f)).collect(),

@@ -29,12 +29,25 @@ pub struct MemoryNeed {
     pub guest: u64,
     /// Bytes of file contents the fixture expands to (0 without one).
     pub fixture: u64,
+    /// What fio of the most demanding fio cell can hold: buffers and per-job overheads
+    /// (`workload::fio::need`); 0 for other workloads.
+    pub fio: u64,
+    /// How [`Self::fio`] is made up, with the cell.
+    pub fio_shown: String,
+    /// Bytes of files the most demanding fio cell lays out, and how (0: none).
+    pub fio_files: u64,
+    /// How [`Self::fio_files`] is made up, with the cell.
+    pub fio_files_shown: String,
+    /// What the cells ask beyond their filesystems or cannot be counted (fio files larger
+    /// than the cell's images, `fill_device` on a backing directory, `bs=$pagesize`): each
+    /// a reason to refuse a bundle without `--allow-size`.
+    pub beyond: Vec<String>,
 }
 
 impl MemoryNeed {
     /// The sum checked against the cap.
     pub fn total(&self) -> u64 {
-        self.images.saturating_add(self.guest).saturating_add(self.fixture)
+        self.images.saturating_add(self.guest).saturating_add(self.fixture).saturating_add(self.fio)
     }
 
     /// One line per source with its size, for `bundle verify` and refusals.
@@ -48,6 +61,9 @@ impl MemoryNeed {
         }
         if self.fixture > 0 {
             v.push(format!("fixture expanded {}", short(self.fixture)));
+        }
+        if self.fio > 0 {
+            v.push(format!("fio {}: {}", short(self.fio), self.fio_shown));
         }
         v
     }
@@ -89,7 +105,64 @@ pub fn need(s: &Scenario, cells: &[Cell], fixture: u64) -> MemoryNeed {
         }
     }
     out.guest = s.kernels.iter().map(|k| k.memory).max().unwrap_or(0);
+    if let crate::scenario::Workload::Fio(spec) = &s.workload {
+        for c in cells {
+            fio_cell(&mut out, s, spec, c);
+        }
+    }
     out
+}
+
+/// Add one fio cell's buffers and files to `out` (the largest cell's are kept), and
+/// what it asks beyond its filesystem.
+fn fio_cell(out: &mut MemoryNeed, s: &Scenario, spec: &crate::scenario::FioSpec, c: &Cell) {
+    let n = crate::workload::fio::need::cell_need(spec, c.params.tasks, &c.params.fio);
+    let id = c.id();
+    if n.memory() > out.fio {
+        out.fio = n.memory();
+        out.fio_shown = format!(
+            "{} of buffers ({}) + {} × {} + {} of fio itself ({id})",
+            short(n.buffers),
+            n.buffers_shown.join(" + "),
+            crate::text::plural(n.jobs as usize, "job", "jobs"),
+            short(crate::workload::fio::need::PER_JOB_OVERHEAD),
+            short(crate::workload::fio::need::BASE_OVERHEAD),
+        );
+    }
+    if n.files > out.fio_files {
+        out.fio_files = n.files;
+        out.fio_files_shown = format!("{} ({id})", n.files_shown.join(" + "));
+    }
+    let mut beyond = |what: String| {
+        if !out.beyond.contains(&what) {
+            out.beyond.push(what);
+        }
+    };
+    for u in &n.uncounted {
+        beyond(format!("fio value {u} cannot be counted (write a size such as 4k or 16m)"));
+    }
+    let images = match c.params.layout {
+        crate::model::Layout::M => c.params.tasks.max(1) as u64,
+        crate::model::Layout::S => 1,
+    };
+    match s.backing.image_size(c.params.layout) {
+        Some(size) if n.files > size.saturating_mul(images) => beyond(format!(
+            "fio files of {} ({}) in {} of images ({id})",
+            short(n.files),
+            n.files_shown.join(" + "),
+            short(size.saturating_mul(images))
+        )),
+        Some(_) => {}
+        // Bounded only by the filesystem of a directory or device that is not the cell's own image.
+        None if matches!(s.backing, crate::scenario::Backing::Dir { .. }) => {
+            for u in &n.unbounded {
+                beyond(format!(
+                    "fio {u} fills the backing directory's filesystem, which has no size of the cell's own"
+                ));
+            }
+        }
+        None => {}
+    }
 }
 
 /// Bytes of file contents a generated fixture expands to, from its plan (no content is
@@ -114,16 +187,18 @@ pub fn cap(available: u64) -> u64 {
 /// than 50% of this host's MemAvailable ...`, naming every size. `None` within the budget.
 pub fn over_budget(need: &MemoryNeed, available: u64) -> Option<String> {
     let cap = cap(available);
-    if need.total() <= cap {
-        return None;
+    let mut over = Vec::new();
+    if need.total() > cap {
+        over.push(format!(
+            "one cell needs {} of memory ({}), more than {SHARE_PERCENT}% of this host's MemAvailable {} = {}",
+            approx(need.total()),
+            need.parts().join(" + "),
+            approx(available),
+            approx(cap)
+        ));
     }
-    Some(format!(
-        "one cell needs {} of memory ({}), more than {SHARE_PERCENT}% of this host's MemAvailable {} = {}",
-        approx(need.total()),
-        need.parts().join(" + "),
-        approx(available),
-        approx(cap)
-    ))
+    over.extend(need.beyond.iter().cloned());
+    (!over.is_empty()).then(|| over.join("; "))
 }
 
 /// `Err` when a bundle's `need` exceeds the cap for `available`: the refusal `bundle run` prints.
@@ -138,18 +213,68 @@ pub fn check(need: &MemoryNeed, available: u64) -> Result<(), String> {
 }
 
 /// The same sum for a scenario of one's own (`fsbench run`): a warning, never a refusal,
-/// since the images are sparse and the user chose them; `None` within the budget or when
-/// MemAvailable cannot be read.
+/// since the images are sparse and the user chose them, followed by what the cells ask
+/// beyond their filesystems ([`MemoryNeed::beyond`]); `None` when there is nothing to say
+/// (the sum is left out when MemAvailable cannot be read).
 pub fn own_run_warning(need: &MemoryNeed) -> Option<String> {
-    let available = crate::host::memory::mem_available().ok()?;
-    over_budget(need, available).map(|what| {
-        format!(
-            "{what}: images are sparse, but a cell that fills them holds that much RAM (the backing tmpfs is \
-             capped at {}% of MemAvailable, so the cell fails first); lower backing.image_size if the workload \
-             writes that much",
-            crate::host::memory::TMPFS_SHARE_PERCENT
-        )
-    })
+    let memory_only = MemoryNeed { beyond: Vec::new(), ..need.clone() };
+    let mut said: Vec<String> = crate::host::memory::mem_available()
+        .ok()
+        .and_then(|available| over_budget(&memory_only, available))
+        .map(|what| {
+            format!(
+                "{what}: images are sparse, but a cell that fills them holds that much RAM (the backing tmpfs is \
+                 capped at {}% of MemAvailable, so the cell fails first); lower backing.image_size if the workload \
+                 writes that much",
+                crate::host::memory::TMPFS_SHARE_PERCENT
+            )
+        })
+        .into_iter()
+        .collect();
+    said.extend(need.beyond.iter().cloned());
+    (!said.is_empty()).then(|| said.join("; "))
+}
+
+/// Room for the page cache of a fio cell's files in its memory limit, above fio's own
+/// memory and the cell's images.
+pub const FIO_PAGE_CACHE_ROOM: u64 = 256 << 20;
+
+/// The `memory.max` a bundle's fio cells run under, so that a wrong count cannot take the
+/// host: fio's counted memory, the largest cell's images or fio files (a loop device
+/// charges its backing file's pages to the writer's group) and [`FIO_PAGE_CACHE_ROOM`].
+/// `None` for other workloads.
+pub fn fio_memory_limit(need: &MemoryNeed) -> Option<u64> {
+    (need.fio > 0).then(|| need.fio.saturating_add(need.images.max(need.fio_files)).saturating_add(FIO_PAGE_CACHE_ROOM))
+}
+
+/// `s` with [`fio_memory_limit`] as `memory.max` of the cgroup of every cell (a lower
+/// `memory.max` of the scenario's own stays): the cell's fio joins that group before
+/// exec, and the kernel stops it at the limit. Only as root, where cell cgroups exist;
+/// unchanged for other workloads.
+pub fn with_fio_memory_limit(mut s: Scenario, need: &MemoryNeed) -> Scenario {
+    use crate::scenario::cgroup_limits::{CgroupKey, CgroupValue};
+    let Some(limit) = fio_memory_limit(need) else { return s };
+    if !crate::provision::is_root() {
+        return s;
+    }
+    for fs in s.matrix.fs.clone() {
+        let limits = &mut s.filesystems.entry(fs).or_default().tunables.cgroup;
+        match limits.iter_mut().find(|l| l.key == CgroupKey::MemoryMax) {
+            Some(l) if matches!(l.value, CgroupValue::Bytes(Some(b)) if b <= limit) => {}
+            Some(l) => *l = memory_max(limit),
+            None => {
+                limits.push(memory_max(limit));
+                limits.sort_by_key(|l| l.key);
+            }
+        }
+    }
+    s
+}
+
+/// `memory.max = bytes`.
+fn memory_max(bytes: u64) -> crate::scenario::cgroup_limits::CgroupLimit {
+    use crate::scenario::cgroup_limits::{CgroupKey, CgroupLimit, CgroupValue};
+    CgroupLimit { key: CgroupKey::MemoryMax, text: bytes.to_string(), value: CgroupValue::Bytes(Some(bytes)) }
 }
 
 #[cfg(test)]
@@ -187,6 +312,44 @@ mod tests {
         let what = over_budget(&n, 16 << 30).expect("12 GiB is over half of 16 GiB");
         assert!(what.starts_with("one cell needs 12.0 GiB") && !what.contains("--allow-size"), "{what}");
         assert_eq!(over_budget(&n, 64 << 30), None);
+    }
+
+    fn fio(backing: &str, job: &str) -> Scenario {
+        let text = format!(
+            "schema = 1\nname = \"f\"\n[matrix]\nfs = [\"ext4\"]\ntasks = [1, 2]\n[backing]\n{backing}\n\
+             [workload]\nkind = \"fio\"\nnumjobs = \"tasks\"\njob = '''\n{job}'''\n"
+        );
+        crate::scenario::parse_str(&text, "f.toml").unwrap()
+    }
+
+    /// Security review, round three: fio's buffers were outside the budget, so
+    /// `bs=16m iodepth=64 numjobs=2` passed as "one cell up to 128 MiB" and took over 1 GiB.
+    #[test]
+    fn fio_buffers_files_and_unbounded_fills_are_in_the_budget() {
+        let s = fio("kind = \"tmpfs-loop\"\nimage_size = \"128MiB\"", "[w]\nrw=write\nbs=16m\niodepth=64\nsize=8m\n");
+        let n = need(&s, &crate::plan::expand(&s).cells, 0);
+        assert!(n.fio > 2 << 30 && n.total() > (2 << 30) + (128 << 20), "{n:?}");
+        assert!(n.fio_shown.contains("`[w]` 16.0 MiB × iodepth 64 × 2 jobs") && n.fio_shown.contains("-t2)"), "{n:?}");
+        let e = check(&n, 4 << 30).unwrap_err();
+        assert!(e.contains("fio 2.0 GiB: 2.0 GiB of buffers (`[w]`") && e.contains("--allow-size"), "{e}");
+        check(&n, 8 << 30).unwrap();
+        // Files larger than the cell's image.
+        let s = fio("kind = \"tmpfs-loop\"\nimage_size = \"128MiB\"", "[w]\nrw=write\nsize=100m\n");
+        let n = need(&s, &crate::plan::expand(&s).cells, 0);
+        assert_eq!(n.fio_files, 200 << 20);
+        let e = check(&n, 64 << 30).unwrap_err();
+        assert!(
+            e.contains("fio files of 200.0 MiB (`[w]` 100.0 MiB × 2 jobs) in 128.0 MiB of images (ext4-S-qoff-t2)"),
+            "{e}"
+        );
+        // fill_device on a backing directory fills the host's filesystem; on an image it fills the image.
+        let e = check(&need(&fio("kind = \"dir\"", "[w]\nfill_device=1\n"), &[], 0), 64 << 30);
+        assert_eq!(e, Ok(()), "no cells, nothing counted");
+        let s = fio("kind = \"dir\"", "[w]\nfill_device=1\n");
+        let e = check(&need(&s, &crate::plan::expand(&s).cells, 0), 64 << 30).unwrap_err();
+        assert!(e.contains("fio `[w]` fill_device=1 fills the backing directory's filesystem"), "{e}");
+        let s = fio("kind = \"tmpfs-loop\"\nimage_size = \"128MiB\"", "[w]\nfill_device=1\n");
+        check(&need(&s, &crate::plan::expand(&s).cells, 0), 64 << 30).unwrap();
     }
 
     #[test]

@@ -232,6 +232,39 @@ pub fn refused_options(s: &Scenario) -> Vec<String> {
         .collect()
 }
 
+/// The fio job's sections as fio reads them: `(name, global)`, in order (names escaped).
+pub fn sections(s: &Scenario) -> Vec<(String, bool)> {
+    let Workload::Fio(f) = &s.workload else { return Vec::new() };
+    f.job.sections().into_iter().map(|x| (crate::text::escape_control(&x.name), x.global)).collect()
+}
+
+/// The lines `bundle verify` prints about a fio job beyond its options: every section fio
+/// will read, and the limits counted for the most demanding cell (`memory`, from
+/// [`super::budget::need`]). Empty for other workloads.
+pub fn verify_lines(s: &Scenario, memory: &super::budget::MemoryNeed) -> Vec<String> {
+    use super::budget::short;
+    let sections = sections(s);
+    if sections.is_empty() {
+        return Vec::new();
+    }
+    let shown: Vec<String> =
+        sections.iter().map(|(n, g)| format!("`[{n}]` ({})", if *g { "global" } else { "job" })).collect();
+    let mut out = vec![format!("  fio sections: {}", shown.join(", "))];
+    if memory.fio > 0 {
+        out.push(format!("  fio memory:  up to {}: {}", short(memory.fio), memory.fio_shown));
+    }
+    if memory.fio_files > 0 {
+        out.push(format!("  fio files:   up to {}: {}", short(memory.fio_files), memory.fio_files_shown));
+    }
+    if let Some(limit) = super::budget::fio_memory_limit(memory) {
+        out.push(format!("  fio limit:   each cell in a memory cgroup of {} (memory.max, as root)", short(limit)));
+    }
+    for b in &memory.beyond {
+        out.push(format!("  beyond:      {b} (refused unless --allow-size)"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,7 +312,6 @@ mod tests {
             ("filename=${HOME}/.ssh/authorized_keys", "filename=${HOME}"),
             ("mem=mmap:/etc/passwd", "mem=mmap:/etc/passwd"),
             ("trigger=reboot", "trigger"),
-            ("include evil.fio", "include evil.fio"),
         ];
         for (line, named) in corpus {
             let s = scenario(&format!("[w]\nrw=write\n{line}\n"), "");

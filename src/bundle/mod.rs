@@ -427,6 +427,9 @@ pub fn describe(bundle: &Path, ob: &OpenBundle, s: &Scenario, pf: &Preflight) ->
             let _ = writeln!(o, "  fio refused: {} (refused unless --allow-exec)", shown.join(", "));
         }
     }
+    for line in fio_job::verify_lines(s, &pf.memory) {
+        let _ = writeln!(o, "{line}");
+    }
     let exec = exec_steps(s);
     if exec.is_empty() {
         let _ = writeln!(o, "  exec steps:  none");

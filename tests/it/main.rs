@@ -13,6 +13,7 @@
 mod support;
 
 mod bad_input;
+mod bundle_fio_hostile;
 mod bundle_fio_job;
 mod bundle_hostile;
 mod bundle_roundtrip;

@@ -14,6 +14,7 @@ use super::{disturbance_of, int_in, reject_foreign};
 use crate::scenario::diagnose::{Ctx, p};
 use crate::scenario::error::did_you_mean;
 use crate::scenario::file::WorkloadFile;
+use crate::scenario::fio_job::{GLOBAL, LineKind, shown_section};
 use crate::scenario::*;
 
 /// Options fsbench sets in every job section (from the cell and `[workload]`), which the
@@ -158,43 +159,123 @@ fn job_file(ctx: &Ctx, file: &str, base_dir: &Path) -> Result<FioJob, ScenarioEr
     })
 }
 
-/// Refuse a job without a job section, and options that fsbench sets or that reach outside the cell.
+/// Refuse a job without a job section, lines fio would read otherwise than fsbench,
+/// section names that are not plain names, includes, and options that fsbench sets or
+/// that reach outside the cell. Every error names the section and the line.
 fn check_job(job: &FioJob, numjobs: FioNumjobs) -> Result<(), ScenarioError> {
-    if !job.sections().iter().any(|s| s != "global") {
+    let sections = job.sections();
+    for l in job.lines() {
+        let within = match l.section.and_then(|at| sections.iter().find(|s| s.line == at)) {
+            Some(s) => format!("section {}", shown_section(&s.name)),
+            None => "the job".to_string(),
+        };
+        match &l.kind {
+            LineKind::Skipped => {}
+            LineKind::Invalid(why) => {
+                return Err(job.error_at(
+                    l.line,
+                    format!("{within}, line {}: {why}", l.line + 1),
+                    Some("fio reads job files line by line: start with a `[name]` header, one option per line".into()),
+                ));
+            }
+            LineKind::Header { name, global } => check_section_name(job, l.line, name, *global)?,
+            LineKind::Include { file } => {
+                return Err(job.error_at(
+                    l.line,
+                    format!("{within} includes `{}`", crate::text::escape_control(file)),
+                    Some("fsbench does not follow fio's `include`: copy the included options into the job".into()),
+                ));
+            }
+            LineKind::Option { name, value } => check_option(job, l.line, &within, name, value.as_deref(), numjobs)?,
+        }
+    }
+    if !sections.iter().any(|s| !s.global) {
         return Err(job.error_at(
             0,
             "the fio job has no job section",
             Some("start one with a header such as `[randwrite]`".into()),
         ));
     }
-    for o in job.options() {
-        if o.section.is_empty() {
+    Ok(())
+}
+
+/// A section name is data: fio names the job's files `<directory>/<name>.<job>.<file>`,
+/// so only a plain name (A-Z a-z 0-9 . _ - +, not starting with `.`) keeps them in the
+/// cell; a global section is spelled exactly `[global]` (fio takes any name that starts
+/// with `global` for one).
+fn check_section_name(job: &FioJob, line: usize, name: &str, global: bool) -> Result<(), ScenarioError> {
+    let shown = shown_section(name);
+    if global && name != GLOBAL {
+        return Err(job.error_at(
+            line,
+            format!("section {shown}: fio takes every name that starts with `global` for its global section"),
+            Some("write `[global]` for the global section, or give the job another name".into()),
+        ));
+    }
+    if !global && !crate::text::is_plain_name(name) {
+        return Err(job.error_at(
+            line,
+            format!("section {shown}: a job's name must be a plain name (fio names its files `<directory>/<name>.<job>.<file>`)"),
+            Some("use letters, digits, `.`, `_`, `-`, `+`, not starting with `.`, up to 128 characters".into()),
+        ));
+    }
+    Ok(())
+}
+
+/// Why a swept `option=value` (appended to every job section) would reach outside the
+/// cell, judged as the same line in the job is: `name` not a plain name, a `filename` with
+/// a `..` component (sweep values have no `/`, but `..` and `:` are allowed characters).
+pub(super) fn sweep_refusal(option: &str, value: &str) -> Option<String> {
+    match option {
+        "name" if !crate::text::is_plain_name(value) => {
+            Some(format!("`name={value}` is not a plain name (fio names the job's files after it)"))
+        }
+        "filename" | "filename_format" if value.split(':').any(|f| f == "..") => {
+            Some(format!("`{option}={value}` names a file outside the cell"))
+        }
+        _ => None,
+    }
+}
+
+/// One option line of section `within`.
+fn check_option(
+    job: &FioJob,
+    line: usize,
+    within: &str,
+    name: &str,
+    value: Option<&str>,
+    numjobs: FioNumjobs,
+) -> Result<(), ScenarioError> {
+    if let Some((_, why)) = SET_BY_FSBENCH.iter().find(|(n, _)| *n == name) {
+        return Err(job.error_at(line, format!("{within} sets `{name}`"), Some(format!("remove it: {why}"))));
+    }
+    if name == "numjobs" && numjobs == FioNumjobs::Tasks {
+        return Err(job.error_at(
+            line,
+            format!("{within} sets `numjobs`, but `workload.numjobs = \"tasks\"` sets it from the cell"),
+            Some("remove one of the two".into()),
+        ));
+    }
+    let value = value.unwrap_or("");
+    // `name=` renames the job, and so its files, as a header does.
+    if name == "name" && !crate::text::is_plain_name(value) {
+        return Err(job.error_at(
+            line,
+            format!(
+                "{within}: `name={}` is not a plain name (fio names the job's files after it)",
+                crate::text::escape_control(value)
+            ),
+            Some("use letters, digits, `.`, `_`, `-`, `+`, not starting with `.`".into()),
+        ));
+    }
+    if name == "filename" || name == "filename_format" {
+        // fio takes `:` between several files; `\:` is a colon inside a name.
+        if value.replace("\\:", "").split(':').any(|f| f.starts_with('/') || f.split('/').any(|c| c == "..")) {
             return Err(job.error_at(
-                o.line,
-                format!("option `{}` comes before any section", o.name),
-                Some("put it under `[global]` or a job section".into()),
+                line,
+                format!("{within}: `{name}={}` names a file outside the cell", crate::text::escape_control(value)),
+                Some("use a relative name: fio places it in the task's directory".into()),
             ));
-        }
-        if let Some((_, why)) = SET_BY_FSBENCH.iter().find(|(n, _)| *n == o.name) {
-            return Err(job.error_at(o.line, format!("the job sets `{}`", o.name), Some(format!("remove it: {why}"))));
-        }
-        if o.name == "numjobs" && numjobs == FioNumjobs::Tasks {
-            return Err(job.error_at(
-                o.line,
-                "the job sets `numjobs`, but `workload.numjobs = \"tasks\"` sets it from the cell",
-                Some("remove one of the two".into()),
-            ));
-        }
-        if o.name == "filename" || o.name == "filename_format" {
-            let value = o.value.as_deref().unwrap_or("");
-            // fio takes `:` between several files; `\:` is a colon inside a name.
-            if value.replace("\\:", "").split(':').any(|f| f.starts_with('/') || f.split('/').any(|c| c == "..")) {
-                return Err(job.error_at(
-                    o.line,
-                    format!("`{}={value}` names a file outside the cell", o.name),
-                    Some("use a relative name: fio places it in the task's directory".into()),
-                ));
-            }
         }
     }
     Ok(())
@@ -228,6 +309,33 @@ mod tests {
         assert!(e.message.contains("outside the cell"), "{e}");
     }
 
+    /// Security review, round three: a section name is a path to fio (its files are
+    /// `<directory>/<name>.<job>.<file>`), and `[ global]` is a job to fio. Each header is
+    /// refused at its line with the section named.
+    #[test]
+    fn section_names_are_plain_names_and_global_is_spelled_as_fio_reads_it() {
+        for (job, line, named) in [
+            ("[../../../../tmp/NAME]\nrw=write", 10, "`[../../../../tmp/NAME]`"),
+            ("[w]\nrw=write\n[a/b]", 12, "`[a/b]`"),
+            ("[ global]\nrw=write", 10, "`[ global]`"),
+            ("[globalx]\nrw=write\n[w]", 10, "`[globalx]`"),
+            ("[w x]\nrw=write", 10, "`[w x]`"),
+            ("[.hidden]\nrw=write", 10, "`[.hidden]`"),
+            ("[w\\u001b[2J]\nrw=write", 10, "line 1: the line contains the control character"),
+            ("[w]\nname=../x", 11, "`name=../x`"),
+            ("[w]\ninclude /etc/fio.fio", 11, "includes `/etc/fio.fio`"),
+            ("[w]\nincludex", 11, "section `[w]` includes"),
+        ] {
+            let text = format!("{BASE}job = \"\"\"\n{job}\n\"\"\"\n");
+            let e = parse_str(&text, "f.toml").unwrap_err();
+            assert_eq!(e.line, Some(line), "{job}: {e}");
+            assert!(e.message.contains(named), "{job}: {e}");
+            assert!(!e.to_string().contains('\u{1b}'), "{job}: {e:?}");
+        }
+        let text = format!("{BASE}job = '''\n[global]\nbs=4k\n[w.1_a-b+c]\nrw=write\n'''\n");
+        parse_str(&text, "f.toml").unwrap();
+    }
+
     #[test]
     fn job_file_is_read_beneath_the_scenario_without_links() {
         let dir = tempfile::tempdir().unwrap();
@@ -243,7 +351,12 @@ mod tests {
                 .starts_with(&format!("{}:3:1: x", dir.path().join("w.fio").display()))
         );
         // A file too big is refused, not read truncated; one that just fits is read whole.
-        let fits = format!("[w]\nrw=write\n{}", "#".repeat(super::MAX_JOB_BYTES as usize - 14));
+        // (Comment lines of 100 bytes: fio reads a line of more than 8 KiB as several, refused.)
+        let mut fits = String::from("[w]\nrw=write\n");
+        while fits.len() + 101 < super::MAX_JOB_BYTES as usize {
+            fits.push_str(&format!("{}\n", "#".repeat(99)));
+        }
+        fits.push_str(&"#".repeat(super::MAX_JOB_BYTES as usize - 1 - fits.len()));
         std::fs::write(dir.path().join("fits.fio"), format!("{fits}\n")).unwrap();
         let s = parse_overridden(&text.replace("w.fio", "fits.fio"), "f.toml", dir.path(), &[]).unwrap();
         let Workload::Fio(f) = &s.workload else { panic!() };
@@ -277,6 +390,15 @@ mod tests {
         );
         let e = parse_str(&text.replace("fio.bs", "fio.directory"), "f.toml").unwrap_err();
         assert!(e.message.contains("`directory`"), "{e}");
+        for (axis, value) in [("fio.name", "..."), ("fio.filename", "a:..")] {
+            let e = parse_str(
+                &text.replace("fio.bs = [\"4k\", \"64k\"]", &format!("{axis} = [\"w\", \"{value}\"]")),
+                "f.toml",
+            )
+            .unwrap_err();
+            assert!(e.message.contains("outside the cell") || e.message.contains("not a plain name"), "{e}");
+            assert_eq!(e.key.as_deref(), Some(&*format!("matrix.{axis}[1]")), "{e}");
+        }
         let e = parse_str(&text.replace("\"64k\"", "\"64 k\""), "f.toml").unwrap_err();
         assert_eq!(e.key.as_deref(), Some("matrix.fio.bs[1]"), "{e}");
         let lat = text.replace("kind = \"fio\"", "kind = \"lat_fs\"").replace("job = \"[w]\\nrw=randwrite\"\n", "");

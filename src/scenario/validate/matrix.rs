@@ -177,7 +177,9 @@ fn validate_fio_axes(ctx: &Ctx, m: &MatrixFile, workload_kind: &str) -> Result<V
         let parsed = axis(ctx, &key, &as_text, |v| {
             let ok =
                 !v.is_empty() && v.len() <= 32 && v.chars().all(|c| c.is_ascii_alphanumeric() || "._:+%-".contains(c));
-            if ok {
+            if let Some(why) = super::fio::sweep_refusal(option, v).filter(|_| ok) {
+                Err((why, Some("a swept value names files as the job's own line would".into())))
+            } else if ok {
                 Ok(v.to_string())
             } else {
                 Err((

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use super::compose::{CellJob, compose};
-use crate::scenario::{Scenario, ScenarioError, Workload};
+use crate::scenario::fio_job::LineKind;
+use crate::scenario::{FioJob, Scenario, ScenarioError, Workload};
 
 /// The fio program fsbench runs.
 pub const FIO: &str = "fio";
@@ -45,7 +46,11 @@ pub fn parse_only(s: &Scenario) -> Result<(), ScenarioError> {
     for sweep in &sweeps {
         let (text, origin) = compose(spec, &CellJob { task_dirs: &dirs, tasks, sweeps: sweep });
         std::fs::write(&file, &text).map_err(|e| io_error(s, e))?;
-        let out = Command::new(FIO).arg("--parse-only").arg(&file).output().map_err(|e| io_error(s, e))?;
+        let mut cmd = Command::new(FIO);
+        cmd.arg("--parse-only").arg(&file);
+        // Parsing writes nothing: confined with no writable directory at all.
+        super::confine::confine(&mut cmd, &[]).map_err(|e| io_error(s, e))?;
+        let out = cmd.output().map_err(|e| io_error(s, e))?;
         if out.status.success() {
             continue;
         }
@@ -86,27 +91,53 @@ fn locate(
             snippet: None,
         };
     };
-    let name = option.split('=').next().unwrap_or(option).trim();
-    // The composed line fio quoted; the last one of that option wins in fio, so search from the end.
-    let line = text.lines().enumerate().filter(|(_, l)| l.trim() == option).map(|(i, _)| i).last();
-    match line.and_then(|i| origin.get(i).copied().flatten()) {
-        Some(job_line) => spec.job.error_at(job_line, format!("fio refuses `{option}`"), help),
-        None => {
-            let axis = s.matrix.fio.iter().find(|a| a.option == name);
-            let value = sweep.get(name);
-            let at = axis.zip(value).and_then(|(a, v)| a.values.iter().position(|x| x == v).map(|i| a.at[i]));
-            let (line, column) = at.filter(|(l, _)| *l > 0).map_or((None, None), |(l, c)| (Some(l), Some(c)));
-            let index = axis.zip(value).and_then(|(a, v)| a.values.iter().position(|x| x == v)).unwrap_or(0);
+    let (name, value) = match option.split_once('=') {
+        Some((n, v)) => (n.trim(), Some(v.trim())),
+        None => (option.trim(), None),
+    };
+    // The composed line fio quoted, read as fio reads it (a comment after it, blanks around
+    // `=`); the last one of that option wins in fio, so the last such line.
+    let composed = FioJob { text: text.to_string(), ..spec.job.clone() };
+    let line = composed
+        .lines()
+        .iter()
+        .rev()
+        .find(|l| matches!(&l.kind, LineKind::Option { name: n, value: v } if n == name && v.as_deref() == value))
+        .map(|l| l.line);
+    let refused = format!("fio refuses `{option}`");
+    if let Some(job_line) = line.and_then(|i| origin.get(i).copied().flatten()) {
+        return spec.job.error_at(job_line, refused, help);
+    }
+    // A line fsbench added: a sweep's value, when the cell has an axis of that option.
+    let axis = s.matrix.fio.iter().find(|a| a.option == name);
+    let index = axis.zip(sweep.get(name)).and_then(|(a, v)| a.values.iter().position(|x| x == v));
+    match axis.zip(index) {
+        Some((a, index)) => {
+            let (line, column) =
+                Some(a.at[index]).filter(|(l, _)| *l > 0).map_or((None, None), |(l, c)| (Some(l), Some(c)));
             ScenarioError {
                 origin: s.source.origin.clone(),
                 line,
                 column,
                 key: Some(format!("matrix.fio.{name}[{index}]")),
-                message: format!("fio refuses `{option}`"),
+                message: refused,
                 help,
                 snippet: None,
             }
         }
+        // Neither: the job's line of that option if fio re-spelled it, else the job as a whole.
+        None => match spec.job.line_of(option) {
+            Some(job_line) => spec.job.error_at(job_line, refused, help),
+            None => ScenarioError {
+                origin: s.source.origin.clone(),
+                line: None,
+                column: None,
+                key: Some(spec.job.key.clone()),
+                message: refused,
+                help,
+                snippet: None,
+            },
+        },
     }
 }
 
@@ -152,6 +183,12 @@ mod tests {
         assert!(e.message.contains("`bogus=3`"), "{e}");
         let typo = crate::scenario::parse_str(&BASE.replace("rw=randwrite", "rw=randwite"), "f.toml").unwrap();
         assert_eq!(parse_only(&typo).unwrap_err().line, Some(12));
+        // Security review, round three: an inline option with a comment after it was put on
+        // a sweep key that does not exist (`matrix.fio.bogus[0]`).
+        let commented =
+            crate::scenario::parse_str(&BASE.replace("size=1m", "size=1m\nbogus = 3 ; why"), "f.toml").unwrap();
+        let e = parse_only(&commented).unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (Some(14), Some("workload.job")), "{e}");
         let text = BASE.replace("fio.bs = [\"4k\", \"8k\"]", "fio.rw = [\"write\", \"wrte\"]");
         let e = parse_only(&crate::scenario::parse_str(&text, "f.toml").unwrap()).unwrap_err();
         assert_eq!((e.line, e.column, e.key.as_deref()), (Some(5), Some(20), Some("matrix.fio.rw[1]")), "{e}");

@@ -1,10 +1,12 @@
-//! The job file fio runs for one cell: the scenario's job with, at the end of every job
-//! section, what fsbench sets there. fio takes the last value of an option in a
+//! The job file fio runs for one cell: the scenario's job with, at the end of every
+//! section fio runs as a job (as fio reads the headers: `scenario::fio_job`), what
+//! fsbench sets there. fio takes the last value of an option in a
 //! section, so these lines win over the job's own and over `[global]`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::scenario::fio_job::LineKind;
 use crate::scenario::{FioNumjobs, FioSpec};
 
 /// What one cell gives its job: where the tasks work, how many, and the swept option values.
@@ -34,11 +36,13 @@ pub fn compose(spec: &FioSpec, cell: &CellJob) -> (String, Vec<Option<usize>>) {
             }
         }
     };
-    for (i, line) in spec.job.text.lines().enumerate() {
-        let t = line.trim();
-        if let Some(name) = t.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+    // Sections as fio reads them (`scenario::fio_job`): a section fio runs as a job gets
+    // fsbench's lines whatever its name, `[ global]` included.
+    for (read, line) in spec.job.lines().iter().zip(spec.job.text.lines()) {
+        let i = read.line;
+        if let LineKind::Header { global, .. } = read.kind {
             close(&mut text, &mut origin, in_job_section);
-            in_job_section = name.trim() != "global";
+            in_job_section = !global;
         }
         text.push_str(line);
         text.push('\n');
@@ -102,5 +106,35 @@ mod tests {
         assert_eq!(text.lines().count(), origin.len());
         assert_eq!(origin[3], Some(3));
         assert_eq!(origin[4], None);
+    }
+
+    /// Security review, round three: `[ global]` is a job to fio, and ran without
+    /// fsbench's `runtime` because compose trimmed the header. Sections are now closed as
+    /// fio reads them (validation refuses these spellings before; compose agrees with fio anyway).
+    #[test]
+    fn every_section_fio_runs_as_a_job_gets_fsbenchs_lines() {
+        let spec = |text: &str| FioSpec {
+            job: FioJob {
+                text: text.into(),
+                origin: "s.toml".into(),
+                key: "workload.job".into(),
+                first_line: 1,
+                first_column: 1,
+            },
+            duration: Duration::from_secs(1),
+            warmup: None,
+            repetitions: 1,
+            numjobs: FioNumjobs::Job,
+            disturbance: None,
+        };
+        let dirs = vec![PathBuf::from("/m/0")];
+        let cell = CellJob { task_dirs: &dirs, tasks: 1, sweeps: &BTreeMap::new() };
+        let (text, _) = compose(&spec("[ global]\nbs=4k\n[globalx]\nsize=1m\n  [w] ; c\nrw=read\n"), &cell);
+        let runtimes: Vec<usize> =
+            text.lines().enumerate().filter(|(_, l)| *l == "runtime=1000ms").map(|(i, _)| i).collect();
+        // After ` global` (a job) and after `w`; not after `globalx` (global to fio).
+        assert_eq!(runtimes.len(), 2, "{text}");
+        assert!(text.starts_with("[ global]\nbs=4k\n; set by fsbench"), "{text}");
+        assert!(text.contains("[globalx]\nsize=1m\n  [w] ; c"), "{text}");
     }
 }

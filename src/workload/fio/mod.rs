@@ -7,7 +7,9 @@
 #[allow(clippy::result_large_err)]
 pub mod check;
 pub mod compose;
+pub mod confine;
 pub mod json;
+pub mod need;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -174,7 +176,8 @@ pub fn summarise(r: &mut FioResult) {
     r.clat_mean_us = crate::stats::summarize(&mean);
 }
 
-/// One fio run: started contained in the first task's directory, waited for (stopped
+/// One fio run: started contained in the first task's directory, in a mount namespace
+/// where only the cell's directories are writable ([`confine`]), waited for (stopped
 /// on SIGINT/SIGTERM to fsbench), and its output file read.
 fn run_once(run: &FioRun, job_file: &Path, repetition: u32, version: &str) -> Result<json::FioOutput, FioError> {
     let out_file = run.out_dir.join(format!("rep{repetition}.json"));
@@ -191,7 +194,12 @@ fn run_once(run: &FioRun, job_file: &Path, repetition: u32, version: &str) -> Re
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(stderr);
-    let child = child::contain(&mut cmd).spawn().map_err(io("cannot start fio"))?;
+    child::contain(&mut cmd);
+    // Only the cell's directories and this output directory writable (as root: `confine`).
+    let mut writable: Vec<&Path> = run.task_dirs.iter().map(PathBuf::as_path).collect();
+    writable.push(run.out_dir);
+    confine::confine(&mut cmd, &writable).map_err(io("cannot confine fio"))?;
+    let child = cmd.spawn().map_err(io("cannot start fio (confined to the cell)"))?;
     let pid = child.id() as libc::pid_t;
     // Reaped by pid inside wait_or_stop; the Child handle is only dropped.
     drop(child);

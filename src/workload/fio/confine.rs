@@ -1,0 +1,139 @@
+//! fio where it cannot reach anything but the cell: run as root, fio starts in a private
+//! mount namespace in which every mount is read-only except the directories it is given
+//! (the cell's task directories and its output directory), bind-mounted writable.
+//!
+//! Why: fsbench reads fio's job-file format and allow-lists a bundle's options, but
+//! fio has hundreds of options and adds more; a file it opens for writing through one
+//! nobody read (or a name fsbench reads otherwise than fio) now fails with EROFS
+//! instead of writing on the host. Between fork and exec, in the child only:
+//! `unshare(CLONE_NEWNS)`; `/` made private recursively (nothing propagates back to
+//! the host); each writable directory bind-mounted onto itself; every mount of the
+//! namespace made read-only recursively (`mount_setattr`, Linux 5.12); the read-only
+//! flag cleared again on the bind mounts only. A step that fails stops fio from
+//! starting: it never runs unconfined instead. The namespace ends with fio.
+//!
+//! What it does not do: a device node stays writable on a read-only mount (the kernel
+//! checks the mount only for files, directories and links), so `/dev` is reachable
+//! through a path, which a job cannot name (absolute `filename`s and section names
+//! that are paths are refused: `scenario::validate::fio`). Not as a normal user, who
+//! cannot unshare a mount namespace: fio then has that user's rights. Not inside a
+//! `[[kernels]]` guest: the virtual machine is the confinement there.
+
+use std::ffi::CString;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Command;
+
+/// `struct mount_attr` of linux/mount.h (the first version, 32 bytes).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+
+/// Whether fio started now would be confined: fsbench runs as root, and not as the
+/// runner inside a `[[kernels]]` guest, where the virtual machine is the confinement
+/// (nothing of the host is mounted there) and the guest's kernel may predate
+/// `mount_setattr`.
+pub fn applies() -> bool {
+    crate::provision::is_root() && std::env::var_os(crate::qemu::guest::IN_GUEST_ENV).is_none()
+}
+
+/// Make `cmd` start in a private mount namespace where only `writable` can be written.
+/// Call after [`crate::workload::child::contain`], so the child has joined its cell's
+/// cgroup and armed its parent-death signal first. A no-op unless [`applies`].
+pub fn confine(cmd: &mut Command, writable: &[&Path]) -> io::Result<()> {
+    if !applies() {
+        return Ok(());
+    }
+    let cstr = |p: &Path| {
+        CString::new(p.as_os_str().as_bytes()).map_err(|_| io::Error::other(format!("{} contains NUL", p.display())))
+    };
+    let dirs: Vec<CString> = writable.iter().map(|p| cstr(p)).collect::<io::Result<_>>()?;
+    let root = CString::new("/").expect("no NUL");
+    // SAFETY: the closure runs between fork and exec and calls only system calls on
+    // memory prepared here (no allocation, no lock).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::unshare(libc::CLONE_NEWNS) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let none = std::ptr::null::<libc::c_char>();
+            if libc::mount(none, root.as_ptr(), none, libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            for d in &dirs {
+                if libc::mount(d.as_ptr(), d.as_ptr(), none, libc::MS_BIND | libc::MS_REC, std::ptr::null()) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            let readonly = MountAttr { attr_set: MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
+            set_attr(&root, &readonly)?;
+            let writable = MountAttr { attr_set: 0, attr_clr: MOUNT_ATTR_RDONLY, propagation: 0, userns_fd: 0 };
+            for d in &dirs {
+                set_attr(d, &writable)?;
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
+/// `mount_setattr(AT_FDCWD, path, AT_RECURSIVE, attr)`: async-signal-safe.
+fn set_attr(path: &CString, attr: &MountAttr) -> io::Result<()> {
+    // SAFETY: a NUL-terminated path and a mount_attr of the size passed, both alive for the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            libc::AT_RECURSIVE as libc::c_uint,
+            attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A confined child writes in its writable directory and nowhere else (not even
+    /// beside it), and what it wrote is seen outside; its mounts stay in its namespace.
+    #[test]
+    fn a_confined_child_writes_only_where_it_may() {
+        if !applies() {
+            eprintln!("skipped: a mount namespace needs root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let (inside, outside) = (dir.path().join("cell"), dir.path().join("outside"));
+        std::fs::create_dir_all(&inside).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let script = format!(
+            "echo in > {0}/f && ! echo out > {1}/f 2>/dev/null && ! touch {2}/beside 2>/dev/null",
+            inside.display(),
+            outside.display(),
+            dir.path().display()
+        );
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(&script);
+        confine(&mut cmd, &[&inside]).unwrap();
+        let status = cmd.status().unwrap();
+        assert!(status.success(), "{script}");
+        assert_eq!(std::fs::read_to_string(inside.join("f")).unwrap(), "in\n");
+        assert!(!outside.join("f").exists() && !dir.path().join("beside").exists());
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        assert!(!mounts.contains(&inside.display().to_string()), "{mounts}");
+    }
+}
