@@ -150,7 +150,7 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
             };
             run_steps(ctx, spec, &at, watch.as_ref(), phase).map(|res| {
                 // Said where the numbers are stored, so every report of the cell carries it too.
-                r.notes.extend(crate::workload::steps_loop::loop_warnings(&res.iterations));
+                r.notes.extend(crate::workload::steps::loop_warnings::loop_warnings(&res.iterations));
                 r.steps = Some(res)
             })
         }

@@ -210,7 +210,7 @@ fn rules(run: &PairedRun, group: &PairGroup) -> PairRules {
 fn member_value(s: &Scenario) -> fn(&CellResult) -> Result<f64, String> {
     match s.workload {
         Workload::Fio(_) => crate::workload::fio::member_value,
-        Workload::Steps(_) => crate::workload::steps_member::member_value,
+        Workload::Steps(_) => crate::workload::steps::member::member_value,
         Workload::Latfs(_) => pairs::latfs_member_value,
     }
 }

@@ -158,7 +158,7 @@ pub fn round_value(r: &CellResult, round: u32, steps_per: Option<u32>) -> Result
     }
     if r.steps.is_some() {
         let per = steps_per.ok_or("a steps cell without its iterations per member")?;
-        return crate::workload::steps_member::round_value(r, round, per);
+        return crate::workload::steps::member::round_value(r, round, per);
     }
     let Some(l) = &r.latfs else { return Err("no lat_fs samples".into()) };
     latfs_reps_value(l.repetitions.iter().filter(|x| x.round == round))

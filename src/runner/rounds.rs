@@ -237,7 +237,7 @@ pub(super) fn absorb_round(earlier: CellResult, next: CellResult, round: u32) ->
             }
             // Steps record no round: a paired run's next member is its iterations, appended.
             r.steps = match (r.steps.take(), next.steps) {
-                (Some(a), Some(b)) => Some(crate::workload::steps_member::absorb(a, b)),
+                (Some(a), Some(b)) => Some(crate::workload::steps::member::absorb(a, b)),
                 (a, b) => a.or(b),
             };
         }

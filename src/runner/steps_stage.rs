@@ -46,7 +46,7 @@ pub(super) fn run_steps(
                 None => d.clone(),
             });
         }
-        let run = crate::workload::steps_tasks::TasksRun {
+        let run = crate::workload::steps::tasks::TasksRun {
             spec,
             targets: task_dirs,
             archive_dirs: &archive_dirs,
@@ -60,7 +60,7 @@ pub(super) fn run_steps(
         } else {
             format!("one copy in the cell's cgroup, {} iterations", spec.iterations)
         });
-        let mut res = crate::workload::steps_tasks::run(&run).map_err(anyhow::Error::new)?;
+        let mut res = crate::workload::steps::tasks::run(&run).map_err(anyhow::Error::new)?;
         // One copy in a worker (the cell's cgroup) is the cell itself: stored as an
         // in-process copy is, with its own timings and counters and no list of copies.
         if at.tasks <= 1

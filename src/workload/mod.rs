@@ -7,7 +7,4 @@ pub mod fio;
 pub mod latfs;
 pub mod rusage;
 pub mod steps;
-pub mod steps_loop;
-pub mod steps_member;
-pub mod steps_tasks;
 pub mod untar;
