@@ -4,6 +4,7 @@
 pub mod child;
 pub mod child_cgroup;
 pub mod fio;
+pub mod kind;
 pub mod latfs;
 pub mod rusage;
 pub mod steps;
