@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use crate::model::{CellParams, CellResult, SkipReason, WorkloadKind};
 use crate::monitor::Watch;
-use crate::scenario::{GateSpec, PAIR_RERUNS_WITHOUT_BUDGET, Workload};
+use crate::scenario::{FioJob, GateSpec, PAIR_RERUNS_WITHOUT_BUDGET, Workload};
 use crate::verdict::Metric;
 
 /// What a configured workload (its scenario's `[workload]`) answers about itself.
@@ -111,6 +111,12 @@ pub trait WorkloadAnswers {
     /// Programs a guest needs besides the filesystem tools (`fio`, an `exec` step's program).
     fn guest_tools(&self) -> Vec<String> {
         Vec::new()
+    }
+
+    /// The job it hands another program, as written with where (fio's job): a bundle
+    /// carries its file (`workload.job_file`) and judges its options; `None`: it has none.
+    fn job(&self) -> Option<&FioJob> {
+        None
     }
 
     /// Untimed time before each measured window (calibration's time per sample).

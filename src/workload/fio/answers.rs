@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::model::{CellParams, CellResult, CellStatus, FIO_METRICS, FioMetric, SkipReason};
-use crate::scenario::FioSpec;
+use crate::scenario::{FioJob, FioSpec};
 use crate::verdict::Metric;
 use crate::workload::kind::{CellRun, KindAnswers, WorkloadAnswers};
 
@@ -64,6 +64,10 @@ impl WorkloadAnswers for FioSpec {
     /// it loads at run time, which the guest does not get (a job naming one fails its cell).
     fn guest_tools(&self) -> Vec<String> {
         vec![super::FIO.into()]
+    }
+
+    fn job(&self) -> Option<&FioJob> {
+        Some(&self.job)
     }
 
     fn warmup(&self) -> Duration {
