@@ -1,7 +1,7 @@
 //! The plan: a scenario's matrix expanded into an ordered list of cells, narrowed by
 //! `--only`, with what each cell needs and costs, its pair groups, and the plan's text.
 //!
-//! [`expand`] makes the cells (fs outermost, then `layout`, `quota`, `tasks`, `test` and
+//! [`expand()`] makes the cells (fs outermost, then `layout`, `quota`, `tasks`, `test` and
 //! the fio option sweeps innermost, in alphabetical order of the option, each axis in the
 //! order its values are written). The order is stable: it is the order cells run in, the
 //! order of result files, and the basis of `--only` and sharding. [`filter`] reads `--only`,

@@ -11,7 +11,7 @@
 //!
 //! This file is the API and the frame every report shares (title, run list, footer);
 //! what is under the run list is the workload's: [`latfs`], [`steps`] or [`fio`], chosen once
-//! by the runs' [`WorkloadKind`] ([`body`]).
+//! by the runs' workload kind in `by_kind.rs`, the one place a report turns on it.
 
 mod by_kind;
 mod compatible;

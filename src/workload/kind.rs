@@ -18,12 +18,14 @@
 //!    [`WorkloadAnswers::round_value`], [`WorkloadAnswers::run_cell`]; the others default to
 //!    "this kind has none") and a `pub static KIND: OpsKind` with `impl KindAnswers for OpsKind`
 //!    ([`KindAnswers::default_metric`] and [`KindAnswers::metric`] required).
-//! 2. **The dispatch**: its variant in [`crate::scenario::Workload`] (holding `OpsSpec`, built
-//!    by its validate room `src/scenario/validate/ops.rs`, reached from
-//!    `scenario::validate`'s table of kind names) and in [`crate::model::WorkloadKind`] (its
-//!    `run.json` name), and one arm in each `match` of this file.
+//! 2. **The dispatch**: its variant in [`crate::scenario::Workload`] (holding `OpsSpec`) and
+//!    in [`crate::model::WorkloadKind`] (its `run.json` name, with `name()`), one arm in each
+//!    `match` of this file, and one in each `match` of `src/scenario/validate/by_kind.rs`
+//!    (validation sits below the workloads: there its validate room
+//!    `src/scenario/validate/ops.rs` builds `OpsSpec` from `[workload]`, and the gate keys,
+//!    archive use, rounds and iterations per member are read from the spec).
 //! 3. **Its report**: `src/report/ops/` (an `impl WorkloadReport`) and its arm in
-//!    `report::build`.
+//!    `src/report/by_kind.rs`.
 //!
 //! A layout rule (`src/layout_rules.rs`) fails when a non-test line anywhere else names a
 //! workload variant.
