@@ -16,11 +16,11 @@
 //!    [`WorkloadAnswers::kind`], [`WorkloadAnswers::cell_estimate`],
 //!    [`WorkloadAnswers::guest_cell_work`], [`WorkloadAnswers::member_value`],
 //!    [`WorkloadAnswers::round_value`], [`WorkloadAnswers::run_cell`]; the others default to
-//!    "this kind has none") and a `pub static KIND: OpsKind` with `impl KindAnswers for OpsKind`
-//!    ([`KindAnswers::default_metric`] and [`KindAnswers::metric`] required).
+//!    "this kind has none") and `impl KindAnswers for OpsKind` ([`KindAnswers::default_metric`]
+//!    and [`KindAnswers::metric`] required).
 //! 2. **The dispatch**: its variant in [`crate::scenario::Workload`] (holding `OpsSpec`) and
-//!    in [`crate::model::WorkloadKind`] (its `run.json` name, with `name()`), one arm in each
-//!    `match` of this file, and one in each `match` of `src/scenario/validate/by_kind.rs`
+//!    in [`crate::model::WorkloadKind`] (its `run.json` name, with `name()`), its unit struct
+//!    `pub struct OpsKind;` here and one arm in each `match` of this file, and one in each `match` of `src/scenario/validate/by_kind.rs`
 //!    (validation sits below the workloads: there its validate room
 //!    `src/scenario/validate/ops.rs` builds `OpsSpec` from `[workload]`, and the gate keys,
 //!    archive use, rounds and iterations per member are read from the spec).
@@ -185,11 +185,18 @@ pub fn of(w: &Workload) -> &dyn WorkloadAnswers {
     }
 }
 
+/// The lat_fs kind; its answers are in `latfs/answers.rs`.
+pub struct LatfsKind;
+/// The steps kind; its answers are in `steps/answers.rs`.
+pub struct StepsKind;
+/// The fio kind; its answers are in `fio/answers.rs`.
+pub struct FioKind;
+
 /// The answers of the kind `k` (a stored run's `workload`): the one dispatch over its kinds.
 pub fn of_kind(k: WorkloadKind) -> &'static dyn KindAnswers {
     match k {
-        WorkloadKind::LatFs => &super::latfs::answers::KIND,
-        WorkloadKind::Steps => &super::steps::answers::KIND,
-        WorkloadKind::Fio => &super::fio::answers::KIND,
+        WorkloadKind::LatFs => &LatfsKind,
+        WorkloadKind::Steps => &StepsKind,
+        WorkloadKind::Fio => &FioKind,
     }
 }

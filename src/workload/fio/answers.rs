@@ -5,13 +5,7 @@ use std::time::Duration;
 use crate::model::{CellParams, CellResult, CellStatus, FIO_METRICS, FioMetric, SkipReason};
 use crate::scenario::{FioJob, FioSpec};
 use crate::verdict::Metric;
-use crate::workload::kind::{CellRun, KindAnswers, WorkloadAnswers};
-
-/// The fio kind.
-pub struct FioKind;
-
-/// fio's answers without its options.
-pub static KIND: FioKind = FioKind;
+use crate::workload::kind::{CellRun, FioKind, KindAnswers, WorkloadAnswers};
 
 impl KindAnswers for FioKind {
     fn default_metric(&self) -> Metric {
@@ -32,7 +26,7 @@ impl KindAnswers for FioKind {
 
 impl WorkloadAnswers for FioSpec {
     fn kind(&self) -> &'static dyn KindAnswers {
-        &KIND
+        &FioKind
     }
 
     /// fio lays its files out before the timed part: a second is a fair guess for small jobs.
