@@ -200,3 +200,65 @@ pub fn of_kind(k: WorkloadKind) -> &'static dyn KindAnswers {
         WorkloadKind::Fio => &FioKind,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::CellStatus;
+
+    /// One scenario of each kind, as shipped in `scenarios/`.
+    fn scenarios() -> Vec<crate::scenario::Scenario> {
+        let texts = [
+            ("quota-smp.toml", include_str!("../../scenarios/quota-smp.toml")),
+            ("kernel-untar.toml", include_str!("../../scenarios/kernel-untar.toml")),
+            ("fio-randwrite.toml", include_str!("../../scenarios/fio-randwrite.toml")),
+        ];
+        texts.iter().map(|(origin, text)| crate::scenario::parse_str(text, origin).unwrap()).collect()
+    }
+
+    #[test]
+    fn a_kind_answers_alike_through_its_spec_and_through_its_run_json_name() {
+        let kinds: Vec<WorkloadKind> = scenarios().iter().map(|s| s.workload.kind()).collect();
+        assert_eq!(kinds, [WorkloadKind::LatFs, WorkloadKind::Steps, WorkloadKind::Fio]);
+        for s in scenarios() {
+            let (spec, kind) = (of(&s.workload).kind(), of_kind(s.workload.kind()));
+            let own = kind.default_metric();
+            assert_eq!(spec.default_metric(), own, "{}", s.name);
+            // The default is what `--metric` names when given none, and its own name names it.
+            assert_eq!(kind.metric(None), Ok(own), "{}", s.name);
+            assert_eq!(kind.metric(Some(own.name())), Ok(own), "{}", s.name);
+            assert!(kind.metric(Some("no_such_metric")).is_err(), "{}", s.name);
+            assert_eq!(kind.paired_metrics().first(), Some(&own), "{}", s.name);
+        }
+    }
+
+    #[test]
+    fn every_kind_voids_a_pair_with_a_failed_skipped_or_disturbed_member_in_the_same_words() {
+        let p = crate::plan::expand(&scenarios()[0]).cells[0].params.clone();
+        for s in scenarios() {
+            let answers = of(&s.workload);
+            let mut r = CellResult::new(&p, CellStatus::Failed, "t");
+            r.error = Some("mkfs.ext4: no space".into());
+            assert_eq!(answers.member_value(&r), Err("failed: mkfs.ext4: no space".into()), "{}", s.name);
+            r.status = CellStatus::Skipped;
+            assert_eq!(answers.member_value(&r), Err("skipped".into()), "{}", s.name);
+            r.status = CellStatus::Disturbed;
+            assert_eq!(answers.member_value(&r), Err("disturbed".into()), "{}", s.name);
+            // An ok cell without the kind's samples is no member either.
+            r.status = CellStatus::Ok;
+            assert!(answers.member_value(&r).is_err(), "{}", s.name);
+        }
+    }
+
+    #[test]
+    fn only_the_kind_with_rounds_has_them_and_only_steps_members_are_slices_of_iterations() {
+        let [latfs, steps, fio] = <[_; 3]>::try_from(scenarios()).ok().unwrap();
+        assert_eq!(of(&latfs.workload).rounds(), Some(1));
+        assert_eq!(of(&steps.workload).rounds(), None);
+        assert_eq!(of(&fio.workload).rounds(), None);
+        assert_eq!(of(&steps.workload).iterations_per_member(), Some(5));
+        assert_eq!(of(&latfs.workload).iterations_per_member(), None);
+        assert!(of(&steps.workload).kernel_pairs_refused().is_some());
+        assert!(of(&fio.workload).job().is_some() && of(&latfs.workload).job().is_none());
+    }
+}
