@@ -318,17 +318,6 @@ pub enum Workload {
     Fio(FioSpec),
 }
 
-impl Workload {
-    /// `lat_fs`, `steps` or `fio`.
-    pub fn kind(&self) -> crate::model::WorkloadKind {
-        match self {
-            Workload::Latfs(_) => crate::model::WorkloadKind::LatFs,
-            Workload::Steps(_) => crate::model::WorkloadKind::Steps,
-            Workload::Fio(_) => crate::model::WorkloadKind::Fio,
-        }
-    }
-}
-
 /// Options of the fio workload (see `docs/fio.md`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct FioSpec {
