@@ -6,8 +6,8 @@ use clap::{Args, Subcommand};
 
 use super::scenario_options::ScenarioOptions;
 use crate::bundle::{
-    Allowed, BundleError, Preflight, check_allowed, check_memory, describe, import_results, manifest::SCENARIO_FILE,
-    open_bundle, pack, preflight,
+    Allowed, BundleError, Preflight, check_allowed, check_memory, import_results, manifest::SCENARIO_FILE, open_bundle,
+    pack, preflight,
 };
 use crate::exit::{self, InputError};
 use crate::runner::{RunRequest, RunTarget};
@@ -124,7 +124,7 @@ pub fn verify(args: &BundleVerifyArgs) -> anyhow::Result<i32> {
     if args.json {
         print!("{}", super::output::to_json(&super::output::BundleVerifyJson::of(&args.bundle, &ob, &s, &pf)));
     } else {
-        print!("{}", describe(&args.bundle, &ob, &s, &pf));
+        print!("{}", crate::bundle::render::verify_text(&args.bundle, &ob, &s, &pf));
     }
     refuse_if_any(&args.bundle, &pf)?;
     Ok(exit::SUCCESS)
