@@ -83,7 +83,7 @@ pub struct SubmitK8sArgs {
     /// Container image that has fsbench.
     #[arg(long, default_value = "fsbench:latest")]
     pub image: String,
-    /// Where to write the manifest (default: stdout).
+    /// Where to write the manifest, JSON for `kubectl apply -f` (default: stdout).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
 }
@@ -147,19 +147,19 @@ pub fn submit_slurm(args: &SubmitSlurmArgs) -> anyhow::Result<i32> {
 
 /// `fsbench submit k8s`.
 pub fn submit_k8s(args: &SubmitK8sArgs) -> anyhow::Result<i32> {
-    use crate::shard::k8s::{RESULTS_CLAIM, manifest, to_yaml};
+    use crate::shard::k8s::{RESULTS_CLAIM, manifest_json};
     let s = load_for_submit(&args.scenario, args.shards, "pods")?;
-    let yaml = to_yaml(&manifest(&s.name, &s.source.text, args.shards, &args.image));
+    let json = manifest_json(&s.name, &s.source.text, args.shards, &args.image);
     match &args.output {
         Some(path) => {
-            write_atomic(path, yaml.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
+            write_atomic(path, json.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
             eprintln!(
                 "fsbench: wrote {}: `kubectl apply -f {}`, then `fsbench merge` on the {RESULTS_CLAIM} volume",
                 path.display(),
                 path.display()
             );
         }
-        None => print!("{yaml}"),
+        None => print!("{json}"),
     }
     Ok(exit::SUCCESS)
 }
