@@ -222,16 +222,13 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
     }
     // A merged run written to --out looks like any run: decide for every group before
     // writing any, so that a planted or missing shard leaves nothing behind.
-    let write_out = match &args.out {
-        Some(out) => match refuse_out(&groups, args.allow_missing) {
-            None => Some(out),
-            Some(why) => {
-                eprintln!("fsbench: writing nothing to {}: {why}", out.display());
-                None
-            }
-        },
-        None => None,
-    };
+    let write_out = args.out.as_deref().filter(|out| match refuse_out(&groups, args.allow_missing) {
+        None => true,
+        Some(why) => {
+            eprintln!("fsbench: writing nothing to {}: {why}", out.display());
+            false
+        }
+    });
     let mut code = exit::SUCCESS;
     let mut outputs = Vec::new();
     let mut merged = Vec::new();
@@ -247,44 +244,15 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
         // Missing shards and runs that never finished (killed, interrupted) both mean
         // the merged tables are not the whole scenario.
         let unfinished = g.runs.iter().any(|r| r.meta.finished.is_none() || r.meta.interrupted);
-        if !c.is_complete() || unfinished {
-            code = exit::FAILURE;
-        }
         let hosts = merge_by_host(g).map_err(input)?;
         if let Some(out) = write_out {
-            let derived = crate::results::Derived {
-                kind: crate::results::DerivedKind::Merged,
-                from: g.runs.iter().map(|r| r.dir.display().to_string()).collect(),
-            };
-            for (label, run) in &hosts {
-                let base = g
-                    .key
-                    .clone()
-                    .unwrap_or_else(|| g.runs.first().map(|r| r.meta.run_id.clone()).unwrap_or_else(|| "run".into()));
-                let name = if hosts.len() > 1 { format!("{base}-merged-{label}") } else { format!("{base}-merged") };
-                let dir = crate::results::RunWriter::write_whole(out, &name, &run.meta, &run.cells, derived.clone())?;
-                eprintln!("fsbench: wrote merged run {}", dir.display());
-            }
+            write_merged(out, g, &hosts)?;
         }
-        if hosts.iter().any(|(_, r)| !r.problems.is_empty()) {
+        if !c.is_complete() || unfinished || hosts.iter().any(|(_, r)| !r.problems.is_empty()) {
             code = exit::FAILURE;
         }
         if format == Format::Json {
-            merged.push(MergedGroup {
-                scenario: g.scenario.clone(),
-                key: g.key.clone(),
-                shards: g.count,
-                runs: g.runs.len(),
-                missing: c.missing.clone(),
-                duplicated: c
-                    .duplicated
-                    .iter()
-                    .map(|(shard, dirs)| DuplicatedShard { shard: *shard, dirs: dirs.clone() })
-                    .collect(),
-                complete: c.is_complete(),
-                finished: !unfinished,
-                report: group_json(&hosts).map_err(input)?,
-            });
+            merged.push(merged_group(g, &c, !unfinished, group_json(&hosts).map_err(input)?));
             continue;
         }
         let body = render_group(&hosts, format).map_err(input)?;
@@ -302,4 +270,50 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
     };
     print!("{text}");
     Ok(code)
+}
+
+/// A group in `merge --json`: its shards, what is missing or duplicated, and its report.
+fn merged_group(
+    g: &crate::shard::merge::RunGroup,
+    c: &crate::shard::merge::Completeness,
+    finished: bool,
+    report: crate::report::json::ReportJson,
+) -> MergedGroup {
+    MergedGroup {
+        scenario: g.scenario.clone(),
+        key: g.key.clone(),
+        shards: g.count,
+        runs: g.runs.len(),
+        missing: c.missing.clone(),
+        duplicated: c
+            .duplicated
+            .iter()
+            .map(|(shard, dirs)| DuplicatedShard { shard: *shard, dirs: dirs.clone() })
+            .collect(),
+        complete: c.is_complete(),
+        finished,
+        report,
+    }
+}
+
+/// Write a group's merged run (one per host when it ran on several) into `out`.
+fn write_merged(
+    out: &std::path::Path,
+    g: &crate::shard::merge::RunGroup,
+    hosts: &[(String, crate::results::LoadedRun)],
+) -> anyhow::Result<()> {
+    let derived = crate::results::Derived {
+        kind: crate::results::DerivedKind::Merged,
+        from: g.runs.iter().map(|r| r.dir.display().to_string()).collect(),
+    };
+    for (label, run) in hosts {
+        let base = g
+            .key
+            .clone()
+            .unwrap_or_else(|| g.runs.first().map(|r| r.meta.run_id.clone()).unwrap_or_else(|| "run".into()));
+        let name = if hosts.len() > 1 { format!("{base}-merged-{label}") } else { format!("{base}-merged") };
+        let dir = crate::results::RunWriter::write_whole(out, &name, &run.meta, &run.cells, derived.clone())?;
+        eprintln!("fsbench: wrote merged run {}", dir.display());
+    }
+    Ok(())
 }
