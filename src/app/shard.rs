@@ -212,14 +212,7 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
     for d in &dirs {
         runs.push(load_run(d).map_err(|e| input(e.into()))?);
     }
-    let mut groups = group_runs(runs).map_err(input)?;
-    // The merge job of `fsbench submit slurm` runs with the array's key: only that run.
-    if let Some(key) = std::env::var(crate::shard::env::RUN_KEY_VAR).ok().filter(|k| !k.is_empty()) {
-        groups.retain(|g| g.key.as_deref() == Some(key.as_str()));
-        if groups.is_empty() {
-            return Err(input(MergeError::KeyNotFound(key)));
-        }
-    }
+    let groups = this_jobs_groups(group_runs(runs).map_err(input)?).map_err(input)?;
     // A merged run written to --out looks like any run: decide for every group before
     // writing any, so that a planted or missing shard leaves nothing behind.
     let write_out = args.out.as_deref().filter(|out| match refuse_out(&groups, args.allow_missing) {
@@ -256,13 +249,7 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
             continue;
         }
         let body = render_group(&hosts, format).map_err(input)?;
-        outputs.push(match format {
-            Format::Table => format!("{}\n\n{body}", summary.join("\n")),
-            Format::Markdown => {
-                format!("{}\n\n{body}", summary.iter().map(|l| format!("> {l}")).collect::<Vec<_>>().join("\n"))
-            }
-            _ => body,
-        });
+        outputs.push(with_summary(format, &summary, body));
     }
     let text = match format {
         Format::Json => to_json(&MergeJson { schema: OUTPUT_SCHEMA_VERSION, merged }),
@@ -293,6 +280,32 @@ fn merged_group(
         complete: c.is_complete(),
         finished,
         report,
+    }
+}
+
+/// The groups of the job `merge` runs in: the merge job of `fsbench submit slurm` runs
+/// with the array's key (`FSBENCH_RUN_KEY`), and merges only that run; else all of them.
+fn this_jobs_groups(
+    mut groups: Vec<crate::shard::merge::RunGroup>,
+) -> Result<Vec<crate::shard::merge::RunGroup>, MergeError> {
+    if let Some(key) = std::env::var(crate::shard::env::RUN_KEY_VAR).ok().filter(|k| !k.is_empty()) {
+        groups.retain(|g| g.key.as_deref() == Some(key.as_str()));
+        if groups.is_empty() {
+            return Err(MergeError::KeyNotFound(key));
+        }
+    }
+    Ok(groups)
+}
+
+/// A group's rendered tables under its summary (a quote in Markdown); CSV alone, so that
+/// stdout stays parseable (the summary went to stderr).
+fn with_summary(format: Format, summary: &[String], body: String) -> String {
+    match format {
+        Format::Table => format!("{}\n\n{body}", summary.join("\n")),
+        Format::Markdown => {
+            format!("{}\n\n{body}", summary.iter().map(|l| format!("> {l}")).collect::<Vec<_>>().join("\n"))
+        }
+        _ => body,
     }
 }
 
