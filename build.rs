@@ -15,18 +15,10 @@ fn git(args: &[&str]) -> Option<String> {
     (out.status.success() && !s.is_empty()).then_some(s)
 }
 
-/// `YYYY-MM-DD` of a Unix time (days-from-civil inverted, proleptic Gregorian).
+/// `YYYY-MM-DD` of a Unix time: the date of its RFC 3339 form.
 fn date(secs: u64) -> String {
-    let z = (secs / 86_400) as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
+    let rfc3339 = humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs));
+    rfc3339.to_string()[..10].to_string()
 }
 
 /// Whether this build script runs as root: the effective uid of `/proc/self/status`.

@@ -2,13 +2,17 @@
 //!
 //! Data flows one way through one module per stage:
 //! `scenario` (parse, validate) -> `plan` (expand the matrix) -> `provision`
-//! (real filesystems, RAII teardown) -> `workload` (lat_fs loops, timed steps)
-//! -> `results` (self-describing files) -> `report` (tables, plots, compare) -> `gate`.
+//! (real filesystems, RAII teardown) -> `workload` (lat_fs loops, timed steps, untar, fio
+//! jobs; `monitor` counts what the kernel did meanwhile) -> `results` (self-describing files)
+//! -> `report` (tables, plots, compare) -> `gate` (verdicts, in the words of `verdict`).
+//! `history` reads every run of a scenario as series, `calibration` the spread between runs.
 //! `runner` drives one run through these stages from a plain `RunRequest`; `qemu`,
-//! `shard` and `bundle` carry runs to other kernels, machines and labs.
+//! `shard` and `bundle` carry runs to other kernels, machines and labs; `fixture` generates
+//! the synthetic kernel tree the untar steps unpack.
 //! `app` is the command line on top: the only module that knows the argument parser, prints command
 //! output or picks exit codes. `model`, `text`, `exit`, `signals`, `stats`, `host` (the machine around
-//! a measurement) and `beneath` (opening beneath a directory without following links) are the ground floor.
+//! a measurement), `beneath` (opening beneath a directory without following links) and `rng` (the
+//! one random-number generator) are the ground floor.
 //!
 //! # Where to start reading
 //!
@@ -21,6 +25,14 @@
 //!   computed in [`stats`]; `app::gate` maps the verdicts to exit codes for CI. Two separate
 //!   runs of one round each are judged with the spread between runs that [`calibration`]
 //!   measured (`fsbench calibrate`), or against a history of runs (`gate --history N`).
+//!   The rule itself (metric, direction, verdict) is written once, in [`verdict`], which the
+//!   report's paired section reads too.
+//! - **A fio cell**: [`workload::fio`] composes the scenario's job per cell, has fio check it
+//!   before anything is provisioned, runs it once per repetition and reads its JSON into
+//!   typed figures ([`model`]'s `FioResult`).
+//! - **History**: [`history`] loads every run of a scenario, splits them where the scenario
+//!   changed what is measured, and renders one series per cell and metric (table, CSV,
+//!   HTML charts), with change points; its index keeps finished runs in SQLite.
 //!
 //! # A word used everywhere: seed
 //!
@@ -48,6 +60,7 @@ pub mod provision;
 pub mod qemu;
 pub mod report;
 pub mod results;
+pub mod rng;
 pub mod runner;
 pub mod scenario;
 pub mod shard;

@@ -6,8 +6,8 @@ use clap::{Args, Subcommand};
 
 use super::scenario_options::ScenarioOptions;
 use crate::bundle::{
-    Allowed, BundleError, Preflight, check_allowed, check_memory, describe, import_results, manifest::SCENARIO_FILE,
-    open_bundle, pack, preflight,
+    Allowed, BundleError, Preflight, check_allowed, check_memory, import_results, manifest::SCENARIO_FILE, open_bundle,
+    pack, preflight,
 };
 use crate::exit::{self, InputError};
 use crate::runner::{RunRequest, RunTarget};
@@ -69,22 +69,8 @@ pub struct BundleRunArgs {
     pub allow_size: bool,
     #[command(flatten)]
     pub scenario_options: ScenarioOptions,
-    /// Results root.
-    #[arg(long, default_value = "results", value_name = "DIR")]
-    pub out: PathBuf,
-    /// Label for this run.
-    #[arg(long, value_name = "NAME")]
-    pub label: Option<String>,
-    /// Work directory for mounts.
-    #[arg(long, value_name = "DIR")]
-    pub workdir: Option<PathBuf>,
-    /// No progress display.
-    #[arg(long, short)]
-    pub quiet: bool,
-    /// For CI: exit 1 when any cell was skipped (a missing mkfs tool, a kernel without the fs)
-    /// or has no statistics (every repetition disturbed).
-    #[arg(long)]
-    pub strict: bool,
+    #[command(flatten)]
+    pub options: super::run_options::RunOptions,
 }
 
 /// `fsbench bundle pack`.
@@ -124,7 +110,7 @@ pub fn verify(args: &BundleVerifyArgs) -> anyhow::Result<i32> {
     if args.json {
         print!("{}", super::output::to_json(&super::output::BundleVerifyJson::of(&args.bundle, &ob, &s, &pf)));
     } else {
-        print!("{}", describe(&args.bundle, &ob, &s, &pf));
+        print!("{}", crate::bundle::render::verify_text(&args.bundle, &ob, &s, &pf));
     }
     refuse_if_any(&args.bundle, &pf)?;
     Ok(exit::SUCCESS)
@@ -138,28 +124,17 @@ fn refuse_if_any(bundle: &Path, pf: &Preflight) -> anyhow::Result<()> {
     Err(InputError::anyhow(format!("{}: the bundle cannot run here:\n  {}", bundle.display(), pf.refused.join("\n  "))))
 }
 
-/// `fsbench bundle run`: every check first, then the bundle's scenario through the ordinary runner.
-pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
-    crate::signals::install();
-    super::checks::check_output_dir("--out", &args.out)?;
-    if let Some(w) = &args.workdir {
-        super::checks::check_output_dir("--workdir", w)?;
-    }
-    if let Some(l) = &args.label {
-        super::checks::check_label("--label", l)?;
-    }
-    require_file(&args.bundle)?;
-    // Unpacked in the work directory when one is named (checked ours), never in /tmp behind its back.
-    let under = match &args.workdir {
-        Some(w) => Some(crate::provision::workroot::prepare_work_root(w)?),
-        None => None,
-    };
-    let ob = open_bundle(&args.bundle, under.as_deref()).map_err(BundleError::into_anyhow)?;
+/// The bundle's scenario as it will run (with `--set`), after everything `verify` checks
+/// and the `--allow-*` flags: refused (exit 2) unless all it asks for is allowed.
+fn allowed_scenario(
+    args: &BundleRunArgs,
+    ob: &crate::bundle::OpenBundle,
+) -> anyhow::Result<(crate::scenario::Scenario, Preflight)> {
     let origin = format!("{}:{SCENARIO_FILE}", args.bundle.display());
     let overrides = args.scenario_options.overrides()?;
     let scenario = ob.scenario(&origin, &overrides).map_err(BundleError::into_anyhow)?;
     // Everything verify checks, checked again on the scenario as it will run (with --set).
-    let pf = preflight(&ob, &scenario);
+    let pf = preflight(ob, &scenario);
     refuse_if_any(&args.bundle, &pf)?;
     let allowed = Allowed {
         exec: args.allow_exec,
@@ -171,7 +146,7 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
     check_allowed(&scenario, &overrides, allowed).map_err(BundleError::into_anyhow)?;
     // After the allow-list: fio only parses the job here, it runs nothing.
     crate::workload::fio::parse_only(&scenario)?;
-    if !scenario.kernels.is_empty() && args.label.is_some() {
+    if !scenario.kernels.is_empty() && args.options.label.is_some() {
         return Err(InputError::anyhow(
             "--label names a host run; under [[kernels]] each run is labelled with its kernel's label",
         ));
@@ -182,31 +157,43 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
              run its scenario with `fsbench run SCENARIO --kernel A=… --kernel B=… --paired`",
         ));
     }
+    Ok((scenario, pf))
+}
+
+/// `fsbench bundle run`: every check first, then the bundle's scenario through the ordinary runner.
+pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
+    crate::signals::install();
+    args.options.check()?;
+    require_file(&args.bundle)?;
+    // Unpacked in the work directory when one is named (checked ours), never in /tmp behind its back.
+    let under = match &args.options.workdir {
+        Some(w) => Some(crate::provision::workroot::prepare_work_root(w)?),
+        None => None,
+    };
+    let ob = open_bundle(&args.bundle, under.as_deref()).map_err(BundleError::into_anyhow)?;
+    let (scenario, pf) = allowed_scenario(args, &ob)?;
     let plan = crate::plan::plan_for(&scenario, &args.scenario_options.only)?;
     // Before anything is allocated (the import included): the cells that will run, not the whole matrix.
     let need = crate::bundle::budget::need(&scenario, &plan.cells, pf.memory.fixture);
     check_memory(&need, args.allow_size).map_err(BundleError::into_anyhow)?;
     // The count enforced: a fio cell runs in a memory cgroup of its counted size.
     let scenario = crate::bundle::budget::with_fio_memory_limit(scenario, &need);
-    if let Some(dest) = import_results(&ob, &args.bundle, &args.out).map_err(BundleError::into_anyhow)? {
+    if let Some(dest) = import_results(&ob, &args.bundle, &args.options.out).map_err(BundleError::into_anyhow)? {
         eprintln!("fsbench: the bundle's results are in {} (for fsbench compare)", dest.display());
     }
-    if !args.quiet {
+    if !args.options.quiet {
         eprintln!("fsbench: running bundle {} from {}", args.bundle.display(), ob.dir.path().display());
     }
     if !scenario.kernels.is_empty() {
         // Allowed above: the same guests `fsbench run` boots for [[kernels]].
-        let code = super::measure::run_under_kernels(
-            &scenario,
-            &scenario.kernels,
-            &args.scenario_options.only,
-            crate::runner::CellOrder::Plan,
-            &args.out,
-            &args.workdir.clone().unwrap_or_else(crate::provision::workroot::default_workdir),
-            args.quiet,
-            args.allow_device.is_some(),
-            args.strict,
-        )?;
+        let run = super::measure::KernelRun {
+            scenario: &scenario,
+            kernels: &scenario.kernels,
+            only: &args.scenario_options.only,
+            options: &args.options,
+            allow_device: args.allow_device.is_some(),
+        };
+        let code = super::measure::run_under_kernels(&run, crate::runner::CellOrder::Plan)?;
         drop(ob);
         return Ok(code);
     }
@@ -215,19 +202,19 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
         scenario: &scenario,
         cells: plan.cells,
         target: RunTarget::New {
-            out: args.out.clone(),
-            label: args.label.clone(),
+            out: args.options.out.clone(),
+            label: args.options.label.clone(),
             shard: None,
             tags: Default::default(),
         },
-        workroot: args.workdir.clone().unwrap_or_else(crate::provision::workroot::default_workdir),
+        workroot: args.options.workroot(),
         allow_device: args.allow_device.clone(),
-        quiet: args.quiet,
+        quiet: args.options.quiet,
         // The bundle's own archive is as untrusted as the bundle.
         untrusted_archives: true,
         environment: Some(super::measure::preflight()),
         order: crate::runner::CellOrder::Plan,
     })?;
     drop(ob);
-    Ok(super::strict_policy(super::measure::finish_run(&outcome), outcome.not_run(), args.strict))
+    Ok(super::strict_policy(super::measure::finish_run(&outcome), outcome.not_run(), args.options.strict))
 }

@@ -36,17 +36,9 @@ pub struct CalibrateArgs {
     pub quiet: bool,
 }
 
-/// `fsbench calibrate`: exit 0 when the calibration was stored, 1 when the runs gave
-/// nothing to calibrate, 2 on bad input.
-pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<i32> {
-    crate::signals::install();
-    super::checks::check_output_dir("--results", &args.results)?;
-    if args.runs < 2 {
-        return Err(InputError::anyhow("--runs: at least 2 runs are needed to see the spread between runs"));
-    }
-    let budget = crate::scenario::units::parse_duration(&args.budget)
-        .map_err(|e| InputError::anyhow(format!("--budget: {e}")))?
-        .as_secs_f64();
+/// The scenario the calibration runs: with `--set`, and at least two rounds so that the
+/// round level shows; a paired scenario is refused (it decides within each run).
+fn calibration_scenario(args: &CalibrateArgs) -> anyhow::Result<crate::scenario::Scenario> {
     let mut overrides = args.scenario_options.overrides()?;
     let first = crate::scenario::load_named(Some(&args.scenario), &overrides)?;
     // Every level must show: a lat_fs run with one round has no round level.
@@ -62,6 +54,21 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<i32> {
             args.scenario.display()
         )));
     }
+    Ok(scenario)
+}
+
+/// `fsbench calibrate`: exit 0 when the calibration was stored, 1 when the runs gave
+/// nothing to calibrate, 2 on bad input.
+pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<i32> {
+    crate::signals::install();
+    super::checks::check_output_dir("--results", &args.results)?;
+    if args.runs < 2 {
+        return Err(InputError::anyhow("--runs: at least 2 runs are needed to see the spread between runs"));
+    }
+    let budget = crate::scenario::units::parse_duration(&args.budget)
+        .map_err(|e| InputError::anyhow(format!("--budget: {e}")))?
+        .as_secs_f64();
+    let scenario = calibration_scenario(args)?;
     let warmup = crate::workload::kind::of(&scenario.workload).warmup().as_secs_f64();
     let plan = crate::plan::plan_for(&scenario, &args.scenario_options.only)?;
     let date = crate::results::now_rfc3339();

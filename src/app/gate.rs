@@ -118,22 +118,7 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
     };
     if rep.rows.iter().all(|r| r.verdict == Verdict::Missing) {
         print!("{}", render_table(&rep, super::print::output_width()));
-        let what = match &rep.paired {
-            Some(p) => {
-                // A group that gave up on a failing arm says which and why.
-                let failed = p.comparisons.iter().find_map(|c| {
-                    let why = c.stop_reason.as_deref().filter(|_| c.stop == Some(PairStop::MemberFailed))?;
-                    Some(format!(" (pair group {} stopped: {})", c.group, crate::text::escape_control(why)))
-                });
-                format!(
-                    "nothing to compare: no pair group has a pair with both members measured{}",
-                    failed.unwrap_or_default()
-                )
-            }
-            None => "nothing to compare: no cell has samples in both runs (did the candidate run measure anything?)"
-                .to_string(),
-        };
-        return Err(InputError::anyhow(what));
+        return Err(InputError::anyhow(nothing_to_compare(&rep)));
     }
     let width = super::print::output_width() as usize;
     for w in &rep.warnings {
@@ -144,56 +129,9 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
     } else {
         print!("{}", render_table(&rep, super::print::output_width()));
     }
-    let inconclusive_fails = args.inconclusive == InconclusivePolicy::Fail;
-    // What fails the exit status fails in the CI reports too (`exit_code` below).
-    let fails = crate::gate::Fails {
-        inconclusive: inconclusive_fails && !args.bisect,
-        missing: !args.allow_missing && !args.bisect,
-    };
-    if let Some(p) = &args.markdown {
-        write_atomic(p, render_markdown(&rep, fails).as_bytes())?;
-    }
-    if let Some(p) = &args.junit {
-        write_atomic(p, render_junit(&rep, fails).as_bytes())?;
-    }
-    if let Some(p) = &args.html {
-        let (header, rows, summary) = crate::gate::table_cells(&rep);
-        let regressed = rep.count(Verdict::Regressed) > 0;
-        let verdicts =
-            crate::report::html::Verdicts { summary, regressed, header, rows, warnings: rep.warnings.clone() };
-        let page = match (&rep.paired, runs.as_slice()) {
-            // One paired run: its own report under the verdicts (no run to hold ratios against).
-            (Some(_), [(_, run)]) => crate::report::render_run_html_with_verdicts(run, &verdicts)?,
-            _ => crate::report::Comparison::checked_by_gate(&runs).html(Some(&verdicts))?,
-        };
-        write_atomic(p, page.as_bytes())?;
-    }
+    write_reports(&rep, &runs, args)?;
     let code = exit_code(&rep, args.inconclusive, args.bisect, args.allow_missing);
-    let inconclusive = rep.count(Verdict::Inconclusive);
-    if inconclusive > 0 && !args.bisect {
-        // The sentence must match the exit status: "passing" only when the gate passes.
-        let what = match (inconclusive_fails, code == exit::SUCCESS) {
-            (true, _) => "failing (--inconclusive fail)",
-            (false, true) => "passing anyway",
-            (false, false) if rep.count(Verdict::Regressed) > 0 => {
-                "not failing on them, but the gate fails: a cell regressed"
-            }
-            (false, false) => "not failing on them, but the gate fails: cells are missing",
-        };
-        let line = match &rep.paired {
-            None => format!(
-                "WARNING: {inconclusive} comparison(s) INCONCLUSIVE: their 95% CI straddles the threshold, so this gate \
-                 cannot tell a change beyond it from noise; {what}. More rounds (`workload.rounds`), more repetitions, \
-                 a calibration of the spread between runs (`fsbench calibrate`), paired runs (`[compare] arms`) or a \
-                 quieter machine narrow the CI."
-            ),
-            Some(p) => format!(
-                "WARNING: {inconclusive} comparison(s) INCONCLUSIVE: their {} CI straddles the threshold, so this gate \
-                 cannot tell a change beyond it from noise; {what}. More pairs (`compare.pairs.max`), more \
-                 repetitions per member or a quieter machine narrow the CI.",
-                crate::report::paired::percent(p.level)
-            ),
-        };
+    if let Some(line) = inconclusive_warning(&rep, args, code) {
         eprintln!("{}", crate::text::wrap(&line, width, "  "));
     }
     let missing = rep.count(Verdict::Missing);
@@ -205,6 +143,86 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
         );
     }
     Ok(code)
+}
+
+/// Why a gate with every row missing has nothing to judge.
+fn nothing_to_compare(rep: &GateReport) -> String {
+    match &rep.paired {
+        Some(p) => {
+            // A group that gave up on a failing arm says which and why.
+            let failed = p.comparisons.iter().find_map(|c| {
+                let why = c.stop_reason.as_deref().filter(|_| c.stop == Some(PairStop::MemberFailed))?;
+                Some(format!(" (pair group {} stopped: {})", c.group, crate::text::escape_control(why)))
+            });
+            format!(
+                "nothing to compare: no pair group has a pair with both members measured{}",
+                failed.unwrap_or_default()
+            )
+        }
+        None => {
+            "nothing to compare: no cell has samples in both runs (did the candidate run measure anything?)".to_string()
+        }
+    }
+}
+
+/// Write the `--markdown`, `--junit` and `--html` reports asked for.
+fn write_reports(rep: &GateReport, runs: &[(String, LoadedRun)], args: &GateArgs) -> anyhow::Result<()> {
+    // What fails the exit status fails in the CI reports too (`exit_code`).
+    let fails = crate::gate::Fails {
+        inconclusive: args.inconclusive == InconclusivePolicy::Fail && !args.bisect,
+        missing: !args.allow_missing && !args.bisect,
+    };
+    if let Some(p) = &args.markdown {
+        write_atomic(p, render_markdown(rep, fails).as_bytes())?;
+    }
+    if let Some(p) = &args.junit {
+        write_atomic(p, render_junit(rep, fails).as_bytes())?;
+    }
+    if let Some(p) = &args.html {
+        let (header, rows, summary) = crate::gate::table_cells(rep);
+        let regressed = rep.count(Verdict::Regressed) > 0;
+        let verdicts =
+            crate::report::html::Verdicts { summary, regressed, header, rows, warnings: rep.warnings.clone() };
+        let page = match (&rep.paired, runs) {
+            // One paired run: its own report under the verdicts (no run to hold ratios against).
+            (Some(_), [(_, run)]) => crate::report::render_run_html_with_verdicts(run, &verdicts)?,
+            _ => crate::report::Comparison::checked_by_gate(runs).html(Some(&verdicts))?,
+        };
+        write_atomic(p, page.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The loud line about inconclusive comparisons (none under `--bisect`), saying what they
+/// do to the exit status `code`.
+fn inconclusive_warning(rep: &GateReport, args: &GateArgs, code: i32) -> Option<String> {
+    let inconclusive = rep.count(Verdict::Inconclusive);
+    if inconclusive == 0 || args.bisect {
+        return None;
+    }
+    // The sentence must match the exit status: "passing" only when the gate passes.
+    let what = match (args.inconclusive == InconclusivePolicy::Fail, code == exit::SUCCESS) {
+        (true, _) => "failing (--inconclusive fail)",
+        (false, true) => "passing anyway",
+        (false, false) if rep.count(Verdict::Regressed) > 0 => {
+            "not failing on them, but the gate fails: a cell regressed"
+        }
+        (false, false) => "not failing on them, but the gate fails: cells are missing",
+    };
+    Some(match &rep.paired {
+        None => format!(
+            "WARNING: {inconclusive} comparison(s) INCONCLUSIVE: their 95% CI straddles the threshold, so this gate \
+             cannot tell a change beyond it from noise; {what}. More rounds (`workload.rounds`), more repetitions, \
+             a calibration of the spread between runs (`fsbench calibrate`), paired runs (`[compare] arms`) or a \
+             quieter machine narrow the CI."
+        ),
+        Some(p) => format!(
+            "WARNING: {inconclusive} comparison(s) INCONCLUSIVE: their {} CI straddles the threshold, so this gate \
+             cannot tell a change beyond it from noise; {what}. More pairs (`compare.pairs.max`), more \
+             repetitions per member or a quieter machine narrow the CI.",
+            crate::report::paired::percent(p.level)
+        ),
+    })
 }
 
 /// The two-run gate's report and the labelled runs its HTML page shows.
@@ -304,7 +322,7 @@ fn history_gate(c: &Path, n: usize, args: &GateArgs, opts: &GateOptions) -> anyh
 /// the candidate's own scenario directory and the scenario's directory under `--results`
 /// (in CI the candidate is made in a fresh workspace and the history is a cached results
 /// directory), each once.
-fn history_dirs(candidate: &crate::results::LoadedRun, args: &GateArgs) -> Vec<PathBuf> {
+fn history_dirs(candidate: &LoadedRun, args: &GateArgs) -> Vec<PathBuf> {
     if let Some(d) = &args.history_from {
         return vec![d.clone()];
     }

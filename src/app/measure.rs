@@ -129,28 +129,33 @@ fn disturbed_share_note(disturbed: usize, total: usize, latfs: bool) -> Option<S
     Some(note)
 }
 
+/// A run under other kernels in qemu, as `run --kernel` and `bundle run` (with
+/// `[[kernels]]`) ask for it.
+pub(crate) struct KernelRun<'a> {
+    /// The scenario, loaded once.
+    pub scenario: &'a crate::scenario::Scenario,
+    /// The kernels, in their order (the first is a paired run's baseline).
+    pub kernels: &'a [crate::scenario::KernelSpec],
+    /// `--only` filters other than `kernel=`.
+    pub only: &'a [String],
+    /// Where results and mounts go, and how the run reports.
+    pub options: &'a super::run_options::RunOptions,
+    /// Whether `--allow-device` was given.
+    pub allow_device: bool,
+}
+
 /// Every cell under each kernel in qemu, one ordinary run directory per kernel, each
 /// reported; shared by `run` (--kernel, [[kernels]]) and `bundle run --allow-kernels`.
-/// Plain values from both commands' arguments, hence their number.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn run_under_kernels(
-    scenario: &crate::scenario::Scenario,
-    kernels: &[crate::scenario::KernelSpec],
-    only: &[String],
-    order: crate::runner::CellOrder,
-    out: &std::path::Path,
-    work_root: &std::path::Path,
-    quiet: bool,
-    allow_device: bool,
-    strict: bool,
-) -> anyhow::Result<i32> {
+pub(crate) fn run_under_kernels(run: &KernelRun<'_>, order: crate::runner::CellOrder) -> anyhow::Result<i32> {
+    let KernelRun { scenario, kernels, only, options, allow_device } = *run;
+    let (out, quiet) = (options.out.as_path(), options.quiet);
     let qemu_bin = crate::qemu::prepare(scenario, kernels, allow_device)?;
     // Validate the plan (and --only) on the host, before any boot.
     let plan = crate::plan::plan_for(scenario, only)?;
     let req = crate::qemu::KernelsRequest { scenario, kernels, only, order, cells: plan.cells.len(), out, quiet };
     let mut worst = exit::SUCCESS;
     // qemu's scratch is journaled under the same work root as a host run's.
-    crate::provision::workroot::set_scratch_root(work_root);
+    crate::provision::workroot::set_scratch_root(&options.workroot());
     let runs = crate::qemu::run_kernels(&req, &qemu_bin)?;
     for k in &runs {
         let code = match &k.end {
@@ -188,36 +193,28 @@ pub(crate) fn run_under_kernels(
     if crate::signals::interrupted() {
         return Ok(exit::INTERRUPTED);
     }
-    Ok(super::strict_policy(worst, skipped, strict))
+    Ok(super::strict_policy(worst, skipped, options.strict))
 }
 
 /// One paired run whose arms are `kernels` (the first the baseline), each member one cell
 /// in a freshly booted guest; reported like a host run. Refuses (exit 2) before anything
 /// boots what a kernel-paired run cannot do ([`crate::runner::kernel_compare`]).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn run_kernel_pairs(
-    scenario: &crate::scenario::Scenario,
-    kernels: &[crate::scenario::KernelSpec],
-    only: &[String],
-    out: &std::path::Path,
-    work_root: &std::path::Path,
-    quiet: bool,
-    allow_device: bool,
-    strict: bool,
-) -> anyhow::Result<i32> {
+pub(crate) fn run_kernel_pairs(run: &KernelRun<'_>) -> anyhow::Result<i32> {
+    let KernelRun { scenario, kernels, only, options, allow_device } = *run;
+    let quiet = options.quiet;
     let labels: Vec<String> = kernels.iter().map(|k| k.label.clone()).collect();
     crate::runner::kernel_compare(scenario, &labels)?;
     let qemu_bin = crate::qemu::prepare(scenario, kernels, allow_device)?;
     // Validate the plan (and --only) on the host, before any boot.
     let plan = crate::plan::plan_for(scenario, only)?;
     // qemu's scratch is journaled under the same work root as a host run's.
-    crate::provision::workroot::set_scratch_root(work_root);
+    crate::provision::workroot::set_scratch_root(&options.workroot());
     let mut members = crate::qemu::member::KernelMembers::new(scenario, kernels, &qemu_bin, quiet);
     let req = crate::runner::KernelPairedRequest {
         scenario,
         cells: &plan.cells,
         labels,
-        out: out.to_path_buf(),
+        out: options.out.clone(),
         quiet,
         environment: Some(preflight()),
     };
@@ -229,7 +226,7 @@ pub(crate) fn run_kernel_pairs(
         );
         return Ok(exit::INTERRUPTED);
     }
-    Ok(super::strict_policy(finish_run(&outcome), outcome.not_run(), strict))
+    Ok(super::strict_policy(finish_run(&outcome), outcome.not_run(), options.strict))
 }
 
 /// Apply `--only kernel=…` to `kernels` (in their order) and return the other `--only`

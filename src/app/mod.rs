@@ -7,7 +7,8 @@
 //! two of them share has a file of its own: [`scenario_options`] (`--set`, `--only`,
 //! `--archive`), [`runs`] (finding runs by name), [`checks`] (output paths and labels),
 //! [`print`] (table width), [`measure`] (a run's preflight and end, runs under other
-//! kernels) and [`output`] (the `--json` documents).
+//! kernels), [`run_options`] (`--out`, `--label`, `--workdir`, `--quiet`, `--strict` of `run`
+//! and `bundle run`) and [`output`] (the `--json` documents).
 
 pub mod bundle;
 pub mod calibrate;
@@ -25,6 +26,7 @@ pub mod plan;
 pub mod print;
 pub mod report;
 pub mod run;
+pub mod run_options;
 pub mod runs;
 pub mod scenario;
 pub mod scenario_options;

@@ -321,20 +321,28 @@ pub struct BundleKernel {
     pub image: String,
 }
 
-impl BundleVerifyJson {
-    /// The document of a verified bundle, from the checks [`crate::bundle::preflight`] made.
-    pub fn of(
-        bundle: &std::path::Path,
-        ob: &crate::bundle::OpenBundle,
-        s: &crate::scenario::Scenario,
-        pf: &crate::bundle::Preflight,
-    ) -> BundleVerifyJson {
-        use crate::scenario::{ArchiveSource, Backing};
+impl BundleFilesystem {
+    /// The filesystems of a scenario's matrix with their mkfs and mount options.
+    fn of_matrix(s: &crate::scenario::Scenario) -> Vec<BundleFilesystem> {
         let esc = crate::text::escape_control;
-        let shown = |p: &std::path::Path| esc(&p.strip_prefix(ob.dir.path()).unwrap_or(p).display().to_string());
-        let m = &ob.manifest;
-        let p = crate::plan::expand(s);
-        let backing = match &s.backing {
+        let all = |v: Option<&Vec<String>>| v.map(|v| v.iter().map(|x| esc(x)).collect()).unwrap_or_default();
+        s.matrix
+            .fs
+            .iter()
+            .map(|fs| {
+                let spec = s.filesystems.get(fs);
+                BundleFilesystem { name: esc(fs), mkfs: all(spec.map(|f| &f.mkfs)), mount: all(spec.map(|f| &f.mount)) }
+            })
+            .collect()
+    }
+}
+
+impl BundleBacking {
+    /// A scenario's backing as `bundle verify --json` shows it.
+    fn of(backing: &crate::scenario::Backing) -> BundleBacking {
+        use crate::scenario::Backing;
+        let esc = crate::text::escape_control;
+        match backing {
             Backing::TmpfsLoop { .. } => BundleBacking { kind: "tmpfs-loop".into(), path: None },
             Backing::Dir { path } => BundleBacking {
                 kind: "dir".into(),
@@ -343,11 +351,23 @@ impl BundleVerifyJson {
             Backing::Device { path } => {
                 BundleBacking { kind: "device".into(), path: Some(esc(&path.display().to_string())) }
             }
-        };
-        let fixture = s.archive.as_ref().map(|a| match &a.source {
+        }
+    }
+}
+
+impl BundleFixture {
+    /// A scenario's archive as `bundle verify --json` shows it: its recipe, or its file
+    /// (`shown` relative to the bundle) with what the preflight found in it.
+    fn of(
+        source: &crate::scenario::ArchiveSource,
+        pf: &crate::bundle::Preflight,
+        shown: &dyn Fn(&std::path::Path) -> String,
+    ) -> BundleFixture {
+        use crate::scenario::ArchiveSource;
+        match source {
             ArchiveSource::Generate { profile, scale, seed } => BundleFixture {
                 kind: "generated".into(),
-                profile: Some(esc(profile)),
+                profile: Some(crate::text::escape_control(profile)),
                 scale: Some(*scale),
                 seed: Some(*seed),
                 path: None,
@@ -368,7 +388,24 @@ impl BundleVerifyJson {
                     refused_entries: r.refused.len(),
                 }),
             },
-        });
+        }
+    }
+}
+
+impl BundleVerifyJson {
+    /// The document of a verified bundle, from the checks [`crate::bundle::preflight`] made.
+    pub fn of(
+        bundle: &std::path::Path,
+        ob: &crate::bundle::OpenBundle,
+        s: &crate::scenario::Scenario,
+        pf: &crate::bundle::Preflight,
+    ) -> BundleVerifyJson {
+        let esc = crate::text::escape_control;
+        let shown = |p: &std::path::Path| esc(&p.strip_prefix(ob.dir.path()).unwrap_or(p).display().to_string());
+        let m = &ob.manifest;
+        let p = crate::plan::expand(s);
+        let backing = BundleBacking::of(&s.backing);
+        let fixture = s.archive.as_ref().map(|a| BundleFixture::of(&a.source, pf, &shown));
         BundleVerifyJson {
             schema: OUTPUT_SCHEMA_VERSION,
             bundle: esc(&bundle.display().to_string()),
@@ -380,21 +417,7 @@ impl BundleVerifyJson {
             scenario: esc(&s.name),
             workload: s.workload.kind().to_string(),
             cells: p.cells.len(),
-            filesystems: s
-                .matrix
-                .fs
-                .iter()
-                .map(|fs| {
-                    let spec = s.filesystems.get(fs);
-                    let all =
-                        |v: Option<&Vec<String>>| v.map(|v| v.iter().map(|x| esc(x)).collect()).unwrap_or_default();
-                    BundleFilesystem {
-                        name: esc(fs),
-                        mkfs: all(spec.map(|f| &f.mkfs)),
-                        mount: all(spec.map(|f| &f.mount)),
-                    }
-                })
-                .collect(),
+            filesystems: BundleFilesystem::of_matrix(s),
             backing,
             needs_root: crate::bundle::needs_root(s, &p),
             exec_steps: crate::bundle::exec_steps(s).iter().map(|e| esc(e)).collect(),

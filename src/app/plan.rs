@@ -148,45 +148,8 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
     };
     let format = if args.json { PlanFormat::Json } else { args.format };
     match format {
-        PlanFormat::Table => {
-            let piped = !std::io::IsTerminal::is_terminal(&std::io::stdout());
-            let verdicts: Vec<_> = plan.cells.iter().map(|c| check(&s, &c.params)).collect();
-            print!("{}", render_plan_table(&s, &plan, &verdicts, super::print::output_width(), piped));
-            if let Some((spec, labels)) = &kernel_pairs {
-                print!("{}", plan::render_kernel_pairing(&s, spec, &plan, labels, super::print::output_width()));
-            } else if let Some(pairing) = plan::render_pairing(&s, &plan, super::print::output_width()) {
-                print!("{pairing}");
-            }
-            if in_guests && kernel_pairs.is_none() {
-                let labels: Vec<&str> = s.kernels.iter().map(|k| k.label.as_str()).collect();
-                println!(
-                    "\nevery cell runs once per kernel in qemu ({}); what each guest kernel supports is checked inside it",
-                    labels.join(", ")
-                );
-            }
-        }
-        PlanFormat::Json => {
-            // A kernel-paired run's cells are the plan's under each kernel.
-            let armed = kernel_pairs.as_ref().map(|(_, labels)| plan::kernel_arm_cells(&plan.cells, labels));
-            let cells = armed
-                .as_ref()
-                .unwrap_or(&plan.cells)
-                .iter()
-                .map(|c| super::output::PlannedCell {
-                    index: c.index,
-                    id: c.id(),
-                    params: c.params.clone(),
-                    needs: needs(&s, &c.params),
-                    skip: check(&s, &c.params),
-                })
-                .collect();
-            let doc = super::output::PlanJson {
-                schema: super::output::OUTPUT_SCHEMA_VERSION,
-                scenario: s.name.clone(),
-                cells,
-            };
-            print!("{}", super::output::to_json(&doc));
-        }
+        PlanFormat::Table => print_plan_table(&s, &plan, &check, kernel_pairs.as_ref()),
+        PlanFormat::Json => print_plan_json(&s, &plan, &check, kernel_pairs.as_ref()),
     }
     // A probe cut short by the signal answered nothing: the plan above is incomplete.
     if crate::signals::interrupted() {
@@ -194,4 +157,56 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
         return Ok(exit::INTERRUPTED);
     }
     Ok(exit::SUCCESS)
+}
+
+/// What `plan --kernel … --paired` pairs: the kernel comparison and the kernels' labels.
+type KernelPairs = (crate::scenario::CompareSpec, Vec<String>);
+
+/// The plan as a table, then its pair groups (or the kernels' pairing), and a line on
+/// cells that run once per kernel.
+fn print_plan_table(
+    s: &Scenario,
+    plan: &plan::Plan,
+    check: &dyn Fn(&Scenario, &CellParams) -> Option<crate::model::SkipReason>,
+    kernel_pairs: Option<&KernelPairs>,
+) {
+    let piped = !std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let verdicts: Vec<_> = plan.cells.iter().map(|c| check(s, &c.params)).collect();
+    print!("{}", render_plan_table(s, plan, &verdicts, super::print::output_width(), piped));
+    if let Some((spec, labels)) = kernel_pairs {
+        print!("{}", plan::render_kernel_pairing(s, spec, plan, labels, super::print::output_width()));
+    } else if let Some(pairing) = plan::render_pairing(s, plan, super::print::output_width()) {
+        print!("{pairing}");
+    }
+    if !s.kernels.is_empty() && kernel_pairs.is_none() {
+        let labels: Vec<&str> = s.kernels.iter().map(|k| k.label.as_str()).collect();
+        println!(
+            "\nevery cell runs once per kernel in qemu ({}); what each guest kernel supports is checked inside it",
+            labels.join(", ")
+        );
+    }
+}
+
+/// The plan as `plan --json`: a kernel-paired run's cells are the plan's under each kernel.
+fn print_plan_json(
+    s: &Scenario,
+    plan: &plan::Plan,
+    check: &dyn Fn(&Scenario, &CellParams) -> Option<crate::model::SkipReason>,
+    kernel_pairs: Option<&KernelPairs>,
+) {
+    let armed = kernel_pairs.map(|(_, labels)| plan::kernel_arm_cells(&plan.cells, labels));
+    let cells = armed
+        .as_ref()
+        .unwrap_or(&plan.cells)
+        .iter()
+        .map(|c| super::output::PlannedCell {
+            index: c.index,
+            id: c.id(),
+            params: c.params.clone(),
+            needs: needs(s, &c.params),
+            skip: check(s, &c.params),
+        })
+        .collect();
+    let doc = super::output::PlanJson { schema: super::output::OUTPUT_SCHEMA_VERSION, scenario: s.name.clone(), cells };
+    print!("{}", super::output::to_json(&doc));
 }

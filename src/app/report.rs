@@ -10,7 +10,7 @@ use crate::report::{
     self, CompareOptions, Comparison, Format, Iterations, render_run, write_compare_plot_dir, write_plot_dir,
 };
 use crate::results::find::{is_scenario_dir, list_runs};
-use crate::results::{ResultsError, load_run, write_atomic};
+use crate::results::{LoadedRun, ResultsError, load_run, write_atomic};
 
 /// Output format of reports, as the flag spells it.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
@@ -44,6 +44,63 @@ impl From<ReportFormat> for Format {
     }
 }
 
+/// What `report` and `compare` print and write besides: one group of flags, flattened
+/// into both.
+#[derive(Debug, Clone, Args)]
+pub struct RenderArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ReportFormat,
+    /// Print JSON (`schemas/report.schema.json`, with the ratios when comparing; `report` of
+    /// several runs: `schemas/reports.schema.json`; of a scenario directory's runs:
+    /// `schemas/run-list.schema.json`): the same as `--format json`.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write one PNG and one SVG plot per table into this directory (comparing steps:
+    /// one chart per step with every label on one y axis, and one per-iteration chart per
+    /// filesystem).
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+    /// Also write the report or the comparison as one self-contained HTML page (tables,
+    /// plots, provenance).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+impl RenderArgs {
+    /// The format chosen (`--json` is `--format json`).
+    fn format(&self) -> Format {
+        self.format.or_json(self.json).into()
+    }
+
+    /// Refuse a `--plot` or `--html` that cannot be written, before anything is loaded.
+    fn check_paths(&self) -> anyhow::Result<()> {
+        if let Some(dir) = &self.plot {
+            super::checks::check_output_dir("--plot", dir)?;
+        }
+        if let Some(file) = &self.html {
+            super::checks::check_output_file("--html", file)?;
+        }
+        Ok(())
+    }
+
+    /// Write one run's plots (PNG, SVG and report.txt) into `dir`.
+    fn write_plots(run: &LoadedRun, dir: &Path) -> anyhow::Result<()> {
+        let n = write_plot_dir(dir, &[(run.label(), run)])?;
+        eprintln!("wrote {n} plots (PNG and SVG) and report.txt to {}", dir.display());
+        Ok(())
+    }
+
+    /// Write one run's page to `--html`, when asked.
+    fn write_html(&self, run: &LoadedRun) -> anyhow::Result<()> {
+        if let Some(file) = &self.html {
+            write_atomic(file, report::render_run_html(run)?.as_bytes())?;
+            eprintln!("wrote {}", file.display());
+        }
+        Ok(())
+    }
+}
+
 /// `fsbench report`.
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
@@ -51,19 +108,8 @@ pub struct ReportArgs {
     /// `SCENARIO@LABEL`). A scenario directory (`results/quota-smp`) lists its runs instead.
     #[arg(required = true)]
     pub runs: Vec<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: ReportFormat,
-    /// Print JSON (`schemas/report.schema.json`; several runs: `schemas/reports.schema.json`;
-    /// a scenario directory's runs: `schemas/run-list.schema.json`): the same as `--format json`.
-    #[arg(long)]
-    pub json: bool,
-    /// Also write one PNG and one SVG plot per table into this directory.
-    #[arg(long, value_name = "DIR")]
-    pub plot: Option<PathBuf>,
-    /// Also write the report as one self-contained HTML page (tables, plots, provenance).
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub render: RenderArgs,
     #[command(flatten)]
     pub lookup: super::runs::RunLookup,
 }
@@ -77,16 +123,8 @@ pub struct CompareArgs {
     /// compared arm against arm, pair by pair.
     #[arg(required = true, num_args = 1..)]
     pub runs: Vec<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: ReportFormat,
-    /// Print JSON (`schemas/report.schema.json`, with the ratios): the same as `--format json`.
-    #[arg(long)]
-    pub json: bool,
-    /// Also write one PNG and one SVG plot per table into this directory (steps: one chart
-    /// per step with every label on one y axis, and one per-iteration chart per filesystem).
-    #[arg(long, value_name = "DIR")]
-    pub plot: Option<PathBuf>,
+    #[command(flatten)]
+    pub render: RenderArgs,
     /// Steps runs: which iterations of each cell are compared: `all`, `steady` (every
     /// iteration whose rm_rf removed something; from the second on when not recorded),
     /// `last`, or an iteration number from 1.
@@ -96,11 +134,21 @@ pub struct CompareArgs {
     /// (needs runs made with `latency = "histogram"`). Tables only: not with --plot or --html.
     #[arg(long, value_name = "METRIC")]
     pub metric: Option<String>,
-    /// Also write the comparison as one self-contained HTML page (tables, plots, provenance).
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
     #[command(flatten)]
     pub lookup: super::runs::RunLookup,
+}
+
+/// Print each run's load problems as warnings; bad input (exit 2) when there were any.
+fn warn_problems<'a>(runs: impl IntoIterator<Item = &'a LoadedRun>) -> i32 {
+    let mut code = exit::SUCCESS;
+    for run in runs {
+        for p in &run.problems {
+            eprintln!("warning: {p}");
+            // Unreadable or hand-broken result files are bad input: the rest still renders.
+            code = exit::USAGE;
+        }
+    }
+    code
 }
 
 fn parse_iterations(s: &str) -> Result<Iterations, String> {
@@ -109,42 +157,77 @@ fn parse_iterations(s: &str) -> Result<Iterations, String> {
 
 /// `fsbench report`.
 pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
-    if let Some(dir) = &args.plot {
-        super::checks::check_output_dir("--plot", dir)?;
+    let out = &args.render;
+    out.check_paths()?;
+    if out.html.is_some() && args.runs.len() > 1 {
+        return Err(InputError::anyhow("--html writes one run's page: give one run (or use `fsbench compare --html`)"));
     }
-    if let Some(file) = &args.html {
-        super::checks::check_output_file("--html", file)?;
-        if args.runs.len() > 1 {
-            return Err(InputError::anyhow(
-                "--html writes one run's page: give one run (or use `fsbench compare --html`)",
-            ));
-        }
-    }
-    let format = Format::from(args.format.or_json(args.json));
     // A scenario directory: the runs in it, to choose from.
     if let [dir] = args.runs.as_slice()
         && is_scenario_dir(dir)
     {
-        if args.html.is_some() || args.plot.is_some() {
-            return Err(InputError::anyhow(format!(
-                "{} is a scenario directory (it lists its runs): name one run for --html or --plot, e.g. {}@latest",
-                dir.display(),
-                dir.display()
-            )));
-        }
-        let (runs, unreadable) = list_runs(dir).map_err(|e| InputError::anyhow(e.to_string()))?;
-        print!("{}", report::runs::render_run_list(dir, &runs, format));
-        for u in &unreadable {
-            eprintln!("warning: {}", crate::text::escape_control(u));
-        }
-        // Bad input is reported as such, but the readable runs are listed.
-        return Ok(if unreadable.is_empty() { exit::SUCCESS } else { exit::USAGE });
+        return list_scenario_runs(dir, out);
     }
     let specs: Vec<String> = args.runs.iter().map(|p| p.to_string_lossy().into_owned()).collect();
     let dirs = super::runs::resolve_runs(&specs.iter().map(String::as_str).collect::<Vec<_>>(), &args.lookup)?;
+    let (loaded, load_code) = load_runs(&dirs);
+    if loaded.is_empty() {
+        return Ok(exit::USAGE);
+    }
+    let code = load_code.max(warn_problems(&loaded));
+    let format = out.format();
+    // Several runs in JSON are one document holding their reports, not several documents.
+    let text = if format == Format::Json && loaded.len() > 1 {
+        to_json(&ReportsJson { schema: OUTPUT_SCHEMA_VERSION, reports: loaded.iter().map(report::run_json).collect() })
+    } else {
+        report::join_outputs(loaded.iter().map(|run| render_run(run, format)).collect(), format)
+    };
+    print!("{text}");
+    if let Some(dir) = &out.plot {
+        for run in &loaded {
+            // Several runs would overwrite each other's plots: one subdirectory per run then.
+            // The run id comes from run.json: one plain path component or nothing.
+            if loaded.len() > 1 && !crate::text::is_plain_name(&run.meta.run_id) {
+                return Err(InputError::anyhow(format!(
+                    "{}: run id `{}` in run.json is not a plain name; it cannot name a plot directory",
+                    run.dir.display(),
+                    crate::text::escape_control(&run.meta.run_id)
+                )));
+            }
+            let target: PathBuf = if loaded.len() > 1 { dir.join(&run.meta.run_id) } else { dir.clone() };
+            RenderArgs::write_plots(run, &target)?;
+        }
+    }
+    if let Some(run) = loaded.first() {
+        out.write_html(run)?;
+    }
+    Ok(code)
+}
+
+/// `report` of a scenario directory: the runs in it, to choose from (bad input when some
+/// are unreadable, but the readable ones are listed).
+fn list_scenario_runs(dir: &Path, out: &RenderArgs) -> anyhow::Result<i32> {
+    if out.html.is_some() || out.plot.is_some() {
+        return Err(InputError::anyhow(format!(
+            "{} is a scenario directory (it lists its runs): name one run for --html or --plot, e.g. {}@latest",
+            dir.display(),
+            dir.display()
+        )));
+    }
+    let (runs, unreadable) = list_runs(dir).map_err(|e| InputError::anyhow(e.to_string()))?;
+    print!("{}", report::runs::render_run_list(dir, &runs, out.format()));
+    for u in &unreadable {
+        eprintln!("warning: {}", crate::text::escape_control(u));
+    }
+    Ok(if unreadable.is_empty() { exit::SUCCESS } else { exit::USAGE })
+}
+
+/// Load each run directory; one that is not a run, or unreadable, is an error on stderr
+/// and makes the exit code bad input, and the others are still loaded.
+fn load_runs(dirs: &[PathBuf]) -> (Vec<LoadedRun>, i32) {
     let mut code = exit::SUCCESS;
     let mut loaded = Vec::new();
-    for dir in &dirs {
+    for dir in dirs {
         match load_run(dir) {
             Ok(run) => loaded.push(run),
             Err(ResultsError::NotARun { dir }) => {
@@ -157,46 +240,7 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
             }
         }
     }
-    if loaded.is_empty() {
-        return Ok(exit::USAGE);
-    }
-    for run in &loaded {
-        for p in &run.problems {
-            eprintln!("warning: {p}");
-        }
-        // Unreadable or hand-broken result files are bad input: the rest still renders.
-        if !run.problems.is_empty() {
-            code = exit::USAGE;
-        }
-    }
-    // Several runs in JSON are one document holding their reports, not several documents.
-    let text = if format == Format::Json && loaded.len() > 1 {
-        to_json(&ReportsJson { schema: OUTPUT_SCHEMA_VERSION, reports: loaded.iter().map(report::run_json).collect() })
-    } else {
-        report::join_outputs(loaded.iter().map(|run| render_run(run, format)).collect(), format)
-    };
-    print!("{text}");
-    if let Some(dir) = &args.plot {
-        for run in &loaded {
-            // Several runs would overwrite each other's plots: one subdirectory per run then.
-            // The run id comes from run.json: one plain path component or nothing.
-            if loaded.len() > 1 && !crate::text::is_plain_name(&run.meta.run_id) {
-                return Err(InputError::anyhow(format!(
-                    "{}: run id `{}` in run.json is not a plain name; it cannot name a plot directory",
-                    run.dir.display(),
-                    crate::text::escape_control(&run.meta.run_id)
-                )));
-            }
-            let target: PathBuf = if loaded.len() > 1 { dir.join(&run.meta.run_id) } else { dir.clone() };
-            let n = write_plot_dir(&target, &[(run.label(), run)])?;
-            eprintln!("wrote {n} plots (PNG and SVG) and report.txt to {}", target.display());
-        }
-    }
-    if let (Some(file), Some(run)) = (&args.html, loaded.first()) {
-        write_atomic(file, report::render_run_html(run)?.as_bytes())?;
-        eprintln!("wrote {}", file.display());
-    }
-    Ok(code)
+    (loaded, code)
 }
 
 /// Why `dir` (which has no run.json) is not a run, in the words that help: it does not
@@ -242,59 +286,28 @@ fn parse_run_arg(arg: &str) -> (Option<String>, String) {
 
 /// `fsbench compare`.
 pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
+    let out = &args.render;
     // Plots and the page draw total loops: with a percentile they would show another
     // quantity than the tables above them claim, so the combination is refused.
     if let Some(m) = args.metric.as_deref().filter(|m| *m != "total_loops")
-        && (args.plot.is_some() || args.html.is_some())
+        && (out.plot.is_some() || out.html.is_some())
     {
-        let flag = if args.plot.is_some() { "--plot" } else { "--html" };
+        let flag = if out.plot.is_some() { "--plot" } else { "--html" };
         return Err(InputError::anyhow(format!(
             "--metric {m} is for the tables only: {flag} draws total loops; run the comparison once with \
              --metric for the tables and once without it for {flag}"
         )));
     }
-    if let Some(dir) = &args.plot {
-        super::checks::check_output_dir("--plot", dir)?;
-    }
-    if let Some(file) = &args.html {
-        super::checks::check_output_file("--html", file)?;
-    }
+    out.check_paths()?;
     let metric = match args.metric.as_deref() {
         None | Some("total_loops") => None,
         Some(m) => Some(crate::monitor::latency::Percentile::parse(m).ok_or_else(|| {
             InputError::anyhow(format!("--metric {m}: use total_loops, or a percentile: p50, p90, p99, p99.9, max"))
         })?),
     };
-    let mut labels = Vec::new();
-    let mut specs = Vec::new();
-    for arg in &args.runs {
-        let (label, spec) = parse_run_arg(arg);
-        if let Some(l) = &label
-            && !crate::model::is_valid_label(l)
-        {
-            return Err(InputError::anyhow(format!("label `{l}` in `{arg}`: use {}", crate::model::LABEL_RULE)));
-        }
-        labels.push(label);
-        specs.push(spec);
-    }
-    let dirs = super::runs::resolve_runs(&specs.iter().map(String::as_str).collect::<Vec<_>>(), &args.lookup)?;
-    let mut runs = Vec::new();
-    for ((label, dir), arg) in labels.into_iter().zip(dirs).zip(&args.runs) {
-        let run = match load_run(&dir) {
-            Ok(r) => r,
-            Err(e) => {
-                // A comparison with a run missing would silently change its meaning: stop.
-                eprintln!("error: {e}");
-                return Ok(exit::USAGE);
-            }
-        };
-        let label = label.or_else(|| run.meta.label.clone()).unwrap_or_else(|| {
-            dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| arg.clone())
-        });
-        runs.push((label, run));
-    }
+    let Some(runs) = load_labelled(args)? else { return Ok(exit::USAGE) };
     if let [(_, run)] = runs.as_slice() {
-        return compare_paired_run(run, args, metric.is_some());
+        return compare_paired_run(run, out, metric.is_some());
     }
     // A percentile is a latency metric of the workloads that record latency (lat_fs).
     let latency = |k| {
@@ -316,20 +329,14 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
             eprintln!("warning: {w}");
         }
     }
-    let mut code = exit::SUCCESS;
-    for (_, run) in &runs {
-        for p in &run.problems {
-            eprintln!("warning: {p}");
-            code = exit::USAGE;
-        }
-    }
+    let code = warn_problems(runs.iter().map(|(_, r)| r));
     let opts = CompareOptions { iterations: args.iterations, metric };
-    print!("{}", cmp.render(args.format.or_json(args.json).into(), &opts));
-    if let Some(dir) = &args.plot {
+    print!("{}", cmp.render(out.format(), &opts));
+    if let Some(dir) = &out.plot {
         let n = write_compare_plot_dir(dir, cmp.runs(), &opts)?;
         eprintln!("wrote {n} plots (PNG and SVG) and report.txt to {}", dir.display());
     }
-    if let Some(file) = &args.html {
+    if let Some(file) = &out.html {
         let page = cmp.html(None)?;
         write_atomic(file, page.as_bytes())?;
         eprintln!("wrote {}", file.display());
@@ -337,9 +344,43 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
     Ok(code)
 }
 
+/// The runs of `compare`, each with its label (`LABEL=`, else its `--label`, else its
+/// directory's name). `None` when one does not load (on stderr): a comparison with a run
+/// missing would silently change its meaning.
+fn load_labelled(args: &CompareArgs) -> anyhow::Result<Option<Vec<(String, LoadedRun)>>> {
+    let mut labels = Vec::new();
+    let mut specs = Vec::new();
+    for arg in &args.runs {
+        let (label, spec) = parse_run_arg(arg);
+        if let Some(l) = &label
+            && !crate::model::is_valid_label(l)
+        {
+            return Err(InputError::anyhow(format!("label `{l}` in `{arg}`: use {}", crate::model::LABEL_RULE)));
+        }
+        labels.push(label);
+        specs.push(spec);
+    }
+    let dirs = super::runs::resolve_runs(&specs.iter().map(String::as_str).collect::<Vec<_>>(), &args.lookup)?;
+    let mut runs = Vec::new();
+    for ((label, dir), arg) in labels.into_iter().zip(dirs).zip(&args.runs) {
+        let run = match load_run(&dir) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(None);
+            }
+        };
+        let label = label.or_else(|| run.meta.label.clone()).unwrap_or_else(|| {
+            dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| arg.clone())
+        });
+        runs.push((label, run));
+    }
+    Ok(Some(runs))
+}
+
 /// `compare` of one run: a paired run's arms are its comparison, so its report (with the
 /// paired section) is the answer; any other single run is too few to compare.
-fn compare_paired_run(run: &crate::results::LoadedRun, args: &CompareArgs, metric: bool) -> anyhow::Result<i32> {
+fn compare_paired_run(run: &LoadedRun, out: &RenderArgs, metric: bool) -> anyhow::Result<i32> {
     if !report::paired::is_paired(run) {
         return Err(InputError::anyhow(format!(
             "cannot compare: compare needs at least two runs, or one paired run (a scenario with [compare] arms); \
@@ -352,19 +393,11 @@ fn compare_paired_run(run: &crate::results::LoadedRun, args: &CompareArgs, metri
             "--metric: a paired run's comparison is on total_loops (lat_fs) or elapsed (steps)",
         ));
     }
-    let mut code = exit::SUCCESS;
-    for p in &run.problems {
-        eprintln!("warning: {p}");
-        code = exit::USAGE;
+    let code = warn_problems([run]);
+    print!("{}", render_run(run, out.format()));
+    if let Some(dir) = &out.plot {
+        RenderArgs::write_plots(run, dir)?;
     }
-    print!("{}", render_run(run, args.format.or_json(args.json).into()));
-    if let Some(dir) = &args.plot {
-        let n = write_plot_dir(dir, &[(run.label(), run)])?;
-        eprintln!("wrote {n} plots (PNG and SVG) and report.txt to {}", dir.display());
-    }
-    if let Some(file) = &args.html {
-        write_atomic(file, report::render_run_html(run)?.as_bytes())?;
-        eprintln!("wrote {}", file.display());
-    }
+    out.write_html(run)?;
     Ok(code)
 }

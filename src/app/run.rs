@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::measure::KernelRun;
+use super::run_options::RunOptions;
 use super::scenario_options::ScenarioOptions;
 use crate::exit::{self, InputError};
 use crate::plan;
@@ -18,12 +20,8 @@ pub struct RunArgs {
     pub scenario: Option<PathBuf>,
     #[command(flatten)]
     pub scenario_options: ScenarioOptions,
-    /// Results root: the run goes to `<out>/<scenario>/<run-id>/`.
-    #[arg(long, default_value = "results", value_name = "DIR")]
-    pub out: PathBuf,
-    /// Label for this run, e.g. the kernel under test (`BASE`, `V3`); used by compare.
-    #[arg(long, value_name = "NAME")]
-    pub label: Option<String>,
+    #[command(flatten)]
+    pub options: RunOptions,
     /// Record KEY=VALUE in run.json (a commit, a branch, a lab); may be repeated. Keys are
     /// 1 to 64 of A-Z a-z 0-9 _ . -, values up to 256 printable characters.
     /// `fsbench history --order-by KEY` orders runs by one.
@@ -32,16 +30,9 @@ pub struct RunArgs {
     /// Finish an interrupted run: run only the cells missing from this run directory.
     #[arg(long, value_name = "RUN_DIR", conflicts_with = "scenario")]
     pub resume: Option<PathBuf>,
-    /// Where fsbench mounts its tmpfs and filesystems (default: `/tmp/fsbench`, or
-    /// `/tmp/fsbench-<uid>` for other users). Must be owned by you and not writable by others.
-    #[arg(long, value_name = "DIR")]
-    pub workdir: Option<PathBuf>,
     /// Allow formatting this block device (never one that is mounted). DESTROYS ITS DATA.
     #[arg(long, value_name = "DEVICE")]
     pub allow_device: Option<PathBuf>,
-    /// No progress display, only the final tables.
-    #[arg(long, short)]
-    pub quiet: bool,
     /// Run the cells under another kernel in qemu: `LABEL=PATH[,modules=DIR]` (PATH a kernel image).
     /// May be repeated; each cell runs once per kernel.
     #[arg(long = "kernel", value_name = "LABEL=PATH[,modules=DIR]")]
@@ -60,10 +51,6 @@ pub struct RunArgs {
     /// With --resume: let a run recorded on another host run its scenario's `exec` steps here.
     #[arg(long, requires = "resume")]
     pub allow_exec: bool,
-    /// For CI: exit 1 when any cell was skipped (a missing mkfs tool, a kernel without the fs)
-    /// or has no statistics (every repetition disturbed).
-    #[arg(long)]
-    pub strict: bool,
     /// Cell order: `plan` (as expanded) or `random` (seeded; recorded in run.json), so drift
     /// over a long run does not line up with one axis.
     #[arg(long, value_enum, default_value_t = OrderArg::Plan)]
@@ -101,13 +88,7 @@ fn cell_order(args: &RunArgs) -> anyhow::Result<runner::CellOrder> {
 /// `fsbench run`.
 pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     crate::signals::install();
-    super::checks::check_output_dir("--out", &args.out)?;
-    if let Some(w) = &args.workdir {
-        super::checks::check_output_dir("--workdir", w)?;
-    }
-    if let Some(l) = &args.label {
-        super::checks::check_label("--label", l)?;
-    }
+    args.options.check()?;
     let tags = crate::model::run_tags::parse_tags(&args.meta).map_err(|e| InputError::anyhow(format!("--meta {e}")))?;
     if let Some(dir) = &args.resume {
         return resume(args, dir);
@@ -115,23 +96,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     let mut scenario = crate::scenario::load_named(args.scenario.as_deref(), &args.scenario_options.overrides()?)?;
     // fio judges a fio job before anything is provisioned (exit 2 at the scenario line).
     crate::workload::fio::parse_only(&scenario)?;
-    // --kernel or [[kernels]]: the cells run in qemu guests, each a run of its own. Inside
-    // a guest, the scenario's [[kernels]] are where we already are.
-    let in_guest = std::env::var_os(crate::qemu::guest::IN_GUEST_ENV).is_some();
-    // A kernel-paired run's guest measures one member: its kernel is where it runs.
-    if in_guest && scenario.compare.as_ref().is_some_and(|c| c.arms == crate::scenario::KERNEL_ARMS) {
-        scenario.compare = None;
-    }
-    let mut kernels: Vec<KernelSpec> = if !args.kernels.is_empty() {
-        args.kernels
-            .iter()
-            .map(|a| qemu::parse_kernel_arg(a).map_err(|e| InputError::anyhow(e.to_string())))
-            .collect::<anyhow::Result<_>>()?
-    } else if in_guest {
-        Vec::new()
-    } else {
-        scenario.kernels.clone()
-    };
+    let mut kernels = kernels_to_run(args, &mut scenario)?;
     let only = super::measure::select_kernels(&args.scenario_options.only, &mut kernels)?;
     if args.paired || scenario.compare.as_ref().is_some_and(|c| c.arms == crate::scenario::KERNEL_ARMS) {
         if !args.paired && !kernels.is_empty() {
@@ -152,16 +117,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     }
     let order = cell_order(args)?;
     let plan = plan::plan_for(&scenario, &args.scenario_options.only)?;
-    let shard = crate::shard::resolve_shard(args.shard.as_deref(), args.shard_count, &|k| std::env::var(k).ok())
-        .map_err(|e| InputError::anyhow(e.to_string()))?;
-    let (cells, shard_meta) = match shard {
-        Some(sh) => {
-            let (cells, meta) = crate::shard::shard_plan(&scenario, plan.cells, sh, &|k| std::env::var(k).ok());
-            eprintln!("fsbench: shard {sh} (run key {}): {} of {} cells", meta.key, cells.len(), meta.total_cells);
-            (cells, Some(meta))
-        }
-        None => (plan.cells, None),
-    };
+    let (cells, shard_meta) = shard_cells(args, &scenario, plan.cells)?;
     let fixture = crate::bundle::budget::generated_fixture_bytes(&scenario).unwrap_or(0);
     if let Some(w) = crate::bundle::budget::own_run_warning(&crate::bundle::budget::need(&scenario, &cells, fixture)) {
         eprintln!("fsbench: warning: {w}");
@@ -169,15 +125,59 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     let outcome = runner::run(RunRequest {
         scenario: &scenario,
         cells,
-        target: RunTarget::New { out: args.out.clone(), label: args.label.clone(), shard: shard_meta, tags },
-        workroot: workroot(args),
+        target: RunTarget::New {
+            out: args.options.out.clone(),
+            label: args.options.label.clone(),
+            shard: shard_meta,
+            tags,
+        },
+        workroot: args.options.workroot(),
         allow_device: args.allow_device.clone(),
-        quiet: args.quiet,
+        quiet: args.options.quiet,
         untrusted_archives: false,
         environment: Some(super::measure::preflight()),
         order,
     })?;
-    Ok(super::strict_policy(super::measure::finish_run(&outcome), outcome.not_run(), args.strict))
+    Ok(super::strict_policy(super::measure::finish_run(&outcome), outcome.not_run(), args.options.strict))
+}
+
+/// The kernels whose guests run the cells: `--kernel`, else the scenario's `[[kernels]]`;
+/// none inside a guest, where the scenario's kernels are where we already are (and a
+/// kernel-paired run's guest measures one member: its scenario loses the pairing).
+fn kernels_to_run(args: &RunArgs, scenario: &mut Scenario) -> anyhow::Result<Vec<KernelSpec>> {
+    let in_guest = std::env::var_os(crate::qemu::guest::IN_GUEST_ENV).is_some();
+    if in_guest && scenario.compare.as_ref().is_some_and(|c| c.arms == crate::scenario::KERNEL_ARMS) {
+        scenario.compare = None;
+    }
+    Ok(if !args.kernels.is_empty() {
+        args.kernels
+            .iter()
+            .map(|a| qemu::parse_kernel_arg(a).map_err(|e| InputError::anyhow(e.to_string())))
+            .collect::<anyhow::Result<_>>()?
+    } else if in_guest {
+        Vec::new()
+    } else {
+        scenario.kernels.clone()
+    })
+}
+
+/// This run's part of the plan's cells under `--shard` (or a job engine's variables), and
+/// the shard recorded in run.json; all of them without one.
+fn shard_cells(
+    args: &RunArgs,
+    scenario: &Scenario,
+    cells: Vec<plan::Cell>,
+) -> anyhow::Result<(Vec<plan::Cell>, Option<crate::results::RunShard>)> {
+    let shard = crate::shard::resolve_shard(args.shard.as_deref(), args.shard_count, &|k| std::env::var(k).ok())
+        .map_err(|e| InputError::anyhow(e.to_string()))?;
+    Ok(match shard {
+        Some(sh) => {
+            let (cells, meta) = crate::shard::shard_plan(scenario, cells, sh, &|k| std::env::var(k).ok());
+            eprintln!("fsbench: shard {sh} (run key {}): {} of {} cells", meta.key, cells.len(), meta.total_cells);
+            (cells, Some(meta))
+        }
+        None => (cells, None),
+    })
 }
 
 /// `--resume`: finish an interrupted run as it was planned.
@@ -203,7 +203,7 @@ fn resume(args: &RunArgs, dir: &std::path::Path) -> anyhow::Result<i32> {
     if !args.scenario_options.set.is_empty()
         || args.scenario_options.archive.is_some()
         || !args.scenario_options.only.is_empty()
-        || args.label.is_some()
+        || args.options.label.is_some()
         || !args.meta.is_empty()
     {
         return Err(InputError::anyhow(
@@ -215,19 +215,15 @@ fn resume(args: &RunArgs, dir: &std::path::Path) -> anyhow::Result<i32> {
         scenario: &scenario,
         cells,
         target: RunTarget::Resumed(Box::new(resumed)),
-        workroot: workroot(args),
+        workroot: args.options.workroot(),
         allow_device: args.allow_device.clone(),
-        quiet: args.quiet,
+        quiet: args.options.quiet,
         untrusted_archives: false,
         // The run keeps the environment it started in; the rest runs in plan order.
         environment: None,
         order: runner::CellOrder::Plan,
     })?;
-    Ok(super::strict_policy(super::measure::finish_run(&outcome), outcome.not_run(), args.strict))
-}
-
-fn workroot(args: &RunArgs) -> PathBuf {
-    args.workdir.clone().unwrap_or_else(crate::provision::workroot::default_workdir)
+    Ok(super::strict_policy(super::measure::finish_run(&outcome), outcome.not_run(), args.options.strict))
 }
 
 /// Every cell under each kernel in qemu; one ordinary run directory per kernel.
@@ -237,22 +233,13 @@ fn run_in_kernels(args: &RunArgs, scenario: &Scenario, kernels: &[KernelSpec], o
             "--shard cannot be combined with --kernel/[[kernels]] yet: each kernel boots once and runs all its cells",
         ));
     }
-    if args.label.is_some() {
+    if args.options.label.is_some() {
         return Err(InputError::anyhow(
             "--label names a host run; under --kernel/[[kernels]] each run is labelled with its kernel's label",
         ));
     }
-    super::measure::run_under_kernels(
-        scenario,
-        kernels,
-        only,
-        cell_order(args)?,
-        &args.out,
-        &workroot(args),
-        args.quiet,
-        args.allow_device.is_some(),
-        args.strict,
-    )
+    let run = KernelRun { scenario, kernels, only, options: &args.options, allow_device: args.allow_device.is_some() };
+    super::measure::run_under_kernels(&run, cell_order(args)?)
 }
 
 /// `--paired` with kernels: one paired run whose arms are the kernels.
@@ -265,7 +252,7 @@ fn run_kernel_pairs(
     if args.shard.is_some() || args.shard_count.is_some() {
         return Err(InputError::anyhow("--shard cannot be combined with --paired kernels: the pairs run in one place"));
     }
-    if args.label.is_some() {
+    if args.options.label.is_some() {
         return Err(InputError::anyhow(
             "--label names a host run; a kernel-paired run's arms are named by the kernels' labels",
         ));
@@ -275,14 +262,6 @@ fn run_kernel_pairs(
             "--order/--seed do not apply to a paired run: the pair schedule orders the kernels, from `compare.seed`",
         ));
     }
-    super::measure::run_kernel_pairs(
-        scenario,
-        kernels,
-        only,
-        &args.out,
-        &workroot(args),
-        args.quiet,
-        args.allow_device.is_some(),
-        args.strict,
-    )
+    let run = KernelRun { scenario, kernels, only, options: &args.options, allow_device: args.allow_device.is_some() };
+    super::measure::run_kernel_pairs(&run)
 }

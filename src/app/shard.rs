@@ -83,7 +83,7 @@ pub struct SubmitK8sArgs {
     /// Container image that has fsbench.
     #[arg(long, default_value = "fsbench:latest")]
     pub image: String,
-    /// Where to write the manifest (default: stdout).
+    /// Where to write the manifest, JSON for `kubectl apply -f` (default: stdout).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
 }
@@ -147,19 +147,19 @@ pub fn submit_slurm(args: &SubmitSlurmArgs) -> anyhow::Result<i32> {
 
 /// `fsbench submit k8s`.
 pub fn submit_k8s(args: &SubmitK8sArgs) -> anyhow::Result<i32> {
-    use crate::shard::k8s::{RESULTS_CLAIM, manifest, to_yaml};
+    use crate::shard::k8s::{RESULTS_CLAIM, manifest_json};
     let s = load_for_submit(&args.scenario, args.shards, "pods")?;
-    let yaml = to_yaml(&manifest(&s.name, &s.source.text, args.shards, &args.image));
+    let json = manifest_json(&s.name, &s.source.text, args.shards, &args.image);
     match &args.output {
         Some(path) => {
-            write_atomic(path, yaml.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
+            write_atomic(path, json.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
             eprintln!(
                 "fsbench: wrote {}: `kubectl apply -f {}`, then `fsbench merge` on the {RESULTS_CLAIM} volume",
                 path.display(),
                 path.display()
             );
         }
-        None => print!("{yaml}"),
+        None => print!("{json}"),
     }
     Ok(exit::SUCCESS)
 }
@@ -212,26 +212,16 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
     for d in &dirs {
         runs.push(load_run(d).map_err(|e| input(e.into()))?);
     }
-    let mut groups = group_runs(runs).map_err(input)?;
-    // The merge job of `fsbench submit slurm` runs with the array's key: only that run.
-    if let Some(key) = std::env::var(crate::shard::env::RUN_KEY_VAR).ok().filter(|k| !k.is_empty()) {
-        groups.retain(|g| g.key.as_deref() == Some(key.as_str()));
-        if groups.is_empty() {
-            return Err(input(MergeError::KeyNotFound(key)));
-        }
-    }
+    let groups = this_jobs_groups(group_runs(runs).map_err(input)?).map_err(input)?;
     // A merged run written to --out looks like any run: decide for every group before
     // writing any, so that a planted or missing shard leaves nothing behind.
-    let write_out = match &args.out {
-        Some(out) => match refuse_out(&groups, args.allow_missing) {
-            None => Some(out),
-            Some(why) => {
-                eprintln!("fsbench: writing nothing to {}: {why}", out.display());
-                None
-            }
-        },
-        None => None,
-    };
+    let write_out = args.out.as_deref().filter(|out| match refuse_out(&groups, args.allow_missing) {
+        None => true,
+        Some(why) => {
+            eprintln!("fsbench: writing nothing to {}: {why}", out.display());
+            false
+        }
+    });
     let mut code = exit::SUCCESS;
     let mut outputs = Vec::new();
     let mut merged = Vec::new();
@@ -247,54 +237,19 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
         // Missing shards and runs that never finished (killed, interrupted) both mean
         // the merged tables are not the whole scenario.
         let unfinished = g.runs.iter().any(|r| r.meta.finished.is_none() || r.meta.interrupted);
-        if !c.is_complete() || unfinished {
-            code = exit::FAILURE;
-        }
         let hosts = merge_by_host(g).map_err(input)?;
         if let Some(out) = write_out {
-            let derived = crate::results::Derived {
-                kind: crate::results::DerivedKind::Merged,
-                from: g.runs.iter().map(|r| r.dir.display().to_string()).collect(),
-            };
-            for (label, run) in &hosts {
-                let base = g
-                    .key
-                    .clone()
-                    .unwrap_or_else(|| g.runs.first().map(|r| r.meta.run_id.clone()).unwrap_or_else(|| "run".into()));
-                let name = if hosts.len() > 1 { format!("{base}-merged-{label}") } else { format!("{base}-merged") };
-                let dir = crate::results::RunWriter::write_whole(out, &name, &run.meta, &run.cells, derived.clone())?;
-                eprintln!("fsbench: wrote merged run {}", dir.display());
-            }
+            write_merged(out, g, &hosts)?;
         }
-        if hosts.iter().any(|(_, r)| !r.problems.is_empty()) {
+        if !c.is_complete() || unfinished || hosts.iter().any(|(_, r)| !r.problems.is_empty()) {
             code = exit::FAILURE;
         }
         if format == Format::Json {
-            merged.push(MergedGroup {
-                scenario: g.scenario.clone(),
-                key: g.key.clone(),
-                shards: g.count,
-                runs: g.runs.len(),
-                missing: c.missing.clone(),
-                duplicated: c
-                    .duplicated
-                    .iter()
-                    .map(|(shard, dirs)| DuplicatedShard { shard: *shard, dirs: dirs.clone() })
-                    .collect(),
-                complete: c.is_complete(),
-                finished: !unfinished,
-                report: group_json(&hosts).map_err(input)?,
-            });
+            merged.push(merged_group(g, &c, !unfinished, group_json(&hosts).map_err(input)?));
             continue;
         }
         let body = render_group(&hosts, format).map_err(input)?;
-        outputs.push(match format {
-            Format::Table => format!("{}\n\n{body}", summary.join("\n")),
-            Format::Markdown => {
-                format!("{}\n\n{body}", summary.iter().map(|l| format!("> {l}")).collect::<Vec<_>>().join("\n"))
-            }
-            _ => body,
-        });
+        outputs.push(with_summary(format, &summary, body));
     }
     let text = match format {
         Format::Json => to_json(&MergeJson { schema: OUTPUT_SCHEMA_VERSION, merged }),
@@ -302,4 +257,76 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
     };
     print!("{text}");
     Ok(code)
+}
+
+/// A group in `merge --json`: its shards, what is missing or duplicated, and its report.
+fn merged_group(
+    g: &crate::shard::merge::RunGroup,
+    c: &crate::shard::merge::Completeness,
+    finished: bool,
+    report: crate::report::json::ReportJson,
+) -> MergedGroup {
+    MergedGroup {
+        scenario: g.scenario.clone(),
+        key: g.key.clone(),
+        shards: g.count,
+        runs: g.runs.len(),
+        missing: c.missing.clone(),
+        duplicated: c
+            .duplicated
+            .iter()
+            .map(|(shard, dirs)| DuplicatedShard { shard: *shard, dirs: dirs.clone() })
+            .collect(),
+        complete: c.is_complete(),
+        finished,
+        report,
+    }
+}
+
+/// The groups of the job `merge` runs in: the merge job of `fsbench submit slurm` runs
+/// with the array's key (`FSBENCH_RUN_KEY`), and merges only that run; else all of them.
+fn this_jobs_groups(
+    mut groups: Vec<crate::shard::merge::RunGroup>,
+) -> Result<Vec<crate::shard::merge::RunGroup>, MergeError> {
+    if let Some(key) = std::env::var(crate::shard::env::RUN_KEY_VAR).ok().filter(|k| !k.is_empty()) {
+        groups.retain(|g| g.key.as_deref() == Some(key.as_str()));
+        if groups.is_empty() {
+            return Err(MergeError::KeyNotFound(key));
+        }
+    }
+    Ok(groups)
+}
+
+/// A group's rendered tables under its summary (a quote in Markdown); CSV alone, so that
+/// stdout stays parseable (the summary went to stderr).
+fn with_summary(format: Format, summary: &[String], body: String) -> String {
+    match format {
+        Format::Table => format!("{}\n\n{body}", summary.join("\n")),
+        Format::Markdown => {
+            format!("{}\n\n{body}", summary.iter().map(|l| format!("> {l}")).collect::<Vec<_>>().join("\n"))
+        }
+        _ => body,
+    }
+}
+
+/// Write a group's merged run (one per host when it ran on several) into `out`.
+fn write_merged(
+    out: &std::path::Path,
+    g: &crate::shard::merge::RunGroup,
+    hosts: &[(String, crate::results::LoadedRun)],
+) -> anyhow::Result<()> {
+    let derived = crate::results::Derived {
+        kind: crate::results::DerivedKind::Merged,
+        from: g.runs.iter().map(|r| r.dir.display().to_string()).collect(),
+    };
+    for (label, run) in hosts {
+        let base = g
+            .key
+            .clone()
+            .unwrap_or_else(|| g.runs.first().map(|r| r.meta.run_id.clone()).unwrap_or_else(|| "run".into()));
+        let name = if hosts.len() > 1 { format!("{base}-merged-{label}") } else { format!("{base}-merged") };
+        let dir = crate::results::RunWriter::write_whole(out, &name, &run.meta, &run.cells, derived.clone())?;
+        eprintln!("fsbench: wrote merged run {}", dir.display());
+    }
+    Ok(())
 }

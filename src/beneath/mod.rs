@@ -17,11 +17,14 @@
 //!
 //! On top of the resolver sit the few operations the callers need: `mkdir` and
 //! `mkdir -p` beneath, exclusive creation, `renameat`, and the atomic
-//! "temporary file, fsync, rename" write of the result store. What each caller
-//! adds stays with it: the archive link policy (`workload::untar`), the owner
-//! checks of the results tree (`results::safe`).
+//! "temporary file, fsync, rename" write of the result store, and [`ours`]: the one
+//! rule of a directory fsbench trusts (a directory, not a link, owned by us, not
+//! writable by others), which the work root (`provision`) and the results tree
+//! (`results::safe`) both apply. What each caller adds stays with it: the archive link
+//! policy (`workload::untar`), the wording of each refusal.
 
 mod make;
+pub mod ours;
 mod resolve;
 #[cfg(test)]
 mod tests;

@@ -6,7 +6,7 @@
 //! against the same maximum over random permutations of the window; a split whose p-value
 //! is at most the threshold is kept, and both sides are searched again (binary segmentation).
 
-use crate::fixture::rng::SplitMix64;
+use crate::rng::SplitMix64;
 
 /// Settings of the detection.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -1,5 +1,7 @@
 //! The terminal table (a sparkline per series) and the CSV of a history.
 
+use comfy_table::{CellAlignment, Table};
+
 use super::History;
 use super::series::Series;
 use crate::report::format::csv_record;
@@ -38,7 +40,8 @@ fn short_number(x: f64) -> String {
 }
 
 /// The table: one row per series (cell, metric, points, first, last, last vs first, sparkline
-/// of the last points that fit), at most `width` columns.
+/// of the last points that fit), at most `width` columns; under each segment's table, its
+/// series' change points.
 pub fn render_table(h: &History, width: usize) -> String {
     let mut out = format!(
         "{} in {}, {} series\n",
@@ -47,10 +50,10 @@ pub fn render_table(h: &History, width: usize) -> String {
         h.series.len()
     );
     let segments = h.runs.last().map(|r| r.segment + 1).unwrap_or(1);
-    let cell_w = h.series.iter().map(|s| s.cell.chars().count()).max().unwrap_or(4).clamp(4, 28);
-    let metric_w = h.series.iter().map(|s| s.metric.chars().count()).max().unwrap_or(6).clamp(6, 24);
-    // cell, metric, n (4), first (8), last (8), change (7), spaces between.
-    let fixed = cell_w + metric_w + 4 + 8 + 8 + 7 + 7;
+    let rows: Vec<Vec<String>> = h.series.iter().map(figures).collect();
+    // The sparkline takes what the other columns and the spaces between them leave.
+    let widest = |i: usize| rows.iter().map(|r| r[i].chars().count()).chain([HEADER[i].len()]).max().unwrap_or(0);
+    let fixed: usize = (0..HEADER.len() - 1).map(|i| widest(i) + GAPS[i]).sum();
     let spark_w = width.saturating_sub(fixed).clamp(8, 60);
     for seg in 0..segments {
         if segments > 1 {
@@ -61,16 +64,32 @@ pub fn render_table(h: &History, width: usize) -> String {
                 escape_control(&first)
             ));
         }
-        out.push_str(&format!(
-            "\n{:<cell_w$} {:<metric_w$} {:>4} {:>8} {:>8} {:>7}  trend\n",
-            "cell", "metric", "runs", "first", "last", "change"
-        ));
-        for s in h.series.iter().filter(|s| s.segment == seg) {
-            out.push_str(&row(s, cell_w, metric_w, spark_w));
+        let mut t = Table::new();
+        t.load_style(comfy_table::presets::NOTHING).set_header(HEADER);
+        let mut shifts = String::new();
+        for (s, figures) in h.series.iter().zip(&rows).filter(|(s, _)| s.segment == seg) {
+            let v = s.values();
+            let mut row = figures.clone();
+            row.push(sparkline(&v[v.len().saturating_sub(spark_w)..]));
+            t.add_row(row);
+            if !s.change_points.is_empty() {
+                shifts.push_str(&format!("{} {}\n", figures[0], figures[1]));
+            }
             for c in &s.change_points {
-                out.push_str(&shift_line(h, s, c));
+                shifts.push_str(&shift_line(h, s, c));
             }
         }
+        for (i, gap) in GAPS.iter().enumerate() {
+            if let Some(c) = t.column_mut(i) {
+                c.set_padding((0, *gap as u16));
+                if (2..6).contains(&i) {
+                    c.set_cell_alignment(CellAlignment::Right);
+                }
+            }
+        }
+        // The last column is padded to its width: no line ends in spaces.
+        let table: String = t.lines().map(|l| l.trim_end().to_string() + "\n").collect();
+        out.push_str(&format!("\n{table}{shifts}"));
     }
     for l in &h.left_out {
         out.push_str(&format!("left out: {}\n", escape_control(l)));
@@ -78,21 +97,25 @@ pub fn render_table(h: &History, width: usize) -> String {
     out
 }
 
-fn row(s: &Series, cell_w: usize, metric_w: usize, spark_w: usize) -> String {
+/// The table's columns.
+const HEADER: [&str; 7] = ["cell", "metric", "runs", "first", "last", "change", "trend"];
+/// The spaces after each column: two set the sparkline apart.
+const GAPS: [usize; 7] = [1, 1, 1, 1, 1, 2, 0];
+
+/// A series' row but its sparkline: cell and metric (cut to 28 and 24 characters), runs,
+/// first, last, and last against first.
+fn figures(s: &Series) -> Vec<String> {
     let v = s.values();
     let (first, last) = (v.first().copied().unwrap_or(f64::NAN), v.last().copied().unwrap_or(f64::NAN));
     let change = if first != 0.0 { format!("{:+.1}%", (last / first - 1.0) * 100.0) } else { "-".into() };
-    let tail = &v[v.len().saturating_sub(spark_w)..];
-    format!(
-        "{:<cell_w$} {:<metric_w$} {:>4} {:>8} {:>8} {:>7}  {}\n",
-        first_line_cut(&escape_control(&s.cell), cell_w),
-        first_line_cut(&escape_control(&s.metric), metric_w),
-        v.len(),
+    vec![
+        first_line_cut(&escape_control(&s.cell), 28),
+        first_line_cut(&escape_control(&s.metric), 24),
+        v.len().to_string(),
         short_number(first),
         short_number(last),
         change,
-        sparkline(tail)
-    )
+    ]
 }
 
 /// `  ↳ change +10.0% [+8.1%, +11.9%], p=0.0005` and the runs either side with their `--meta` pairs.

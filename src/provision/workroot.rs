@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::ProvisionError;
 use super::private::check_private_dir;
+use crate::beneath::ours::NotOurs;
 use crate::scenario::Backing;
 
 /// Create the work root (mode 0700) if it is missing, and refuse it unless it
@@ -27,11 +28,9 @@ pub fn prepare_work_root(path: &Path) -> Result<PathBuf, ProvisionError> {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
             .map_err(|e| ProvisionError::io("chmod 0700", path, e))?;
     }
-    check_private_dir(path, "work directory")?;
+    let dir = check_private_dir(path, "work directory")?;
+    crate::beneath::ours::check_ancestors(&dir).map_err(|(parent, e)| ancestor_refusal(&parent, e, path))?;
     let canon = path.canonicalize().map_err(|e| ProvisionError::io("resolve work directory", path, e))?;
-    for a in canon.ancestors().skip(1) {
-        check_ancestor(a, path)?;
-    }
     // The caller uses this path, the one checked, not one that passes through links.
     Ok(canon)
 }
@@ -65,26 +64,24 @@ fn check_links_on_the_way(path: &Path) -> Result<(), ProvisionError> {
     Ok(())
 }
 
-/// An ancestor of the work root must not let anybody else swap what lies below it.
-fn check_ancestor(a: &Path, root: &Path) -> Result<(), ProvisionError> {
-    let m = std::fs::metadata(a).map_err(|e| ProvisionError::io("inspect work directory parent", a, e))?;
-    let euid = nix::unistd::geteuid().as_raw();
-    let sticky = m.mode() & 0o1000 != 0;
-    let ok_owner = m.uid() == 0 || m.uid() == euid;
-    let ok_mode = m.mode() & 0o022 == 0 || sticky;
-    if ok_owner && ok_mode {
-        return Ok(());
-    }
-    Err(ProvisionError::UnsafeWorkDir {
+/// An ancestor of the work root must not let anybody else swap what lies below it: the
+/// work root's words for what [`crate::beneath::ours::check_ancestors`] found at `parent`.
+fn ancestor_refusal(parent: &str, e: NotOurs, root: &Path) -> ProvisionError {
+    let (uid, mode) = match e {
+        NotOurs::Owner { uid, mode, .. } | NotOurs::Writable { uid, mode, .. } => (uid, mode),
+        NotOurs::Io(e) => return ProvisionError::io("inspect work directory parent", Path::new(parent), e),
+        NotOurs::Link | NotOurs::NotDirectory => {
+            let reason = format!("its parent {parent} is not a directory");
+            return ProvisionError::UnsafeWorkDir { path: root.to_path_buf(), reason };
+        }
+    };
+    ProvisionError::UnsafeWorkDir {
         path: root.to_path_buf(),
         reason: format!(
-            "its parent {} is owned by uid {} with mode {:04o}, so another user could replace the work directory; \
-             pass --workdir with a directory whose parents only root or you can write",
-            a.display(),
-            m.uid(),
-            m.mode() & 0o7777
+            "its parent {parent} is owned by uid {uid} with mode {mode:04o}, so another user could replace the work \
+             directory; pass --workdir with a directory whose parents only root or you can write"
         ),
-    })
+    }
 }
 
 /// Create the per-run directory `dir` (mode 0700) if missing and refuse it

@@ -14,6 +14,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 
+use crate::beneath::ours::{self, NotOurs, Rule};
 use crate::beneath::{self, Resolver, plain_name};
 
 pub use crate::beneath::{TMP_PREFIX, open_dir, open_dir_nofollow, stat};
@@ -36,23 +37,28 @@ pub fn open_subdir(dir: &OwnedFd, name: &str) -> io::Result<OwnedFd> {
     })
 }
 
-/// Refuse a directory fsbench did not create unless it is owned by the effective uid.
+/// Refuse a directory fsbench did not create unless it is owned by the effective uid
+/// ([`Rule::Owned`]: the results root is shared on purpose, so its mode is not checked).
 pub fn check_owned(fd: &OwnedFd, shown: &Path) -> io::Result<()> {
-    let st = stat(fd)?;
-    // SAFETY: geteuid cannot fail.
-    let euid = unsafe { libc::geteuid() };
-    if st.st_uid != euid {
-        return Err(io::Error::new(
+    match ours::check_fd(fd, Rule::Owned) {
+        Ok(_) => Ok(()),
+        Err(NotOurs::Io(e)) => Err(e),
+        Err(NotOurs::Owner { uid, euid, .. }) => Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!(
-                "{} is owned by uid {}, not by uid {euid} that runs fsbench: another user could change what is \
+                "{} is owned by uid {uid}, not by uid {euid} that runs fsbench: another user could change what is \
                  written there; use an --out of your own",
                 shown.display(),
-                st.st_uid
             ),
-        ));
+        )),
+        Err(NotOurs::Link | NotOurs::NotDirectory | NotOurs::Writable { .. }) => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} is not a directory of ours; fsbench does not follow links in the results tree",
+                shown.display()
+            ),
+        )),
     }
-    Ok(())
 }
 
 /// Create directory `name` in `dir` (mode 0755) or, when it exists, open it and check it
@@ -105,24 +111,24 @@ pub fn remove_temporaries(dir: &OwnedFd) -> io::Result<()> {
 /// others, and no symbolic link (their scenario text is executed, `exec` steps included).
 /// `shown` names the directory in the reason given when not.
 pub fn resumable_at(dir: &OwnedFd, shown: &Path) -> Result<(), String> {
-    // SAFETY: geteuid cannot fail.
-    let euid = unsafe { libc::geteuid() };
-    let check = |uid: u32, mode: u32, p: &Path| -> Result<(), String> {
-        if uid != euid {
-            return Err(format!("{} is owned by uid {uid}, not by you (uid {euid})", p.display()));
-        }
-        if mode & 0o022 != 0 {
-            return Err(format!(
-                "{} has mode {:04o}: others could have written it; run `chmod -R go-w {}` if you trust it",
+    // Each entry is held to the rule of a private directory: ours, and nobody else's to write.
+    let check = |st: &libc::stat, p: &Path| -> Result<(), String> {
+        match ours::check_stat(st, Rule::Private) {
+            Ok(()) => Ok(()),
+            Err(NotOurs::Owner { uid, euid, .. }) => {
+                Err(format!("{} is owned by uid {uid}, not by you (uid {euid})", p.display()))
+            }
+            Err(NotOurs::Writable { mode, .. }) => Err(format!(
+                "{} has mode {mode:04o}: others could have written it; run `chmod -R go-w {}` if you trust it",
                 p.display(),
-                mode & 0o7777,
                 shown.display()
-            ));
+            )),
+            Err(NotOurs::Io(e)) => Err(format!("{}: {e}", p.display())),
+            Err(NotOurs::Link | NotOurs::NotDirectory) => Err(format!("{} is not a directory", p.display())),
         }
-        Ok(())
     };
     let st = stat(dir).map_err(|e| format!("{}: {e}", shown.display()))?;
-    check(st.st_uid, st.st_mode, shown)?;
+    check(&st, shown)?;
     let cells = match open_subdir(dir, super::CELLS_DIR) {
         Ok(fd) => Some(fd),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
@@ -139,7 +145,7 @@ pub fn resumable_at(dir: &OwnedFd, shown: &Path) -> Result<(), String> {
             if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
                 return Err(format!("{} is a symbolic link", p.display()));
             }
-            check(st.st_uid, st.st_mode, &p)?;
+            check(&st, &p)?;
         }
     }
     Ok(())
@@ -182,50 +188,20 @@ pub fn resumable(run_dir: &Path) -> Result<(), String> {
 /// Refuse a run directory (open at `dir`) whose ancestors another user could change:
 /// walking up by `..` from the directory itself (so the physical ancestors, whatever
 /// path named it), each must be owned by root or the effective uid, and be writable by
-/// group or others only with the sticky bit (as `/tmp`). Says which ancestor when not.
+/// group or others only with the sticky bit (as `/tmp`): [`Rule::Ancestor`]. Says which
+/// ancestor when not.
 pub fn check_ancestors(dir: &OwnedFd) -> Result<(), String> {
-    // SAFETY: geteuid cannot fail.
-    let euid = unsafe { libc::geteuid() };
-    let dotdot = c"..";
-    let mut cur = stat(dir).map_err(|e| e.to_string())?;
-    let mut fd: Option<OwnedFd> = None;
-    loop {
-        let at = fd.as_ref().map_or(dir.as_raw_fd(), |f| f.as_raw_fd());
-        // SAFETY: valid fd and name; the result is a fresh fd or -1.
-        let raw = unsafe { libc::openat(at, dotdot.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) };
-        if raw < 0 {
-            return Err(format!("cannot open a parent directory: {}", io::Error::last_os_error()));
+    ours::check_ancestors(dir).map_err(|(shown, e)| match e {
+        NotOurs::Owner { uid, .. } => {
+            format!("its ancestor {shown} is owned by uid {uid}: that user could swap the run directory for another")
         }
-        // SAFETY: a fresh fd owned by nobody else.
-        let parent = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) };
-        let st = stat(&parent).map_err(|e| e.to_string())?;
-        if (st.st_dev, st.st_ino) == (cur.st_dev, cur.st_ino) {
-            return Ok(()); // `/`: its own parent
-        }
-        let shown = || {
-            std::fs::read_link(format!("/proc/self/fd/{}", parent.as_raw_fd()))
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|_| "a parent directory".into())
-        };
-        let sticky = st.st_mode & libc::S_ISVTX != 0;
-        if st.st_uid != 0 && st.st_uid != euid {
-            return Err(format!(
-                "its ancestor {} is owned by uid {}: that user could swap the run directory for another",
-                shown(),
-                st.st_uid
-            ));
-        }
-        if st.st_mode & 0o022 != 0 && !sticky {
-            return Err(format!(
-                "its ancestor {} has mode {:04o}: writable by others without the sticky bit, so they could swap \
-                 the run directory for another; resume from a results root only you can write (or `chmod +t` it)",
-                shown(),
-                st.st_mode & 0o7777
-            ));
-        }
-        cur = st;
-        fd = Some(parent);
-    }
+        NotOurs::Writable { mode, .. } => format!(
+            "its ancestor {shown} has mode {mode:04o}: writable by others without the sticky bit, so they could swap \
+             the run directory for another; resume from a results root only you can write (or `chmod +t` it)"
+        ),
+        NotOurs::Io(e) => format!("cannot open a parent directory: {e}"),
+        NotOurs::Link | NotOurs::NotDirectory => format!("its ancestor {shown} is not a directory"),
+    })
 }
 
 #[cfg(test)]

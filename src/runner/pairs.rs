@@ -29,7 +29,7 @@ use crate::verdict::Verdict;
 /// seed always gives the same schedule.
 pub fn pair_schedule(seed: u64, n_pairs: usize, arms: usize) -> Vec<Vec<usize>> {
     let blocks = n_pairs.div_ceil(2);
-    let mut rng = crate::fixture::rng::SplitMix64::new(seed);
+    let mut rng = crate::rng::SplitMix64::new(seed);
     let mut forward_first: Vec<bool> = (0..blocks).map(|b| b < blocks / 2).collect();
     if blocks % 2 == 1 {
         forward_first[blocks - 1] = rng.below(2) == 0;
@@ -435,7 +435,7 @@ mod tests {
     }
 
     fn noisy(center: f64, n: usize, seed: u64, spread: f64) -> Vec<Option<f64>> {
-        let mut rng = crate::fixture::rng::SplitMix64::new(seed);
+        let mut rng = crate::rng::SplitMix64::new(seed);
         (0..n).map(|_| Some(center * (1.0 + spread * rng.normal()))).collect()
     }
 

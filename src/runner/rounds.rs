@@ -35,7 +35,7 @@ pub fn order_cells(cells: Vec<&Cell>, order: CellOrder) -> (Vec<&Cell>, Option<r
         CellOrder::Plan => (cells, None),
         CellOrder::Random { seed } => {
             let mut cells = cells;
-            crate::fixture::rng::SplitMix64::new(seed).shuffle(&mut cells);
+            crate::rng::SplitMix64::new(seed).shuffle(&mut cells);
             let ids = cells.iter().map(|c| c.id()).collect();
             (cells, Some(results::RunOrder { kind: "random".into(), seed: Some(seed), cells: ids }))
         }

@@ -1,7 +1,7 @@
 //! `fsbench submit k8s`: a Kubernetes indexed Job (batch/v1) running the shards.
 //!
-//! The manifest has two documents: a ConfigMap carrying the scenario text, and
-//! the Job (`completionMode: Indexed`, `completions` = `parallelism` = N). Each
+//! The manifest is JSON, which `kubectl apply -f` reads as it reads YAML: a `v1` `List`
+//! of two objects, a ConfigMap carrying the scenario text, and the Job (`completionMode: Indexed`, `completions` = `parallelism` = N). Each
 //! pod gets `JOB_COMPLETION_INDEX` from Kubernetes and `FSBENCH_SHARD_COUNT=N`
 //! from the manifest, and `FSBENCH_RUN_KEY` from the Job's controller-uid label
 //! so that `fsbench merge` groups one Job's shards. Pods are privileged (fsbench
@@ -79,67 +79,15 @@ pub fn manifest(scenario_name: &str, scenario_text: &str, shards: u32, image: &s
     vec![config_map, job]
 }
 
-/// Render JSON values as a multi-document YAML stream (block style; strings double-quoted as in JSON,
-/// which YAML reads the same way, so no value can change type or meaning).
-pub fn to_yaml(docs: &[Value]) -> String {
-    let mut out = String::new();
-    for (i, d) in docs.iter().enumerate() {
-        if i > 0 {
-            out.push_str("---\n");
-        }
-        emit(&mut out, d, 0);
-    }
-    out
-}
-
-fn scalar(v: &Value) -> String {
-    match v {
-        Value::String(s) => serde_json::to_string(s).expect("strings serialize"),
-        Value::Object(m) if m.is_empty() => "{}".into(),
-        Value::Array(a) if a.is_empty() => "[]".into(),
-        other => other.to_string(),
-    }
-}
-
-fn is_block(v: &Value) -> bool {
-    matches!(v, Value::Object(m) if !m.is_empty()) || matches!(v, Value::Array(a) if !a.is_empty())
-}
-
-fn key(k: &str) -> String {
-    if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || "._-/".contains(c)) {
-        k.to_string()
-    } else {
-        scalar(&Value::String(k.into()))
-    }
-}
-
-fn emit(out: &mut String, v: &Value, indent: usize) {
-    let pad = " ".repeat(indent);
-    match v {
-        Value::Object(m) if !m.is_empty() => {
-            for (k, v) in m {
-                if is_block(v) {
-                    out.push_str(&format!("{pad}{}:\n", key(k)));
-                    emit(out, v, indent + 2);
-                } else {
-                    out.push_str(&format!("{pad}{}: {}\n", key(k), scalar(v)));
-                }
-            }
-        }
-        Value::Array(a) if !a.is_empty() => {
-            for item in a {
-                if is_block(item) {
-                    // The first line of the item goes after `- `, the rest stays indented under it.
-                    let mut inner = String::new();
-                    emit(&mut inner, item, indent + 2);
-                    out.push_str(&format!("{pad}- {}", &inner[indent + 2..]));
-                } else {
-                    out.push_str(&format!("{pad}- {}\n", scalar(item)));
-                }
-            }
-        }
-        other => out.push_str(&format!("{pad}{}\n", scalar(other))),
-    }
+/// The manifest as a `kubectl apply -f` file: a `v1` `List` of the ConfigMap and the Job,
+/// pretty-printed JSON ending in a newline.
+pub fn manifest_json(scenario_name: &str, scenario_text: &str, shards: u32, image: &str) -> String {
+    let list = json!({
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": manifest(scenario_name, scenario_text, shards, image),
+    });
+    serde_json::to_string_pretty(&list).expect("JSON values serialize") + "\n"
 }
 
 #[cfg(test)]
@@ -151,11 +99,5 @@ mod tests {
         assert_eq!(dns_name("Quota_SMP"), "quota-smp");
         assert_eq!(dns_name("--"), "fsbench");
         assert!(dns_name(&"x".repeat(100)).len() <= 63);
-    }
-
-    #[test]
-    fn yaml_of_nested_values() {
-        let v = json!({"a": {"b": [1, {"c": "x y", "d": []}], "e": true}, "f": "1"});
-        assert_eq!(to_yaml(&[v]), "a:\n  b:\n    - 1\n    - c: \"x y\"\n      d: []\n  e: true\nf: \"1\"\n");
     }
 }

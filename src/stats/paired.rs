@@ -332,7 +332,7 @@ mod tests {
     fn repeated_looks_keep_the_false_verdict_rate_under_five_percent() {
         // A/A: 2000 groups of up to 32 pairs with log ratios N(0, 0.07); a group "errs"
         // when any look's interval leaves out the true ratio 1.
-        let mut rng = crate::fixture::rng::SplitMix64::new(7);
+        let mut rng = crate::rng::SplitMix64::new(7);
         let (looks, alpha) = (look_schedule(6, 32), alpha_per_look(6, 32));
         let mut naive_errs = 0;
         let mut errs = 0;

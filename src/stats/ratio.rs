@@ -186,7 +186,7 @@ mod tests {
     #[test]
     fn fieller_covers_the_true_ratio_about_95_percent_of_the_time() {
         // 4000 experiments: 5 samples per side, reference 100 ± 15, candidate 80 ± 10.
-        let mut rng = crate::fixture::rng::SplitMix64::new(13);
+        let mut rng = crate::rng::SplitMix64::new(13);
         let mut draw = |mean: f64, sd: f64| -> Summary {
             summarize(&(0..5).map(|_| mean + sd * rng.normal()).collect::<Vec<_>>())
         };

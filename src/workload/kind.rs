@@ -36,10 +36,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::catalogue::Metric;
 use crate::model::{CellParams, CellResult, SkipReason, WorkloadKind};
 use crate::monitor::Watch;
 use crate::scenario::{FioJob, GateSpec, PAIR_RERUNS_WITHOUT_BUDGET, Workload};
-use crate::catalogue::Metric;
 
 /// What a configured workload (its scenario's `[workload]`) answers about itself.
 pub trait WorkloadAnswers {

@@ -104,6 +104,30 @@ fn version_names_the_commit_and_the_build_date() {
     assert!(date.len() == 10 && date.as_bytes()[4] == b'-' && date.as_bytes()[7] == b'-', "{v}");
 }
 
+/// The version of the newest release the CHANGELOG cut: its first `## [x.y.z]` heading
+/// (`## [Unreleased]` is not a release).
+fn newest_released_version() -> String {
+    let changelog = std::fs::read_to_string(crate::support::crate_root().join("CHANGELOG.md")).unwrap();
+    changelog
+        .lines()
+        .filter_map(|l| l.strip_prefix("## [")?.split_once(']').map(|(v, _)| v.to_string()))
+        .find(|v| {
+            v.split('.').count() == 3 && v.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .expect("CHANGELOG.md has a released `## [x.y.z]` heading")
+}
+
+#[test]
+fn the_crate_version_is_the_release_the_changelog_cut() {
+    // 0.2.0 was cut in the CHANGELOG while Cargo.toml still said 0.1.0, so `--version`,
+    // run.json, bundles and calibration files all named a release that was not the one made.
+    let released = newest_released_version();
+    assert_eq!(env!("CARGO_PKG_VERSION"), released, "Cargo.toml's version is not the CHANGELOG's newest release");
+    let out = fsbench().arg("--version").assert().success().get_output().stdout.clone();
+    let v = String::from_utf8(out).unwrap();
+    assert!(v.starts_with(&format!("fsbench {released} (")), "--version does not say {released}: {v}");
+}
+
 #[test]
 fn piped_output_fits_100_columns() {
     for args in

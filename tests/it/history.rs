@@ -122,9 +122,17 @@ fn history_prints_a_series_per_cell_with_a_sparkline_within_100_columns() {
     let (code, out, err) = history(&[], &dir.path().join("hist"));
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("40 runs in "), "{out}");
-    let row = out.lines().find(|l| l.starts_with("ext4-M-qoff-t1-open_close total_loops")).expect(&out);
-    // Piped output is 100 columns: the sparkline shows the last 30 runs that fit.
-    assert!(row.contains("+10.0%") && row.ends_with(&format!("  {}{}", "▁".repeat(15), "█".repeat(15))), "{row}");
+    let row = out
+        .lines()
+        .find(|l| l.split_whitespace().take(2).eq(["ext4-M-qoff-t1-open_close", "total_loops"]) && l.contains('▁'))
+        .expect(&out);
+    // Piped output is 100 columns: the sparkline shows the last runs that fit (fewer than 40),
+    // filling the row to the 100th column.
+    let trend = row.rsplit("  ").next().unwrap();
+    let low = trend.strip_suffix(&"█".repeat(15)).expect(row);
+    assert!(!low.is_empty() && low.chars().all(|c| c == '▁'), "{row}");
+    assert!(row.contains("+10.0%") && row.chars().count() == 100 && trend.chars().count() < 40, "{row}\n{out}");
+    assert!(out.lines().all(|l| !l.ends_with(' ')), "{out}");
     assert!(out.lines().all(|l| l.chars().count() <= 100), "{out}");
     // The step is found at run 25 (the 26th, 2011-01-02 01:00) in both cells, with the size of the shift.
     assert_eq!(out.matches("↳ change +10.0% [").count(), 2, "{out}");

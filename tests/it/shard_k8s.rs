@@ -1,15 +1,16 @@
 //! `fsbench submit k8s` writes a manifest with the shape of a batch/v1 indexed Job
-//! (structural check with an independent YAML parser; there is no cluster here).
+//! (a structural check of the JSON `kubectl apply -f` reads; there is no cluster here).
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::support::{crate_root, fsbench};
 
-fn documents(yaml: &str) -> Vec<Value> {
-    serde_yaml::Deserializer::from_str(yaml)
-        .map(|d| Value::deserialize(d).unwrap_or_else(|e| panic!("bad YAML ({e}):\n{yaml}")))
-        .collect()
+/// The objects of the manifest: one JSON document, a `v1` `List` (kubectl applies its items).
+fn documents(json: &str) -> Vec<Value> {
+    let list: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("bad JSON ({e}):\n{json}"));
+    assert_eq!(list["apiVersion"], "v1", "{list:#}");
+    assert_eq!(list["kind"], "List", "{list:#}");
+    list["items"].as_array().unwrap_or_else(|| panic!("items is not a list: {list:#}")).clone()
 }
 
 fn submit(shards: &str, extra: &[&str]) -> (String, String, i32) {
@@ -32,9 +33,9 @@ fn str_at<'a>(v: &'a Value, path: &str) -> &'a str {
 
 #[test]
 fn manifest_is_an_indexed_batch_v1_job() {
-    let (yaml, stderr, code) = submit("6", &["--image", "registry.example/fsbench:1.0"]);
+    let (json, stderr, code) = submit("6", &["--image", "registry.example/fsbench:1.0"]);
     assert_eq!(code, 0, "{stderr}");
-    let docs = documents(&yaml);
+    let docs = documents(&json);
     assert_eq!(docs.len(), 2, "a ConfigMap with the scenario, then the Job");
     let (cm, job) = (&docs[0], &docs[1]);
 
@@ -92,7 +93,7 @@ fn manifest_is_an_indexed_batch_v1_job() {
 #[test]
 fn manifest_goes_to_a_file_and_zero_shards_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("job.yaml");
+    let file = dir.path().join("job.json");
     let (_, stderr, code) = submit("3", &["--output", file.to_str().unwrap()]);
     assert_eq!(code, 0, "{stderr}");
     let docs = documents(&std::fs::read_to_string(&file).unwrap());

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
+use crate::catalogue::Metric;
 use crate::model::{CellParams, CellResult, CellStatus, FIO_METRICS, FioMetric, SkipReason};
 use crate::scenario::{FioJob, FioSpec};
-use crate::catalogue::Metric;
 use crate::workload::kind::{CellRun, FioKind, KindAnswers, WorkloadAnswers};
 
 impl KindAnswers for FioKind {

@@ -5,10 +5,10 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::notes::noise_notes;
+use crate::catalogue::Metric;
 use crate::model::{CellParams, CellResult, CellStatus, LatfsTest, SkipReason};
 use crate::monitor::latency::Percentile;
 use crate::scenario::{GateSpec, LatfsSpec};
-use crate::catalogue::Metric;
 use crate::workload::kind::{CellRun, KindAnswers, LatfsKind, WorkloadAnswers};
 
 impl KindAnswers for LatfsKind {

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
+use crate::catalogue::Metric;
 use crate::model::{CellResult, StepsResult};
 use crate::scenario::{GateSpec, Step, StepsSpec};
-use crate::catalogue::Metric;
 use crate::workload::kind::{CellRun, KindAnswers, StepsKind, WorkloadAnswers};
 use crate::workload::untar::{Trust, UnpackLimits};
 
