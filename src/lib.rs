@@ -4,7 +4,8 @@
 //! `scenario` (parse, validate) -> `plan` (expand the matrix) -> `provision`
 //! (real filesystems, RAII teardown) -> `workload` (lat_fs loops, timed steps, untar, fio
 //! jobs; `monitor` counts what the kernel did meanwhile) -> `results` (self-describing files)
-//! -> `report` (tables, plots, compare) -> `gate` (verdicts, in the words of `verdict`).
+//! -> `report` (tables, plots, compare) -> `gate` (verdicts, in the words of `verdict`, on the
+//! metrics of `catalogue`: each metric's unit, direction and which samples of a cell it reads).
 //! `history` reads every run of a scenario as series, `calibration` the spread between runs.
 //! `runner` drives one run through these stages from a plain `RunRequest`; `qemu`,
 //! `shard` and `bundle` carry runs to other kernels, machines and labs; `fixture` generates
@@ -25,8 +26,9 @@
 //!   computed in [`stats`]; `app::gate` maps the verdicts to exit codes for CI. Two separate
 //!   runs of one round each are judged with the spread between runs that [`calibration`]
 //!   measured (`fsbench calibrate`), or against a history of runs (`gate --history N`).
-//!   The rule itself (metric, direction, verdict) is written once, in [`verdict`], which the
-//!   report's paired section reads too.
+//!   The rule itself is written once: the verdict in [`verdict`], and in [`catalogue`] each
+//!   metric, which way is better and which samples of a cell it reads (steady, undisturbed),
+//!   which gate, compare, history, export and the paired join all call.
 //! - **A fio cell**: [`workload::fio`] composes the scenario's job per cell, has fio check it
 //!   before anything is provisioned, runs it once per repetition and reads its JSON into
 //!   typed figures ([`model`]'s `FioResult`).

@@ -392,6 +392,24 @@ impl BundleFixture {
     }
 }
 
+impl BundleMemory {
+    /// What the bundle's cells would take, from the preflight's count.
+    fn of(pf: &crate::bundle::Preflight) -> BundleMemory {
+        BundleMemory {
+            images_bytes: pf.memory.images,
+            guest_bytes: pf.memory.guest,
+            fixture_bytes: pf.memory.fixture,
+            total_bytes: pf.memory.total(),
+            cap_bytes: pf.mem_available.map(crate::bundle::budget::cap),
+            over_budget: pf.over_budget(),
+            fio_bytes: pf.memory.fio,
+            fio_files_bytes: pf.memory.fio_files,
+            fio_memory_limit_bytes: crate::bundle::budget::fio_memory_limit(&pf.memory),
+            beyond: pf.memory.beyond.iter().map(|b| crate::text::escape_control(b)).collect(),
+        }
+    }
+}
+
 impl BundleVerifyJson {
     /// The document of a verified bundle, from the checks [`crate::bundle::preflight`] made.
     pub fn of(
@@ -442,18 +460,7 @@ impl BundleVerifyJson {
                 .iter()
                 .map(|(k, v)| BundleSysctl { key: esc(k), value: esc(v) })
                 .collect(),
-            memory: BundleMemory {
-                images_bytes: pf.memory.images,
-                guest_bytes: pf.memory.guest,
-                fixture_bytes: pf.memory.fixture,
-                total_bytes: pf.memory.total(),
-                cap_bytes: pf.mem_available.map(crate::bundle::budget::cap),
-                over_budget: pf.over_budget(),
-                fio_bytes: pf.memory.fio,
-                fio_files_bytes: pf.memory.fio_files,
-                fio_memory_limit_bytes: crate::bundle::budget::fio_memory_limit(&pf.memory),
-                beyond: pf.memory.beyond.iter().map(|b| esc(b)).collect(),
-            },
+            memory: BundleMemory::of(pf),
             refused: pf.refused.iter().map(|r| esc(r)).collect(),
             flags_needed: pf.flags_needed(s).iter().map(|f| esc(f)).collect(),
         }

@@ -105,7 +105,7 @@ pub fn need(s: &Scenario, cells: &[Cell], fixture: u64) -> MemoryNeed {
         }
     }
     out.guest = s.kernels.iter().map(|k| k.memory).max().unwrap_or(0);
-    if let crate::scenario::Workload::Fio(spec) = &s.workload {
+    if let Some(spec) = crate::workload::fio::spec_of(s) {
         for c in cells {
             fio_cell(&mut out, s, spec, c);
         }

@@ -215,3 +215,12 @@ fn run_once(run: &FioRun, job_file: &Path, repetition: u32, version: &str) -> Re
     let text = std::fs::read_to_string(&out_file).map_err(io(format!("cannot read {}", out_file.display())))?;
     json::parse(&text, version).map_err(|source| FioError::Output { repetition, source })
 }
+
+/// The scenario's fio job spec, when its workload is fio (for the bundle budget, which
+/// counts fio's buffers and files without naming a workload variant).
+pub fn spec_of(s: &crate::scenario::Scenario) -> Option<&crate::scenario::FioSpec> {
+    match &s.workload {
+        crate::scenario::Workload::Fio(spec) => Some(spec),
+        _ => None,
+    }
+}
