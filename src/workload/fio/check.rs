@@ -14,7 +14,7 @@ pub const FIO: &str = "fio";
 
 /// `fio --version` (`fio-3.33`), or `None` when fio is not installed.
 pub fn fio_version() -> Option<String> {
-    let out = Command::new(FIO).arg("--version").output().ok()?;
+    let out = crate::signals::default_in_child(&mut Command::new(FIO)).arg("--version").output().ok()?;
     out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
@@ -45,7 +45,11 @@ pub fn parse_only(s: &Scenario) -> Result<(), ScenarioError> {
     for sweep in &sweeps {
         let (text, origin) = compose(spec, &CellJob { task_dirs: &dirs, tasks, sweeps: sweep });
         std::fs::write(&file, &text).map_err(|e| io_error(s, e))?;
-        let out = Command::new(FIO).arg("--parse-only").arg(&file).output().map_err(|e| io_error(s, e))?;
+        let out = crate::signals::default_in_child(&mut Command::new(FIO))
+            .arg("--parse-only")
+            .arg(&file)
+            .output()
+            .map_err(|e| io_error(s, e))?;
         if out.status.success() {
             continue;
         }
