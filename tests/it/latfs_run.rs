@@ -138,7 +138,17 @@ fn disturbed_repetitions_are_kept_marked_rerun_and_left_out() {
     // idle ones (disturbance counts contention), so each window sees far more than 10%.
     let online = std::thread::available_parallelism().map_or(2, |n| n.get());
     let hogs = Hogs::start(2 * online);
-    std::thread::sleep(Duration::from_millis(100));
+    // A barrier, not a sleep: every hog has been on a CPU before the first window opens.
+    let cpu_ticks = |pid: &i32| -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let f: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
+        // utime and stime: fields 14 and 15 of stat, 12 and 13 after the comm.
+        f.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0) + f.get(12).and_then(|s| s.parse().ok()).unwrap_or(0)
+    };
+    let running = crate::support::poll(Duration::from_secs(30), Duration::from_millis(5), || {
+        hogs.0.iter().all(|p| cpu_ticks(p) > 0).then_some(())
+    });
+    assert!(running.is_some(), "the hogs never ran");
     let r = latfs::run(&LatfsRun { test: LatfsTest::OpenClose, spec: &spec, task_dirs: &dirs, exe: exe() }).unwrap();
     drop(hogs);
     // 2 repetitions wanted, the first disturbed one rerun once, the second stops the cell.
