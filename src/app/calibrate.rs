@@ -95,7 +95,8 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<i32> {
         }
         runs.push(crate::results::load_run(&outcome.dir)?);
     }
-    let cal = calibration::estimate::estimate(&runs, warmup, date);
+    let mut cal = calibration::estimate::estimate(&runs, warmup, date);
+    cal.gated_sha256 = Some(crate::results::sha256_hex(first.source.text.as_bytes()));
     if cal.cells.is_empty() {
         eprintln!(
             "fsbench: calibrate: no cell has undisturbed repetitions in two runs: nothing to calibrate (on a busy \
