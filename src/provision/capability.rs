@@ -537,9 +537,9 @@ pub fn fio_missing() -> SkipReason {
     }
 }
 
-/// The per-task uids of lmbench's `-U`: uid = gid = (task << 3) + 100.
+/// The per-task uids of lmbench's `-U` spacing ([`crate::host::task_uids`]).
 pub fn task_uids(tasks: u32) -> Vec<u32> {
-    (0..tasks).map(|t| (t << 3) + 100).collect()
+    crate::host::task_uids::task_uids(tasks)
 }
 
 #[cfg(test)]
@@ -562,7 +562,8 @@ mod tests {
     }
 
     #[test]
-    fn task_uids_follow_lmbench() {
-        assert_eq!(task_uids(4), vec![100, 108, 116, 124]);
+    fn task_uids_are_the_workers_ids() {
+        let ids: Vec<u32> = (0..4).map(|t| crate::workload::latfs::task_ids(t).0).collect();
+        assert_eq!(task_uids(4), ids);
     }
 }
