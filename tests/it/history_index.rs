@@ -195,3 +195,41 @@ fn a_cell_file_edited_in_place_with_its_mtime_put_back_is_read_again() {
     assert!(after.contains("900"), "{after}");
     assert_eq!(after, history(&hist, &["--csv", "--no-index"]).1, "the index must answer as the directories do");
 }
+
+/// Untried surfaces, tried: two `history` at once on one results root (SQLite's locks and the
+/// busy timeout keep the file whole; both answer as the directories do), and an index file too
+/// big to be one fsbench wrote (removed and built again, never read).
+#[test]
+fn two_histories_at_once_agree_and_a_huge_index_file_is_rebuilt() {
+    let tmp = tempfile::tempdir().unwrap();
+    for i in 0..40 {
+        finished_run(tmp.path(), i, 100.0 + i as f64);
+    }
+    let hist = tmp.path().join("hist");
+    let (_, plain, _) = history(&hist, &["--csv", "--no-index"]);
+    for round in 0..3 {
+        // Each round on an empty index, so both processes write it.
+        let _ = std::fs::remove_dir_all(tmp.path().join(".fsbench-index"));
+        let start = || fsbench().arg("history").arg(&hist).arg("--csv").output();
+        let (a, b) = std::thread::scope(|s| {
+            let a = s.spawn(start);
+            let b = s.spawn(start);
+            (a.join().unwrap().unwrap(), b.join().unwrap().unwrap())
+        });
+        for o in [&a, &b] {
+            assert_eq!(o.status.code(), Some(0), "round {round}: {}", String::from_utf8_lossy(&o.stderr));
+            assert_eq!(String::from_utf8_lossy(&o.stdout), plain, "round {round}");
+        }
+        assert_eq!(indexed_runs(tmp.path()).len(), 40, "round {round}");
+    }
+    // A sparse file of more than 1 GiB at the database's name.
+    let db = tmp.path().join(".fsbench-index/index.sqlite");
+    let f = std::fs::OpenOptions::new().write(true).open(&db).unwrap();
+    f.set_len((1 << 30) + 1).unwrap();
+    drop(f);
+    let (code, out, err) = history(&hist, &["--csv"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("more than the") && err.contains("built again"), "{err}");
+    assert_eq!(out, plain);
+    assert!(std::fs::metadata(&db).unwrap().len() < 1 << 30);
+}
