@@ -160,6 +160,32 @@ fn a_member_whose_guest_gives_nothing_voids_its_pair_and_the_run_says_why() {
         .map(|rd| rd.map(|e| e.unwrap().path()).filter(|p| !p.ends_with(".journal")).collect())
         .unwrap_or_default();
     assert!(left.iter().all(|p| !p.to_string_lossy().contains("member-")), "{left:?}");
+
+    // `--resume` of a paired run whose files another user changed: refused, nothing rewritten.
+    // (A paired run is never resumed: its pairs are decided in one invocation.)
+    let cell = runs[0].join("cells/ext4-S-qoff-t1-open_close-kernel=A.json");
+    let before = std::fs::read(&cell).unwrap();
+    if crate::support::is_root() {
+        std::os::unix::fs::chown(&cell, Some(65534), Some(65534)).unwrap();
+    }
+    let resume = |extra: &[&str]| {
+        let o = fsbench()
+            .args(["run", "--resume"])
+            .arg(&runs[0])
+            .args(extra)
+            .arg("--workdir")
+            .arg(&work)
+            .env("FSBENCH_QEMU", &qemu)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    for extra in [&[][..], &["--paired"][..], &["--paired", "--kernel", &kernel("A"), "--kernel", &kernel("B")][..]] {
+        let (code, err) = resume(extra);
+        assert_eq!(code, Some(2), "{extra:?}: {err}");
+    }
+    assert_eq!(std::fs::read(&cell).unwrap(), before, "a refused resume rewrote a cell");
 }
 
 #[test]
