@@ -159,8 +159,20 @@ def processes_naming(path):
     return out
 
 
-def cgroups_made_since(t0):
-    """fsbench's cell cgroups (`<hierarchy>/fsbench/<group>`) made since t0 and still there."""
+def run_ids(out_root):
+    """The run directories' names under a results root (`<out>/<scenario>/<run-id>`)."""
+    ids = set()
+    if os.path.isdir(out_root):
+        for sc in os.listdir(out_root):
+            p = os.path.join(out_root, sc)
+            if os.path.isdir(p):
+                ids.update(n for n in os.listdir(p) if os.path.isdir(os.path.join(p, n)))
+    return ids
+
+
+def cgroups_made_since(t0, ids):
+    """The trial's cell cgroups (`<hierarchy>/fsbench/<run-id>.<cell>`) still there: made since
+    t0 by one of the trial's runs (`ids`; other fsbench runs on the machine are not ours)."""
     out = []
     base = "/sys/fs/cgroup"
     for h in os.listdir(base):
@@ -170,7 +182,8 @@ def cgroups_made_since(t0):
         for g in os.listdir(parent):
             p = os.path.join(parent, g)
             try:
-                if os.path.isdir(p) and os.stat(p).st_mtime >= t0 - 1:
+                ours = any(g.startswith(i + ".") for i in ids)
+                if ours and os.path.isdir(p) and os.stat(p).st_mtime >= t0 - 1:
                     out.append(p)
             except OSError:
                 pass
@@ -280,7 +293,8 @@ def trial(i, exe, base, rng, cache, kinds, max_exit):
     record["mounts"] = mounts_under(d)
     record["loops"] = loops_under(d)
     record["processes"] = processes_naming(d)
-    record["cgroups"] = cgroups_made_since(t_start) if kind in ("latfs", "fio") else []
+    ids = run_ids(out) | run_ids(os.path.join(d, "results-next"))
+    record["cgroups"] = cgroups_made_since(t_start, ids) if kind in ("latfs", "fio") else []
     if "exit_s" in record and mode != "kill" and record["exit_s"] > max_exit:
         record["slow_exit"] = True
     record["work_files"] = files_in(work) if os.path.isdir(work) else []
