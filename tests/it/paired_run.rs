@@ -72,7 +72,7 @@ fn a_paired_run_stores_pairs_that_join_its_arms() {
     assert_no_leaks(sb.path());
 }
 
-/// A real slowdown, injected: the candidate arm's workers run in a cgroup held to a quarter
+/// A real slowdown, injected: the candidate arm's workers run in a cgroup held to 5%
 /// of a CPU (`cpu.max`), the baseline's in one without a limit (so both arms are scheduled
 /// as a group). The paired gate must call it `regressed` by itself (`gate RUN`, exit 1),
 /// with the limit read back into the candidate's cell file and no group left behind.
