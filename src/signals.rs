@@ -8,9 +8,18 @@
 //! waits for a child or loops over a tree polls [`interrupted`] at least every
 //! [`POLL`] and stops the child itself. The stages say what they are doing
 //! ([`enter`]), so that a second signal reports what fsbench is really waiting for.
+//!
+//! Children start with the default dispositions ([`default_in_child`], called by every
+//! spawn): a forked child runs fsbench's handler until it execs, and a signal landing
+//! there would only set a flag in the child's copy of memory, lost at exec; and a
+//! disposition fsbench inherited as ignored (a CI runner started in the background
+//! without job control ignores SIGINT, `nohup` ignores SIGHUP) would otherwise pass
+//! to every worker, so that an interrupt sent to a worker was silently dropped.
 
+use std::os::unix::process::CommandExt;
+use std::process::Command;
 use std::sync::Once;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU8, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
@@ -18,6 +27,12 @@ use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction
 static COUNT: AtomicUsize = AtomicUsize::new(0);
 static ACTIVITY: AtomicU8 = AtomicU8::new(Activity::Other as u8);
 static INSTALL: Once = Once::new();
+/// The process that installed the handlers; any other pid running the handler is a
+/// child forked from it that has not exec'd yet.
+static INSTALLER: AtomicI32 = AtomicI32::new(0);
+
+/// The signals fsbench handles, and that every child gets back at their default.
+const HANDLED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
 /// How often a stage that waits (for a child, a pipe, a guest) checks [`interrupted`]:
 /// the bound on how long a signal to the main process alone goes unnoticed.
@@ -90,8 +105,20 @@ pub fn activity() -> Activity {
     Activity::from_u8(ACTIVITY.load(Ordering::SeqCst))
 }
 
-extern "C" fn on_signal(_sig: libc::c_int) {
-    // Only async-signal-safe work here: atomics and write(2).
+extern "C" fn on_signal(sig: libc::c_int) {
+    // Only async-signal-safe work here: atomics, getpid, signal, kill and write(2).
+    // SAFETY: getpid(2) is async-signal-safe.
+    if unsafe { libc::getpid() } != INSTALLER.load(Ordering::SeqCst) {
+        // A child between fork and exec: the flag would die with its copy of memory.
+        // Take the default action instead (the signal is blocked inside its handler, so
+        // the re-sent one is delivered, and kills, as soon as this handler returns).
+        // SAFETY: signal(2) and kill(2) are async-signal-safe.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+            libc::kill(libc::getpid(), sig);
+        }
+        return;
+    }
     let n = COUNT.fetch_add(1, Ordering::SeqCst);
     let msg: &[u8] = if n == 0 {
         b"\nfsbench: interrupted: stopping the work and releasing mounts and loop devices\n"
@@ -105,6 +132,8 @@ extern "C" fn on_signal(_sig: libc::c_int) {
 /// Install the SIGINT/SIGTERM/SIGHUP handlers (once per process; safe with threads).
 pub fn install() {
     INSTALL.call_once(|| {
+        // Before the handlers: a signal must never find them without knowing whose they are.
+        INSTALLER.store(std::process::id() as i32, Ordering::SeqCst);
         // SA_RESTART: system calls in progress finish; the flag is polled between steps
         // and, where a stage waits, at least every POLL (poll(2) is never restarted).
         let action = SigAction::new(SigHandler::Handler(on_signal), SaFlags::SA_RESTART, SigSet::empty());
@@ -113,6 +142,37 @@ pub fn install() {
             unsafe { sigaction(sig, &action) }.expect("installing a handler cannot fail for SIGINT/SIGTERM/SIGHUP");
         }
     });
+}
+
+/// Make `cmd`'s child start with SIGINT, SIGTERM and SIGHUP at their default action and
+/// no signal blocked ([`reset_in_child`] first thing after fork). Every process fsbench
+/// spawns goes through this (the contained ones through
+/// [`crate::workload::child::contain`]), so that an interrupt sent to a child is never lost.
+pub fn default_in_child(cmd: &mut Command) -> &mut Command {
+    // SAFETY: reset_in_child only calls async-signal-safe functions and allocates nothing.
+    unsafe { cmd.pre_exec(reset_in_child) }
+}
+
+/// In a freshly forked child (between fork and exec): SIGINT, SIGTERM and SIGHUP back to
+/// their default action, whatever fsbench inherited or installed, and an empty signal
+/// mask. A signal that arrived before this ran was taken by the handler's child branch
+/// (see `on_signal`), so none is lost. Only async-signal-safe calls; allocates nothing.
+pub fn reset_in_child() -> std::io::Result<()> {
+    for sig in HANDLED {
+        // SAFETY: signal(2) with SIG_DFL is async-signal-safe and takes no pointers.
+        if unsafe { libc::signal(sig, libc::SIG_DFL) } == libc::SIG_ERR {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    // SAFETY: an empty set, filled by sigemptyset, and no old set asked for.
+    unsafe {
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        if libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// Whether SIGINT, SIGTERM or SIGHUP has arrived since [`install`].
@@ -128,6 +188,44 @@ pub fn count() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every spawn outside tests passes through [`default_in_child`] (directly or through
+    /// `contain`) within ten lines of its `Command::new`: a new spawn that forgets it
+    /// would bring back the lost interrupt.
+    #[test]
+    fn every_command_fsbench_spawns_resets_its_signals() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut stack = vec![root.join("src")];
+        let mut spawns = 0;
+        let mut bad = Vec::new();
+        while let Some(dir) = stack.pop() {
+            for path in std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()) {
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                if path.extension().is_none_or(|e| e != "rs") || path.ends_with("signals.rs") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                // Test modules sit at the end of their file; their children are the test's.
+                let code = text.split("#[cfg(test)]").next().unwrap_or("");
+                let lines: Vec<&str> = code.lines().collect();
+                for (n, line) in lines.iter().enumerate() {
+                    if !line.contains("Command::new(") || line.trim_start().starts_with("//") {
+                        continue;
+                    }
+                    spawns += 1;
+                    let near = lines[n..lines.len().min(n + 10)].join("\n");
+                    if !near.contains("default_in_child(") && !near.contains("contain(") {
+                        bad.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+                    }
+                }
+            }
+        }
+        assert!(spawns >= 10, "the search found only {spawns} spawns: is it still looking at src/?");
+        assert!(bad.is_empty(), "spawned without signals::default_in_child:\n{}", bad.join("\n"));
+    }
 
     #[test]
     fn activity_guard_restores_the_previous_activity() {

@@ -37,8 +37,9 @@ pub struct CalibrateArgs {
 }
 
 /// The scenario the calibration runs: with `--set`, and at least two rounds so that the
-/// round level shows; a paired scenario is refused (it decides within each run).
-fn calibration_scenario(args: &CalibrateArgs) -> anyhow::Result<crate::scenario::Scenario> {
+/// round level shows; a paired scenario is refused (it decides within each run). Also the
+/// text gates will see: the scenario before the added rounds.
+fn calibration_scenario(args: &CalibrateArgs) -> anyhow::Result<(crate::scenario::Scenario, String)> {
     let mut overrides = args.scenario_options.overrides()?;
     let first = crate::scenario::load_named(Some(&args.scenario), &overrides)?;
     // Every level must show: a lat_fs run with one round has no round level.
@@ -54,7 +55,7 @@ fn calibration_scenario(args: &CalibrateArgs) -> anyhow::Result<crate::scenario:
             args.scenario.display()
         )));
     }
-    Ok(scenario)
+    Ok((scenario, first.source.text))
 }
 
 /// `fsbench calibrate`: exit 0 when the calibration was stored, 1 when the runs gave
@@ -68,7 +69,7 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<i32> {
     let budget = crate::scenario::units::parse_duration(&args.budget)
         .map_err(|e| InputError::anyhow(format!("--budget: {e}")))?
         .as_secs_f64();
-    let scenario = calibration_scenario(args)?;
+    let (scenario, gated_text) = calibration_scenario(args)?;
     let warmup = crate::workload::kind::of(&scenario.workload).warmup().as_secs_f64();
     let plan = crate::plan::plan_for(&scenario, &args.scenario_options.only)?;
     let date = crate::results::now_rfc3339();
@@ -95,7 +96,8 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<i32> {
         }
         runs.push(crate::results::load_run(&outcome.dir)?);
     }
-    let cal = calibration::estimate::estimate(&runs, warmup, date);
+    let mut cal = calibration::estimate::estimate(&runs, warmup, date);
+    cal.gated_sha256 = Some(crate::results::sha256_hex(gated_text.as_bytes()));
     if cal.cells.is_empty() {
         eprintln!(
             "fsbench: calibrate: no cell has undisturbed repetitions in two runs: nothing to calibrate (on a busy \

@@ -97,6 +97,8 @@ pub fn estimate(runs: &[LoadedRun], warmup_seconds: f64, date: String) -> Calibr
         host: first.map(|r| r.meta.host.clone()).unwrap_or_default(),
         scenario: first.map(|r| r.meta.scenario_name.clone()).unwrap_or_default(),
         scenario_sha256: first.map(|r| r.meta.scenario_sha256.clone()).unwrap_or_default(),
+        // The caller knows the text without its own overrides; until it says, only this one.
+        gated_sha256: None,
         runs: runs.iter().map(|r| r.meta.run_id.clone()).collect(),
         cells,
     }

@@ -44,6 +44,12 @@ pub struct Calibration {
     pub scenario: String,
     /// sha256 of the scenario text the calibration runs ran (with calibrate's overrides), hex.
     pub scenario_sha256: String,
+    /// sha256 of the scenario text the gated runs are expected to have run: the same file and
+    /// `--set` overrides, without calibrate's own (`workload.rounds=2`), hex. A gate uses the
+    /// calibration only for runs of this text or of `scenario_sha256`
+    /// ([`Calibration::holds_for_text`]); absent in calibrations of fsbench 0.2.0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gated_sha256: Option<String>,
     /// The calibration runs' directory names, in the order they ran.
     pub runs: Vec<String>,
     /// One entry per cell (lat_fs) or step (steps) with enough data.
@@ -107,6 +113,31 @@ impl Calibration {
     }
 }
 
+impl Calibration {
+    /// Whether runs of the scenario texts `shas` (each a run's `scenario_sha256`) may use this
+    /// calibration: a spread measured for another text (another duration, repetition count,
+    /// filesystem options...) is not theirs. `Err` says which texts differ.
+    pub fn holds_for_text(&self, shas: &[(&str, &str)]) -> Result<(), String> {
+        let ours = |sha: &str| {
+            sha.eq_ignore_ascii_case(&self.scenario_sha256)
+                || self.gated_sha256.as_deref().is_some_and(|g| sha.eq_ignore_ascii_case(g))
+        };
+        let short = |s: &str| s.chars().take(12).collect::<String>();
+        let other: Vec<String> =
+            shas.iter().filter(|(_, sha)| !ours(sha)).map(|(who, sha)| format!("{who} {}", short(sha))).collect();
+        if other.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "it was measured for another scenario text (sha256 {}) than the {} ran: a calibration holds only for \
+             the scenario text it measured (the same durations, repetitions, options); run `fsbench calibrate` with \
+             the scenario and `--set` the runs used",
+            short(self.gated_sha256.as_deref().unwrap_or(&self.scenario_sha256)),
+            other.join(" and ")
+        ))
+    }
+}
+
 /// The machine identity a calibration holds for: the same host name, CPU and memory. The
 /// kernel is left out: kernels are what gates compare.
 fn same_machine(a: &HostInfo, b: &HostInfo) -> bool {
@@ -136,6 +167,7 @@ pub(crate) mod tests_support {
             host: HostInfo { hostname: "lab1".into(), cpu_model: "cpu".into(), cpu_count: 2, ..HostInfo::default() },
             scenario: "s".into(),
             scenario_sha256: "00".into(),
+            gated_sha256: None,
             runs: vec![],
             cells: vec![],
         }
@@ -164,5 +196,20 @@ mod tests {
         let kernel = HostInfo { kernel_release: "6.99".into(), ..here.clone() };
         assert_eq!(c.usable_for(&[(&kernel, "2026-11-02T00:00:00Z")]), Ok(()));
         assert!(sample("yesterday").usable_for(&[(&here, "2026-11-02T00:00:00Z")]).is_err());
+    }
+
+    #[test]
+    fn a_calibration_is_used_only_for_runs_of_its_scenario_text() {
+        let mut c = sample("2026-11-01T00:00:00Z");
+        c.scenario_sha256 = "aa11".into();
+        assert_eq!(c.holds_for_text(&[("baseline", "AA11"), ("candidate", "aa11")]), Ok(()));
+        let e = c.holds_for_text(&[("baseline", "aa11"), ("candidate", "bb22")]).unwrap_err();
+        assert!(e.contains("another scenario text") && e.contains("candidate bb22") && !e.contains("baseline"), "{e}");
+        // The text without calibrate's own rounds override, as a plain `run` writes it.
+        c.gated_sha256 = Some("cc33".into());
+        assert_eq!(c.holds_for_text(&[("baseline", "cc33"), ("candidate", "aa11")]), Ok(()));
+        assert!(
+            c.holds_for_text(&[("baseline", "dd44"), ("candidate", "cc33")]).unwrap_err().contains("baseline dd44")
+        );
     }
 }

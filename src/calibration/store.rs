@@ -73,7 +73,7 @@ impl BoundedFile for Calibration {
 
 /// The calibration a gate of `baseline` and `candidate` may use: the one beside the
 /// baseline's runs, else beside the candidate's, when it holds for both runs' host and
-/// dates ([`Calibration::usable_for`]). The lines say what was used or why one was ignored
+/// dates ([`Calibration::usable_for`]) and scenario text ([`Calibration::holds_for_text`]). The lines say what was used or why one was ignored
 /// (an unreadable or hostile file names itself); the gate then goes on without it.
 pub fn find_for(
     baseline: &crate::results::LoadedRun,
@@ -92,12 +92,14 @@ pub fn find_for(
         (&baseline.meta.host, baseline.meta.started.as_str()),
         (&candidate.meta.host, candidate.meta.started.as_str()),
     ];
+    let texts =
+        [("baseline", baseline.meta.scenario_sha256.as_str()), ("candidate", candidate.meta.scenario_sha256.as_str())];
     for dir in dirs {
         let path = dir.join(CALIBRATION_FILE);
         match load(dir) {
             Ok(None) => {}
             Err(e) => lines.push(format!("ignoring the calibration: {e}")),
-            Ok(Some(c)) => match c.usable_for(&hosts) {
+            Ok(Some(c)) => match c.usable_for(&hosts).and_then(|()| c.holds_for_text(&texts)) {
                 Ok(()) => {
                     lines.push(format!(
                         "between-run spread of one-round comparisons from {} ({} runs, {})",

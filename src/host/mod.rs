@@ -6,3 +6,4 @@ pub mod cpu;
 pub mod environment;
 pub mod identity;
 pub mod memory;
+pub mod task_uids;

@@ -540,7 +540,8 @@ mod tests {
     }
 
     #[test]
-    fn task_uids_follow_lmbench() {
-        assert_eq!(task_uids(4), vec![100, 108, 116, 124]);
+    fn task_uids_are_the_workers_ids() {
+        let ids: Vec<u32> = (0..4).map(|t| crate::workload::latfs::task_ids(t).0).collect();
+        assert_eq!(task_uids(4), ids);
     }
 }

@@ -103,7 +103,7 @@ pub fn run_mkfs(argv: &[String]) -> Result<(), ProvisionError> {
 
 /// Run a tool with stdin closed; Ok(stdout) or Err((status, stderr)).
 pub(crate) fn run_tool(argv: &[String]) -> Result<String, (String, String)> {
-    let out = Command::new(&argv[0])
+    let out = crate::signals::default_in_child(&mut Command::new(&argv[0]))
         .args(&argv[1..])
         .stdin(Stdio::null())
         .output()

@@ -114,6 +114,7 @@ fn run_init() -> anyhow::Result<i32> {
         }
     }
     let mut cmd = Command::new(GUEST_EXE);
+    crate::signals::default_in_child(&mut cmd);
     cmd.args(run_args(&cfg));
     cmd.env_clear()
         .env("PATH", "/sbin:/bin:/usr/sbin:/usr/bin")

@@ -22,7 +22,7 @@ pub(super) fn build_initramfs(s: &Scenario, k: &KernelSpec, req: &KernelsRequest
     // Debug builds carry ~60 MiB of debug info the guest never reads; without it the
     // initramfs is a third the size and boots about a second sooner under TCG.
     let stripped = dest.with_file_name("fsbench");
-    let exe = match std::process::Command::new("strip")
+    let exe = match crate::signals::default_in_child(&mut std::process::Command::new("strip"))
         .arg("--strip-debug")
         .arg("-o")
         .arg(&stripped)

@@ -33,7 +33,7 @@ pub struct Contents {
 /// The shared libraries (and the dynamic loader) an executable needs, from `ldd`.
 /// A static executable needs none.
 pub fn shared_libraries(exe: &Path) -> Result<Vec<PathBuf>, QemuError> {
-    let out = std::process::Command::new("ldd")
+    let out = crate::signals::default_in_child(&mut std::process::Command::new("ldd"))
         .arg(exe)
         .stdin(std::process::Stdio::null())
         .output()

@@ -25,6 +25,7 @@ pub mod member;
 pub mod modules;
 mod request;
 pub mod run;
+pub mod settings;
 pub mod vm;
 
 use std::path::PathBuf;
@@ -80,15 +81,16 @@ pub fn prepare(scenario: &Scenario, kernels: &[KernelSpec], allow_device: bool) 
             "device backing cannot run in a virtual machine (the guest has no access to host block devices)",
         ));
     }
+    let host = crate::host::identity::HostInfo::detect();
     for k in kernels {
+        let refuse = |e: String| exit::InputError::anyhow(format!("kernel `{}`: {e}", k.label));
         if !k.image.is_file() {
-            return Err(exit::InputError::anyhow(format!(
-                "kernel `{}`: image {} does not exist",
-                k.label,
-                k.image.display()
-            )));
+            return Err(refuse(format!("image {} does not exist", k.image.display())));
         }
-        modules_dir(k).map_err(|e| exit::InputError::anyhow(format!("kernel `{}`: {e}", k.label)))?;
+        settings::check_resources(k, host.memory_bytes, host.cpu_count).map_err(refuse)?;
+        settings::check_path(&k.image, "image").map_err(refuse)?;
+        let modules = modules_dir(k).map_err(|e| refuse(e.to_string()))?;
+        settings::check_path(&modules, "modules directory").map_err(refuse)?;
     }
     vm::find_qemu().ok_or_else(|| {
         exit::InputError::anyhow("qemu-system-x86_64 not found: apt-get install qemu-system-x86 (or set FSBENCH_QEMU)")

@@ -292,7 +292,7 @@ pub struct WorkloadFile {
     /// `lat_fs` (lmbench's four micro loops), `steps` (a timed sequence, repeated) or
     /// `fio` (a fio job run on the cell's filesystems, see docs/fio.md).
     pub kind: String,
-    /// lat_fs: each task runs as uid = gid = (task << 3) + 100. Default true.
+    /// lat_fs: each task runs as uid = gid = base + (task << 3), lmbench -U's spacing from a base no user of the host holds. Default true.
     #[serde(default)]
     pub per_task_uid: Option<bool>,
     /// lat_fs: extra quota references each task holds open. Default 2.

@@ -348,7 +348,7 @@ pub enum FioNumjobs {
 /// Options of the lat_fs workload, named after lmbench's flags (see `docs/lat_fs.md`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LatfsSpec {
-    /// Each task runs as uid = gid = (task << 3) + 100 (lmbench `-U`).
+    /// Each task runs as uid = gid = base + (task << 3) (lmbench `-U`'s spacing; [`crate::host::task_uids`]).
     pub per_task_uid: bool,
     /// Extra quota references each task holds open (lmbench `-L`).
     pub quota_refs: u32,

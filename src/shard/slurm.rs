@@ -169,7 +169,7 @@ impl SlurmJob {
 /// Run `sbatch` with `args`, feeding `stdin` when given; returns the job id (`--parsable`).
 pub fn sbatch(args: &[String], stdin: Option<&str>) -> Result<String, SlurmError> {
     let argv = format!("sbatch {}", args.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" "));
-    let mut child = Command::new("sbatch")
+    let mut child = crate::signals::default_in_child(&mut Command::new("sbatch"))
         .args(args)
         .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())

@@ -7,7 +7,8 @@
 //! it cannot outlive a SIGKILLed fsbench; with a cell cgroup in force
 //! ([`super::child_cgroup`]) it joins that group before exec. Waiting for it polls the interrupt flag
 //! through a pidfd, and an interrupt stops the whole group: SIGTERM, a grace
-//! period, SIGKILL.
+//! period, SIGKILL. It starts with SIGINT, SIGTERM and SIGHUP at their default action
+//! ([`crate::signals::reset_in_child`]), so an interrupt sent to the child itself is never lost.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -30,10 +31,13 @@ pub fn contain(cmd: &mut Command) -> &mut Command {
     let cgroup = super::child_cgroup::join_fds();
     cmd.process_group(0);
     // SAFETY: the closure runs between fork and exec and calls only async-signal-safe
-    // functions (write, prctl, getppid); it allocates nothing.
+    // functions (signal, sigprocmask, write, prctl, getppid); it allocates nothing.
     unsafe {
         cmd.pre_exec(move || {
-            // First: a child that cannot join its cell's group must not run at all.
+            // Before anything else: fsbench's handlers (and any inherited ignore) off, so
+            // that an interrupt reaching this child from now on stops it.
+            crate::signals::reset_in_child()?;
+            // Then: a child that cannot join its cell's group must not run at all.
             super::child_cgroup::join_now(&cgroup)?;
             arm_parent_death()?;
             // The parent may have died before the prctl: then nobody will signal us.

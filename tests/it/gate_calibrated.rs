@@ -91,6 +91,35 @@ fn a_calibration_too_old_or_from_another_host_is_ignored_with_a_warning() {
     assert!(err.contains("another host"), "{err}");
 }
 
+/// The finding: `scenario_sha256` was stored and never compared, so a calibration taken at
+/// another duration was used silently. Now it holds only for runs of its text (or of the text
+/// without calibrate's own `workload.rounds=2`, `gated_sha256`); else it is ignored, saying so.
+#[test]
+fn a_calibration_of_another_scenario_text_is_ignored_with_a_warning() {
+    let d = tempfile::tempdir().unwrap();
+    let b = run(d.path(), "BASE", 1000.0, "2010-11-11T12:00:00Z");
+    let c = run(d.path(), "CAND", 900.0, "2010-11-11T13:00:00Z");
+    quiet_calibration(d.path(), "total_loops", &[&params().id()]);
+    let (_, out, _) = pair(&b, &c);
+    assert_eq!(verdict(&out), "regressed", "the calibration of the same text is used");
+    let path = d.path().join("calibration.json");
+    let mut doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let runs_sha = doc["scenario_sha256"].as_str().unwrap().to_string();
+    // Measured at another duration: another text.
+    let other = fsbench::results::sha256_hex(b"duration = \"5s\"");
+    doc["scenario_sha256"] = other.clone().into();
+    std::fs::write(&path, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    let (code, out, err) = pair(&b, &c);
+    assert_eq!((code, verdict(&out).as_str()), (0, "inconclusive"), "{err}");
+    assert!(err.contains("ignoring") && err.contains("another scenario text") && err.contains(&other[..12]), "{err}");
+    assert!(err.contains(&format!("baseline {}", &runs_sha[..12])), "{err}");
+    // calibrate's own rounds override changed the runs' text; the text as run is recorded too.
+    doc["gated_sha256"] = runs_sha.into();
+    std::fs::write(&path, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    let (_, out, err) = pair(&b, &c);
+    assert_eq!(verdict(&out), "regressed", "{err}");
+}
+
 #[test]
 fn hostile_calibration_files_are_refused_naming_the_file_and_the_gate_goes_on() {
     let d = tempfile::tempdir().unwrap();
@@ -202,6 +231,10 @@ fn calibrate_stores_the_levels_of_a_tiny_tmpfs_scenario() {
     assert!(text.contains("ext4-S-qoff-t1-open_close") && text.contains("rounds × reps"), "{text}");
     let cal: serde_json::Value =
         serde_json::from_slice(&std::fs::read(sb.out().join("tiny/calibration.json")).unwrap()).unwrap();
+    // The text a plain `run` of the scenario writes (without calibrate's rounds=2), for the gate.
+    let plain = fsbench::results::sha256_hex(&std::fs::read(&scenario).unwrap());
+    assert_eq!(cal["gated_sha256"].as_str(), Some(plain.as_str()), "{cal}");
+    assert_ne!(cal["scenario_sha256"], cal["gated_sha256"], "{cal}");
     let levels = &cal["cells"][0]["levels"];
     assert_eq!((levels["run"]["n"].as_u64(), levels["round"]["n"].as_u64()), (Some(2), Some(4)), "{cal}");
     assert_eq!(levels["repetition"]["n"].as_u64(), Some(12), "{cal}");

@@ -1,6 +1,7 @@
 //! The history index (`<results root>/.fsbench-index/index.sqlite`): brought up to date from
 //! the run directories, never trusted over them, and giving what reading them gives.
 
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::support::fsbench;
@@ -138,4 +139,97 @@ fn a_corrupt_or_planted_index_file_is_rebuilt() {
     assert_eq!(out, good);
     assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
     assert!(std::fs::symlink_metadata(&db).unwrap().is_file());
+}
+
+/// The finding: a cell file edited in place (its value changed, same size, its mtime put back
+/// with utimensat) was not seen: `history` showed -20.5% where `report` and `--no-index` said
+/// +695%. The index now keys every file's ctime and inode too, which no one can put back.
+#[test]
+fn a_cell_file_edited_in_place_with_its_mtime_put_back_is_read_again() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = (0..4).map(|i| finished_run(tmp.path(), i, 100.0)).collect();
+    let hist = tmp.path().join("hist");
+    let (code, before, err) = history(&hist, &["--csv"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(indexed_runs(tmp.path()).len(), 4, "the runs are indexed before the edit");
+    let cells = dirs[3].join("cells");
+    let cell = std::fs::read_dir(&cells)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .unwrap();
+    let text = std::fs::read_to_string(&cell).unwrap();
+    assert!(text.contains("100.0"), "{text}");
+    // Same length, so the size does not give it away: 100 -> 900 loops/ms.
+    let edited = text.replace("100.0", "900.0").replace("99.0", "91.0").replace("101.0", "909.0");
+    assert_eq!(edited.len(), text.len());
+    let (file_before, dir_before) = (std::fs::metadata(&cell).unwrap(), std::fs::metadata(&cells).unwrap());
+    // In place: the same inode, opened for writing, not renamed over.
+    std::fs::OpenOptions::new().write(true).open(&cell).unwrap().write_all_at(edited.as_bytes(), 0).unwrap();
+    let times = |m: &std::fs::Metadata| {
+        [
+            nix::sys::time::TimeSpec::new(m.atime(), m.atime_nsec()),
+            nix::sys::time::TimeSpec::new(m.mtime(), m.mtime_nsec()),
+        ]
+    };
+    for (path, m) in [(&cell, &file_before), (&cells, &dir_before)] {
+        let [a, t] = times(m);
+        nix::sys::stat::utimensat(
+            nix::fcntl::AT_FDCWD,
+            path.as_path(),
+            &a,
+            &t,
+            nix::sys::stat::UtimensatFlags::NoFollowSymlink,
+        )
+        .unwrap();
+    }
+    let after_meta = std::fs::metadata(&cell).unwrap();
+    assert_eq!(
+        (after_meta.ino(), after_meta.len(), after_meta.mtime_nsec()),
+        (file_before.ino(), file_before.len(), file_before.mtime_nsec())
+    );
+    let (code, after, err) = history(&hist, &["--csv"]);
+    assert_eq!(code, 0, "{err}");
+    assert_ne!(after, before, "the edit was not seen");
+    assert!(after.contains("900"), "{after}");
+    assert_eq!(after, history(&hist, &["--csv", "--no-index"]).1, "the index must answer as the directories do");
+}
+
+/// Untried surfaces, tried: two `history` at once on one results root (SQLite's locks and the
+/// busy timeout keep the file whole; both answer as the directories do), and an index file too
+/// big to be one fsbench wrote (removed and built again, never read).
+#[test]
+fn two_histories_at_once_agree_and_a_huge_index_file_is_rebuilt() {
+    let tmp = tempfile::tempdir().unwrap();
+    for i in 0..40 {
+        finished_run(tmp.path(), i, 100.0 + i as f64);
+    }
+    let hist = tmp.path().join("hist");
+    let (_, plain, _) = history(&hist, &["--csv", "--no-index"]);
+    for round in 0..3 {
+        // Each round on an empty index, so both processes write it.
+        let _ = std::fs::remove_dir_all(tmp.path().join(".fsbench-index"));
+        let start = || fsbench().arg("history").arg(&hist).arg("--csv").output();
+        let (a, b) = std::thread::scope(|s| {
+            let a = s.spawn(start);
+            let b = s.spawn(start);
+            (a.join().unwrap().unwrap(), b.join().unwrap().unwrap())
+        });
+        for o in [&a, &b] {
+            assert_eq!(o.status.code(), Some(0), "round {round}: {}", String::from_utf8_lossy(&o.stderr));
+            assert_eq!(String::from_utf8_lossy(&o.stdout), plain, "round {round}");
+        }
+        assert_eq!(indexed_runs(tmp.path()).len(), 40, "round {round}");
+    }
+    // A sparse file of more than 1 GiB at the database's name.
+    let db = tmp.path().join(".fsbench-index/index.sqlite");
+    let f = std::fs::OpenOptions::new().write(true).open(&db).unwrap();
+    f.set_len((1 << 30) + 1).unwrap();
+    drop(f);
+    let (code, out, err) = history(&hist, &["--csv"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("more than the") && err.contains("built again"), "{err}");
+    assert_eq!(out, plain);
+    assert!(std::fs::metadata(&db).unwrap().len() < 1 << 30);
 }

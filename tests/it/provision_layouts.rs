@@ -13,7 +13,7 @@ use crate::support::kernel::*;
 fn round_trip(fs: &str, layout: Layout, tasks: u32, image: u64, uids: bool) {
     let tmp = tempfile::tempdir().unwrap();
     let c = TestCell::tmpfs_loop(fs, layout, tasks, image);
-    let task_uids = uids.then(|| (0..tasks).map(|t| (t << 3) + 100).collect::<Vec<u32>>());
+    let task_uids = uids.then(|| fsbench::host::task_uids::task_uids(tasks));
     let req = ProvisionRequest { task_uids: task_uids.clone(), ..c.request(tmp.path()) };
     provision::check(&req).unwrap_or_else(|s| panic!("{fs} {layout} t{tasks} should be runnable: {s:?}"));
     let p = provision::provision(&req).unwrap_or_else(|e| panic!("{fs} {layout} t{tasks}: {e}"));

@@ -160,6 +160,32 @@ fn a_member_whose_guest_gives_nothing_voids_its_pair_and_the_run_says_why() {
         .map(|rd| rd.map(|e| e.unwrap().path()).filter(|p| !p.ends_with(".journal")).collect())
         .unwrap_or_default();
     assert!(left.iter().all(|p| !p.to_string_lossy().contains("member-")), "{left:?}");
+
+    // `--resume` of a paired run whose files another user changed: refused, nothing rewritten.
+    // (A paired run is never resumed: its pairs are decided in one invocation.)
+    let cell = runs[0].join("cells/ext4-S-qoff-t1-open_close-kernel=A.json");
+    let before = std::fs::read(&cell).unwrap();
+    if crate::support::is_root() {
+        std::os::unix::fs::chown(&cell, Some(65534), Some(65534)).unwrap();
+    }
+    let resume = |extra: &[&str]| {
+        let o = fsbench()
+            .args(["run", "--resume"])
+            .arg(&runs[0])
+            .args(extra)
+            .arg("--workdir")
+            .arg(&work)
+            .env("FSBENCH_QEMU", &qemu)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    for extra in [&[][..], &["--paired"][..], &["--paired", "--kernel", &kernel("A"), "--kernel", &kernel("B")][..]] {
+        let (code, err) = resume(extra);
+        assert_eq!(code, Some(2), "{extra:?}: {err}");
+    }
+    assert_eq!(std::fs::read(&cell).unwrap(), before, "a refused resume rewrote a cell");
 }
 
 #[test]
@@ -255,4 +281,150 @@ fn one_kernel_under_two_labels_is_one_paired_run_that_gate_reads() {
     assert_eq!(code, Some(0), "{err}");
     assert!(stdout.contains("A-ext4-S-qoff") && stdout.contains("B-ext4-S-qoff"), "{stdout}");
     assert!(stdout.contains("Arms of `kernel`: A (baseline), B"), "{stdout}");
+}
+
+/// Untried surfaces of a kernel-paired run, tried: settings a scenario or `--kernel` can reach
+/// (guest memory, CPUs) and image paths reached through links another user controls. Each is
+/// refused before any boot, naming the kernel and what to change, with exit 2.
+#[test]
+fn kernel_settings_beyond_the_host_and_images_behind_foreign_links_are_refused_before_boot() {
+    let t = tempfile::tempdir().unwrap();
+    let (image, qemu) = fake_kernel(t.path());
+    let s = scenario(t.path(), "", KERNEL_COMPARE);
+    let run = |a: &str, b: &str| {
+        let o = fsbench()
+            .args(["run", s.to_str().unwrap(), "--paired", "-q", "--kernel", a, "--kernel", b])
+            .arg("--out")
+            .arg(t.path().join("results"))
+            .arg("--workdir")
+            .arg(t.path().join("work"))
+            .env("FSBENCH_QEMU", &qemu)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let good = format!("A={}", image.display());
+    for (b, says) in [
+        (format!("B={},memory=1TiB", image.display()), "guest memory"),
+        (format!("B={},cpus=256", image.display()), "cpus 256"),
+    ] {
+        let (code, err) = run(&good, &b);
+        assert_eq!(code, Some(2), "{b}: {err}");
+        assert!(err.contains("kernel `B`") && err.contains(says), "{b}: {err}");
+    }
+    if crate::support::is_root() {
+        // A link another user owns: they could re-point it between the check and qemu's open.
+        let link = t.path().join("their-vmlinuz");
+        std::os::unix::fs::symlink(&image, &link).unwrap();
+        std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+        let (code, err) = run(&good, &format!("B={}", link.display()));
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("symbolic link owned by uid 65534"), "{err}");
+        // The image in a directory another user can write: they could rename another file over it.
+        let drop_box = t.path().join("drop");
+        std::fs::create_dir(&drop_box).unwrap();
+        std::fs::copy(&image, drop_box.join("vmlinuz-9.9.9")).unwrap();
+        std::os::unix::fs::chown(&drop_box, Some(65534), Some(65534)).unwrap();
+        let (code, err) = run(
+            &good,
+            &format!(
+                "B={},modules={}",
+                drop_box.join("vmlinuz-9.9.9").display(),
+                t.path().join("k/lib/modules/9.9.9").display()
+            ),
+        );
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("owned by uid 65534"), "{err}");
+    }
+    // Nothing was booted: no member scratch, no run stored.
+    assert!(!t.path().join("results/kernel-pairs").exists());
+}
+
+/// SIGKILL in the middle of a kernel-paired run: no handler runs. qemu dies with fsbench
+/// (parent-death signal); the initramfs and member scratch stay in the work root, and the next
+/// run on that work root removes them.
+#[test]
+fn sigkill_during_a_member_leaves_no_qemu_and_the_next_run_cleans_the_debris() {
+    let t = tempfile::tempdir().unwrap();
+    let (image, qemu) = fake_kernel(t.path());
+    std::fs::write(
+        &qemu,
+        format!("#!/bin/sh\necho $$ > '{}'\necho booting\nexec sleep 600\n", t.path().join("pid").display()),
+    )
+    .unwrap();
+    let s = scenario(t.path(), "", KERNEL_COMPARE);
+    let work = t.path().join("work");
+    let kernel = |l: &str| format!("{l}={}", image.display());
+    let mut child = fsbench()
+        .args(["run", s.to_str().unwrap(), "--paired", "-q", "--kernel", &kernel("A"), "--kernel", &kernel("B")])
+        .arg("--out")
+        .arg(t.path().join("results"))
+        .arg("--workdir")
+        .arg(&work)
+        .env("FSBENCH_QEMU", &qemu)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The barrier: the stand-in qemu has written its pid, so a member is in flight.
+    let pid = crate::support::poll(std::time::Duration::from_secs(60), std::time::Duration::from_millis(20), || {
+        std::fs::read_to_string(t.path().join("pid")).ok()?.trim().parse::<i32>().ok()
+    })
+    .expect("the stand-in qemu never started");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let alive = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| !s.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('Z')))
+            .unwrap_or(false)
+    };
+    let gone = crate::support::poll(std::time::Duration::from_secs(10), std::time::Duration::from_millis(10), || {
+        (!alive(pid)).then_some(())
+    });
+    assert!(gone.is_some(), "qemu (pid {pid}) outlived a SIGKILLed fsbench");
+    let debris = |w: &Path| -> Vec<String> {
+        walkdir::WalkDir::new(w)
+            .into_iter()
+            .filter_map(Result::ok)
+            .map(|e| e.path().display().to_string())
+            .filter(|p| p != &w.display().to_string())
+            .collect()
+    };
+    let before = debris(&work);
+    assert!(!before.is_empty(), "the killed run left nothing to clean: the test sees nothing");
+    // The next run on the same work root (a quick one on the host) cleans what the killed one left.
+    let o = fsbench()
+        .args([
+            "run",
+            "scenarios/quickstart.toml",
+            "--set",
+            "backing.kind=dir",
+            "--only",
+            "fs=ext4,tasks=1,test=open_close",
+        ])
+        .args([
+            "--set",
+            "workload.warmup=0ms",
+            "--set",
+            "workload.duration=20ms",
+            "--set",
+            "workload.repetitions=1",
+            "-q",
+        ])
+        .arg("--out")
+        .arg(t.path().join("results-next"))
+        .arg("--workdir")
+        .arg(&work)
+        .current_dir(crate::support::crate_root())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    // 0, or 1 when a loaded machine disturbed the tiny cell: either way it ran, after cleaning.
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{err}");
+    assert!(err.contains("cleaned up after an earlier run"), "{err}");
+    let after: Vec<String> = debris(&work).into_iter().filter(|p| !p.ends_with(".journal")).collect();
+    assert!(after.is_empty(), "left after the next run: {after:?} (the killed run left {before:?})");
 }

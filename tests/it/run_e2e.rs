@@ -395,7 +395,8 @@ fn sigkill_of_a_worker_fails_its_cell_and_the_run_goes_on() {
         })
     })
     .expect("no worker appeared");
-    std::thread::sleep(Duration::from_millis(300));
+    // At once: the worker has exec'd (its command line names the task) and its cell cannot
+    // end before it does, so the kill always lands in the first cell (no sleep to outlast).
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(worker), nix::sys::signal::Signal::SIGKILL).unwrap();
     let status = wait_for(&mut child, Duration::from_secs(60)).expect("fsbench finishes");
     assert_eq!(status.code(), Some(1), "a failed cell makes the run exit 1");

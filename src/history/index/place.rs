@@ -18,6 +18,9 @@ use crate::results::safe;
 pub const INDEX_DIR: &str = ".fsbench-index";
 /// The database's name, inside [`INDEX_DIR`].
 pub const INDEX_FILE: &str = "index.sqlite";
+/// The largest index file opened: an index of 10,000 runs of 100 cells is far below it; a
+/// bigger file is not read (removed and built again from the run directories).
+pub const MAX_INDEX_BYTES: i64 = 1 << 30;
 /// Files SQLite keeps beside the database while writing.
 const SIDE_FILES: [&str; 3] = ["index.sqlite-journal", "index.sqlite-wal", "index.sqlite-shm"];
 
@@ -83,6 +86,9 @@ impl IndexDir {
         }
         if st.st_nlink != 1 {
             return Err(format!("{} hard links to it", st.st_nlink));
+        }
+        if st.st_size > MAX_INDEX_BYTES {
+            return Err(format!("{} bytes, more than the {MAX_INDEX_BYTES} an index may take", st.st_size));
         }
         Ok(Some((st.st_dev, st.st_ino)))
     }

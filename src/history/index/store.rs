@@ -6,6 +6,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 
 use rusqlite::{Connection, TransactionBehavior, params};
+use sha2::{Digest, Sha256};
 
 use crate::catalogue::Direction;
 use crate::history::series::{MeasuredCell, MetricValue, unit_named};
@@ -45,8 +46,9 @@ impl IndexError {
 /// fio metrics, paired ratios and the `low`/`high` columns, which a version-1 index lacks
 /// for the runs it holds; version 3 took step and latency values over the catalogue's samples
 /// (steady, undisturbed iterations; each repetition's percentile) where version 2 averaged
-/// every iteration and read the merged histogram.
-pub const SCHEMA_VERSION: i64 = 3;
+/// every iteration and read the merged histogram; version 4 keys each run by every file's
+/// status (`files_sha256`), so that a cell file edited in place is read again.
+pub const SCHEMA_VERSION: i64 = 4;
 
 const SCHEMA: &str = "
 CREATE TABLE runs (
@@ -57,6 +59,7 @@ CREATE TABLE runs (
     run_json_size INTEGER NOT NULL,
     run_json_mtime_ns INTEGER NOT NULL,
     cells_mtime_ns INTEGER NOT NULL,
+    files_sha256 TEXT NOT NULL,
     started TEXT NOT NULL,
     finished TEXT NOT NULL,
     hostname TEXT NOT NULL,
@@ -118,12 +121,17 @@ pub fn ensure_schema(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 /// What a run directory looked like when it was read: a change to any of these reads it again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// `files` digests the status of `run.json` and of every entry of `cells/` (name, inode, size,
+/// modification and change times): a file edited in place changes its ctime even when its
+/// mtime is put back (utimensat sets the ctime to now; nothing sets it back), and a file
+/// replaced changes its inode. One fstatat per file: far cheaper than parsing it.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunKey {
     dir_inode: i64,
     run_json_size: i64,
     run_json_mtime_ns: i64,
     cells_mtime_ns: i64,
+    files: String,
 }
 
 fn stat_at(dir: &OwnedFd, name: &std::ffi::CStr) -> Option<libc::stat> {
@@ -133,17 +141,65 @@ fn stat_at(dir: &OwnedFd, name: &std::ffi::CStr) -> Option<libc::stat> {
     (r == 0).then_some(st)
 }
 
-/// The key of the run directory open at `fd` (`None` when it has no plain `run.json`).
+/// The key of the run directory open at `fd` (`None` when it has no plain `run.json`, or its
+/// `cells/` cannot be listed: then the run is read directly, never from the index).
 fn run_key(fd: &OwnedFd) -> Option<RunKey> {
     let dir = safe::stat(fd).ok()?;
     let run = stat_at(fd, c"run.json").filter(|s| s.st_mode & libc::S_IFMT == libc::S_IFREG)?;
-    let cells = stat_at(fd, c"cells").map_or(0, |s| s.st_mtime * 1_000_000_000 + s.st_mtime_nsec);
+    let cells = stat_at(fd, c"cells");
+    let mut h = Sha256::new();
+    add_status(&mut h, "run.json", &run);
+    if let Some(c) = cells.filter(|c| c.st_mode & libc::S_IFMT == libc::S_IFDIR) {
+        add_status(&mut h, "cells", &c);
+        let cells_fd = safe::open_subdir(fd, "cells").ok()?;
+        let mut names = entry_names(&cells_fd).ok()?;
+        names.sort();
+        for name in names {
+            let c = std::ffi::CString::new(name.as_bytes()).ok()?;
+            // A name that vanished meanwhile: read directly this time.
+            let st = stat_at(&cells_fd, &c)?;
+            add_status(&mut h, &name, &st);
+        }
+    }
     Some(RunKey {
         dir_inode: dir.st_ino as i64,
         run_json_size: run.st_size,
         run_json_mtime_ns: run.st_mtime * 1_000_000_000 + run.st_mtime_nsec,
-        cells_mtime_ns: cells,
+        cells_mtime_ns: cells.map_or(0, |s| s.st_mtime * 1_000_000_000 + s.st_mtime_nsec),
+        files: hex(&h.finalize()),
     })
+}
+
+/// One file's name and status in the key's digest (fixed-width fields: no two inputs collide).
+fn add_status(h: &mut Sha256, name: &str, st: &libc::stat) {
+    h.update((name.len() as u64).to_le_bytes());
+    h.update(name.as_bytes());
+    for v in
+        [st.st_ino as i64, st.st_size, st.st_mode as i64, st.st_mtime, st.st_mtime_nsec, st.st_ctime, st.st_ctime_nsec]
+    {
+        h.update(v.to_le_bytes());
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Every name in the directory open at `dir` but `.` and `..` (not only cell files: any change
+/// of what is there reads the run again).
+fn entry_names(dir: &OwnedFd) -> std::io::Result<Vec<String>> {
+    use nix::fcntl::OFlag;
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+    let mut d = nix::dir::Dir::openat(dir, ".", flags, nix::sys::stat::Mode::empty())?;
+    let mut names = Vec::new();
+    for entry in d.iter() {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name != "." && name != ".." {
+            names.push(name);
+        }
+    }
+    Ok(names)
 }
 
 /// A run read from its directory (not from the index) and why.
@@ -170,8 +226,8 @@ pub fn update(
     {
         let mut q = conn
             .prepare(
-                "SELECT run_dir, dir_inode, run_json_size, run_json_mtime_ns, cells_mtime_ns FROM runs WHERE \
-                 scenario = ?1",
+                "SELECT run_dir, dir_inode, run_json_size, run_json_mtime_ns, cells_mtime_ns, files_sha256 FROM runs \
+                 WHERE scenario = ?1",
             )
             .map_err(sql)?;
         let rows = q
@@ -183,6 +239,7 @@ pub fn update(
                         run_json_size: r.get(2)?,
                         run_json_mtime_ns: r.get(3)?,
                         cells_mtime_ns: r.get(4)?,
+                        files: r.get(5)?,
                     },
                 ))
             })
@@ -273,9 +330,9 @@ fn insert_run(
     let json = serde_json::to_string(m).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
     let workload = serde_json::to_value(m.workload).ok().and_then(|v| v.as_str().map(str::to_string));
     tx.execute(
-        "INSERT INTO runs (scenario, run_dir, dir_inode, run_json_size, run_json_mtime_ns, cells_mtime_ns, started, \
-         finished, hostname, label, workload, scenario_name, scenario_sha256, tool_version, run_json) VALUES (?1, \
-         ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+        "INSERT INTO runs (scenario, run_dir, dir_inode, run_json_size, run_json_mtime_ns, cells_mtime_ns, \
+         files_sha256, started, finished, hostname, label, workload, scenario_name, scenario_sha256, tool_version, \
+         run_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
         params![
             scenario,
             name,
@@ -283,6 +340,7 @@ fn insert_run(
             key.run_json_size,
             key.run_json_mtime_ns,
             key.cells_mtime_ns,
+            key.files,
             m.started,
             m.finished.as_deref().unwrap_or_default(),
             m.host.hostname,

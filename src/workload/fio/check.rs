@@ -15,7 +15,7 @@ pub const FIO: &str = "fio";
 
 /// `fio --version` (`fio-3.33`), or `None` when fio is not installed.
 pub fn fio_version() -> Option<String> {
-    let out = Command::new(FIO).arg("--version").output().ok()?;
+    let out = crate::signals::default_in_child(&mut Command::new(FIO)).arg("--version").output().ok()?;
     out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
@@ -47,7 +47,7 @@ pub fn parse_only(s: &Scenario) -> Result<(), ScenarioError> {
         let (text, origin) = compose(spec, &CellJob { task_dirs: &dirs, tasks, sweeps: sweep });
         std::fs::write(&file, &text).map_err(|e| io_error(s, e))?;
         let mut cmd = Command::new(FIO);
-        cmd.arg("--parse-only").arg(&file);
+        crate::signals::default_in_child(&mut cmd).arg("--parse-only").arg(&file);
         // Parsing writes nothing: confined with no writable directory at all.
         super::confine::confine(&mut cmd, &[]).map_err(|e| io_error(s, e))?;
         let out = cmd.output().map_err(|e| io_error(s, e))?;

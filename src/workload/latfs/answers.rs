@@ -29,9 +29,10 @@ impl KindAnswers for LatfsKind {
     }
 }
 
-/// The per-task uids of lmbench's `-U`: uid = gid = (task << 3) + 100.
+/// The per-task uids, lmbench `-U`'s spacing from a base no user, group or process of
+/// this host holds ([`crate::host::task_uids`]).
 pub fn task_uids(tasks: u32) -> Vec<u32> {
-    (0..tasks).map(|t| (t << 3) + 100).collect()
+    crate::host::task_uids::task_uids(tasks)
 }
 
 impl WorkloadAnswers for LatfsSpec {

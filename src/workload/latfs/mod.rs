@@ -409,7 +409,10 @@ impl Pool {
                 // Dropping the pool kills and reaps every worker.
                 return Err(LatfsError::Stopped);
             }
-            let pending: Vec<usize> = (0..n).filter(|&i| got[i].is_none()).collect();
+            // While waiting for `ready`, the workers that are ready stay watched: one that
+            // dies at the barrier fails the run now, not when the slowest setup is done.
+            let watched = |i: usize| got[i].is_none() || phase == "ready";
+            let pending: Vec<usize> = (0..n).filter(|&i| watched(i)).collect();
             let mut fds: Vec<libc::pollfd> = pending
                 .iter()
                 .map(|&i| libc::pollfd {
@@ -420,7 +423,8 @@ impl Pool {
                 .collect();
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                let w = &self.workers[pending[0]];
+                let late = (0..n).find(|&i| got[i].is_none()).expect("someone is not done");
+                let w = &self.workers[late];
                 return Err(LatfsError::Timeout { task: w.task, phase, timeout: deadline - started });
             }
             // Wake at least every POLL: a signal to fsbench alone must not wait for the window.
@@ -446,6 +450,7 @@ impl Pool {
                 let w = &mut self.workers[i];
                 let read = w.stdout.read_line(&mut line);
                 match read {
+                    Ok(0) if got[i].is_some() => return Err(self.died(i, "the start")),
                     Ok(0) => return Err(self.died(i, phase)),
                     Err(source) => return Err(LatfsError::Io { task: w.task, what: "read from the worker", source }),
                     Ok(_) => match WorkerMessage::parse(&line) {
@@ -453,7 +458,7 @@ impl Pool {
                             let errno = (errno != 0).then(|| Errno::from_raw(errno));
                             return Err(LatfsError::Worker { task: w.task, dir: w.dir.clone(), errno, what });
                         }
-                        Some(m @ WorkerMessage::Ready) if phase == "ready" => got[i] = Some(m),
+                        Some(m @ WorkerMessage::Ready) if phase == "ready" && got[i].is_none() => got[i] = Some(m),
                         Some(m @ WorkerMessage::Result { .. }) if phase == "result" => got[i] = Some(m),
                         _ => {
                             let detail = format!("sent `{}` while we waited for {phase}", line.trim_end());

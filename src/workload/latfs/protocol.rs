@@ -42,10 +42,10 @@ pub struct WorkerConfig {
     pub histogram: bool,
 }
 
-/// The uid and gid lmbench `-U` gives task `task`: `(task << 3) + 100` for both.
+/// The uid and gid of task `task` with per-task ids: lmbench `-U`'s spacing from a base no
+/// user, group or process of this host holds ([`crate::host::task_uids`]).
 pub fn task_ids(task: u32) -> (u32, u32) {
-    let id = (task << 3) + 100;
-    (id, id)
+    crate::host::task_uids::task_ids(task)
 }
 
 /// A worker command line that could not be understood.
@@ -239,10 +239,12 @@ mod tests {
     }
 
     #[test]
-    fn task_ids_follow_lmbench_u() {
-        assert_eq!(task_ids(0), (100, 100));
-        assert_eq!(task_ids(1), (108, 108));
-        assert_eq!(task_ids(7), (156, 156));
+    fn task_ids_follow_lmbench_u_spacing_from_a_free_base() {
+        let b = crate::host::task_uids::base();
+        assert_eq!(task_ids(0), (b, b));
+        assert_eq!(task_ids(1), (b + 8, b + 8));
+        assert_eq!(task_ids(7), (b + 56, b + 56));
+        assert_ne!(b, crate::host::task_uids::LMBENCH_BASE);
     }
 
     #[test]
