@@ -13,6 +13,7 @@
 mod support;
 
 mod bad_input;
+mod bisect_cli;
 mod bundle_fio_job;
 mod bundle_hostile;
 mod bundle_roundtrip;
