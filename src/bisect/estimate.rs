@@ -58,7 +58,7 @@ pub fn render(e: &Estimate) -> String {
         format!("{:.1} s a boot, measured by the steps so far", e.secs_per_boot.0)
     } else {
         format!(
-            "about {:.0}-{:.0} s a boot under TCG on a 2-core host (docs/qemu.md; measured once a step has run)",
+            "about {:.0}-{:.0} s a boot under TCG on a 2-core host as docs/qemu.md says, until a step measures it here",
             e.secs_per_boot.0, e.secs_per_boot.1
         )
     };

@@ -43,6 +43,7 @@ mod provision_faults;
 mod provision_layouts;
 mod provision_stale;
 mod provision_tunables;
+mod qemu_bisect;
 mod qemu_lifecycle;
 mod qemu_paired;
 mod qemu_quota;
