@@ -47,6 +47,7 @@
 
 pub mod app;
 pub mod beneath;
+pub mod bisect;
 pub mod bundle;
 pub mod calibration;
 pub mod catalogue;

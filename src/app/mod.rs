@@ -10,6 +10,7 @@
 //! kernels), [`run_options`] (`--out`, `--label`, `--workdir`, `--quiet`, `--strict` of `run`
 //! and `bundle run`) and [`output`] (the `--json` documents).
 
+pub mod bisect;
 pub mod bundle;
 pub mod calibrate;
 pub mod checks;
@@ -117,6 +118,12 @@ pub enum Command {
     ///
     /// Each cell's (and step's) median, as the report prints it, with the 95% interval of the mean.
     Export(export::ExportArgs),
+    /// Which kernel of an ordered list brought a regression: each step a paired run in qemu.
+    ///
+    /// `--kernel GOOD=… --kernel … --kernel BAD=…` (or `--kernels FILE`): the endpoints are
+    /// confirmed first, each step judged bad, good or unknown by the paired verdict, the
+    /// culprit confirmed against its predecessor; `--resume DIR` goes on after Ctrl-C.
+    Bisect(bisect::BisectArgs),
     /// Pack, verify and run scenario bundles shared between labs.
     #[command(subcommand)]
     Bundle(bundle::BundleCommand),
@@ -205,6 +212,7 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Calibrate(args) => calibrate::calibrate(&args),
         Command::History(args) => history::history(&args),
         Command::Export(args) => export::export(&args),
+        Command::Bisect(args) => bisect::bisect(&args),
         Command::Bundle(bundle::BundleCommand::Pack(args)) => bundle::pack(&args),
         Command::Bundle(bundle::BundleCommand::Verify(args)) => bundle::verify(&args),
         Command::Bundle(bundle::BundleCommand::Run(args)) => bundle::run(&args),

@@ -489,5 +489,6 @@ pub fn schemas() -> Vec<(&'static str, String)> {
         ("reports.schema.json", text::<ReportsJson>()),
         ("run-list.schema.json", text::<RunListJson>()),
         ("merge.schema.json", text::<MergeJson>()),
+        ("bisect.schema.json", text::<crate::bisect::log::BisectLog>()),
     ]
 }

@@ -241,6 +241,20 @@ pub(super) fn run_pair_group(
     Ok(out)
 }
 
+/// [`run_pair_group`] from nothing, in memory: no attempt stored, no progress shown. The
+/// seam through which `fsbench bisect`'s simulation (`src/bisect/simulate.rs`) drives the
+/// schedule, the voiding of pairs and the sequential stop with a scripted executor.
+pub fn run_pair_group_in_memory(
+    exec: &mut dyn CellExecutor,
+    group: &PairGroup,
+    rules: &PairRules,
+    value: &dyn Fn(&CellResult) -> Result<f64, String>,
+    interrupted: &dyn Fn() -> bool,
+) -> anyhow::Result<PairGroupOutcome> {
+    let progress = Progress::new(0, 1, true);
+    run_pair_group(exec, group, rules, value, GroupStart::fresh(rules), &mut |_| Ok(()), interrupted, &progress)
+}
+
 /// The verdict of every candidate arm against the baseline at level `alpha`, when each is
 /// decided; the worst of them (regressed over improved over unchanged).
 fn decided(pairs: &[PairRecord], arms: usize, alpha: f64, rules: &PairRules) -> Option<PairStop> {

@@ -13,6 +13,7 @@
 mod support;
 
 mod bad_input;
+mod bisect_cli;
 mod bundle_fio_hostile;
 mod bundle_fio_job;
 mod bundle_hostile;
@@ -44,6 +45,7 @@ mod provision_faults;
 mod provision_layouts;
 mod provision_stale;
 mod provision_tunables;
+mod qemu_bisect;
 mod qemu_lifecycle;
 mod qemu_paired;
 mod qemu_quota;

@@ -1,0 +1,158 @@
+//! `fsbench bisect`: which kernel of an ordered list brought a regression, each step a
+//! kernel-paired run in qemu (docs/bisect.md).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::scenario_options::ScenarioOptions;
+use crate::bisect::{self, drive, estimate, setup};
+use crate::exit::{self, InputError};
+
+/// `fsbench bisect`.
+#[derive(Debug, Clone, Args)]
+pub struct BisectArgs {
+    /// Scenario file (lat_fs or fio): the cell whose paired verdict judges each step.
+    pub scenario: PathBuf,
+    #[command(flatten)]
+    pub scenario_options: ScenarioOptions,
+    /// A candidate kernel, in order: the good one first, the bad one last. Repeat it; the
+    /// syntax of `run --kernel`.
+    #[arg(long = "kernel", value_name = "LABEL=PATH[,modules=DIR][,cmdline=ARGS]")]
+    pub kernels: Vec<String>,
+    /// A file listing the candidates in order, one `LABEL=PATH[,…]` a line (`#` comments;
+    /// paths relative to the file).
+    #[arg(long = "kernels", value_name = "FILE", conflicts_with = "kernels")]
+    pub kernels_file: Option<PathBuf>,
+    /// The cell judged (its id without the kernel, as `plan` lists it), when the scenario
+    /// has several; several cells without it are refused.
+    #[arg(long, value_name = "ID")]
+    pub cell: Option<String>,
+    /// Fewest pairs a step takes (default 6; the scenario's `[compare]` is replaced).
+    #[arg(long, value_name = "N")]
+    pub min_pairs: Option<u32>,
+    /// Most pairs a step takes: its budget before it is `unknown` (default 192).
+    #[arg(long, value_name = "N")]
+    pub max_pairs: Option<u32>,
+    /// Results root: the bisection goes to `<out>/<scenario>/bisect-<time>/`.
+    #[arg(long, default_value = "results", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Go on with an interrupted bisection (its directory); the candidates come from its log.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["kernels", "kernels_file"])]
+    pub resume: Option<PathBuf>,
+    /// Only print the estimate (steps, boots, time) and exit.
+    #[arg(long)]
+    pub estimate: bool,
+    /// Where qemu's scratch lives (default: `/tmp/fsbench`).
+    #[arg(long, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+    /// No progress display.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Print the bisect log as JSON (`schemas/bisect.schema.json`) at the end.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `fsbench bisect`.
+pub fn bisect(args: &BisectArgs) -> anyhow::Result<i32> {
+    crate::signals::install();
+    super::checks::check_output_dir("--out", &args.out)?;
+    let resumed = args.resume.as_deref().map(drive::open_dir).transpose()?;
+    let kernels = match (&resumed, &args.kernels_file) {
+        (Some((_, log)), _) => log.candidates.iter().map(setup::spec).collect(),
+        (None, Some(file)) => setup::read_list(file)?,
+        (None, None) => args
+            .kernels
+            .iter()
+            .map(|a| crate::qemu::parse_kernel_arg(a).map_err(|e| InputError::anyhow(e.to_string())))
+            .collect::<anyhow::Result<Vec<_>>>()?,
+    };
+    setup::check_candidates(&kernels)?;
+    // Every step pairs with one seed: the resumed log's, else one drawn now and logged.
+    let seed = resumed.as_ref().map_or_else(draw_seed, |(_, log)| log.seed);
+    let mut set = args.scenario_options.overrides()?;
+    set.extend(pair_overrides(args, resumed.as_ref().map(|r| &r.1), seed));
+    let s = crate::scenario::load_named(Some(&args.scenario), &set)?;
+    let labels: Vec<String> = kernels.iter().map(|k| k.label.clone()).collect();
+    let spec = crate::runner::kernel_compare(&s, &labels)?;
+    let plan = crate::plan::plan_for(&s, &args.scenario_options.only)?;
+    let cell = setup::pick_cell(plan.cells, args.cell.as_deref())?;
+    let done = resumed.as_ref().map_or(&[][..], |(_, log)| &log.steps[..]);
+    let reruns = crate::plan::pair_reruns(&s.workload);
+    eprint!("{}", estimate::render(&estimate::estimate(kernels.len(), spec.min_pairs, spec.max_pairs, reruns, done)));
+    if args.estimate {
+        return Ok(exit::SUCCESS);
+    }
+    let (dir, mut log) = match resumed {
+        Some((dir, log)) if log.scenario != s.name || log.cell != cell[0].id() => {
+            return Err(InputError::anyhow(format!(
+                "--resume {}: the bisection judged {} of scenario {}, not {} of {}",
+                dir.path.display(),
+                log.cell,
+                log.scenario,
+                cell[0].id(),
+                s.name
+            )));
+        }
+        Some(resumed) => resumed,
+        None => (drive::create_dir(&args.out, &s.name)?, setup::new_log(&s, &cell[0], &spec, seed, &kernels)),
+    };
+    let qemu = crate::qemu::prepare(&s, &kernels, false)?;
+    crate::provision::workroot::set_scratch_root(
+        &args.workdir.clone().unwrap_or_else(crate::provision::workroot::default_workdir),
+    );
+    eprintln!("fsbench: bisection in {}", dir.path.display());
+    let members = crate::qemu::member::KernelMembers::new(&s, &kernels, &qemu, args.quiet);
+    let mut judge = bisect::judge_kernels::KernelJudge {
+        scenario: &s,
+        cell: &cell,
+        labels,
+        members,
+        dir: dir.path.clone(),
+        quiet: args.quiet,
+    };
+    let conclusion = drive::run(&mut judge, &mut log, &dir, args.quiet)?;
+    if args.json {
+        print!("{}", super::output::to_json(&log));
+    } else {
+        print!("{}", drive::render(&log));
+    }
+    eprintln!("fsbench: bisect log in {}", dir.path.join(bisect::log::LOG_FILE).display());
+    Ok(exit_code(&conclusion))
+}
+
+/// `--set` overrides that make every step a kernel-paired run with the bisection's pair
+/// bounds and seed: the resumed log's, else the options' (6..192 pairs by default). They
+/// are applied to the scenario text, so each step's stored run says them too.
+fn pair_overrides(args: &BisectArgs, resumed: Option<&bisect::log::BisectLog>, seed: u64) -> Vec<String> {
+    let (min, max) = match resumed {
+        Some(l) => (l.min_pairs, l.max_pairs),
+        None => {
+            (args.min_pairs.unwrap_or(bisect::DEFAULT_MIN_PAIRS), args.max_pairs.unwrap_or(bisect::DEFAULT_MAX_PAIRS))
+        }
+    };
+    vec![
+        format!("compare.arms=\"{}\"", crate::scenario::KERNEL_ARMS),
+        format!("compare.pairs={{ min = {min}, max = {max} }}"),
+        format!("compare.seed={seed}"),
+    ]
+}
+
+/// A seed from the clock, for a new bisection (logged, so a resumed one uses it again).
+fn draw_seed() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    // A TOML integer is signed: the seed is kept below 2^63.
+    now.map(|d| d.as_nanos() as u64 >> 1).unwrap_or(1)
+}
+
+/// 0 when the bisection concluded (a confirmed culprit, or no regression between the
+/// endpoints), 1 when it stopped without one (undecided, skipped, not confirmed), 130 on a signal.
+fn exit_code(c: &bisect::search::Conclusion) -> i32 {
+    use bisect::search::Conclusion;
+    match c {
+        Conclusion::Culprit { .. } | Conclusion::NoRegression => exit::SUCCESS,
+        Conclusion::Interrupted => exit::INTERRUPTED,
+        Conclusion::EndpointsUndecided | Conclusion::EndpointSkipped | Conclusion::Narrowed { .. } => exit::FAILURE,
+    }
+}

@@ -1,0 +1,78 @@
+//! A [`StepJudge`] whose steps are kernel-paired runs (`run --kernel A=… --kernel B=…
+//! --paired`): the runner's [`run_kernel_paired`] with the two kernels as arms, every
+//! member a fresh qemu guest ([`KernelMembers`]), ABBA order and the sequential stop. Each
+//! step's run is stored under the bisection's directory (`<dir>/<scenario>/<run-id>/`), so
+//! `report` and `gate` read it as any paired run, and the step's measure is read back from
+//! it through the report's paired join.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use super::search::StepJudge;
+use super::step::StepMeasure;
+use crate::catalogue::Direction;
+use crate::model::pairing::PairStop;
+use crate::plan::Cell;
+use crate::qemu::member::KernelMembers;
+use crate::runner::{KernelPairedRequest, run_kernel_paired};
+use crate::scenario::Scenario;
+
+/// Every step a kernel-paired run of the judged cell.
+pub struct KernelJudge<'a> {
+    /// The scenario (its `[compare]` says the pair bounds; its `[gate]` the threshold).
+    pub scenario: &'a Scenario,
+    /// The judged cell (one plan cell, without a kernel).
+    pub cell: &'a [Cell],
+    /// The candidates' labels, in order.
+    pub labels: Vec<String>,
+    /// Boots the members (one for the whole bisection: the accelerator is probed once).
+    pub members: KernelMembers<'a>,
+    /// The bisection's directory: each step's run goes under it.
+    pub dir: PathBuf,
+    /// No progress display.
+    pub quiet: bool,
+}
+
+impl StepJudge for KernelJudge<'_> {
+    fn judge(&mut self, baseline: usize, candidate: usize) -> anyhow::Result<Option<StepMeasure>> {
+        let labels = vec![self.labels[baseline].clone(), self.labels[candidate].clone()];
+        let req = KernelPairedRequest {
+            scenario: self.scenario,
+            cells: self.cell,
+            labels: labels.clone(),
+            out: self.dir.clone(),
+            quiet: self.quiet,
+            environment: None,
+        };
+        let only_these = |m: &KernelMembers| m.recorded().into_iter().filter(|k| labels.contains(&k.label)).collect();
+        let outcome = run_kernel_paired(req, &mut self.members, &only_these)?;
+        if outcome.interrupted {
+            return Ok(None);
+        }
+        let mut m = read_step(&outcome.dir)?;
+        m.run = outcome.dir.strip_prefix(&self.dir).ok().map(|p| p.display().to_string());
+        Ok(Some(m))
+    }
+}
+
+/// The measure of a stored two-kernel paired run of one cell: its one comparison's paired
+/// change at the run's level, judged at its threshold.
+pub fn read_step(dir: &Path) -> anyhow::Result<StepMeasure> {
+    let run = crate::results::load_run(dir).with_context(|| format!("cannot read the step's run {}", dir.display()))?;
+    let paired = crate::report::paired::paired_of("step", &run)
+        .with_context(|| format!("{}: the step's run holds no pairs", dir.display()))?;
+    let c = paired
+        .comparisons
+        .first()
+        .with_context(|| format!("{}: the step's run holds no paired comparison", dir.display()))?;
+    let stop = c.stop.unwrap_or(PairStop::MaxPairs);
+    // lat_fs loops and fio IOPS, the workloads a kernel-paired run takes: higher is better.
+    let rule = (c.threshold, Direction::HigherIsBetter);
+    let counts = (c.pairs as u32, c.dropped.len() as u32);
+    let mut m = StepMeasure::judge(stop, c.change, 1.0 - paired.level, counts, rule);
+    if c.stop_reason.is_some() {
+        m.reason.clone_from(&c.stop_reason);
+    }
+    Ok(m)
+}

@@ -1,0 +1,119 @@
+//! `fsbench bisect` at the command line, without qemu: bad input is refused with exit 2
+//! before anything boots, the estimate is printed, and the bisect log conforms to its schema.
+
+use crate::support::{crate_root, fsbench};
+
+/// Two distinct readable "images" in `dir` (bisect reads them; nothing boots in these tests).
+fn images(dir: &std::path::Path) -> (String, String) {
+    let (a, b) = (dir.join("vmlinuz-a"), dir.join("vmlinuz-b"));
+    std::fs::write(&a, b"a").unwrap();
+    std::fs::write(&b, b"b").unwrap();
+    (a.display().to_string(), b.display().to_string())
+}
+
+/// `fsbench bisect scenarios/quota-qemu.toml ARGS`: exit code and stderr.
+fn bisect(args: &[&str], out: &std::path::Path) -> (Option<i32>, String) {
+    let o = fsbench()
+        .current_dir(crate_root())
+        .args(["bisect", "scenarios/quota-qemu.toml", "--out"])
+        .arg(out)
+        .args(args)
+        .output()
+        .unwrap();
+    (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+#[test]
+fn lists_that_cannot_be_bisected_exit_2_naming_why_and_nothing_is_created() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = images(d.path());
+    let out = d.path().join("results");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec![format!("--kernel=A={a}")], "two or more candidate kernels"),
+        (vec![format!("--kernel=A={a}"), format!("--kernel=B={}/missing", d.path().display())], "cannot read image"),
+        (vec![format!("--kernel=A={a}"), format!("--kernel=B={b}"), format!("--kernel=C={a}")], "same kernel booted"),
+        (vec![format!("--kernel=A={a}"), format!("--kernel=A={b}")], "`A` is given twice"),
+        // quota-qemu has 16 cells: one must be named.
+        (vec![format!("--kernel=A={a}"), format!("--kernel=B={b}")], "name it with --cell"),
+        (vec![format!("--kernel=A={a}"), format!("--kernel=B={b}"), "--cell=nope".into()], "--cell nope: no such cell"),
+    ];
+    for (args, want) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, stderr) = bisect(&args, &out);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: want {want:?} in:\n{stderr}");
+    }
+    assert!(!out.exists(), "bad input left a results directory");
+}
+
+#[test]
+fn the_estimate_counts_steps_and_boots_before_anything_boots() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = images(d.path());
+    let list = d.path().join("kernels.txt");
+    std::fs::write(&list, format!("# good first\nV0={a}\nV1={b}\nV2={a},cmdline=quiet\nV3={b},cmdline=slub_debug=F\n"))
+        .unwrap();
+    let out = d.path().join("results");
+    let (code, stderr) = bisect(
+        &[
+            "--kernels",
+            list.to_str().unwrap(),
+            "--cell",
+            "ext4-S-qoff-t1-open_close",
+            "--estimate",
+            "--max-pairs",
+            "32",
+        ],
+        &out,
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("4 candidates: at most 4 steps"), "{stderr}");
+    assert!(stderr.contains("12-70 guest boots a step"), "{stderr}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn the_bisect_log_conforms_to_its_schema() {
+    use fsbench::bisect::search::StepJudge;
+    use fsbench::bisect::step::{StepMeasure, StepVerdict};
+
+    /// Bad from position 2 on, every step 6 pairs.
+    struct Truth;
+    impl StepJudge for Truth {
+        fn judge(&mut self, b: usize, c: usize) -> anyhow::Result<Option<StepMeasure>> {
+            let bad = c >= 2 && b < 2;
+            let stop = if bad {
+                fsbench::model::pairing::PairStop::Regressed
+            } else {
+                fsbench::model::pairing::PairStop::Unchanged
+            };
+            let change = if bad { (-0.3, -0.33, -0.27) } else { (0.0, -0.02, 0.02) };
+            let change = fsbench::stats::Change { mean: change.0, ci_low: change.1, ci_high: change.2 };
+            let m = StepMeasure::judge(
+                stop,
+                Some(change),
+                0.01,
+                (6, 0),
+                (0.05, fsbench::catalogue::Direction::HigherIsBetter),
+            );
+            assert_eq!(m.verdict == StepVerdict::Bad, bad);
+            Ok(Some(m))
+        }
+    }
+    let d = tempfile::tempdir().unwrap();
+    let s = fsbench::scenario::load_named(Some(&crate_root().join("scenarios/quota-qemu.toml")), &[]).unwrap();
+    let cell = fsbench::plan::expand(&s).cells.remove(0);
+    let kernels: Vec<_> = ["V0", "V1", "V2", "V3"]
+        .iter()
+        .map(|l| fsbench::qemu::parse_kernel_arg(&format!("{l}=/k/{l}")).unwrap())
+        .collect();
+    let spec = fsbench::runner::kernel_compare(&s, &["V0".into(), "V1".into()]).unwrap();
+    let mut log = fsbench::bisect::setup::new_log(&s, &cell, &spec, 5, &kernels);
+    let dir = fsbench::bisect::drive::create_dir(d.path(), &s.name).unwrap();
+    let c = fsbench::bisect::drive::run(&mut Truth, &mut log, &dir, true).unwrap();
+    assert_eq!(c, fsbench::bisect::search::Conclusion::Culprit { candidate: 2 });
+    let stored = std::fs::read(dir.path.join("bisect.json")).unwrap();
+    let doc = crate::schemas::conforming("bisect.schema.json", &stored, "bisect.json");
+    assert_eq!(doc["culprit"], "V2");
+    assert_eq!(doc["conclusion"]["kind"], "culprit");
+}
