@@ -133,6 +133,7 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
     let in_cgroup = crate::workload::child_cgroup::enter(provisioned.cgroup_procs())
         .context("cannot open the cell's cgroup for its workers")?;
 
+    let profiled_latfs = latfs_spec.clone();
     let outcome = match (&s.workload, latfs_spec) {
         (Workload::Latfs(_), Some(spec)) => {
             let test = p.test.expect("lat_fs cells have a test");
@@ -168,6 +169,9 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
         }
         _ => unreachable!("lat_fs spec exists for lat_fs workloads"),
     };
+    if outcome.is_ok() {
+        super::profiled::profile_cell(ctx, cell, &provisioned, profiled_latfs.as_ref(), in_cgroup.is_some(), r, phase);
+    }
     drop(in_cgroup);
     drop(measuring);
     // Tear down before reporting the workload's error, so nothing stays mounted either way.

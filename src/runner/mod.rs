@@ -18,6 +18,7 @@ mod paired_run;
 #[cfg(test)]
 mod paired_steps_tests;
 pub mod pairs;
+mod profiled;
 mod progress;
 mod resume;
 mod rounds;
@@ -59,6 +60,10 @@ struct RunContext<'a> {
     archive: Option<PathBuf>,
     /// Real archives came with an untrusted scenario (a bundle).
     untrusted_archives: bool,
+    /// The profiler, found by the first cell that profiles (`[workload] profile`).
+    profiler: Option<Result<crate::profile::Recorder, String>>,
+    /// Cells already profiled in this run (one profiled repetition per cell).
+    profiled: std::collections::BTreeSet<String>,
 }
 
 impl<'a> RunContext<'a> {
@@ -77,6 +82,8 @@ impl<'a> RunContext<'a> {
             exe: std::env::current_exe().context("cannot find the fsbench executable for worker processes")?,
             archive: None,
             untrusted_archives,
+            profiler: None,
+            profiled: Default::default(),
         })
     }
 }
