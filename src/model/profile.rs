@@ -64,6 +64,11 @@ pub struct CellProfile {
     #[serde(skip)]
     #[schemars(skip)]
     pub folded: String,
+    /// When the cell was loaded back: why its folded stacks could not be used (missing,
+    /// garbled, too large); never part of the cell file.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub unreadable: Option<String>,
 }
 
 impl CellProfile {

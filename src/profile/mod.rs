@@ -9,8 +9,10 @@
 //! why in its `profile.not_profiled`: a profile never fails a cell.
 
 pub mod capability;
+pub mod flame;
 pub mod folded;
 pub mod record;
+pub mod shares;
 
 use std::path::PathBuf;
 
@@ -85,6 +87,7 @@ fn stored(rec: &Recorder, req: &WindowRequest, folded: &folded::Folded) -> CellP
         merged_stacks: c.merged,
         file: Some(format!("{PROFILES_DIR}/{}.folded", req.cell_id)),
         folded: text,
+        unreadable: None,
     }
 }
 

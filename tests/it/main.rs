@@ -38,6 +38,7 @@ mod monitors;
 mod newcomer;
 mod one_sample_set;
 mod paired_run;
+mod profile_hostile;
 mod profile_run;
 mod provision_faults;
 mod provision_layouts;
