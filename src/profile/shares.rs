@@ -21,37 +21,37 @@ pub struct FunctionShare {
     pub total_pct: f64,
 }
 
-/// Every function's shares, by total share (then name) descending.
-pub fn shares(f: &Folded) -> Vec<FunctionShare> {
-    let all = f.samples();
-    if all == 0 {
-        return Vec::new();
-    }
-    let mut own: HashMap<&str, u64> = HashMap::new();
-    let mut total: HashMap<&str, u64> = HashMap::new();
+/// Every function's samples: (self, total), by name. Shares are of [`Folded::samples`].
+pub fn counts(f: &Folded) -> HashMap<&str, (u64, u64)> {
+    let mut out: HashMap<&str, (u64, u64)> = HashMap::new();
     for (frames, n) in &f.stacks {
         if frames.first().map(String::as_str) == Some(REMAINDER) || frames.len() < 2 {
             continue;
         }
         let functions = &frames[1..];
         if let Some(leaf) = functions.last() {
-            *own.entry(leaf).or_default() += n;
+            out.entry(leaf).or_default().0 += n;
         }
         let mut seen = HashSet::with_capacity(functions.len());
         for func in functions {
             if seen.insert(func.as_str()) {
-                *total.entry(func).or_default() += n;
+                out.entry(func).or_default().1 += n;
             }
         }
     }
+    out
+}
+
+/// Every function's shares, by total share (then name) descending.
+pub fn shares(f: &Folded) -> Vec<FunctionShare> {
+    let all = f.samples();
+    if all == 0 {
+        return Vec::new();
+    }
     let pct = |n: u64| 100.0 * n as f64 / all as f64;
-    let mut out: Vec<FunctionShare> = total
-        .iter()
-        .map(|(name, t)| FunctionShare {
-            name: name.to_string(),
-            self_pct: pct(own.get(name).copied().unwrap_or(0)),
-            total_pct: pct(*t),
-        })
+    let mut out: Vec<FunctionShare> = counts(f)
+        .into_iter()
+        .map(|(name, (own, total))| FunctionShare { name: name.to_string(), self_pct: pct(own), total_pct: pct(total) })
         .collect();
     out.sort_by(|a, b| b.total_pct.total_cmp(&a.total_pct).then_with(|| a.name.cmp(&b.name)));
     out

@@ -26,6 +26,7 @@ pub mod monitors;
 mod not_measured;
 pub mod paired;
 pub mod plot;
+mod profile_diff;
 pub mod profiles;
 pub mod runs;
 pub mod steps;
@@ -246,6 +247,7 @@ fn render(
     body.write(&mut *m, long);
     paired::write_sections(&mut *m, &paired_runs(runs), runs.len() > 1);
     profiles::write(&mut *m, runs, false);
+    profile_diff::write(&mut *m, runs, false);
     m.preformatted(&text_footer(&not_measured(runs), &all_problems(runs)));
     m.finish()
 }

@@ -107,3 +107,44 @@ fn hostile_profiles_are_escaped_cut_or_refused_and_the_report_still_renders() {
     assert!(html.contains("href=\"data:image/svg+xml,"), "the flame graphs are embedded");
     assert!(html.contains("Flame graph of ext4-S-qoff-t1-write_truncate"));
 }
+
+#[test]
+fn compare_lists_the_functions_that_grew_beyond_the_noise_and_a_garbled_side_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    let a = run_with_profiles(
+        &d.path().join("a"),
+        &[
+            (1, Some(b"w;vfs_write;ext4_da_write_begin 600\nw;do_truncate 400\n".to_vec())),
+            (2, Some(b"w;x 5\n".to_vec())),
+        ],
+    );
+    let b = run_with_profiles(
+        &d.path().join("b"),
+        &[
+            (
+                1,
+                Some(
+                    b"w;vfs_write;ext4_journalled_write_end;jbd2_journal_get_write_access 500\nw;do_truncate 400\n"
+                        .to_vec(),
+                ),
+            ),
+            (2, Some(b"garbage\n".to_vec())),
+        ],
+    );
+    let out = fsbench().arg("compare").arg(&a).arg(&b).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let section = &text[text.find("Profile diff of ext4-S-qoff-t1-write_truncate").expect(&text)..];
+    assert!(section.contains("function (grew)") && section.contains("jbd2_journal_get_write_access"), "{section}");
+    assert!(section.contains("function (shrank)") && section.contains("ext4_da_write_begin"), "{section}");
+    // do_truncate: 40.0% vs 44.4% of samples: within the noise of 1000 and 900 samples.
+    let grown_and_shrunk: Vec<&str> = section.lines().filter(|l| l.contains("do_truncate")).collect();
+    assert!(grown_and_shrunk.is_empty(), "{section}");
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(
+            "ext4-S-qoff-t2-write_truncate (a → b): b: no profile: ext4-S-qoff-t2-write_truncate.folded: line 1 is not"
+        ),
+        "{text}"
+    );
+}

@@ -103,3 +103,45 @@ fn which(tool: &str) -> Result<std::path::PathBuf, ()> {
     }
     Err(())
 }
+
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn data_journal_against_data_ordered_grows_the_journalled_write_path_and_shrinks_delalloc() {
+    skip_unless_root!();
+    if let Err(why) = perf_works() {
+        return skip(&test_name!(), &format!("no profiler here: {why}"));
+    }
+    let sb = Sandbox::new("fsbench-prof-");
+    for mode in ["ordered", "journal"] {
+        let mount = format!("filesystems.ext4.mount=[\"barrier=0\",\"data={mode}\"]");
+        let mut args = ARGS.to_vec();
+        // A 3 s window: enough samples of the worker on a loaded 2-CPU host for the test per function.
+        args.extend([
+            "--label",
+            mode,
+            "--set",
+            &mount,
+            "--set",
+            "workload.duration=3s",
+            "--set",
+            "workload.repetitions=1",
+        ]);
+        let out = sb.fsbench(&args).output().unwrap();
+        assert!(out.status.success(), "{mode}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_no_leaks(sb.path());
+    let mut runs = sb.runs();
+    runs.sort();
+    let out = crate::support::fsbench().arg("compare").args(&runs).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let section = &text[text.find("Profile diff of ext4-S-qoff-t1-write_truncate").expect(&text)..];
+    let grown = &section[section.find("function (grew)").expect(section)..];
+    let grown = &grown[..grown.find("\n\n").unwrap_or(grown.len())];
+    // The journalled write path: ext4_write_begin in place of the delayed-allocation
+    // ext4_da_write_begin, ext4_journalled_write_end, jbd2_*. Ranked by change in points,
+    // the block allocation it brings (ext4_map_blocks, ext4_mb_new_blocks) often fills the
+    // rest of the top 10 before ext4_journalled_write_end (about +7 points) is reached.
+    assert!(["ext4_write_begin", "ext4_journalled_write_end", "jbd2_"].iter().any(|f| grown.contains(f)), "{section}");
+    let shrunk = &section[section.find("function (shrank)").expect(section)..];
+    assert!(shrunk.contains("ext4_da_write_begin") || shrunk.contains("ext4_da_write_end"), "{section}");
+}
