@@ -24,6 +24,8 @@ pub enum ReportFormat {
     Csv,
     /// JSON.
     Json,
+    /// compare only: plain text of at most 80 columns in the 0-day bot's layout.
+    Email,
 }
 
 impl ReportFormat {
@@ -40,6 +42,8 @@ impl From<ReportFormat> for Format {
             ReportFormat::Markdown => Self::Markdown,
             ReportFormat::Csv => Self::Csv,
             ReportFormat::Json => Self::Json,
+            // Handled by compare before any table is drawn; `report` refuses it.
+            ReportFormat::Email => Self::Table,
         }
     }
 }
@@ -109,6 +113,9 @@ fn parse_iterations(s: &str) -> Result<Iterations, String> {
 
 /// `fsbench report`.
 pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
+    if args.format == ReportFormat::Email {
+        return Err(InputError::anyhow("--format email is for compare: it describes a change between two runs"));
+    }
     if let Some(dir) = &args.plot {
         super::checks::check_output_dir("--plot", dir)?;
     }
@@ -317,6 +324,10 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
         }
     }
     let opts = CompareOptions { iterations: args.iterations, metric };
+    if args.format == ReportFormat::Email && !args.json {
+        print!("{}", report::email::render(cmp.runs()).map_err(InputError::anyhow)?);
+        return Ok(code);
+    }
     print!("{}", cmp.render(args.format.or_json(args.json).into(), &opts));
     if let Some(dir) = &args.plot {
         let n = write_compare_plot_dir(dir, cmp.runs(), &opts)?;

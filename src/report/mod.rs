@@ -14,6 +14,7 @@
 //! by the runs' [`WorkloadKind`] ([`body`]).
 
 mod compatible;
+pub mod email;
 pub mod export;
 pub mod fio;
 pub mod format;

@@ -148,3 +148,48 @@ fn compare_lists_the_functions_that_grew_beyond_the_noise_and_a_garbled_side_say
         "{text}"
     );
 }
+
+/// `compare --format email` in the 0-day layout, checked line by line against a stored
+/// example (`tests/it/email_example.txt`; `FSBENCH_BLESS=1` writes it anew).
+#[test]
+fn compare_format_email_fits_80_columns_in_the_stored_layout() {
+    let d = tempfile::tempdir().unwrap();
+    let mk = |dir: &str, label: &str, samples: &[f64], folded: &[u8]| {
+        let text = latfs_scenario_text("email", "");
+        let mut c = latfs_cell(params(1), samples);
+        c.filesystems[0].mount_options_requested = vec!["barrier=0".into(), format!("data={label}")];
+        c.profile = Some(profiled(&c.id));
+        let run =
+            write_run(&d.path().join(dir), &meta(Some(label), "email", &text, "lat_fs", vec![c.params.clone()]), &[c]);
+        std::fs::create_dir_all(run.join("profiles")).unwrap();
+        std::fs::write(run.join("profiles/ext4-S-qoff-t1-write_truncate.folded"), folded).unwrap();
+        run
+    };
+    let a = mk("a", "ordered", &[42.0, 44.0, 41.0], b"w;vfs_write;ext4_da_write_begin 600\nw;do_truncate 400\n");
+    let b = mk(
+        "b",
+        "journal",
+        &[22.0, 20.5, 23.0],
+        b"w;vfs_write;ext4_write_begin 300\nw;vfs_write;ext4_journalled_write_end;jbd2_journal_get_write_access 300\nw;do_truncate 400\n",
+    );
+    let out = fsbench().arg("compare").arg(&a).arg(&b).args(["--format", "email"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    for l in text.lines() {
+        assert!(l.chars().count() <= 80, "{} columns: {l}", l.chars().count());
+    }
+    // The run directory is the test's own temporary one.
+    let text = text.replace(&a.display().to_string(), "RUN_DIR_OF_A");
+    let stored = crate::support::crate_root().join("tests/it/email_example.txt");
+    if std::env::var_os("FSBENCH_BLESS").is_some() {
+        std::fs::write(&stored, &text).unwrap();
+    }
+    let expected = std::fs::read_to_string(&stored).unwrap();
+    for (i, (got, want)) in text.lines().zip(expected.lines()).enumerate() {
+        assert_eq!(got, want, "line {} differs from {}", i + 1, stored.display());
+    }
+    assert_eq!(text.lines().count(), expected.lines().count(), "{text}");
+    // And what it says.
+    assert!(text.contains("FYI, we noticed a -48.4% regression of lat_fs.write_truncate.total_loops"), "{text}");
+    assert!(text.contains("perf-profile.children.jbd2_journal_get_write_access"), "{text}");
+}
