@@ -36,7 +36,8 @@ pub(super) fn profile_cell(
     let req = crate::profile::WindowRequest {
         recorder: &recorder,
         frequency_hz: crate::profile::DEFAULT_FREQUENCY_HZ,
-        scratch: ctx.workdir.join("profile").join(p.id()),
+        // Removed with the session; a directory of its own so that nothing is left in the run's.
+        scratch: ctx.workdir.join(format!("profile-{}", p.id())),
         cell_id: p.id(),
         in_process,
     };
@@ -84,6 +85,8 @@ pub(super) fn profile_cell(
         Ok(())
     };
     let (profile, _) = crate::profile::record_window(&req, &mut once);
+    // Also when perf never started (the session removes it otherwise).
+    let _ = std::fs::remove_dir_all(&req.scratch);
     if let Some(why) = &profile.not_profiled {
         r.notes.push(format!("not profiled: {why}"));
     }

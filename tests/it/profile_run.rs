@@ -49,6 +49,9 @@ fn a_profiled_write_truncate_cell_stores_its_workers_ext4_write_path_and_keeps_i
     let out = sb.fsbench(&ARGS).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_no_leaks(sb.path());
+    // perf's scratch (its data, its control FIFOs) went with the run's work directory.
+    let left: Vec<_> = walkdir::WalkDir::new(sb.work()).min_depth(1).into_iter().filter_map(|e| e.ok()).collect();
+    assert!(left.is_empty(), "left in the work root: {left:?}");
     let run = sb.runs().pop().unwrap();
     let cell = only_cell(&run);
     // The profiled repetition is not one of the timed ones.
