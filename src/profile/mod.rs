@@ -62,8 +62,7 @@ pub fn record_window<E: std::fmt::Display>(
         drop(session);
         return (CellProfile::not_profiled(format!("the profiled repetition failed: {e}")), Err(e));
     }
-    let thread = req.in_process.then(|| nix::unistd::gettid().as_raw() as u32);
-    let folded = match session.finish(rec, record::Whose { pid, thread }) {
+    let folded = match session.finish(rec, record::Whose { pid, own_process: req.in_process }) {
         Ok(f) => f,
         Err(why) => return (CellProfile::not_profiled(why), Ok(())),
     };

@@ -4,7 +4,7 @@
 //! stopped with SIGINT; then `perf script` folded by `inferno` into the workers' stacks.
 //!
 //! Why `perf record -p <fsbench> --inherit` and not `-a` or a cgroup: only fsbench's own
-//! descendants (and, for in-process steps, the thread running the cell) are sampled, so
+//! descendants (and, for in-process steps, fsbench's own threads) are sampled, so
 //! the idle loop and other people's processes never enter the profile, and no cgroup has
 //! to exist (a cell's cgroup is optional, and perf's cgroup filter needs the perf_event
 //! controller). Why the `perf` program and not `perf_event_open` directly: perf unwinds
@@ -36,8 +36,9 @@ const MAX_SCRIPT_BYTES: u64 = 4 << 30;
 pub struct Whose {
     /// fsbench's own process id: its samples are the supervisor's, not the workload's...
     pub pid: u32,
-    /// ...except those of this thread, when the workload runs in-process (one steps copy).
-    pub thread: Option<u32>,
+    /// ...except when the workload runs in-process (one steps copy): then its threads (the
+    /// cell's and untar's gunzip thread) are the workload.
+    pub own_process: bool,
 }
 
 /// `perf record` running with its events enabled; [`Session::finish`] stops it.
@@ -221,9 +222,9 @@ pub fn keep_cell_samples(folded: &str, whose: Whose) -> Folded {
         let mut frames = stack.split(';');
         let Some(root) = frames.next() else { continue };
         let Some((comm, ids)) = root.rsplit_once('-') else { continue };
-        let (pid, tid) = ids.split_once('/').unwrap_or((ids, ids));
-        let (Ok(pid), Ok(tid)) = (pid.parse::<u32>(), tid.parse::<u32>()) else { continue };
-        if pid == whose.pid && Some(tid) != whose.thread {
+        let pid = ids.split_once('/').map_or(ids, |(pid, _tid)| pid);
+        let Ok(pid) = pid.parse::<u32>() else { continue };
+        if pid == whose.pid && !whose.own_process {
             continue;
         }
         let mut all = vec![comm.to_string()];
@@ -243,11 +244,11 @@ mod tests {
                       fsbench-100/101;fsbench::steps;untar 5\n\
                       fsbench-200/200;open_close;do_sys_open 9\n\
                       fsbench-201/201;open_close;do_sys_open 3\n";
-        let w = keep_cell_samples(folded, Whose { pid: 100, thread: None });
+        let w = keep_cell_samples(folded, Whose { pid: 100, own_process: false });
         assert_eq!(w.stacks[0], (vec!["fsbench".to_string(), "open_close".into(), "do_sys_open".into()], 12));
         assert_eq!(w.samples(), 12, "the supervisor's 12 samples are left out: {w:?}");
-        let w = keep_cell_samples(folded, Whose { pid: 100, thread: Some(101) });
+        let w = keep_cell_samples(folded, Whose { pid: 100, own_process: true });
         assert!(w.stacks.iter().any(|(s, n)| s.last().unwrap() == "untar" && *n == 5));
-        assert!(!w.stacks.iter().any(|(s, _)| s.last().unwrap() == "do_poll"));
+        assert_eq!(w.samples(), 24, "in-process: every thread of fsbench is the workload");
     }
 }
