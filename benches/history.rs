@@ -87,6 +87,7 @@ fn cell(params: CellParams, value: f64) -> CellResult {
         steps: None,
         pairing: None,
         cgroup: None,
+        profile: None,
         fio: None,
         started: "2025-01-01T00:00:00Z".into(),
         finished: "2025-01-01T00:00:01Z".into(),

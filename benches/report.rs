@@ -60,6 +60,7 @@ fn cell(params: CellParams, seed: u64) -> CellResult {
         fio: None,
         pairing: None,
         cgroup: None,
+        profile: None,
         started: "2025-01-01T00:00:00Z".into(),
         finished: "2025-01-01T00:00:01Z".into(),
     }

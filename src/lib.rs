@@ -59,6 +59,7 @@ pub mod host;
 pub mod model;
 pub mod monitor;
 pub mod plan;
+pub mod profile;
 pub mod provision;
 pub mod qemu;
 pub mod report;

@@ -61,6 +61,22 @@ fn fio_row() -> Capability {
     }
 }
 
+/// Whether cells can be profiled (`[workload] profile = "cpu"`): perf, its event, the paranoid level.
+fn profile_row() -> Capability {
+    let name = "profiling (profile = \"cpu\")".to_string();
+    match crate::profile::detect(&crate::profile::Probe::host()) {
+        Ok(r) => {
+            let pmu = if r.event == "cycles" { "the CPU has a PMU" } else { "no PMU: a software event" };
+            let detail =
+                format!("{}; event {} ({pmu}) at {} Hz", r.version, r.event, crate::profile::DEFAULT_FREQUENCY_HZ);
+            Capability { name, state: "ok".into(), detail, remedy: String::new() }
+        }
+        Err(why) => {
+            Capability { name, state: "missing".into(), detail: why, remedy: "cells run unprofiled and say why".into() }
+        }
+    }
+}
+
 /// `fsbench doctor`: a table of capabilities with state and remedy.
 pub fn doctor(args: &DoctorArgs) -> anyhow::Result<i32> {
     // First: the quota probes mount and attach; on SIGINT/SIGTERM their guards must run.
@@ -70,6 +86,7 @@ pub fn doctor(args: &DoctorArgs) -> anyhow::Result<i32> {
     let mut rows = capabilities(&fs_list);
     rows.push(qemu_row());
     rows.push(fio_row());
+    rows.push(profile_row());
     if args.json {
         let interrupted = crate::signals::interrupted();
         let doc =

@@ -24,6 +24,8 @@ pub enum ReportFormat {
     Csv,
     /// JSON.
     Json,
+    /// compare only: plain text of at most 80 columns in the 0-day bot's layout.
+    Email,
 }
 
 impl ReportFormat {
@@ -40,6 +42,8 @@ impl From<ReportFormat> for Format {
             ReportFormat::Markdown => Self::Markdown,
             ReportFormat::Csv => Self::Csv,
             ReportFormat::Json => Self::Json,
+            // Handled by compare before any table is drawn; `report` refuses it.
+            ReportFormat::Email => Self::Table,
         }
     }
 }
@@ -158,6 +162,9 @@ fn parse_iterations(s: &str) -> Result<Iterations, String> {
 /// `fsbench report`.
 pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
     let out = &args.render;
+    if out.format == ReportFormat::Email {
+        return Err(InputError::anyhow("--format email is for compare: it describes a change between two runs"));
+    }
     out.check_paths()?;
     if out.html.is_some() && args.runs.len() > 1 {
         return Err(InputError::anyhow("--html writes one run's page: give one run (or use `fsbench compare --html`)"));
@@ -331,6 +338,10 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
     }
     let code = warn_problems(runs.iter().map(|(_, r)| r));
     let opts = CompareOptions { iterations: args.iterations, metric };
+    if out.format == ReportFormat::Email && !out.json {
+        print!("{}", report::email::render(cmp.runs()).map_err(InputError::anyhow)?);
+        return Ok(code);
+    }
     print!("{}", cmp.render(out.format(), &opts));
     if let Some(dir) = &out.plot {
         let n = write_compare_plot_dir(dir, cmp.runs(), &opts)?;

@@ -55,6 +55,11 @@ pub struct RunArgs {
     /// over a long run does not line up with one axis.
     #[arg(long, value_enum, default_value_t = OrderArg::Plan)]
     pub order: OrderArg,
+    /// Profile every cell: one more repetition (iteration) under `perf record` that never
+    /// counts toward the statistics, its workers' stacks stored beside the result
+    /// (`--set workload.profile=cpu`).
+    #[arg(long, conflicts_with = "resume")]
+    pub profile: bool,
     /// Seed of `--order random` (default: from the clock, recorded in run.json).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
@@ -93,7 +98,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     if let Some(dir) = &args.resume {
         return resume(args, dir);
     }
-    let mut scenario = crate::scenario::load_named(args.scenario.as_deref(), &args.scenario_options.overrides()?)?;
+    let mut overrides = args.scenario_options.overrides()?;
+    if args.profile {
+        overrides.push("workload.profile=\"cpu\"".into());
+    }
+    let mut scenario = crate::scenario::load_named(args.scenario.as_deref(), &overrides)?;
     // fio judges a fio job before anything is provisioned (exit 2 at the scenario line).
     crate::workload::fio::parse_only(&scenario)?;
     let mut kernels = kernels_to_run(args, &mut scenario)?;

@@ -47,6 +47,9 @@ pub struct CellResult {
     /// The cgroup its workers ran in, with the limits read back (`[filesystems.X] cgroup`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup: Option<super::CellCgroup>,
+    /// Its profile (`[workload] profile`): how it was taken and where it is, or why not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<super::CellProfile>,
     /// Start, RFC 3339 UTC.
     pub started: String,
     /// End, RFC 3339 UTC.
@@ -71,6 +74,7 @@ impl CellResult {
             fio: None,
             pairing: None,
             cgroup: None,
+            profile: None,
             started: started.to_string(),
             finished: started.to_string(),
         }

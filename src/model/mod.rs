@@ -14,6 +14,7 @@ mod label;
 mod latfs;
 mod monitors;
 pub mod pairing;
+mod profile;
 pub mod run_tags;
 mod status;
 mod steps;
@@ -33,6 +34,7 @@ pub use fio::{FIO_METRICS, FioDirection, FioJobStats, FioLatency, FioMetric, Fio
 pub use label::{LABEL_RULE, is_valid_label};
 pub use latfs::{LatfsRepetition, LatfsResult, StopReason, TaskSample, round_samples};
 pub use monitors::{Counters, DeviceCounters, LatencyDist, Timeline, TimelineSample, VmCounters};
+pub use profile::{CellProfile, ProfileMode};
 pub use status::{CellStatus, SkipReason};
 pub use steps::{StepTiming, StepsCopy, StepsResult};
 pub use summary::Summary;

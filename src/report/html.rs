@@ -278,6 +278,8 @@ pub(super) fn render(
     }
     body.write_html(&mut m)?;
     super::paired::write_sections(&mut m, &super::paired_runs(runs), runs.len() > 1);
+    super::profiles::write(&mut m, runs, true);
+    super::profile_diff::write(&mut m, runs, true);
     let footer = text_footer(&not_measured(runs), &all_problems(runs));
     if !footer.is_empty() {
         m.heading(2, "Not measured");

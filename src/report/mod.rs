@@ -15,6 +15,7 @@
 
 mod by_kind;
 mod compatible;
+pub mod email;
 pub mod export;
 pub mod fio;
 pub mod format;
@@ -27,6 +28,8 @@ pub mod monitors;
 mod not_measured;
 pub mod paired;
 pub mod plot;
+mod profile_diff;
+pub mod profiles;
 pub mod runs;
 pub mod steps;
 
@@ -235,6 +238,8 @@ fn render(
     run_list(&mut *m, runs, warnings);
     body.write(&mut *m, long);
     paired::write_sections(&mut *m, &paired_runs(runs), runs.len() > 1);
+    profiles::write(&mut *m, runs, false);
+    profile_diff::write(&mut *m, runs, false);
     m.preformatted(&text_footer(&not_measured(runs), &all_problems(runs)));
     m.finish()
 }

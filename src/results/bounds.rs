@@ -281,6 +281,7 @@ mod tests {
             latfs: Some(crate::workload::latfs::result(reps)),
             steps: None,
             cgroup: None,
+            profile: None,
             fio: None,
             pairing: Some(CellPairing {
                 axis: "fs".into(),

@@ -118,6 +118,8 @@ pub(super) fn load_unescaped(dir_fd: &OwnedFd, shown: &Path) -> Result<LoadedRun
                     ));
                     continue;
                 }
+                let mut cell = cell;
+                super::profile::attach(dir_fd, &mut cell);
                 cells.push(cell);
             }
             Err(e) => problems.push(e.to_string()),

@@ -29,6 +29,7 @@ mod error;
 mod import;
 mod load;
 mod printable;
+mod profile;
 mod reopen;
 mod run_dir;
 mod run_meta;

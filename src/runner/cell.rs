@@ -125,7 +125,7 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
     // A real archive is trusted only when it is the user's own, not when it arrived in a bundle.
     let untrusted_archive = ctx.untrusted_archives
         && matches!(s.archive.as_ref().map(|a| &a.source), Some(crate::scenario::ArchiveSource::Path(_)));
-    let (archive_cache, workdir) = (&mut ctx.archive, &ctx.workdir);
+    let (archive_cache, workdir, profiling) = (&mut ctx.archive, &ctx.workdir, &mut ctx.profiling);
     let mut stage_archive = |dir: &Path| {
         s.archive.as_ref().map(|a| stage_archive(archive_cache, workdir, a, dir, untrusted_archive)).transpose()
     };
@@ -144,6 +144,9 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
         untrusted_archive,
     };
     let outcome = answers.run_cell(&mut at, r);
+    if outcome.is_ok() {
+        super::profiled::profile_cell(s, profiling, workdir, &mut at, r);
+    }
     drop(in_cgroup);
     drop(measuring);
     // Tear down before reporting the workload's error, so nothing stays mounted either way.

@@ -23,6 +23,7 @@ mod paired_run;
 #[cfg(test)]
 mod paired_steps_tests;
 pub mod pairs;
+mod profiled;
 mod progress;
 mod resume;
 mod rounds;
@@ -63,6 +64,8 @@ struct RunContext<'a> {
     archive: Option<PathBuf>,
     /// Real archives came with an untrusted scenario (a bundle).
     untrusted_archives: bool,
+    /// The profiler and the cells already profiled (`[workload] profile`).
+    profiling: profiled::ProfileState,
 }
 
 impl<'a> RunContext<'a> {
@@ -81,6 +84,7 @@ impl<'a> RunContext<'a> {
             exe: std::env::current_exe().context("cannot find the fsbench executable for worker processes")?,
             archive: None,
             untrusted_archives,
+            profiling: Default::default(),
         })
     }
 }

@@ -211,6 +211,8 @@ fn wants_round(r: &CellResult, rounds: u32) -> bool {
 pub(super) fn absorb_round(earlier: CellResult, next: CellResult, round: u32) -> CellResult {
     let mut r = earlier;
     r.finished = next.finished;
+    // A cell is profiled once per run, in whichever round ran first here.
+    r.profile = r.profile.take().or(next.profile);
     // The noise notes are said over all rounds: both sides' give way to those of the whole.
     let stale: Vec<String> = [&r.latfs, &next.latfs].into_iter().flatten().flat_map(noise_notes).collect();
     r.notes.retain(|n| !stale.contains(n));

@@ -341,6 +341,11 @@ pub struct WorkloadFile {
     /// repetition and step (and sample them every 100 ms during steps). Default true.
     #[serde(default)]
     pub monitors: Option<bool>,
+    /// `"cpu"`: each cell runs one more repetition (iteration, for steps) under `perf record`
+    /// that never counts toward its statistics, and stores its workers' on-CPU stacks,
+    /// kernel and user, as folded stacks beside the result. `"off"` (default): none.
+    #[serde(default)]
+    pub profile: Option<String>,
     /// steps: how many times the step list runs. Default 1.
     #[serde(default)]
     pub iterations: Option<i64>,

@@ -69,6 +69,8 @@ pub struct Scenario {
     pub kernels: Vec<KernelSpec>,
     /// Read kernel counters around repetitions and steps (`workload.monitors`, default true).
     pub monitors: bool,
+    /// What each cell profiles in a separate repetition (`workload.profile`); `None`: nothing.
+    pub profile: Option<crate::model::ProfileMode>,
     /// `[compare]`: the axis whose values are paired arms; `None`: no paired comparison.
     pub compare: Option<CompareSpec>,
 }

@@ -60,6 +60,7 @@ mod adaptive_stop;
 pub mod between_run;
 mod distributions;
 pub mod paired;
+mod proportions;
 mod ratio;
 mod significance;
 mod summary;
@@ -67,6 +68,7 @@ pub mod variance_components;
 
 pub use adaptive_stop::adaptive_stop;
 pub use distributions::{student_t_two_sided_p, t_critical, t_quantile_975};
+pub use proportions::two_proportion_p;
 pub use ratio::{Change, positive_ratio_interval, ratio_interval, relative_change};
 pub use significance::{Welch, holm_adjust, welch};
 pub use summary::{median, positive_mean_interval, relative_half_width, summarize};

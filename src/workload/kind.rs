@@ -129,6 +129,19 @@ pub trait WorkloadAnswers {
         Duration::ZERO
     }
 
+    /// The workload as a cell's profiled repetition runs it (`[workload] profile`): once
+    /// (one repetition, one iteration), with no reruns and no disturbance judgement; its
+    /// numbers are thrown away. `None`: this kind is not profiled.
+    fn profiled_once(&self) -> Option<Workload> {
+        None
+    }
+
+    /// Whether the profiled repetition of a cell of `tasks` tasks runs in fsbench's own
+    /// process (then the profile follows fsbench's threads, not its children).
+    fn runs_in_process(&self, _tasks: u32, _in_cgroup: bool) -> bool {
+        false
+    }
+
     /// Run the workload once on a provisioned cell, storing its measurements, notes and a
     /// `disturbed` status in `r`.
     fn run_cell(&self, at: &mut CellRun<'_>, r: &mut CellResult) -> anyhow::Result<()>;

@@ -41,6 +41,8 @@ mod newcomer;
 mod newcomer_round3;
 mod one_sample_set;
 mod paired_run;
+mod profile_hostile;
+mod profile_run;
 mod provision_faults;
 mod provision_layouts;
 mod provision_stale;

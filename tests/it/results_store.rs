@@ -41,6 +41,7 @@ fn scenario() -> Scenario {
         gate: GateSpec::default(),
         kernels: Vec::new(),
         monitors: true,
+        profile: None,
         compare: None,
     }
 }

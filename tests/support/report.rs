@@ -134,6 +134,7 @@ pub fn latfs_cell(params: CellParams, samples: &[f64]) -> CellResult {
         fio: None,
         pairing: None,
         cgroup: None,
+        profile: None,
         started: "2010-11-11T12:00:00Z".into(),
         finished: "2010-11-11T12:00:05Z".into(),
     }
@@ -305,6 +306,7 @@ pub fn steps_cell(fs: &str, iterations: Vec<Vec<StepTiming>>) -> CellResult {
         fio: None,
         pairing: None,
         cgroup: None,
+        profile: None,
         started: "2003-02-28T12:00:00Z".into(),
         finished: "2003-02-28T12:05:00Z".into(),
     }

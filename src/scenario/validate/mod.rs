@@ -142,8 +142,23 @@ pub(super) fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Sc
         gate,
         kernels,
         monitors: f.workload.monitors.unwrap_or(true),
+        profile: validate_profile(ctx, f.workload.profile.as_deref())?,
         compare,
     })
+}
+
+/// `workload.profile`: `cpu`, or `off` (the default).
+fn validate_profile(ctx: &Ctx, v: Option<&str>) -> Result<Option<crate::model::ProfileMode>, ScenarioError> {
+    match v {
+        None | Some("off") => Ok(None),
+        Some("cpu") => Ok(Some(crate::model::ProfileMode::Cpu)),
+        Some(other) => Err(ctx.value_help(
+            &p("workload.profile"),
+            format!("unknown profile mode `{other}`"),
+            did_you_mean(other, &["cpu", "off"])
+                .unwrap_or_else(|| "use `cpu` or `off` (off-CPU profiles are not implemented)".into()),
+        )),
+    }
 }
 
 fn validate_kernels(ctx: &Ctx, ks: &[KernelFile], base_dir: &Path) -> Result<Vec<KernelSpec>, ScenarioError> {
@@ -301,6 +316,18 @@ mod tests {
         assert_eq!((e.line, e.column), (Some(5), Some(1)), "{e}");
         assert!(e.message.contains("unknown key `taks` in [matrix]"), "{e}");
         assert_eq!(e.help.as_deref(), Some("did you mean `tasks`?"));
+    }
+
+    #[test]
+    fn profile_is_cpu_or_off_and_a_typo_is_pointed_at() {
+        assert_eq!(parse_str(MINIMAL, "t.toml").unwrap().profile, None);
+        let cpu = parse_str(&format!("{MINIMAL}profile = \"cpu\"\n"), "t.toml").unwrap();
+        assert_eq!(cpu.profile, Some(crate::model::ProfileMode::Cpu));
+        assert_eq!(parse_str(&format!("{MINIMAL}profile = \"off\"\n"), "t.toml").unwrap().profile, None);
+        let e = parse_str(&format!("{MINIMAL}profile = \"cpuu\"\n"), "t.toml").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("workload.profile"), "{e}");
+        assert!(e.message.contains("unknown profile mode `cpuu`"), "{e}");
+        assert_eq!(e.help.as_deref(), Some("did you mean `cpu`?"));
     }
 
     #[test]

@@ -68,6 +68,12 @@ impl WorkloadAnswers for FioSpec {
         self.warmup.unwrap_or_default()
     }
 
+    fn profiled_once(&self) -> Option<crate::scenario::Workload> {
+        let mut one = self.clone();
+        (one.repetitions, one.disturbance) = (1, None);
+        Some(crate::scenario::Workload::Fio(one))
+    }
+
     fn run_cell(&self, at: &mut CellRun<'_>, r: &mut CellResult) -> anyhow::Result<()> {
         let run = super::FioRun {
             spec: self,

@@ -93,6 +93,12 @@ impl WorkloadAnswers for LatfsSpec {
         self.warmup
     }
 
+    fn profiled_once(&self) -> Option<crate::scenario::Workload> {
+        let mut one = self.clone();
+        (one.repetitions, one.noise.min_repetitions, one.noise.max_reruns, one.noise.disturbance) = (1, 1, 0, None);
+        Some(crate::scenario::Workload::Latfs(one))
+    }
+
     fn run_cell(&self, at: &mut CellRun<'_>, r: &mut CellResult) -> anyhow::Result<()> {
         let spec = LatfsSpec { per_task_uid: self.per_task_uid && at.as_root, ..self.clone() };
         let test = at.params.test.context("a lat_fs cell without a test")?;

@@ -84,6 +84,17 @@ impl WorkloadAnswers for StepsSpec {
             .collect()
     }
 
+    fn profiled_once(&self) -> Option<crate::scenario::Workload> {
+        let mut one = self.clone();
+        (one.iterations, one.disturbance) = (1, None);
+        Some(crate::scenario::Workload::Steps(one))
+    }
+
+    fn runs_in_process(&self, tasks: u32, in_cgroup: bool) -> bool {
+        // As `run_steps` decides: one copy without a cgroup runs in this process.
+        tasks <= 1 && !in_cgroup
+    }
+
     fn run_cell(&self, at: &mut CellRun<'_>, r: &mut CellResult) -> anyhow::Result<()> {
         let res = run_steps(self, at)?;
         // Said where the numbers are stored, so every report of the cell carries it too.

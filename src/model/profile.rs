@@ -1,0 +1,79 @@
+//! What a cell's profile was: asked for in the scenario (`[workload] profile = "cpu"`),
+//! recorded in one separate repetition of the cell, stored beside its result.
+//!
+//! The folded stacks themselves are a file of their own (`profiles/<cell-id>.folded`,
+//! one `frame;frame;frame count` line per distinct stack): the cell file only says how
+//! they were taken, or why they were not.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// What to profile in each cell (`[workload] profile`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProfileMode {
+    /// On-CPU stacks, kernel and user, of the cell's workers, sampled at a fixed frequency.
+    Cpu,
+}
+
+impl ProfileMode {
+    /// The scenario's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProfileMode::Cpu => "cpu",
+        }
+    }
+}
+
+/// How a cell's profile was taken, or why it was not (`profile` of a cell file).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CellProfile {
+    /// Why the cell ran unprofiled (`perf is not installed ...`); `None` when it was profiled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_profiled: Option<String>,
+    /// The sampled event: `cycles` where the CPU has a PMU, `cpu-clock` where not (VMs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    /// Sampling frequency, samples per second per CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frequency_hz: Option<u32>,
+    /// Release of the kernel whose symbols the stacks name (`uname -r`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_release: Option<String>,
+    /// GNU build id of that kernel (`perf buildid-list -k`), where it could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_build_id: Option<String>,
+    /// The recorder (`perf version 6.1.187`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorder: Option<String>,
+    /// Samples of the cell's workers kept in the folded stacks (the remainder line included).
+    #[serde(default)]
+    pub samples: u64,
+    /// Distinct stacks stored.
+    #[serde(default)]
+    pub stacks: u64,
+    /// Stacks merged into the remainder line to keep the file within its cap (the coldest).
+    #[serde(default)]
+    pub merged_stacks: u64,
+    /// The folded-stacks file, relative to the run directory (`profiles/<cell-id>.folded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The folded stacks, held until the store writes them into [`CellProfile::file`];
+    /// never part of the cell file itself (the report reads the file, leniently).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub folded: String,
+    /// When the cell was loaded back: why its folded stacks could not be used (missing,
+    /// garbled, too large); never part of the cell file.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub unreadable: Option<String>,
+}
+
+impl CellProfile {
+    /// A cell that ran unprofiled, and why.
+    pub fn not_profiled(why: impl Into<String>) -> CellProfile {
+        CellProfile { not_profiled: Some(why.into()), ..CellProfile::default() }
+    }
+}

@@ -1,0 +1,105 @@
+//! Profiles as a monitor: each cell of a scenario with `[workload] profile = "cpu"` runs
+//! one more repetition under `perf record`, which never counts toward its statistics, and
+//! stores its workers' on-CPU stacks (kernel and user) as folded stacks beside its result.
+//!
+//! [`capability::detect`] finds the recorder once per run (or why there is none: no
+//! perf, a paranoid kernel without root, a qemu guest); [`record_window`] profiles one
+//! window around the caller's repetition; [`folded`] caps what is stored and reads back
+//! what others stored. Where the host cannot profile, the cell runs unprofiled and says
+//! why in its `profile.not_profiled`: a profile never fails a cell.
+
+pub mod capability;
+pub mod diff;
+pub mod flame;
+pub mod folded;
+pub mod record;
+pub mod shares;
+
+use std::path::PathBuf;
+
+use crate::model::CellProfile;
+
+pub use capability::{Probe, Recorder, detect};
+
+/// Default sampling frequency: 999 Hz, not 1000, so that sampling does not run in
+/// lockstep with the kernel's timer tick and miss (or always hit) what it does.
+pub const DEFAULT_FREQUENCY_HZ: u32 = 999;
+/// The run-directory folder of the folded stacks (`profiles/<cell-id>.folded`).
+pub const PROFILES_DIR: &str = "profiles";
+
+/// One cell's profiled window, as plain values.
+#[derive(Debug, Clone)]
+pub struct WindowRequest<'a> {
+    /// The recorder, or why this host has none ([`detect`]).
+    pub recorder: &'a Result<Recorder, String>,
+    /// Samples per second per CPU.
+    pub frequency_hz: u32,
+    /// A scratch directory of the run for perf's data (removed afterwards).
+    pub scratch: PathBuf,
+    /// The cell's id: its profile is stored as `profiles/<id>.folded`.
+    pub cell_id: String,
+    /// The workload runs in fsbench's own thread (one steps copy), not in workers.
+    pub in_process: bool,
+}
+
+/// Profile the window of `run` (one repetition of the cell's workload) into the cell's
+/// profile; anything that keeps it from being profiled is said, never returned as an
+/// error. An error of `run` itself is the caller's, returned with the (empty) profile.
+pub fn record_window<E: std::fmt::Display>(
+    req: &WindowRequest,
+    run: &mut dyn FnMut() -> Result<(), E>,
+) -> (CellProfile, Result<(), E>) {
+    let rec = match req.recorder {
+        Ok(r) => r,
+        Err(why) => return (CellProfile::not_profiled(why.clone()), Ok(())),
+    };
+    let pid = std::process::id();
+    let session = match record::Session::start(rec, req.frequency_hz, pid, &req.scratch) {
+        Ok(s) => s,
+        Err(why) => return (CellProfile::not_profiled(why), Ok(())),
+    };
+    if let Err(e) = run() {
+        drop(session);
+        return (CellProfile::not_profiled(format!("the profiled repetition failed: {e}")), Err(e));
+    }
+    let folded = match session.finish(rec, record::Whose { pid, own_process: req.in_process }) {
+        Ok(f) => f,
+        Err(why) => return (CellProfile::not_profiled(why), Ok(())),
+    };
+    if folded.samples() == 0 {
+        return (CellProfile::not_profiled("perf recorded no samples of the cell's workers".to_string()), Ok(()));
+    }
+    (stored(rec, req, &folded), Ok(()))
+}
+
+/// The cell's profile of `folded`, capped to [`folded::MAX_STORED_BYTES`], with how it was taken.
+fn stored(rec: &Recorder, req: &WindowRequest, folded: &folded::Folded) -> CellProfile {
+    let (text, c) = folded.capped_text(folded::MAX_STORED_BYTES);
+    CellProfile {
+        not_profiled: None,
+        event: Some(rec.event.to_string()),
+        frequency_hz: Some(req.frequency_hz),
+        kernel_release: nix::sys::utsname::uname().ok().map(|u| u.release().to_string_lossy().into_owned()),
+        kernel_build_id: kernel_build_id(rec),
+        recorder: Some(rec.version.clone()),
+        samples: c.samples,
+        stacks: c.stacks,
+        merged_stacks: c.merged,
+        file: Some(format!("{PROFILES_DIR}/{}.folded", req.cell_id)),
+        folded: text,
+        unreadable: None,
+    }
+}
+
+/// The running kernel's GNU build id (`perf buildid-list -k`), if perf can read it.
+fn kernel_build_id(rec: &Recorder) -> Option<String> {
+    let out = std::process::Command::new(&rec.perf)
+        .args(["buildid-list", "-k"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then_some(id)
+}

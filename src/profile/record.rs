@@ -1,0 +1,254 @@
+//! One profiled window: `perf record` attached to fsbench itself with its events
+//! disabled, enabled through perf's control FIFO (the ack is the barrier: the workers
+//! start only after perf samples), inherited by every worker fsbench forks from then on,
+//! stopped with SIGINT; then `perf script` folded by `inferno` into the workers' stacks.
+//!
+//! Why `perf record -p <fsbench> --inherit` and not `-a` or a cgroup: only fsbench's own
+//! descendants (and, for in-process steps, fsbench's own threads) are sampled, so
+//! the idle loop and other people's processes never enter the profile, and no cgroup has
+//! to exist (a cell's cgroup is optional, and perf's cgroup filter needs the perf_event
+//! controller). Why the `perf` program and not `perf_event_open` directly: perf unwinds
+//! kernel and user stacks and symbolises both (kallsyms, ELF, JIT maps) through one
+//! tool every kernel developer already trusts; `inferno` folds its script output (the
+//! same code as `inferno-collapse-perf`), so no symboliser or folder is written here.
+
+use std::fs;
+use std::io::{BufReader, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use inferno::collapse::Collapse;
+
+use super::capability::Recorder;
+use super::folded::Folded;
+
+/// How long perf may take to attach and acknowledge `enable`, or to write its data after SIGINT.
+const PERF_DEADLINE: Duration = Duration::from_secs(60);
+/// Largest `perf script` output folded (its lines are folded as they stream; this bounds time).
+const MAX_SCRIPT_BYTES: u64 = 4 << 30;
+
+/// Which samples are the cell's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Whose {
+    /// fsbench's own process id: its samples are the supervisor's, not the workload's...
+    pub pid: u32,
+    /// ...except when the workload runs in-process (one steps copy): then its threads (the
+    /// cell's and untar's gunzip thread) are the workload.
+    pub own_process: bool,
+}
+
+/// `perf record` running with its events enabled; [`Session::finish`] stops it.
+pub struct Session {
+    child: Option<Child>,
+    scratch: PathBuf,
+    stderr: PathBuf,
+}
+
+impl Session {
+    /// Start perf on fsbench (`pid`) in `scratch` (made, 0700) and return once it samples.
+    pub fn start(rec: &Recorder, frequency_hz: u32, pid: u32, scratch: &Path) -> Result<Session, String> {
+        fs::create_dir_all(scratch).map_err(|e| format!("cannot make {}: {e}", scratch.display()))?;
+        let (ctl, ack) = (scratch.join("ctl.fifo"), scratch.join("ack.fifo"));
+        for f in [&ctl, &ack] {
+            let _ = fs::remove_file(f);
+            nix::unistd::mkfifo(f.as_path(), nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR)
+                .map_err(|e| format!("cannot make {}: {e}", f.display()))?;
+        }
+        // Read-write opens of a FIFO never block; ours keep both ends alive for perf.
+        let open = |p: &Path| {
+            fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(p)
+                .map_err(|e| format!("cannot open {}: {e}", p.display()))
+        };
+        let (mut ctl_fd, mut ack_fd) = (open(&ctl)?, open(&ack)?);
+        let stderr = scratch.join("perf.stderr");
+        let err_file = fs::File::create(&stderr).map_err(|e| format!("cannot make {}: {e}", stderr.display()))?;
+        let mut cmd = Command::new(&rec.perf);
+        cmd.args(["record", "--quiet", "-g", "--no-buildid-cache", "-D", "-1"])
+            .arg(format!("-F{frequency_hz}"))
+            .args(["-e", rec.event])
+            .arg(format!("--control=fifo:{},{}", ctl.display(), ack.display()))
+            .arg(format!("-p{pid}"))
+            .arg("-o")
+            .arg(scratch.join("perf.data"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(err_file);
+        plain_child(&mut cmd);
+        let child = cmd.spawn().map_err(|e| format!("cannot start perf: {e}"))?;
+        let mut s = Session { child: Some(child), scratch: scratch.to_path_buf(), stderr };
+        ctl_fd.write_all(b"enable\n").map_err(|e| format!("cannot write to perf's control fifo: {e}"))?;
+        s.wait_for_ack(&mut ack_fd)?;
+        Ok(s)
+    }
+
+    /// Wait for perf's `ack` of `enable`; perf dying first is an error with its stderr.
+    fn wait_for_ack(&mut self, ack: &mut fs::File) -> Result<(), String> {
+        let started = Instant::now();
+        let mut got = Vec::new();
+        while started.elapsed() < PERF_DEADLINE {
+            let mut p = libc::pollfd { fd: ack.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+            // SAFETY: one valid pollfd for the duration of the call.
+            if unsafe { libc::poll(&mut p, 1, 100) } > 0 {
+                let mut buf = [0u8; 64];
+                if let Ok(n) = ack.read(&mut buf) {
+                    got.extend_from_slice(&buf[..n]);
+                    if got.windows(3).any(|w| w == b"ack") {
+                        return Ok(());
+                    }
+                }
+            }
+            if let Some(c) = self.child.as_mut()
+                && let Ok(Some(status)) = c.try_wait()
+            {
+                self.child = None;
+                return Err(format!("perf record exited before sampling ({status}): {}", self.stderr_tail()));
+            }
+            if crate::signals::interrupted() {
+                return Err("interrupted".into());
+            }
+        }
+        Err(format!("perf record did not start sampling within {}s: {}", PERF_DEADLINE.as_secs(), self.stderr_tail()))
+    }
+
+    /// Stop perf (SIGINT: it writes its data and exits), fold its samples of `whose`.
+    pub fn finish(mut self, rec: &Recorder, whose: Whose) -> Result<Folded, String> {
+        let mut child = self.child.take().ok_or("perf is not running")?;
+        // SAFETY: kill with a pid we own as an unreaped child.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        let started = Instant::now();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(s)) => break s,
+                Ok(None) if started.elapsed() < PERF_DEADLINE => {
+                    let fd = crate::workload::child::pidfd(child.id() as libc::pid_t);
+                    if let Ok(fd) = fd {
+                        let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+                        // SAFETY: one valid pollfd for the duration of the call.
+                        unsafe { libc::poll(&mut p, 1, 200) };
+                    }
+                }
+                _ => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!("perf record did not stop within {}s", PERF_DEADLINE.as_secs()));
+                }
+            }
+        };
+        // perf exits with SIGINT's status or 0 after a SIGINT, depending on its version.
+        let data = self.scratch.join("perf.data");
+        if !data.is_file() {
+            return Err(format!("perf record wrote no data ({status}): {}", self.stderr_tail()));
+        }
+        fold_script(rec, &data, whose)
+    }
+
+    fn stderr_tail(&self) -> String {
+        let text = fs::read(&self.stderr).unwrap_or_default();
+        let text = String::from_utf8_lossy(&text[text.len().saturating_sub(2000)..]).into_owned();
+        let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message");
+        crate::text::first_line_cut(&crate::text::escape_control(last.trim()), 300)
+    }
+}
+
+impl Drop for Session {
+    /// A session given up (an error, a panic) leaves no perf behind, and no scratch.
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = fs::remove_dir_all(&self.scratch);
+    }
+}
+
+/// A child of our own: its own process group (the terminal's Ctrl-C is fsbench's to
+/// handle), signal dispositions and mask as a fresh program expects, killed with fsbench.
+fn plain_child(cmd: &mut Command) {
+    cmd.process_group(0);
+    // SAFETY: between fork and exec: sigaction, sigprocmask and prctl only, no allocation.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGPIPE, libc::SIGCHLD] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            crate::workload::child::arm_parent_death()
+        })
+    };
+}
+
+/// `perf script` of `data`, folded as it streams, keeping only the samples of `whose`
+/// (the workers, or the in-process thread), their root frame the process's name.
+pub fn fold_script(rec: &Recorder, data: &Path, whose: Whose) -> Result<Folded, String> {
+    let mut cmd = Command::new(&rec.perf);
+    cmd.args(["script", "--no-inline", "-F", "comm,pid,tid,time,event,ip,sym,dso", "-i"])
+        .arg(data)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    plain_child(&mut cmd);
+    let mut child = cmd.spawn().map_err(|e| format!("cannot start perf script: {e}"))?;
+    let out = child.stdout.take().ok_or("perf script has no output")?;
+    let mut folded = Vec::new();
+    let mut opts = inferno::collapse::perf::Options::default();
+    opts.include_tid = true;
+    let mut folder = inferno::collapse::perf::Folder::from(opts);
+    let r = folder.collapse(BufReader::new(out.take(MAX_SCRIPT_BYTES)), &mut folded);
+    let status = child.wait().map_err(|e| format!("perf script: {e}"))?;
+    r.map_err(|e| format!("cannot fold perf script's output: {e}"))?;
+    if !status.success() {
+        return Err(format!("perf script failed ({status})"));
+    }
+    Ok(keep_cell_samples(&String::from_utf8_lossy(&folded), whose))
+}
+
+/// The folded lines (root frame `comm-pid/tid`) of the cell's samples, the root frame
+/// cut back to the process's name so that the workers' stacks merge.
+pub fn keep_cell_samples(folded: &str, whose: Whose) -> Folded {
+    let mut stacks = Vec::new();
+    for line in folded.lines() {
+        let Some((stack, n)) = line.rsplit_once(' ') else { continue };
+        let Ok(n) = n.parse::<u64>() else { continue };
+        let mut frames = stack.split(';');
+        let Some(root) = frames.next() else { continue };
+        let Some((comm, ids)) = root.rsplit_once('-') else { continue };
+        let pid = ids.split_once('/').map_or(ids, |(pid, _tid)| pid);
+        let Ok(pid) = pid.parse::<u32>() else { continue };
+        if pid == whose.pid && !whose.own_process {
+            continue;
+        }
+        let mut all = vec![comm.to_string()];
+        all.extend(frames.map(str::to_string));
+        stacks.push((all, n));
+    }
+    Folded { stacks }.normalise()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_workers_samples_are_kept_and_merged_by_process_name() {
+        let folded = "fsbench-100/100;do_poll 7\n\
+                      fsbench-100/101;fsbench::steps;untar 5\n\
+                      fsbench-200/200;open_close;do_sys_open 9\n\
+                      fsbench-201/201;open_close;do_sys_open 3\n";
+        let w = keep_cell_samples(folded, Whose { pid: 100, own_process: false });
+        assert_eq!(w.stacks[0], (vec!["fsbench".to_string(), "open_close".into(), "do_sys_open".into()], 12));
+        assert_eq!(w.samples(), 12, "the supervisor's 12 samples are left out: {w:?}");
+        let w = keep_cell_samples(folded, Whose { pid: 100, own_process: true });
+        assert!(w.stacks.iter().any(|(s, n)| s.last().unwrap() == "untar" && *n == 5));
+        assert_eq!(w.samples(), 24, "in-process: every thread of fsbench is the workload");
+    }
+}

@@ -1,0 +1,89 @@
+//! The profiles of a report's cells (`[workload] profile`): for each profiled cell, its
+//! top functions by total share (itself and its callees) and by self share (on the CPU
+//! itself), and in the HTML page its flame graph. A cell whose stored profile cannot be
+//! read says so ("no profile: ..."); a cell run unprofiled says why in its notes.
+
+use super::markup::Markup;
+use crate::model::CellProfile;
+use crate::profile::folded::{Folded, parse_untrusted};
+use crate::profile::{flame, shares};
+use crate::results::LoadedRun;
+
+/// How many functions each table lists.
+pub const TOP: usize = 10;
+
+/// A loaded cell's profile as folded stacks, or why there is none to show.
+pub fn folded_of(p: &CellProfile) -> Result<Folded, String> {
+    if let Some(why) = &p.not_profiled {
+        return Err(format!("not profiled: {why}"));
+    }
+    if let Some(why) = &p.unreadable {
+        return Err(format!("no profile: {why}"));
+    }
+    parse_untrusted(p.folded.as_bytes()).map_err(|e| format!("no profile: {e}"))
+}
+
+/// `12.3`: a share in percent with one decimal.
+fn pct(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+/// The profiles section: nothing when no cell of `runs` has a profile record.
+pub(super) fn write(m: &mut dyn Markup, runs: &[(&str, &LoadedRun)], flame_graphs: bool) {
+    let profiled: Vec<_> = runs
+        .iter()
+        .flat_map(|(label, run)| run.cells.iter().filter_map(move |c| c.profile.as_ref().map(|p| (*label, c, p))))
+        .filter(|(_, _, p)| p.not_profiled.is_none())
+        .collect();
+    if profiled.is_empty() {
+        return;
+    }
+    m.heading(2, "Profiles");
+    m.paragraph(
+        "On-CPU stacks of each cell's workers in one separate, uncounted repetition. total: share of samples \
+         with the function on the stack (itself and its callees); self: share with it on the CPU itself.",
+    );
+    for (label, cell, p) in profiled {
+        let title = if runs.len() > 1 { format!("{label} {}", cell.id) } else { cell.id.clone() };
+        let f = match folded_of(p) {
+            Ok(f) => f,
+            Err(why) => {
+                m.note(&format!("{title}: {why}"));
+                continue;
+            }
+        };
+        m.heading(3, &format!("Profile of {title}"));
+        m.paragraph(&format!(
+            "{} samples of {} at {} Hz, kernel {}{}",
+            f.samples(),
+            p.event.as_deref().unwrap_or("?"),
+            p.frequency_hz.map_or("?".into(), |h| h.to_string()),
+            p.kernel_release.as_deref().unwrap_or("?"),
+            if p.merged_stacks > 0 {
+                format!("; {} cold stacks merged to fit the cap", p.merged_stacks)
+            } else {
+                String::new()
+            }
+        ));
+        let all = shares::shares(&f);
+        let rows = |v: Vec<shares::FunctionShare>, self_first: bool| -> Vec<Vec<String>> {
+            v.into_iter()
+                .map(|s| {
+                    let (a, b) = if self_first { (s.self_pct, s.total_pct) } else { (s.total_pct, s.self_pct) };
+                    vec![s.name, pct(a), pct(b)]
+                })
+                .collect()
+        };
+        m.table(
+            &["function (by total)".into(), "total %".into(), "self %".into()],
+            &rows(shares::top_total(&all, TOP), false),
+        );
+        m.table(
+            &["function (by self)".into(), "self %".into(), "total %".into()],
+            &rows(shares::top_self(&all, TOP), true),
+        );
+        if flame_graphs && let Some(svg) = flame::flame_svg(&f, &format!("fsbench profile: {title}")) {
+            m.figure(&flame::as_image(&svg), &format!("Flame graph of {title} (width: share of samples)"));
+        }
+    }
+}

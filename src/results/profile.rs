@@ -1,0 +1,42 @@
+//! A cell's folded stacks (`profiles/<cell-id>.folded`), read back beside its result.
+//!
+//! Leniently: a profile is an explanation, not a measurement, so a missing, linked,
+//! oversized or garbled file makes the cell's profile "unreadable" with why, and the
+//! cell loads as ever. The file is opened beneath the run directory's fd without
+//! following a link, and its name comes from the cell's id, never from the `file`
+//! field the cell file states.
+
+use std::io::Read;
+use std::os::fd::OwnedFd;
+
+use crate::model::CellResult;
+use crate::profile::folded::{self, MAX_READ_BYTES};
+
+/// Fill `cell.profile.folded` from its file, or say in `unreadable` why it cannot be used.
+pub(super) fn attach(dir_fd: &OwnedFd, cell: &mut CellResult) {
+    let Some(p) = cell.profile.as_mut() else { return };
+    p.folded.clear();
+    if p.not_profiled.is_some() {
+        return;
+    }
+    match read(dir_fd, &cell.id) {
+        Ok(text) => p.folded = text,
+        Err(why) => p.unreadable = Some(why),
+    }
+}
+
+/// The folded stacks of cell `id`, checked and escaped, as text again.
+fn read(dir_fd: &OwnedFd, id: &str) -> Result<String, String> {
+    let dir = super::safe::open_subdir(dir_fd, crate::profile::PROFILES_DIR)
+        .map_err(|e| format!("{}/: {e}", crate::profile::PROFILES_DIR))?;
+    let name = format!("{id}.folded");
+    let f = match super::load::open_file(&dir, &name) {
+        Ok(Some(f)) => f,
+        Ok(None) => return Err(format!("{name}: missing (or not a regular file)")),
+        Err(e) => return Err(format!("{name}: {e}")),
+    };
+    let mut bytes = Vec::new();
+    f.take(MAX_READ_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("{name}: {e}"))?;
+    let parsed = folded::parse_untrusted(&bytes).map_err(|e| format!("{name}: {e}"))?;
+    Ok(parsed.capped_text(usize::MAX).0)
+}

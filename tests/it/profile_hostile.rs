@@ -1,0 +1,195 @@
+//! Stored profiles are other people's bytes: `report` (text and HTML) shows the good ones
+//! (top functions, a flame graph) and says "no profile: ..." for a huge, garbled, linked or
+//! missing one, escapes control characters and markup in frames, cuts deep stacks, and
+//! never fails because of a profile.
+
+use std::path::Path;
+
+use fsbench::model::{CellParams, CellProfile, LatfsTest, Layout, QuotaMode};
+
+use crate::support::fsbench;
+use crate::support::report::{latfs_cell, latfs_scenario_text, meta, write_run};
+
+fn params(tasks: u32) -> CellParams {
+    CellParams {
+        fs: "ext4".into(),
+        layout: Layout::S,
+        quota: QuotaMode::Off,
+        tasks,
+        test: Some(LatfsTest::WriteTruncate),
+        fio: Default::default(),
+        kernel: None,
+    }
+}
+
+fn profiled(id: &str) -> CellProfile {
+    CellProfile {
+        event: Some("cpu-clock".into()),
+        frequency_hz: Some(999),
+        kernel_release: Some("6.18.0".into()),
+        samples: 10,
+        stacks: 2,
+        file: Some(format!("profiles/{id}.folded")),
+        ..CellProfile::default()
+    }
+}
+
+/// A run of 8 cells (tasks 1..8), each with a profile record, and their profile files as `files` says.
+fn run_with_profiles(dir: &Path, files: &[(u32, Option<Vec<u8>>)]) -> std::path::PathBuf {
+    let text = latfs_scenario_text("hostile-profiles", "");
+    let cells: Vec<_> = files
+        .iter()
+        .map(|(t, _)| {
+            let mut c = latfs_cell(params(*t), &[10.0, 11.0, 12.0]);
+            c.profile = Some(profiled(&c.id));
+            c
+        })
+        .collect();
+    let planned = cells.iter().map(|c| c.params.clone()).collect();
+    let run = write_run(dir, &meta(None, "hostile-profiles", &text, "lat_fs", planned), &cells);
+    std::fs::create_dir_all(run.join("profiles")).unwrap();
+    for ((_, bytes), c) in files.iter().zip(&cells) {
+        if let Some(b) = bytes {
+            std::fs::write(run.join("profiles").join(format!("{}.folded", c.id)), b).unwrap();
+        }
+    }
+    run
+}
+
+#[test]
+fn hostile_profiles_are_escaped_cut_or_refused_and_the_report_still_renders() {
+    let d = tempfile::tempdir().unwrap();
+    let deep: Vec<String> = (0..5000).map(|i| format!("deep_{i}")).collect();
+    let run = run_with_profiles(
+        d.path(),
+        &[
+            // A good one, with a terminal escape and markup in frames.
+            (1, Some(b"fsbench;vfs_write;ext4_da_write_begin 6\nfsbench;evil\x1b]0;owned\x07;<script>alert(1)</script> 4\n".to_vec())),
+            // Garbled: not `stack count`.
+            (2, Some(b"fsbench;vfs_write lots\n".to_vec())),
+            // Over the read cap.
+            (3, Some(vec![b'x'; 5 << 20])),
+            // Missing.
+            (4, None),
+            // 5000 frames deep.
+            (5, Some(format!("fsbench;{} 3\n", deep.join(";")).into_bytes())),
+            // Not UTF-8.
+            (6, Some(b"\xff\xfe;x 1\n".to_vec())),
+        ],
+    );
+    // A link instead of a file is never followed.
+    let linked = run.join("profiles/ext4-S-qoff-t6-write_truncate.folded");
+    std::fs::remove_file(&linked).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", &linked).unwrap();
+
+    let out = fsbench().arg("report").arg(&run).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains('\x1b') && !text.contains('\x07'), "control characters are shown, not obeyed");
+    assert!(text.contains("Profile of ext4-S-qoff-t1-write_truncate"), "{text}");
+    assert!(text.contains("ext4_da_write_begin"), "{text}");
+    assert!(text.contains("ext4-S-qoff-t2-write_truncate: no profile:") && text.contains("line 1 is not"), "{text}");
+    assert!(
+        text.contains("ext4-S-qoff-t3-write_truncate: no profile:") && text.contains("MiB a profile may be"),
+        "{text}"
+    );
+    assert!(text.contains("ext4-S-qoff-t4-write_truncate: no profile:") && text.contains("missing"), "{text}");
+    assert!(text.contains("ext4-S-qoff-t6-write_truncate: no profile:"), "{text}");
+    assert!(!text.contains("root:x:0"), "the link was not followed");
+    // The deep stack keeps its leaf.
+    assert!(text.contains("Profile of ext4-S-qoff-t5-write_truncate") && text.contains("deep_4999"), "{text}");
+
+    let page = d.path().join("page.html");
+    let out = fsbench().arg("report").arg(&run).arg("--html").arg(&page).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("<script"), "no script on the page, the flame graph's included");
+    assert!(html.contains("href=\"data:image/svg+xml,"), "the flame graphs are embedded");
+    assert!(html.contains("Flame graph of ext4-S-qoff-t1-write_truncate"));
+}
+
+#[test]
+fn compare_lists_the_functions_that_grew_beyond_the_noise_and_a_garbled_side_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    let a = run_with_profiles(
+        &d.path().join("a"),
+        &[
+            (1, Some(b"w;vfs_write;ext4_da_write_begin 600\nw;do_truncate 400\n".to_vec())),
+            (2, Some(b"w;x 5\n".to_vec())),
+        ],
+    );
+    let b = run_with_profiles(
+        &d.path().join("b"),
+        &[
+            (
+                1,
+                Some(
+                    b"w;vfs_write;ext4_journalled_write_end;jbd2_journal_get_write_access 500\nw;do_truncate 400\n"
+                        .to_vec(),
+                ),
+            ),
+            (2, Some(b"garbage\n".to_vec())),
+        ],
+    );
+    let out = fsbench().arg("compare").arg(&a).arg(&b).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let section = &text[text.find("Profile diff of ext4-S-qoff-t1-write_truncate").expect(&text)..];
+    assert!(section.contains("function (grew)") && section.contains("jbd2_journal_get_write_access"), "{section}");
+    assert!(section.contains("function (shrank)") && section.contains("ext4_da_write_begin"), "{section}");
+    // do_truncate: 40.0% vs 44.4% of samples: within the noise of 1000 and 900 samples.
+    let grown_and_shrunk: Vec<&str> = section.lines().filter(|l| l.contains("do_truncate")).collect();
+    assert!(grown_and_shrunk.is_empty(), "{section}");
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(
+            "ext4-S-qoff-t2-write_truncate (a → b): b: no profile: ext4-S-qoff-t2-write_truncate.folded: line 1 is not"
+        ),
+        "{text}"
+    );
+}
+
+/// `compare --format email` in the 0-day layout, checked line by line against a stored
+/// example (`tests/it/email_example.txt`; `FSBENCH_BLESS=1` writes it anew).
+#[test]
+fn compare_format_email_fits_80_columns_in_the_stored_layout() {
+    let d = tempfile::tempdir().unwrap();
+    let mk = |dir: &str, label: &str, samples: &[f64], folded: &[u8]| {
+        let text = latfs_scenario_text("email", "");
+        let mut c = latfs_cell(params(1), samples);
+        c.filesystems[0].mount_options_requested = vec!["barrier=0".into(), format!("data={label}")];
+        c.profile = Some(profiled(&c.id));
+        let run =
+            write_run(&d.path().join(dir), &meta(Some(label), "email", &text, "lat_fs", vec![c.params.clone()]), &[c]);
+        std::fs::create_dir_all(run.join("profiles")).unwrap();
+        std::fs::write(run.join("profiles/ext4-S-qoff-t1-write_truncate.folded"), folded).unwrap();
+        run
+    };
+    let a = mk("a", "ordered", &[42.0, 44.0, 41.0], b"w;vfs_write;ext4_da_write_begin 600\nw;do_truncate 400\n");
+    let b = mk(
+        "b",
+        "journal",
+        &[22.0, 20.5, 23.0],
+        b"w;vfs_write;ext4_write_begin 300\nw;vfs_write;ext4_journalled_write_end;jbd2_journal_get_write_access 300\nw;do_truncate 400\n",
+    );
+    let out = fsbench().arg("compare").arg(&a).arg(&b).args(["--format", "email"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    for l in text.lines() {
+        assert!(l.chars().count() <= 80, "{} columns: {l}", l.chars().count());
+    }
+    // The run directory is the test's own temporary one.
+    let text = text.replace(&a.display().to_string(), "RUN_DIR_OF_A");
+    let stored = crate::support::crate_root().join("tests/it/email_example.txt");
+    if std::env::var_os("FSBENCH_BLESS").is_some() {
+        std::fs::write(&stored, &text).unwrap();
+    }
+    let expected = std::fs::read_to_string(&stored).unwrap();
+    for (i, (got, want)) in text.lines().zip(expected.lines()).enumerate() {
+        assert_eq!(got, want, "line {} differs from {}", i + 1, stored.display());
+    }
+    assert_eq!(text.lines().count(), expected.lines().count(), "{text}");
+    // And what it says.
+    assert!(text.contains("FYI, we noticed a -48.4% regression of lat_fs.write_truncate.total_loops"), "{text}");
+    assert!(text.contains("perf-profile.children.jbd2_journal_get_write_access"), "{text}");
+}
