@@ -7,6 +7,8 @@
 //! -> `report` (tables, plots, compare) -> `gate` (verdicts, in the words of `verdict`, on the
 //! metrics of `catalogue`: each metric's unit, direction and which samples of a cell it reads).
 //! `history` reads every run of a scenario as series, `calibration` the spread between runs.
+//! `profile` records where a cell's workers spent their CPU (perf, folded stacks) and `bisect`
+//! finds which of an ordered list of kernels brought a regression, a paired run per step.
 //! `runner` drives one run through these stages from a plain `RunRequest`; `qemu`,
 //! `shard` and `bundle` carry runs to other kernels, machines and labs; `fixture` generates
 //! the synthetic kernel tree the untar steps unpack.

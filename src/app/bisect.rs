@@ -59,16 +59,7 @@ pub fn bisect(args: &BisectArgs) -> anyhow::Result<i32> {
     crate::signals::install();
     super::checks::check_output_dir("--out", &args.out)?;
     let resumed = args.resume.as_deref().map(drive::open_dir).transpose()?;
-    let kernels = match (&resumed, &args.kernels_file) {
-        (Some((_, log)), _) => log.candidates.iter().map(setup::spec).collect(),
-        (None, Some(file)) => setup::read_list(file)?,
-        (None, None) => args
-            .kernels
-            .iter()
-            .map(|a| crate::qemu::parse_kernel_arg(a).map_err(|e| InputError::anyhow(e.to_string())))
-            .collect::<anyhow::Result<Vec<_>>>()?,
-    };
-    setup::check_candidates(&kernels)?;
+    let kernels = candidates(args, resumed.as_ref().map(|r| &r.1))?;
     // Every step pairs with one seed: the resumed log's, else one drawn now and logged.
     let seed = resumed.as_ref().map_or_else(draw_seed, |(_, log)| log.seed);
     let mut set = args.scenario_options.overrides()?;
@@ -98,25 +89,56 @@ pub fn bisect(args: &BisectArgs) -> anyhow::Result<i32> {
         Some(resumed) => resumed,
         None => (drive::create_dir(&args.out, &s.name)?, setup::new_log(&s, &cell[0], &spec, seed, &kernels)),
     };
-    let qemu = crate::qemu::prepare(&s, &kernels, false)?;
+    bisect_in(args, &s, &cell, &kernels, labels, dir, &mut log)
+}
+
+/// The candidate kernels: a resumed log's, `--kernels FILE`'s or the `--kernel`s, checked.
+fn candidates(
+    args: &BisectArgs,
+    resumed: Option<&bisect::log::BisectLog>,
+) -> anyhow::Result<Vec<crate::scenario::KernelSpec>> {
+    let kernels = match (resumed, &args.kernels_file) {
+        (Some(log), _) => log.candidates.iter().map(setup::spec).collect(),
+        (None, Some(file)) => setup::read_list(file)?,
+        (None, None) => args
+            .kernels
+            .iter()
+            .map(|a| crate::qemu::parse_kernel_arg(a).map_err(|e| InputError::anyhow(e.to_string())))
+            .collect::<anyhow::Result<Vec<_>>>()?,
+    };
+    setup::check_candidates(&kernels)?;
+    Ok(kernels)
+}
+
+/// Run the bisection in `dir` from `log` and print its conclusion.
+fn bisect_in(
+    args: &BisectArgs,
+    s: &crate::scenario::Scenario,
+    cell: &[crate::plan::Cell],
+    kernels: &[crate::scenario::KernelSpec],
+    labels: Vec<String>,
+    dir: drive::BisectDir,
+    log: &mut bisect::log::BisectLog,
+) -> anyhow::Result<i32> {
+    let qemu = crate::qemu::prepare(s, kernels, false)?;
     crate::provision::workroot::set_scratch_root(
         &args.workdir.clone().unwrap_or_else(crate::provision::workroot::default_workdir),
     );
     eprintln!("fsbench: bisection in {}", dir.path.display());
-    let members = crate::qemu::member::KernelMembers::new(&s, &kernels, &qemu, args.quiet);
+    let members = crate::qemu::member::KernelMembers::new(s, kernels, &qemu, args.quiet);
     let mut judge = bisect::judge_kernels::KernelJudge {
-        scenario: &s,
-        cell: &cell,
+        scenario: s,
+        cell,
         labels,
         members,
         dir: dir.path.clone(),
         quiet: args.quiet,
     };
-    let conclusion = drive::run(&mut judge, &mut log, &dir, args.quiet)?;
+    let conclusion = drive::run(&mut judge, log, &dir, args.quiet)?;
     if args.json {
-        print!("{}", super::output::to_json(&log));
+        print!("{}", super::output::to_json(&*log));
     } else {
-        print!("{}", drive::render(&log));
+        print!("{}", drive::render(log));
     }
     eprintln!("fsbench: bisect log in {}", dir.path.join(bisect::log::LOG_FILE).display());
     Ok(exit_code(&conclusion))

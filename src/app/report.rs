@@ -291,11 +291,11 @@ fn parse_run_arg(arg: &str) -> (Option<String>, String) {
     }
 }
 
-/// `fsbench compare`.
-pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
+/// `compare --metric`: `None` for total loops, else the percentile; refused with `--plot`
+/// or `--html`, which draw total loops (they would show another quantity than the tables
+/// above them claim).
+fn compare_metric(args: &CompareArgs) -> anyhow::Result<Option<crate::monitor::latency::Percentile>> {
     let out = &args.render;
-    // Plots and the page draw total loops: with a percentile they would show another
-    // quantity than the tables above them claim, so the combination is refused.
     if let Some(m) = args.metric.as_deref().filter(|m| *m != "total_loops")
         && (out.plot.is_some() || out.html.is_some())
     {
@@ -305,13 +305,19 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
              --metric for the tables and once without it for {flag}"
         )));
     }
-    out.check_paths()?;
-    let metric = match args.metric.as_deref() {
+    Ok(match args.metric.as_deref() {
         None | Some("total_loops") => None,
         Some(m) => Some(crate::monitor::latency::Percentile::parse(m).ok_or_else(|| {
             InputError::anyhow(format!("--metric {m}: use total_loops, or a percentile: p50, p90, p99, p99.9, max"))
         })?),
-    };
+    })
+}
+
+/// `fsbench compare`.
+pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
+    let out = &args.render;
+    let metric = compare_metric(args)?;
+    out.check_paths()?;
     let Some(runs) = load_labelled(args)? else { return Ok(exit::USAGE) };
     if let [(_, run)] = runs.as_slice() {
         return compare_paired_run(run, out, metric.is_some());

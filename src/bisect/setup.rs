@@ -7,7 +7,7 @@ use std::path::Path;
 use super::log::{BISECT_SCHEMA_VERSION, BisectLog, CandidateRecord};
 use crate::exit::InputError;
 use crate::plan::Cell;
-use crate::scenario::{CompareSpec, KernelSpec, Scenario, Workload};
+use crate::scenario::{CompareSpec, KernelSpec, Scenario};
 
 /// Largest `--kernels` file read.
 pub const MAX_LIST_BYTES: u64 = 1 << 20;
@@ -105,10 +105,10 @@ pub fn pick_cell(cells: Vec<Cell>, wanted: Option<&str>) -> anyhow::Result<Vec<C
 
 /// The log a new bisection starts with.
 pub fn new_log(s: &Scenario, cell: &Cell, spec: &CompareSpec, seed: u64, kernels: &[KernelSpec]) -> BisectLog {
-    let (metric, threshold) = match &s.workload {
-        Workload::Fio(_) => ("iops", s.gate.threshold_for("iops")),
-        _ => ("total_loops", cell.params.test.map_or(s.gate.threshold, |t| s.gate.threshold_for(t.name()))),
-    };
+    // The metric the paired verdict reads, at the threshold a pair group decides with.
+    let answers = crate::workload::kind::of(&s.workload);
+    let metric = answers.kind().default_metric().name();
+    let threshold = answers.pair_threshold(&s.gate, &cell.params);
     BisectLog {
         schema: BISECT_SCHEMA_VERSION,
         scenario: s.name.clone(),

@@ -93,7 +93,7 @@ fn counts(perf: &OsString, event: &str) -> bool {
 
 /// Run `perf args`, its stdout and stderr together (perf stat writes to stderr).
 fn run(perf: &OsString, args: &[&str]) -> std::io::Result<(bool, String)> {
-    let out = Command::new(perf).args(args).stdin(Stdio::null()).output()?;
+    let out = crate::signals::default_in_child(&mut Command::new(perf)).args(args).stdin(Stdio::null()).output()?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
     Ok((out.status.success(), text))

@@ -93,7 +93,7 @@ fn stored(rec: &Recorder, req: &WindowRequest, folded: &folded::Folded) -> CellP
 
 /// The running kernel's GNU build id (`perf buildid-list -k`), if perf can read it.
 fn kernel_build_id(rec: &Recorder) -> Option<String> {
-    let out = std::process::Command::new(&rec.perf)
+    let out = crate::signals::default_in_child(&mut std::process::Command::new(&rec.perf))
         .args(["buildid-list", "-k"])
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

@@ -71,6 +71,7 @@ impl Session {
         let stderr = scratch.join("perf.stderr");
         let err_file = fs::File::create(&stderr).map_err(|e| format!("cannot make {}: {e}", stderr.display()))?;
         let mut cmd = Command::new(&rec.perf);
+        crate::signals::default_in_child(&mut cmd);
         cmd.args(["record", "--quiet", "-g", "--no-buildid-cache", "-D", "-1"])
             .arg(format!("-F{frequency_hz}"))
             .args(["-e", rec.event])
@@ -191,6 +192,7 @@ fn plain_child(cmd: &mut Command) {
 /// (the workers, or the in-process thread), their root frame the process's name.
 pub fn fold_script(rec: &Recorder, data: &Path, whose: Whose) -> Result<Folded, String> {
     let mut cmd = Command::new(&rec.perf);
+    crate::signals::default_in_child(&mut cmd);
     cmd.args(["script", "--no-inline", "-F", "comm,pid,tid,time,event,ip,sym,dso", "-i"])
         .arg(data)
         .stdin(Stdio::null())
