@@ -13,6 +13,7 @@ mod fio;
 mod label;
 mod latfs;
 mod monitors;
+mod ops;
 pub mod pairing;
 pub mod run_tags;
 mod status;
@@ -33,6 +34,7 @@ pub use fio::{FIO_METRICS, FioDirection, FioJobStats, FioLatency, FioMetric, Fio
 pub use label::{LABEL_RULE, is_valid_label};
 pub use latfs::{LatfsRepetition, LatfsResult, StopReason, TaskSample, round_samples};
 pub use monitors::{Counters, DeviceCounters, LatencyDist, Timeline, TimelineSample, VmCounters};
+pub use ops::{FilesetRecord, OPS_METRICS, OpStat, OpsRepetition, OpsResult};
 pub use status::{CellStatus, SkipReason};
 pub use steps::{StepTiming, StepsCopy, StepsResult};
 pub use summary::Summary;

@@ -5,6 +5,7 @@ pub mod child;
 pub mod child_cgroup;
 pub mod fio;
 pub mod latfs;
+pub mod ops;
 pub mod rusage;
 pub mod steps;
 pub mod steps_loop;

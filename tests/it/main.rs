@@ -37,6 +37,7 @@ mod lifecycle;
 mod monitors;
 mod newcomer;
 mod one_sample_set;
+mod ops_engine;
 mod paired_run;
 mod provision_faults;
 mod provision_layouts;
