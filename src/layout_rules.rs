@@ -75,7 +75,7 @@ fn only_the_command_layer_prints_command_output() {
     // stdout of a lat_fs or steps worker is its protocol pipe to the parent; the guest's is the serial console.
     let bad = offenders(
         &["println!", "print!(", "stdout()"],
-        &["src/workload/latfs/worker.rs", "src/workload/steps_tasks.rs", "src/qemu/guest.rs"],
+        &["src/workload/latfs/worker.rs", "src/workload/steps/tasks.rs", "src/qemu/guest.rs"],
     );
     assert!(bad.is_empty(), "stdout written outside src/app/:\n{}", bad.join("\n"));
 }

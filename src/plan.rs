@@ -236,36 +236,13 @@ pub fn needs(s: &Scenario, p: &CellParams) -> Vec<String> {
         };
         needs.push(how.into());
     }
-    if let Workload::Latfs(l) = &s.workload
-        && l.per_task_uid
-        && matches!(s.backing, Backing::Dir { .. })
-    {
-        needs.push("root for per-task uid (else runs as you)".into());
-    }
-    if let Workload::Fio(_) = &s.workload {
-        needs.push("fio".into());
-    }
-    if let Workload::Steps(st) = &s.workload {
-        if st.steps.iter().any(|x| matches!(x, crate::scenario::Step::DropCaches)) && !needs.iter().any(|n| n == "root")
-        {
-            needs.push("root (drop_caches)".into());
-        }
-        if st.steps.iter().any(|x| matches!(x, crate::scenario::Step::Exec { .. })) {
-            needs.push("exec".into());
-        }
-    }
+    crate::workload::kind::of(&s.workload).add_needs(&mut needs, matches!(s.backing, Backing::Dir { .. }));
     needs
 }
 
 /// Estimated run time of one cell (for plans and progress), over all its rounds, excluding provisioning.
 pub fn estimate(s: &Scenario) -> Duration {
-    match &s.workload {
-        Workload::Latfs(l) => ((l.warmup + l.duration) * l.repetitions + Duration::from_millis(200)) * l.rounds.max(1),
-        // Steps have no fixed length; seed 002's kernel untar takes seconds per step.
-        Workload::Steps(st) => Duration::from_secs(2) * (st.steps.len() as u32) * st.iterations,
-        // fio lays its files out before the timed part: a second is a fair guess for small jobs.
-        Workload::Fio(f) => (f.duration + f.warmup.unwrap_or_default() + Duration::from_secs(1)) * f.repetitions,
-    }
+    crate::workload::kind::of(&s.workload).cell_estimate()
 }
 
 /// Expand a scenario and keep the cells that `--only` filters select.
@@ -345,8 +322,8 @@ pub fn render_plan_table(s: &Scenario, plan: &Plan, check: &HostCheck, width: u1
     let wrap = |t: &str| crate::text::wrap(t, w, "    ");
     let mut out =
         format!("{}\n{table}\n", wrap(&format!("scenario {} ({}): {}", s.name, s.source.origin, s.description)));
-    let rounds = match &s.workload {
-        Workload::Latfs(l) if l.rounds > 1 => format!(", each in {} rounds (provisioned afresh every round)", l.rounds),
+    let rounds = match crate::workload::kind::of(&s.workload).rounds() {
+        Some(n) if n > 1 => format!(", each in {n} rounds (provisioned afresh every round)"),
         _ => String::new(),
     };
     out.push_str(&wrap(&format!(
@@ -449,13 +426,10 @@ pub fn cell_cost(s: &Scenario, cell: &Cell) -> Duration {
     (estimate(s) + IMAGE_COST * images).max(Duration::from_millis(1))
 }
 
-/// Void pairs a pair group may run again: `workload.max_reruns` for lat_fs; steps and fio
-/// have no budget of their own, so theirs is lat_fs's default.
+/// Void pairs a pair group may run again: the workload's own budget
+/// (`workload.max_reruns` for lat_fs), or [`crate::scenario::PAIR_RERUNS_WITHOUT_BUDGET`].
 pub fn pair_reruns(w: &Workload) -> u32 {
-    match w {
-        Workload::Latfs(l) => l.noise.max_reruns,
-        Workload::Steps(_) | Workload::Fio(_) => crate::scenario::PAIR_RERUNS_WITHOUT_BUDGET,
-    }
+    crate::workload::kind::of(w).pair_reruns()
 }
 
 /// Every cell once per kernel of a kernel-paired run (`-kernel=LABEL` in its id), in plan

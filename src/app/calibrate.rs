@@ -10,7 +10,6 @@ use super::scenario_options::ScenarioOptions;
 use crate::calibration::{self, budget::plan_cell};
 use crate::exit::{self, InputError};
 use crate::runner::{self, RunRequest, RunTarget};
-use crate::scenario::Workload;
 
 /// `fsbench calibrate`.
 #[derive(Debug, Clone, Args)]
@@ -51,9 +50,7 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<i32> {
     let mut overrides = args.scenario_options.overrides()?;
     let first = crate::scenario::load_named(Some(&args.scenario), &overrides)?;
     // Every level must show: a lat_fs run with one round has no round level.
-    if let Workload::Latfs(l) = &first.workload
-        && l.rounds < 2
-    {
+    if crate::workload::kind::of(&first.workload).rounds().is_some_and(|n| n < 2) {
         overrides.push("workload.rounds=2".into());
     }
     let scenario = crate::scenario::load_named(Some(&args.scenario), &overrides)?;
@@ -65,11 +62,7 @@ pub fn calibrate(args: &CalibrateArgs) -> anyhow::Result<i32> {
             args.scenario.display()
         )));
     }
-    let warmup = match &scenario.workload {
-        Workload::Latfs(l) => l.warmup.as_secs_f64(),
-        Workload::Steps(_) => 0.0,
-        Workload::Fio(f) => f.warmup.map_or(0.0, |w| w.as_secs_f64()),
-    };
+    let warmup = crate::workload::kind::of(&scenario.workload).warmup().as_secs_f64();
     let plan = crate::plan::plan_for(&scenario, &args.scenario_options.only)?;
     let date = crate::results::now_rfc3339();
     let mut runs = Vec::new();

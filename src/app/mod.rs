@@ -229,10 +229,10 @@ fn internal(args: &[OsString]) -> Option<i32> {
             crate::workload::latfs::WorkerEnd::BadArguments => exit::USAGE,
         });
     }
-    if first == crate::workload::steps_tasks::WORKER_SUBCOMMAND {
-        return Some(match crate::workload::steps_tasks::worker_main() {
-            crate::workload::steps_tasks::WorkerEnd::Replied => exit::SUCCESS,
-            crate::workload::steps_tasks::WorkerEnd::BadInput => exit::USAGE,
+    if first == crate::workload::steps::tasks::WORKER_SUBCOMMAND {
+        return Some(match crate::workload::steps::tasks::worker_main() {
+            crate::workload::steps::tasks::WorkerEnd::Replied => exit::SUCCESS,
+            crate::workload::steps::tasks::WorkerEnd::BadInput => exit::USAGE,
         });
     }
     None

@@ -27,7 +27,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::exit::InputError;
 use crate::plan;
-use crate::scenario::{ArchiveSource, Backing, Scenario, ScenarioError, Step, Workload};
+use crate::scenario::{ArchiveSource, Backing, Scenario, ScenarioError};
 use crate::workload::untar::UntarError;
 use manifest::{MANIFEST_FILE, Manifest};
 
@@ -199,10 +199,7 @@ pub fn open_bundle(bundle: &Path) -> Result<OpenBundle, BundleError> {
 
 /// The `exec` steps of a scenario, as command lines.
 pub fn exec_steps(s: &Scenario) -> Vec<String> {
-    match &s.workload {
-        Workload::Steps(st) => st.steps.iter().filter(|x| matches!(x, Step::Exec { .. })).map(Step::label).collect(),
-        Workload::Latfs(_) | Workload::Fio(_) => Vec::new(),
-    }
+    crate::workload::kind::of(&s.workload).commands()
 }
 
 /// The packed results, as `bundle verify` shows them (and `--json` prints them); every

@@ -75,6 +75,18 @@ impl CellResult {
             finished: started.to_string(),
         }
     }
+
+    /// Whether the cell measured something a comparison may use, or why not (`failed: …`,
+    /// `skipped`, `disturbed`): the one status ladder every workload's member value starts
+    /// with. A workload then checks its own samples.
+    pub fn usable(&self) -> Result<(), String> {
+        match self.status {
+            CellStatus::Ok => Ok(()),
+            CellStatus::Failed => Err(format!("failed: {}", self.error.as_deref().unwrap_or("unknown error"))),
+            CellStatus::Skipped => Err("skipped".into()),
+            CellStatus::Disturbed => Err("disturbed".into()),
+        }
+    }
 }
 
 /// One filesystem as provisioning built it.

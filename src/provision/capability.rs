@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use crate::model::{CellParams, Layout, QuotaImpl, QuotaMode, SkipReason};
-use crate::scenario::{Backing, FsSpec, Scenario, Workload};
+use crate::scenario::{Backing, FsSpec, Scenario};
 
 use super::{ProvisionError, ProvisionRequest, is_root, loopdev, mkfs, mount, quota};
 
@@ -505,42 +505,20 @@ pub fn existing_ancestor(path: &Path) -> PathBuf {
 /// Why a cell cannot run with this backing (already resolved), or `None` when it can.
 pub fn check_cell(s: &Scenario, backing: &Backing, p: &CellParams, allow_device: Option<&Path>) -> Option<SkipReason> {
     let root = is_root();
-    if let Workload::Latfs(_) = &s.workload
-        && p.test == Some(crate::model::LatfsTest::Chown)
-        && !root
-    {
-        return Some(SkipReason {
-            reason: "the chown loop fchowns to uid+1, which needs root (CAP_CHOWN)".into(),
-            remedy: Some("run as root, or leave chown out with --only test=...".into()),
-        });
+    let answers = crate::workload::kind::of(&s.workload);
+    if let Some(skip) = answers.cannot_run(p, root) {
+        return Some(skip);
     }
-    if let Workload::Fio(_) = &s.workload
-        && crate::workload::fio::fio_version().is_none()
-    {
-        return Some(fio_missing());
-    }
-    let uids = match &s.workload {
-        Workload::Latfs(l) if l.per_task_uid && root => Some(task_uids(p.tasks)),
-        _ => None,
-    };
+    let uids = answers.task_uids(p.tasks, root, &mut Vec::new());
     let fs = s.filesystems.get(&p.fs).cloned().unwrap_or_default();
     let workdir = super::workroot::default_workdir();
     let req = ProvisionRequest { cell: p, fs: &fs, backing, workdir: &workdir, task_uids: uids, allow_device };
     check(&req).err()
 }
 
-/// Why a fio cell cannot run without fio, and the remedy, as a missing mkfs says it.
-pub fn fio_missing() -> SkipReason {
-    SkipReason {
-        reason: format!("`{}` is not installed (fio workloads run it)", crate::workload::fio::FIO),
-        remedy: Some("apt-get install fio".into()),
-    }
-}
+pub use crate::workload::fio::check::fio_missing;
 
-/// The per-task uids of lmbench's `-U`: uid = gid = (task << 3) + 100.
-pub fn task_uids(tasks: u32) -> Vec<u32> {
-    (0..tasks).map(|t| (t << 3) + 100).collect()
-}
+pub use crate::workload::latfs::answers::task_uids;
 
 #[cfg(test)]
 mod tests {

@@ -13,7 +13,7 @@ use super::kernel::modules_dir;
 use super::modules;
 use super::request::KernelsRequest;
 use crate::model::QuotaMode;
-use crate::scenario::{ArchiveSource, KernelSpec, Scenario, Step, Workload};
+use crate::scenario::{ArchiveSource, KernelSpec, Scenario};
 
 /// Collect what the guest needs and write the initramfs; returns its size.
 pub(super) fn build_initramfs(s: &Scenario, k: &KernelSpec, req: &KernelsRequest, dest: &Path) -> anyhow::Result<u64> {
@@ -42,20 +42,8 @@ pub(super) fn build_initramfs(s: &Scenario, k: &KernelSpec, req: &KernelsRequest
     if quota {
         tools.push("quotacheck".into());
     }
-    // fio runs as the guest's worker; its ioengines beyond the built-in ones are plugins it
-    // loads at run time, which the guest does not get (a job naming one fails its cell).
-    if let Workload::Fio(_) = &s.workload {
-        tools.push(crate::workload::fio::FIO.into());
-    }
-    if let Workload::Steps(st) = &s.workload {
-        for step in &st.steps {
-            if let Step::Exec { argv } = step
-                && let Some(p) = argv.first()
-            {
-                tools.push(p.clone());
-            }
-        }
-    }
+    // The workload's own programs (fio, an `exec` step's): the guest gets what it names.
+    tools.extend(crate::workload::kind::of(&s.workload).guest_tools());
     for t in &tools {
         let host = if t.contains('/') { Some(PathBuf::from(t)) } else { crate::provision::mkfs::find_tool(t) };
         match host {

@@ -12,7 +12,7 @@ use super::guest_files::build_initramfs;
 use super::initramfs::GUEST_EXE;
 pub use super::request::KernelsRequest;
 use super::vm::{self, Accel, BootSpec, Outcome};
-use crate::scenario::{KernelSpec, Scenario, Workload};
+use crate::scenario::{KernelSpec, Scenario};
 
 /// How one guest's run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,11 +61,7 @@ pub const CELL_TIMEOUT_ENV: &str = "FSBENCH_QEMU_CELL_TIMEOUT";
 fn timeouts(s: &Scenario, cells: usize, accel: Accel) -> (Duration, Duration, Duration) {
     // TCG emulates every instruction: allow for a large slowdown over the scenario's own time.
     let slow = if accel == Accel::Tcg { 20 } else { 3 };
-    let cell_work = match &s.workload {
-        Workload::Latfs(l) => (l.warmup + l.duration) * l.repetitions,
-        Workload::Steps(_) => Duration::from_secs(120),
-        Workload::Fio(f) => (f.duration + f.warmup.unwrap_or_default() + Duration::from_secs(5)) * f.repetitions,
-    };
+    let cell_work = crate::workload::kind::of(&s.workload).guest_cell_work();
     let env_secs = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok()).map(Duration::from_secs);
     let cell = env_secs(CELL_TIMEOUT_ENV).unwrap_or(Duration::from_secs(60) + cell_work * slow);
     let boot = env_secs(BOOT_TIMEOUT_ENV).unwrap_or(Duration::from_secs(if accel == Accel::Tcg { 180 } else { 60 }));

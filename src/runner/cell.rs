@@ -9,15 +9,14 @@ use std::path::Path;
 use anyhow::Context;
 
 use super::RunContext;
+use super::archive::stage_archive;
 use super::progress::Phase;
-use super::steps_stage::{StepsAt, run_steps};
 use crate::exit;
 use crate::model::{CellResult, CellStatus};
 use crate::plan::Cell;
 use crate::provision::{self, ProvisionRequest};
 use crate::results;
-use crate::scenario::Workload;
-use crate::workload::latfs;
+use crate::workload::kind::CellRun;
 
 /// Measures one cell to a result; never returns an error: failures and skips are results too.
 pub trait CellExecutor {
@@ -90,18 +89,8 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
     let s = ctx.scenario;
     let p = &cell.params;
     let root = provision::is_root();
-    let latfs_spec = match &s.workload {
-        Workload::Latfs(l) => {
-            let mut l = l.clone();
-            if l.per_task_uid && !root {
-                l.per_task_uid = false;
-                r.notes.push("per_task_uid needs root: tasks ran as the invoking user".into());
-            }
-            Some(l)
-        }
-        Workload::Steps(_) | Workload::Fio(_) => None,
-    };
-    let uids = latfs_spec.as_ref().filter(|l| l.per_task_uid).map(|_| provision::capability::task_uids(p.tasks));
+    let answers = crate::workload::kind::of(&s.workload);
+    let uids = answers.task_uids(p.tasks, root, &mut r.notes);
     let backing = ctx.backing.clone();
     let fs = s.filesystems.get(&p.fs).cloned().unwrap_or_default();
     let req = ProvisionRequest {
@@ -133,41 +122,28 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
     let in_cgroup = crate::workload::child_cgroup::enter(provisioned.cgroup_procs())
         .context("cannot open the cell's cgroup for its workers")?;
 
-    let outcome = match (&s.workload, latfs_spec) {
-        (Workload::Latfs(_), Some(spec)) => {
-            let test = p.test.expect("lat_fs cells have a test");
-            let run = latfs::LatfsRun { test, spec: &spec, task_dirs: provisioned.task_dirs(), exe: &ctx.exe };
-            latfs::run_monitored(&run, watch.as_ref(), &|i, n| phase(&format!("repetition {i}/{n}")))
-                .map(|res| note_noise(r, res))
-                .map_err(anyhow::Error::new)
-        }
-        (Workload::Steps(spec), _) => {
-            let at = StepsAt {
-                target: provisioned.root(),
-                task_dirs: provisioned.task_dirs(),
-                tasks: p.tasks,
-                in_cgroup: in_cgroup.is_some(),
-            };
-            run_steps(ctx, spec, &at, watch.as_ref(), phase).map(|res| {
-                // Said where the numbers are stored, so every report of the cell carries it too.
-                r.notes.extend(crate::workload::steps_loop::loop_warnings(&res.iterations));
-                r.steps = Some(res)
-            })
-        }
-        (Workload::Fio(spec), _) => {
-            let run = crate::workload::fio::FioRun {
-                spec,
-                task_dirs: provisioned.task_dirs(),
-                tasks: p.tasks,
-                sweeps: &p.fio,
-                out_dir: &ctx.workdir.join("fio").join(p.id()),
-            };
-            crate::workload::fio::run_monitored(&run, watch.as_ref(), &|i, n| phase(&format!("repetition {i}/{n}")))
-                .map(|res| note_fio(r, res))
-                .map_err(anyhow::Error::new)
-        }
-        _ => unreachable!("lat_fs spec exists for lat_fs workloads"),
+    // A real archive is trusted only when it is the user's own, not when it arrived in a bundle.
+    let untrusted_archive = ctx.untrusted_archives
+        && matches!(s.archive.as_ref().map(|a| &a.source), Some(crate::scenario::ArchiveSource::Path(_)));
+    let (archive_cache, workdir) = (&mut ctx.archive, &ctx.workdir);
+    let mut stage_archive = |dir: &Path| {
+        s.archive.as_ref().map(|a| stage_archive(archive_cache, workdir, a, dir, untrusted_archive)).transpose()
     };
+    let mut at = CellRun {
+        params: p,
+        target: provisioned.root(),
+        task_dirs: provisioned.task_dirs(),
+        in_cgroup: in_cgroup.is_some(),
+        as_root: root,
+        exe: &ctx.exe,
+        scratch: ctx.workdir.join(s.workload.kind().name()).join(p.id()),
+        watch: watch.as_ref(),
+        phase,
+        cancel: &super::interrupted,
+        stage_archive: &mut stage_archive,
+        untrusted_archive,
+    };
+    let outcome = answers.run_cell(&mut at, r);
     drop(in_cgroup);
     drop(measuring);
     // Tear down before reporting the workload's error, so nothing stays mounted either way.
@@ -175,61 +151,4 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
     outcome?;
     teardown.context("teardown failed")?;
     Ok(())
-}
-
-/// Store a fio result; a cell whose every repetition was disturbed has no statistics.
-fn note_fio(r: &mut CellResult, res: crate::model::FioResult) {
-    let disturbed = res.repetitions.iter().filter(|x| !x.counts()).count();
-    if disturbed > 0 {
-        r.notes.push(format!(
-            "{disturbed} of {} repetitions disturbed by other processes (kept, left out of statistics)",
-            res.repetitions.len()
-        ));
-    }
-    if res.iops.n == 0 && !res.repetitions.is_empty() {
-        r.status = CellStatus::Disturbed;
-    }
-    r.fio = Some(res);
-}
-
-/// Store a lat_fs result with what the noise guards did ([`noise_notes`]), and the
-/// `disturbed` status when no repetition was fit for statistics.
-fn note_noise(r: &mut CellResult, res: crate::model::LatfsResult) {
-    r.notes.extend(noise_notes(&res));
-    if res.total_loops.n == 0 && !res.repetitions.is_empty() {
-        r.status = CellStatus::Disturbed;
-    }
-    r.latfs = Some(res);
-}
-
-/// What the noise guards did to a lat_fs cell, said once over all its rounds: how many
-/// repetitions were disturbed, in which rounds, how many were rerun, and that there are
-/// no statistics when no repetition was fit for them. A function of the result alone, so
-/// a later round replaces these notes exactly ([`super::rounds::absorb_round`]).
-pub(super) fn noise_notes(res: &crate::model::LatfsResult) -> Vec<String> {
-    let mut notes = Vec::new();
-    let disturbed: Vec<&crate::model::LatfsRepetition> = res.repetitions.iter().filter(|x| !x.counts()).collect();
-    if !disturbed.is_empty() {
-        let mut rounds: Vec<u32> = disturbed.iter().map(|x| x.round + 1).collect();
-        rounds.dedup();
-        let within = if res.rounds_done() > 1 {
-            let list: Vec<String> = rounds.iter().map(u32::to_string).collect();
-            format!(" in round{} {}", if list.len() == 1 { "" } else { "s" }, list.join(", "))
-        } else {
-            String::new()
-        };
-        notes.push(format!(
-            "{} of {} repetitions disturbed by other processes{within} (kept, left out of statistics; {} rerun)",
-            disturbed.len(),
-            res.repetitions.len(),
-            res.reruns
-        ));
-    }
-    if res.total_loops.n == 0 && !res.repetitions.is_empty() {
-        notes.push(format!(
-            "every repetition was disturbed and the rerun budget ran out ({} rerun): no statistics",
-            res.reruns
-        ));
-    }
-    notes
 }

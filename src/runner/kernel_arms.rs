@@ -17,7 +17,7 @@ use crate::exit::InputError;
 use crate::model::CellResult;
 use crate::plan::Cell;
 use crate::results::{RunKernel, RunWriter};
-use crate::scenario::{CompareSpec, DEFAULT_MAX_PAIRS, DEFAULT_MIN_PAIRS, KERNEL_ARMS, Scenario, Workload};
+use crate::scenario::{CompareSpec, DEFAULT_MAX_PAIRS, DEFAULT_MIN_PAIRS, KERNEL_ARMS, Scenario};
 
 /// A kernel-paired run, as plain values.
 pub struct KernelPairedRequest<'a> {
@@ -58,15 +58,12 @@ pub fn kernel_compare(s: &Scenario, labels: &[String]) -> anyhow::Result<Compare
             c.arms
         )));
     }
-    if let Workload::Latfs(l) = &s.workload
-        && l.rounds > 1
-    {
+    if let Some(rounds) = crate::workload::kind::of(&s.workload).rounds().filter(|&n| n > 1) {
         return Err(InputError::anyhow(format!(
-            "--paired with `workload.rounds = {}`: in a paired run the pairs are the rounds; remove `rounds`",
-            l.rounds
+            "--paired with `workload.rounds = {rounds}`: in a paired run the pairs are the rounds; remove `rounds`"
         )));
     }
-    paired_run::refuse_kernel_paired_steps(s)?;
+    paired_run::refuse_kernel_paired(s)?;
     Ok(match &s.compare {
         Some(c) => c.clone(),
         None => CompareSpec {

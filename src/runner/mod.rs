@@ -6,12 +6,13 @@
 //!
 //! Where to read on: [`run`] is the pipeline; [`workdir`] opens and closes a run's
 //! directories, [`rounds`] plans and runs the rounds over the cells, [`cell`] measures one
-//! cell behind the [`cell::CellExecutor`] seam, [`steps_stage`] stages a steps cell's
+//! cell behind the [`cell::CellExecutor`] seam (its workload run through [`crate::workload::kind`]), [`archive`] stages the scenario's
 //! archive, [`resume`] reopens an interrupted run and [`progress`] shows how far it got.
 //! [`pairs`] runs one pair group of a `[compare]` scenario and [`paired_run`] all of a
 //! run's groups, storing each member as a round of its cell; [`kernel_arms`] is a paired
 //! run whose arms are kernels, its members measured by the caller's executor.
 
+mod archive;
 mod cell;
 mod kernel_arms;
 mod paired_run;
@@ -21,7 +22,6 @@ pub mod pairs;
 mod progress;
 mod resume;
 mod rounds;
-mod steps_stage;
 #[cfg(test)]
 mod tests;
 mod workdir;

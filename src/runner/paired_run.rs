@@ -14,11 +14,10 @@ use super::cell::CellExecutor;
 use super::pairs::{self, Attempt, AttemptFate, GroupStart, PairGroup, PairRecord, PairRules};
 use super::progress::Progress;
 use super::rounds;
-use crate::gate::Metric;
 use crate::model::pairing::{CellPairing, PairSlot, PairStop};
 use crate::model::{CellResult, CellStatus};
 use crate::plan::Cell;
-use crate::scenario::{CompareSpec, Scenario, Workload};
+use crate::scenario::{CompareSpec, Scenario};
 
 /// What a paired run needs beyond the cells: the scenario's `[compare]`, the seed of the
 /// pair order and the run's progress display setting.
@@ -63,7 +62,7 @@ pub(super) fn run_paired(
     let mut unpaired: Vec<&Cell> = Vec::new();
     for group in &groups {
         let rules = rules(run, group);
-        match resume_state(group, stored, &rules, steps_per(run.scenario))? {
+        match resume_state(group, stored, &rules, crate::workload::kind::of(&run.scenario.workload))? {
             None => previously_done += group.members.len(),
             Some(start) => {
                 // A member the host cannot run leaves its group nothing to pair: store the
@@ -93,7 +92,7 @@ pub(super) fn run_paired(
         let rules = rules(run, group);
         let base = pairing_of(run, arm_values, group);
         let mut record = |a: Attempt| {
-            let ids = store_attempt(group, &base, a, stored, steps_per(run.scenario))?;
+            let ids = store_attempt(group, &base, a, stored, per_member(run.scenario))?;
             for id in ids {
                 store(&stored[&id])?;
                 ran.insert(id);
@@ -104,7 +103,7 @@ pub(super) fn run_paired(
             exec,
             group,
             &rules,
-            &member_value(run.scenario),
+            &|r: &CellResult| crate::workload::kind::of(&run.scenario.workload).member_value(r),
             start.clone(),
             &mut record,
             stop,
@@ -169,16 +168,13 @@ pub(super) fn refuse_unpairable(s: &Scenario, order: super::CellOrder) -> anyhow
     Ok(())
 }
 
-/// Kernel-paired runs take lat_fs and fio workloads; a steps member in a guest is not
-/// measured yet.
-pub(super) fn refuse_kernel_paired_steps(s: &Scenario) -> anyhow::Result<()> {
-    if matches!(s.workload, Workload::Steps(_)) {
-        return Err(crate::exit::InputError::anyhow(
-            "--paired with --kernel and a steps workload: kernel-paired steps runs are not executed yet; \
-             pair the steps on one kernel ([compare] arms on a matrix axis) or run the kernels unpaired",
-        ));
+/// Kernel-paired runs take the workloads whose members a guest can measure
+/// ([`crate::workload::kind::WorkloadAnswers::kernel_pairs_refused`]).
+pub(super) fn refuse_kernel_paired(s: &Scenario) -> anyhow::Result<()> {
+    match crate::workload::kind::of(&s.workload).kernel_pairs_refused() {
+        Some(why) => Err(crate::exit::InputError::anyhow(why)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// The arm axis's values, the baseline first.
@@ -186,42 +182,21 @@ pub(super) fn arm_values(s: &Scenario, spec: &CompareSpec) -> Vec<String> {
     s.matrix.axis_values(&spec.arms).unwrap_or_default()
 }
 
-/// The rules of `group`: the gate threshold of its baseline member's test (of `iops` for
-/// fio, the scenario's own for steps, whose member is a whole iteration), the metric's
-/// direction and the rerun budget ([`crate::plan::pair_reruns`]).
+/// The rules of `group`: the gate threshold its workload decides its baseline member by
+/// (a lat_fs test's, `iops`'s for fio, the scenario's own for steps, whose member is a whole
+/// iteration), its default metric's direction and its rerun budget.
 fn rules(run: &PairedRun, group: &PairGroup) -> PairRules {
     let s = run.scenario;
-    let baseline = group.members[0];
-    let (threshold, metric) = match &s.workload {
-        Workload::Latfs(_) => {
-            (baseline.params.test.map_or(s.gate.threshold, |t| s.gate.threshold_for(t.name())), Metric::TotalLoops)
-        }
-        Workload::Fio(_) => {
-            let m = crate::model::FioMetric::Iops;
-            (s.gate.threshold_for(m.name()), Metric::Fio(m))
-        }
-        Workload::Steps(_) => (s.gate.threshold, Metric::Elapsed),
-    };
-    let max_reruns = crate::plan::pair_reruns(&s.workload);
-    PairRules::of(run.spec, run.seed, threshold, metric.direction(), max_reruns)
+    let answers = crate::workload::kind::of(&s.workload);
+    let threshold = answers.pair_threshold(&s.gate, &group.members[0].params);
+    let direction = answers.kind().default_metric().direction();
+    PairRules::of(run.spec, run.seed, threshold, direction, answers.pair_reruns())
 }
 
-/// The value a member contributes to its pair, by workload.
-fn member_value(s: &Scenario) -> fn(&CellResult) -> Result<f64, String> {
-    match s.workload {
-        Workload::Fio(_) => crate::workload::fio::member_value,
-        Workload::Steps(_) => crate::workload::steps_member::member_value,
-        Workload::Latfs(_) => pairs::latfs_member_value,
-    }
-}
-
-/// A steps member's iterations (`workload.iterations`): member `r` of a steps cell is its
-/// iterations from `r` times this; `None` for other workloads.
-fn steps_per(s: &Scenario) -> Option<u32> {
-    match &s.workload {
-        Workload::Steps(st) => Some(st.iterations),
-        Workload::Latfs(_) | Workload::Fio(_) => None,
-    }
+/// Iterations one member adds to its cell (`workload.iterations` of steps): member `r` of
+/// such a cell is its iterations from `r` times this; `None` for workloads with rounds.
+fn per_member(s: &Scenario) -> Option<u32> {
+    crate::workload::kind::of(&s.workload).iterations_per_member()
 }
 
 /// The pairing record every member of `group` starts with (its arm set per member).
@@ -363,7 +338,7 @@ fn resume_state(
     group: &PairGroup,
     stored: &BTreeMap<String, CellResult>,
     rules: &PairRules,
-    steps_per: Option<u32>,
+    answers: &dyn crate::workload::kind::WorkloadAnswers,
 ) -> anyhow::Result<Option<GroupStart>> {
     let cells: Vec<Option<&CellResult>> = group.members.iter().map(|c| stored.get(&c.id())).collect();
     let pairings: Vec<Option<&CellPairing>> = cells.iter().map(|c| c.and_then(|r| r.pairing.as_ref())).collect();
@@ -384,7 +359,7 @@ fn resume_state(
         for (arm, (cell, p)) in cells.iter().zip(&pairings).enumerate() {
             let round = p.and_then(|p| p.pairs.iter().find(|s| s.slot == slot.slot)).map(|s| s.round);
             let value = match (cell, round) {
-                (Some(c), Some(round)) => pairs::round_value(c, round, steps_per),
+                (Some(c), Some(round)) => answers.round_value(c, round),
                 _ => Err("not stored".into()),
             };
             values.push(value.map_err(|e| bad(format!("pair {} of {}: {e}", slot.slot, group.members[arm].id())))?);
@@ -393,8 +368,11 @@ fn resume_state(
     }
     let last = reference.pairs.iter().map(|s| s.slot).chain(reference.dropped.iter().map(|d| d.slot)).max();
     // Dropping a slot spends the budget, so a group that dropped one has none left.
-    let void_attempts =
-        cells.iter().flatten().map(|c| next_round(c, steps_per).saturating_sub(records.len() as u32)).max();
+    let void_attempts = cells
+        .iter()
+        .flatten()
+        .map(|c| next_round(c, answers.iterations_per_member()).saturating_sub(records.len() as u32))
+        .max();
     let reruns_left =
         if reference.dropped.is_empty() { rules.max_reruns.saturating_sub(void_attempts.unwrap_or(0)) } else { 0 };
     Ok(Some(GroupStart {

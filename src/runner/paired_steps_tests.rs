@@ -141,7 +141,7 @@ fn a_paired_steps_group_appends_each_member_as_its_iterations_and_stops_on_their
         assert_eq!((pairing(r).stop, pairing(r).stop_reason.as_deref()), (Some(PairStop::Regressed), None));
     }
     // The values the stop read are the members' mean iteration totals, member by member.
-    let value = |r: &CellResult, round| super::pairs::round_value(r, round, Some(2)).unwrap();
+    let value = |r: &CellResult, round| crate::workload::steps::member::round_value(r, round, 2).unwrap();
     assert!((value(a, 1) - 1.6).abs() < 1e-9 && (value(b, 0) - 1.92).abs() < 1e-9);
     assert!((value(a, 2) - 1.4).abs() < 1e-9 && (value(b, 1) - 1.68).abs() < 1e-9);
 }

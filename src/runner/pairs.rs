@@ -135,52 +135,6 @@ impl PairRules {
     }
 }
 
-/// The value a member contributes to its pair, or why it voids the pair: the mean of a
-/// lat_fs cell's repetitions (loops/ms); failed, skipped and disturbed cells (one
-/// disturbed repetition is enough) void it.
-pub fn latfs_member_value(r: &CellResult) -> Result<f64, String> {
-    match r.status {
-        CellStatus::Ok => {}
-        CellStatus::Failed => return Err(format!("failed: {}", r.error.as_deref().unwrap_or("unknown error"))),
-        CellStatus::Skipped => return Err("skipped".into()),
-        CellStatus::Disturbed => return Err("disturbed".into()),
-    }
-    let Some(l) = &r.latfs else { return Err("no lat_fs samples".into()) };
-    latfs_reps_value(l.repetitions.iter())
-}
-
-/// The value round `round` of a stored cell contributed to its pair, as the member value
-/// computed it when the round was measured. A steps cell's round is its `steps_per`
-/// iterations from `round · steps_per` (`workload.iterations` of its scenario).
-pub fn round_value(r: &CellResult, round: u32, steps_per: Option<u32>) -> Result<f64, String> {
-    if r.fio.is_some() {
-        return crate::workload::fio::round_value(r, round);
-    }
-    if r.steps.is_some() {
-        let per = steps_per.ok_or("a steps cell without its iterations per member")?;
-        return crate::workload::steps_member::round_value(r, round, per);
-    }
-    let Some(l) = &r.latfs else { return Err("no lat_fs samples".into()) };
-    latfs_reps_value(l.repetitions.iter().filter(|x| x.round == round))
-}
-
-/// The mean loops/ms of `reps`, or why they make no member value.
-fn latfs_reps_value<'r>(reps: impl Iterator<Item = &'r crate::model::LatfsRepetition>) -> Result<f64, String> {
-    let mut sum = 0.0;
-    let mut n = 0usize;
-    for x in reps {
-        if !x.counts() {
-            return Err("disturbed".into());
-        }
-        sum += x.total_loops_per_ms;
-        n += 1;
-    }
-    if n == 0 {
-        return Err("no repetitions".into());
-    }
-    Ok(sum / n as f64)
-}
-
 /// Run one pair group from `start`: each slot of the schedule measures every member back
 /// to back in the slot's order; a member `value` rejects voids the pair, which runs again
 /// while the group's rerun budget lasts and is dropped with the reason after. Every
@@ -466,7 +420,7 @@ mod tests {
             exec,
             &group(cells),
             rules,
-            &latfs_member_value,
+            &crate::workload::latfs::member::member_value,
             GroupStart::fresh(rules),
             &mut |a| {
                 attempts.push(a);

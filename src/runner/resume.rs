@@ -7,7 +7,7 @@ use super::Resumed;
 use crate::exit;
 use crate::plan::Cell;
 use crate::results::{self, ResumableRun, RunWriter};
-use crate::scenario::{Scenario, Workload};
+use crate::scenario::Scenario;
 
 /// Open `dir` for `--resume` once, check it is ours to execute, and load it from that
 /// fd ([`results::ResumableRun::open`]): what is checked is what [`open_resumed`] runs.
@@ -18,9 +18,7 @@ pub fn check_resumable(dir: &Path) -> anyhow::Result<ResumableRun> {
 /// A run recorded on another host is somebody else's scenario: its `exec` steps run only
 /// with `--allow-exec`, as a bundle's do.
 fn refuse_foreign_exec(dir: &Path, s: &Scenario, recorded_on: &str, allow_exec: bool) -> anyhow::Result<()> {
-    let Workload::Steps(spec) = &s.workload else { return Ok(()) };
-    let exec: Vec<String> =
-        spec.steps.iter().filter(|st| matches!(st, crate::scenario::Step::Exec { .. })).map(|st| st.label()).collect();
+    let exec = crate::workload::kind::of(&s.workload).commands();
     let here = results::HostInfo::detect().hostname;
     if exec.is_empty() || allow_exec || recorded_on == here {
         return Ok(());

@@ -7,13 +7,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::cell::{CellExecutor, noise_notes};
+use super::cell::CellExecutor;
 use super::progress::Progress;
 use crate::model::{CellResult, CellStatus};
 use crate::plan::Cell;
 use crate::results;
-use crate::scenario::{Scenario, Workload};
+use crate::scenario::Scenario;
 use crate::workload::latfs;
+use crate::workload::latfs::notes::noise_notes;
 
 /// The order cells run in (`run --order`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -182,12 +183,9 @@ impl Tally {
     }
 }
 
-/// Rounds the scenario asks for (`workload.rounds`; steps cells run one).
+/// Rounds the scenario asks for (`workload.rounds`; a workload without rounds runs one).
 pub(super) fn scenario_rounds(s: &Scenario) -> u32 {
-    match &s.workload {
-        Workload::Latfs(l) => l.rounds.max(1),
-        Workload::Steps(_) | Workload::Fio(_) => 1,
-    }
+    crate::workload::kind::of(&s.workload).rounds().unwrap_or(1).max(1)
 }
 
 /// Rounds a stored cell has: lat_fs cells count theirs; any other stored cell has its one.
@@ -237,7 +235,7 @@ pub(super) fn absorb_round(earlier: CellResult, next: CellResult, round: u32) ->
             }
             // Steps record no round: a paired run's next member is its iterations, appended.
             r.steps = match (r.steps.take(), next.steps) {
-                (Some(a), Some(b)) => Some(crate::workload::steps_member::absorb(a, b)),
+                (Some(a), Some(b)) => Some(crate::workload::steps::member::absorb(a, b)),
                 (a, b) => a.or(b),
             };
         }

@@ -108,7 +108,7 @@ fn claim(workdir: &Path, scenario: &Scenario) -> anyhow::Result<PathBuf> {
 /// Remove the run's scratch (an archive copy that did not go onto a target, the private
 /// dir) and release its work directory.
 pub(super) fn close(workdir: &Path) {
-    super::steps_stage::release_scratch(workdir);
+    super::archive::release_scratch(workdir);
     let _ = std::fs::remove_dir(workdir.join("dir"));
     provision::workroot::release_run_dir(workdir);
 }

@@ -4,11 +4,9 @@
 pub mod child;
 pub mod child_cgroup;
 pub mod fio;
+pub mod kind;
 pub mod latfs;
 pub mod ops;
 pub mod rusage;
 pub mod steps;
-pub mod steps_loop;
-pub mod steps_member;
-pub mod steps_tasks;
 pub mod untar;

@@ -26,7 +26,7 @@ fn command_paths() -> Vec<Vec<String>> {
 fn hidden_commands() -> Vec<String> {
     vec![
         fsbench::workload::latfs::WORKER_SUBCOMMAND.to_string(),
-        fsbench::workload::steps_tasks::WORKER_SUBCOMMAND.to_string(),
+        fsbench::workload::steps::tasks::WORKER_SUBCOMMAND.to_string(),
         "__guest-init".to_string(),
     ]
 }

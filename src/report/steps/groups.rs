@@ -280,7 +280,7 @@ pub fn build_groups(runs: &[(&str, &LoadedRun)]) -> Vec<StepsGroup> {
             let timeline = c.steps.as_ref().and_then(|s| s.timeline.clone());
             // A paired cell holds its members one after the other, each from a fresh filesystem.
             let per = c.pairing.as_ref().and(member_iterations).map(|n| n as usize);
-            let warnings = crate::workload::steps_loop::members_loop_warnings(&iterations, per);
+            let warnings = crate::workload::steps::loop_warnings::members_loop_warnings(&iterations, per);
             groups.push(StepsGroup {
                 label: label.to_string(),
                 config,

@@ -122,6 +122,14 @@ fn io_error(s: &Scenario, e: std::io::Error) -> ScenarioError {
     }
 }
 
+/// Why a fio cell cannot run without fio, and the remedy, as a missing mkfs says it.
+pub fn fio_missing() -> crate::model::SkipReason {
+    crate::model::SkipReason {
+        reason: format!("`{FIO}` is not installed (fio workloads run it)"),
+        remedy: Some("apt-get install fio".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@
 //! ([`json`]).
 
 // A ScenarioError is built at most once per invocation, as in `scenario`: boxing it would buy nothing.
+pub mod answers;
 #[allow(clippy::result_large_err)]
 pub mod check;
 pub mod compose;
@@ -115,13 +116,7 @@ pub fn run_monitored(run: &FioRun, watch: Option<&Watch>, starting: &dyn Fn(u32,
 /// repetitions, as a lat_fs member is the mean of its loops; a failed or skipped cell, a
 /// cell without fio figures, or a disturbed repetition voids its pair.
 pub fn member_value(r: &crate::model::CellResult) -> Result<f64, String> {
-    use crate::model::CellStatus;
-    match r.status {
-        CellStatus::Ok => {}
-        CellStatus::Failed => return Err(format!("failed: {}", r.error.as_deref().unwrap_or("unknown error"))),
-        CellStatus::Skipped => return Err("skipped".into()),
-        CellStatus::Disturbed => return Err("disturbed".into()),
-    }
+    r.usable()?;
     let Some(f) = &r.fio else { return Err("no fio figures".into()) };
     reps_value(f.repetitions.iter())
 }

@@ -16,6 +16,9 @@
 //! failure every other worker is killed and reaped before `run` returns, so
 //! nothing outlives the call.
 
+pub mod answers;
+pub mod member;
+pub mod notes;
 mod protocol;
 mod worker;
 

@@ -6,18 +6,13 @@
 //! scenario's `workload.iterations` (every member runs all of them, or fails and adds
 //! none). The paired reader (`report::paired`) slices them the same way.
 
-use crate::model::{CellResult, CellStatus, StepTiming, StepsResult};
+use crate::model::{CellResult, StepTiming, StepsResult};
 
 /// A steps member's value for the sequential stop (lower is better): the mean over its
 /// iterations of the summed elapsed seconds of the iteration's steps. A failed or skipped
 /// member, one without iterations, or one with a disturbed step voids its pair.
 pub fn member_value(r: &CellResult) -> Result<f64, String> {
-    match r.status {
-        CellStatus::Ok => {}
-        CellStatus::Failed => return Err(format!("failed: {}", r.error.as_deref().unwrap_or("unknown error"))),
-        CellStatus::Skipped => return Err("skipped".into()),
-        CellStatus::Disturbed => return Err("disturbed".into()),
-    }
+    r.usable()?;
     let Some(s) = &r.steps else { return Err("no steps timings".into()) };
     iterations_value(&s.iterations)
 }
@@ -85,7 +80,7 @@ pub fn absorb(earlier: StepsResult, next: StepsResult) -> StepsResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Disturbance;
+    use crate::model::{CellStatus, Disturbance};
 
     fn step(op: &str, elapsed_us: u64) -> StepTiming {
         StepTiming { label: op.into(), op: op.into(), elapsed_us, start_ms: Some(5), ..StepTiming::default() }

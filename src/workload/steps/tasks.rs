@@ -22,10 +22,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::steps::{StepsError, StepsRun};
-use super::untar::{Trust, UnpackLimits};
+use super::{StepsError, StepsRun};
 use crate::model::{StepTiming, StepsCopy, StepsResult};
 use crate::scenario::StepsSpec;
+use crate::workload::untar::{Trust, UnpackLimits};
 
 /// The first argument that makes the fsbench binary one copy of a steps cell.
 pub const WORKER_SUBCOMMAND: &str = "__steps-worker";
@@ -320,7 +320,7 @@ pub fn worker_main() -> WorkerEnd {
         run_root: config.run_root,
     };
     // The copy's own timeline is not kept: the counters around its steps are.
-    let outcome = super::steps::run_monitored(&steps, config.watch.as_ref(), &|_, _, _| {});
+    let outcome = super::run_monitored(&steps, config.watch.as_ref(), &|_, _, _| {});
     let finished_unix_us = unix_us();
     let (result, error, interrupted) = match outcome {
         Ok(r) => (r, None, false),

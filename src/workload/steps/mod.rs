@@ -7,6 +7,11 @@
 //! elapsed from a monotonic clock. Every iteration is kept: a filesystem that
 //! slows down on the second untar after an rm -rf is a finding.
 
+pub mod answers;
+pub mod loop_warnings;
+pub mod member;
+pub mod tasks;
+
 use std::ffi::CString;
 use std::io;
 use std::os::fd::AsRawFd;

@@ -1,0 +1,97 @@
+//! What fio answers about itself ([`crate::workload::kind`]).
+
+use std::time::Duration;
+
+use crate::model::{CellParams, CellResult, CellStatus, FIO_METRICS, FioMetric, SkipReason};
+use crate::scenario::FioSpec;
+use crate::verdict::Metric;
+use crate::workload::kind::{CellRun, KindAnswers, WorkloadAnswers};
+
+/// The fio kind.
+pub struct FioKind;
+
+/// fio's answers without its options.
+pub static KIND: FioKind = FioKind;
+
+impl KindAnswers for FioKind {
+    fn default_metric(&self) -> Metric {
+        Metric::Fio(FioMetric::Iops)
+    }
+
+    fn metric(&self, requested: Option<&str>) -> Result<Metric, &'static str> {
+        match requested {
+            None => Ok(self.default_metric()),
+            Some(m) => FioMetric::parse(m).map(Metric::Fio).ok_or("iops, bw, p99, clat_mean"),
+        }
+    }
+
+    fn paired_metrics(&self) -> Vec<Metric> {
+        FIO_METRICS.iter().filter_map(|n| FioMetric::parse(n)).map(Metric::Fio).collect()
+    }
+}
+
+impl WorkloadAnswers for FioSpec {
+    fn kind(&self) -> &'static dyn KindAnswers {
+        &KIND
+    }
+
+    /// fio lays its files out before the timed part: a second is a fair guess for small jobs.
+    fn cell_estimate(&self) -> Duration {
+        (self.duration + self.warmup.unwrap_or_default() + Duration::from_secs(1)) * self.repetitions
+    }
+
+    fn guest_cell_work(&self) -> Duration {
+        (self.duration + self.warmup.unwrap_or_default() + Duration::from_secs(5)) * self.repetitions
+    }
+
+    fn member_value(&self, r: &CellResult) -> Result<f64, String> {
+        super::member_value(r)
+    }
+
+    fn round_value(&self, r: &CellResult, round: u32) -> Result<f64, String> {
+        super::round_value(r, round)
+    }
+
+    fn add_needs(&self, needs: &mut Vec<String>, _dir_backing: bool) {
+        needs.push("fio".into());
+    }
+
+    fn cannot_run(&self, _p: &CellParams, _root: bool) -> Option<SkipReason> {
+        super::fio_version().is_none().then(super::check::fio_missing)
+    }
+
+    /// fio runs as the guest's worker; its ioengines beyond the built-in ones are plugins
+    /// it loads at run time, which the guest does not get (a job naming one fails its cell).
+    fn guest_tools(&self) -> Vec<String> {
+        vec![super::FIO.into()]
+    }
+
+    fn warmup(&self) -> Duration {
+        self.warmup.unwrap_or_default()
+    }
+
+    fn run_cell(&self, at: &mut CellRun<'_>, r: &mut CellResult) -> anyhow::Result<()> {
+        let run = super::FioRun {
+            spec: self,
+            task_dirs: at.task_dirs,
+            tasks: at.params.tasks,
+            sweeps: &at.params.fio,
+            out_dir: &at.scratch,
+        };
+        let phase = at.phase;
+        let res = super::run_monitored(&run, at.watch, &|i, n| phase(&format!("repetition {i}/{n}")))?;
+        // A cell whose every repetition was disturbed has no statistics.
+        let disturbed = res.repetitions.iter().filter(|x| !x.counts()).count();
+        if disturbed > 0 {
+            r.notes.push(format!(
+                "{disturbed} of {} repetitions disturbed by other processes (kept, left out of statistics)",
+                res.repetitions.len()
+            ));
+        }
+        if res.iops.n == 0 && !res.repetitions.is_empty() {
+            r.status = CellStatus::Disturbed;
+        }
+        r.fio = Some(res);
+        Ok(())
+    }
+}

@@ -1,0 +1,187 @@
+//! The one interface through which a workload answers its own questions, and the one
+//! dispatch that names the workload kinds.
+//!
+//! The runner, the plan, qemu, bundles, provisioning, the gate, history and the reports ask
+//! a workload what only it knows — its rounds, how long a cell takes, how a member of a
+//! pair is valued, which metric its comparisons read, what a cell needs from the host, how
+//! it runs on a provisioned cell — through [`WorkloadAnswers`] (a configured workload, from
+//! the scenario) and [`KindAnswers`] (a kind alone, from a stored run's `workload`). They
+//! reach it through [`of`] and [`of_kind`]: the only two `match`es over the kinds outside
+//! the kinds' own rooms. fio keeps its engines the same way: its core names none.
+//!
+//! # Adding a workload kind
+//! A new kind `ops` touches its own folder, this dispatch, and its report:
+//! 1. **Its folder** `src/workload/ops/`: the workload itself, and `answers.rs` with
+//!    `impl WorkloadAnswers for OpsSpec` (every method without a default must be answered:
+//!    [`WorkloadAnswers::kind`], [`WorkloadAnswers::cell_estimate`],
+//!    [`WorkloadAnswers::guest_cell_work`], [`WorkloadAnswers::member_value`],
+//!    [`WorkloadAnswers::round_value`], [`WorkloadAnswers::run_cell`]; the others default to
+//!    "this kind has none") and a `pub static KIND: OpsKind` with `impl KindAnswers for OpsKind`
+//!    ([`KindAnswers::default_metric`] and [`KindAnswers::metric`] required).
+//! 2. **The dispatch**: its variant in [`crate::scenario::Workload`] (holding `OpsSpec`, built
+//!    by its validate room `src/scenario/validate/ops.rs`, reached from
+//!    `scenario::validate`'s table of kind names) and in [`crate::model::WorkloadKind`] (its
+//!    `run.json` name), and one arm in each `match` of this file.
+//! 3. **Its report**: `src/report/ops/` (an `impl WorkloadReport`) and its arm in
+//!    `report::build`.
+//!
+//! A layout rule (`src/layout_rules.rs`) fails when a non-test line anywhere else names a
+//! workload variant.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::model::{CellParams, CellResult, SkipReason, WorkloadKind};
+use crate::monitor::Watch;
+use crate::scenario::{GateSpec, PAIR_RERUNS_WITHOUT_BUDGET, Workload};
+use crate::verdict::Metric;
+
+/// What a configured workload (its scenario's `[workload]`) answers about itself.
+pub trait WorkloadAnswers {
+    /// The questions of its kind that need no options.
+    fn kind(&self) -> &'static dyn KindAnswers;
+
+    /// `workload.rounds` (times the whole matrix runs, each round provisioning every cell
+    /// afresh), or `None` for a kind without rounds: its cells run once.
+    fn rounds(&self) -> Option<u32> {
+        None
+    }
+
+    /// Expected run time of one cell over all its rounds, excluding provisioning (plans,
+    /// progress, the cost of a paired run).
+    fn cell_estimate(&self) -> Duration;
+
+    /// The work of one cell a guest's hang timeout scales with (kernel runs under qemu).
+    fn guest_cell_work(&self) -> Duration;
+
+    /// Void pairs a pair group may run again; a kind without a budget of its own takes
+    /// [`PAIR_RERUNS_WITHOUT_BUDGET`].
+    fn pair_reruns(&self) -> u32 {
+        PAIR_RERUNS_WITHOUT_BUDGET
+    }
+
+    /// Iterations one member of a pair adds to its cell, for a kind whose members are
+    /// slices of the cell's iterations rather than rounds; `None` otherwise.
+    fn iterations_per_member(&self) -> Option<u32> {
+        None
+    }
+
+    /// The value a measured member contributes to its pair, or why it voids the pair
+    /// (starting with [`CellResult::usable`], the one status ladder).
+    fn member_value(&self, r: &CellResult) -> Result<f64, String>;
+
+    /// The value round (member) `round` of a stored cell contributed to its pair, as
+    /// [`WorkloadAnswers::member_value`] computed it (a resumed paired run's pairs).
+    fn round_value(&self, r: &CellResult, round: u32) -> Result<f64, String>;
+
+    /// The gate threshold a pair group whose baseline member is `baseline` decides with.
+    fn pair_threshold(&self, gate: &GateSpec, _baseline: &CellParams) -> f64 {
+        gate.threshold_for(self.kind().default_metric().name())
+    }
+
+    /// Why kernel-paired runs (`--paired --kernel`) cannot take this kind yet, or `None`.
+    fn kernel_pairs_refused(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// What a cell needs from the host beyond its filesystems, as the plan lists it
+    /// (`fio`, `exec`), appended to `needs`; `dir_backing`: the cell runs in an existing
+    /// directory (no root needed for the filesystems).
+    fn add_needs(&self, _needs: &mut Vec<String>, _dir_backing: bool) {}
+
+    /// Why the host cannot run this cell (`root` says whether fsbench runs as root), found
+    /// without touching anything; `None` when the workload has no objection.
+    fn cannot_run(&self, _p: &CellParams, _root: bool) -> Option<SkipReason> {
+        None
+    }
+
+    /// The uid each of `tasks` tasks runs as (lmbench's `-U`), so that provisioning gives
+    /// each task directory to its uid; `None`: the tasks run as fsbench. A workload that
+    /// wants uids it cannot have (`as_root` false) says so in `notes`.
+    fn task_uids(&self, _tasks: u32, _as_root: bool, _notes: &mut Vec<String>) -> Option<Vec<u32>> {
+        None
+    }
+
+    /// The commands it runs on the host (`exec` steps), as command lines: what a bundle or
+    /// a run from another host must be allowed to run.
+    fn commands(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Programs a guest needs besides the filesystem tools (`fio`, an `exec` step's program).
+    fn guest_tools(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Untimed time before each measured window (calibration's time per sample).
+    fn warmup(&self) -> Duration {
+        Duration::ZERO
+    }
+
+    /// Run the workload once on a provisioned cell, storing its measurements, notes and a
+    /// `disturbed` status in `r`.
+    fn run_cell(&self, at: &mut CellRun<'_>, r: &mut CellResult) -> anyhow::Result<()>;
+}
+
+/// What a workload kind answers without its options: from a stored run's `workload` alone.
+pub trait KindAnswers: Sync {
+    /// The metric a comparison of its cells reads unless told otherwise (gate, paired report).
+    fn default_metric(&self) -> Metric;
+
+    /// The metric `--metric NAME` names for its runs (`None`: the default), or the names it
+    /// takes, for the error.
+    fn metric(&self, requested: Option<&str>) -> Result<Metric, &'static str>;
+
+    /// The metrics a paired run's cells are compared on, the default first (history).
+    fn paired_metrics(&self) -> Vec<Metric> {
+        vec![self.default_metric()]
+    }
+}
+
+/// A provisioned cell, as a workload runs on it ([`WorkloadAnswers::run_cell`]).
+pub struct CellRun<'a> {
+    /// The cell.
+    pub params: &'a CellParams,
+    /// The root of the cell's (first) filesystem.
+    pub target: &'a Path,
+    /// One directory per task: its own filesystem (layout M) or a directory of the shared one (S).
+    pub task_dirs: &'a [PathBuf],
+    /// The cell has a cgroup: every process started for it joins it.
+    pub in_cgroup: bool,
+    /// fsbench runs as root.
+    pub as_root: bool,
+    /// fsbench's own executable, re-executed as a worker.
+    pub exe: &'a Path,
+    /// A directory of the run's work directory for this cell's scratch files (not under test).
+    pub scratch: PathBuf,
+    /// The cell's block devices, read around every repetition or step.
+    pub watch: Option<&'a Watch>,
+    /// Says what the cell is doing (`repetition 2/5`).
+    pub phase: &'a dyn Fn(&str),
+    /// Whether the run was interrupted (SIGINT, SIGTERM).
+    pub cancel: &'a dyn Fn() -> bool,
+    /// The scenario's `[archive]` put where a workload running on `dir` reads it: the
+    /// directory holding it (staged once per run, copied onto `dir` when `on_target`), or
+    /// `None` when the scenario has no archive.
+    pub stage_archive: &'a mut dyn FnMut(&Path) -> anyhow::Result<Option<PathBuf>>,
+    /// The archive came in a bundle: unpacked with limits, never trusted.
+    pub untrusted_archive: bool,
+}
+
+/// The answers of the configured workload `w`: the one dispatch over the scenario's kinds.
+pub fn of(w: &Workload) -> &dyn WorkloadAnswers {
+    match w {
+        Workload::Latfs(l) => l,
+        Workload::Steps(s) => s,
+        Workload::Fio(f) => f,
+    }
+}
+
+/// The answers of the kind `k` (a stored run's `workload`): the one dispatch over its kinds.
+pub fn of_kind(k: WorkloadKind) -> &'static dyn KindAnswers {
+    match k {
+        WorkloadKind::LatFs => &super::latfs::answers::KIND,
+        WorkloadKind::Steps => &super::steps::answers::KIND,
+        WorkloadKind::Fio => &super::fio::answers::KIND,
+    }
+}
