@@ -58,6 +58,7 @@ fn cell(params: CellParams, seed: u64) -> CellResult {
         }),
         steps: None,
         fio: None,
+        ops: None,
         pairing: None,
         cgroup: None,
         started: "2025-01-01T00:00:00Z".into(),

@@ -26,6 +26,8 @@ pub enum Metric {
     Latency(crate::monitor::latency::Percentile),
     /// A fio cell's figure per repetition: `--metric iops|bw|p99|clat_mean`.
     Fio(FioMetric),
+    /// An op-mix cell's figure per repetition: `--metric ops|p99|mbps`.
+    Ops(crate::model::OpsMetric),
 }
 
 impl Serialize for Metric {
@@ -42,6 +44,7 @@ impl Metric {
             Metric::Elapsed => "elapsed",
             Metric::Latency(p) => p.name(),
             Metric::Fio(m) => m.name(),
+            Metric::Ops(m) => m.name(),
         }
     }
 
@@ -57,6 +60,8 @@ impl Metric {
             Metric::Elapsed | Metric::Latency(_) => Direction::LowerIsBetter,
             Metric::Fio(m) if m.higher_is_better() => Direction::HigherIsBetter,
             Metric::Fio(_) => Direction::LowerIsBetter,
+            Metric::Ops(m) if m.higher_is_better() => Direction::HigherIsBetter,
+            Metric::Ops(_) => Direction::LowerIsBetter,
         }
     }
 
@@ -67,6 +72,7 @@ impl Metric {
             Metric::Elapsed => "s",
             Metric::Latency(_) => "µs",
             Metric::Fio(m) => m.unit(),
+            Metric::Ops(m) => m.unit(),
         }
     }
 

@@ -182,6 +182,14 @@ pub(crate) fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
                 .unwrap_or_default();
             vec![Series { name: cell.id.clone(), key: m.name().to_string(), samples, rounds, note: not_ok }]
         }
+        Metric::Ops(m) => {
+            let samples = cell
+                .ops
+                .as_ref()
+                .map(|f| f.repetitions.iter().filter(|x| x.counts()).map(|x| m.of(x)).collect())
+                .unwrap_or_default();
+            vec![Series { name: cell.id.clone(), key: m.name().to_string(), samples, rounds, note: not_ok }]
+        }
         Metric::Elapsed => {
             let Some(st) = &cell.steps else {
                 return vec![Series {
@@ -225,6 +233,16 @@ fn metric_for(workload: WorkloadKind, requested: Option<&str>) -> Result<Metric,
                     metric: m.into(),
                     workload: workload.to_string(),
                     expected: "iops, bw, p99, clat_mean",
+                }),
+            };
+        }
+        WorkloadKind::Ops => {
+            return match requested {
+                None => Ok(Metric::Ops(crate::model::OpsMetric::Ops)),
+                Some(m) => crate::model::OpsMetric::parse(m).map(Metric::Ops).ok_or_else(|| GateError::Metric {
+                    metric: m.into(),
+                    workload: workload.to_string(),
+                    expected: "ops, p99, mbps",
                 }),
             };
         }

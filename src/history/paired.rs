@@ -41,6 +41,11 @@ fn compared(workload: WorkloadKind) -> Vec<(Compared, Option<&'static str>)> {
         WorkloadKind::Fio => {
             FIO_METRICS.iter().filter_map(|n| FioMetric::parse(n)).map(|m| (Compared::Fio(m), Some(m.name()))).collect()
         }
+        WorkloadKind::Ops => crate::model::OPS_METRICS
+            .iter()
+            .filter_map(|n| crate::model::OpsMetric::parse(n))
+            .map(|m| (Compared::Ops(m), Some(m.name())))
+            .collect(),
     }
 }
 

@@ -123,3 +123,58 @@ pub struct FilesetRecord {
     /// Seconds the build took (untimed for the workload).
     pub build_s: f64,
 }
+
+/// An op-mix figure that gates and comparisons judge, one value per repetition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OpsMetric {
+    /// All ops per second (higher is better).
+    Ops,
+    /// 99th percentile latency over all ops, µs (lower is better).
+    P99,
+    /// Bytes read and written per second / 10^6 (higher is better).
+    Mbps,
+}
+
+impl OpsMetric {
+    /// The metric named `name` (one of [`OPS_METRICS`]).
+    pub fn parse(name: &str) -> Option<OpsMetric> {
+        Some(match name {
+            "ops" => OpsMetric::Ops,
+            "p99" => OpsMetric::P99,
+            "mbps" => OpsMetric::Mbps,
+            _ => return None,
+        })
+    }
+
+    /// Its name, as `--metric` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpsMetric::Ops => "ops",
+            OpsMetric::P99 => "p99",
+            OpsMetric::Mbps => "mbps",
+        }
+    }
+
+    /// Unit of its values.
+    pub fn unit(self) -> &'static str {
+        match self {
+            OpsMetric::Ops => "ops/s",
+            OpsMetric::P99 => "µs",
+            OpsMetric::Mbps => "MB/s",
+        }
+    }
+
+    /// Throughput is better higher, latency lower.
+    pub fn higher_is_better(self) -> bool {
+        !matches!(self, OpsMetric::P99)
+    }
+
+    /// Its value in one repetition.
+    pub fn of(self, r: &OpsRepetition) -> f64 {
+        match self {
+            OpsMetric::Ops => r.total.ops_per_s,
+            OpsMetric::P99 => r.total.latency.p99_ns as f64 / 1e3,
+            OpsMetric::Mbps => r.total.mb_per_s,
+        }
+    }
+}

@@ -24,6 +24,7 @@ mod markup;
 pub mod monitor_plot;
 pub mod monitors;
 mod not_measured;
+pub mod ops;
 pub mod paired;
 pub mod plot;
 pub mod runs;
@@ -73,6 +74,7 @@ fn body<'a>(runs: &'a [(&'a str, &'a LoadedRun)], compare: Option<&CompareOption
         WorkloadKind::LatFs => Box::new(latfs::LatfsReport::build(runs, compare)),
         WorkloadKind::Steps => Box::new(steps::StepsReport::build(runs, compare)),
         WorkloadKind::Fio => Box::new(fio::FioReport::build(runs, compare)),
+        WorkloadKind::Ops => Box::new(ops::OpsReport::build(runs, compare)),
     }
 }
 
@@ -261,6 +263,7 @@ fn json_of(runs: &[(&str, &LoadedRun)], body: Box<dyn WorkloadReport + '_>, warn
         ReportJson::LatFs(d) => d.paired = paired,
         ReportJson::Steps(d) => d.paired = paired,
         ReportJson::Fio(d) => d.paired = paired,
+        ReportJson::Ops(d) => d.paired = paired,
     }
     doc
 }

@@ -14,6 +14,7 @@ pub mod diff;
 pub mod error;
 pub mod file;
 pub mod fio_job;
+pub mod ops_file;
 // A ScenarioError is built at most once per invocation and read field by field by
 // callers and tests; boxing it to shrink every Result would buy nothing measurable.
 #[allow(clippy::result_large_err)]
@@ -316,6 +317,8 @@ pub enum Workload {
     Steps(StepsSpec),
     /// A fio job, run per repetition on the cell's task directories.
     Fio(FioSpec),
+    /// A declared op mix: filesets and worker loops, in-process (`workload::ops`).
+    Ops(crate::workload::ops::spec::OpsWorkload),
 }
 
 impl Workload {
@@ -325,6 +328,7 @@ impl Workload {
             Workload::Latfs(_) => crate::model::WorkloadKind::LatFs,
             Workload::Steps(_) => crate::model::WorkloadKind::Steps,
             Workload::Fio(_) => crate::model::WorkloadKind::Fio,
+            Workload::Ops(_) => crate::model::WorkloadKind::Ops,
         }
     }
 }

@@ -174,6 +174,7 @@ pub fn of(w: &Workload) -> &dyn WorkloadAnswers {
         Workload::Latfs(l) => l,
         Workload::Steps(s) => s,
         Workload::Fio(f) => f,
+        Workload::Ops(o) => o,
     }
 }
 
@@ -183,5 +184,6 @@ pub fn of_kind(k: WorkloadKind) -> &'static dyn KindAnswers {
         WorkloadKind::LatFs => &super::latfs::answers::KIND,
         WorkloadKind::Steps => &super::steps::answers::KIND,
         WorkloadKind::Fio => &super::fio::answers::KIND,
+        WorkloadKind::Ops => &super::ops::answers::KIND,
     }
 }

@@ -44,6 +44,7 @@ pub fn paired_of(label: &str, run: &LoadedRun) -> Option<PairedRun> {
         WorkloadKind::LatFs => Metric::TotalLoops,
         WorkloadKind::Steps => Metric::Elapsed,
         WorkloadKind::Fio => Metric::Fio(crate::model::FioMetric::Iops),
+        WorkloadKind::Ops => Metric::Ops(crate::model::OpsMetric::Ops),
     };
     let settings = pair_settings(&run.meta.scenario_text, &run.meta.scenario_origin);
     let mut p = join_pairs(label, run, &PairedOptions { metric, spec: &spec, settings })?;

@@ -28,7 +28,7 @@ pub fn pair_settings(text: &str, origin: &str) -> PairSettings {
             s.compare.map_or((DEFAULT_MIN_PAIRS, DEFAULT_MAX_PAIRS), |c| (c.min_pairs, c.max_pairs));
         let steps_iterations = match s.workload {
             Workload::Steps(st) => Some(st.iterations),
-            Workload::Latfs(_) | Workload::Fio(_) => None,
+            Workload::Latfs(_) | Workload::Fio(_) | Workload::Ops(_) => None,
         };
         return PairSettings { min_pairs, max_pairs, steps_iterations, warnings: Vec::new() };
     }

@@ -18,6 +18,7 @@ mod filesystems;
 mod fio;
 mod latfs;
 mod matrix;
+mod ops;
 mod steps;
 
 use std::path::{Path, PathBuf};
@@ -70,12 +71,14 @@ pub(super) fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Sc
         "lat_fs" => "lat_fs",
         "steps" => "steps",
         "fio" => "fio",
+        "ops" => "ops",
         other => {
             return Err(ctx.at(
                 &p("workload.kind"),
                 false,
                 format!("unknown workload kind `{other}`"),
-                did_you_mean(other, &["lat_fs", "steps", "fio"]).or(Some("use `lat_fs`, `steps` or `fio`".into())),
+                did_you_mean(other, &["lat_fs", "steps", "fio", "ops"])
+                    .or(Some("use `lat_fs`, `steps`, `fio` or `ops`".into())),
             ));
         }
     };
@@ -110,9 +113,13 @@ pub(super) fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Sc
         spec.tunables.sysctl = sysctl.clone();
     }
     let archive = f.archive.as_ref().map(|a| validate_archive(ctx, a, base_dir)).transpose()?;
+    if workload_kind != "ops" {
+        ops::reject_ops_keys(ctx, workload_kind, &f.workload)?;
+    }
     let workload = match workload_kind {
         "lat_fs" => Workload::Latfs(validate_latfs(ctx, &f.workload)?),
         "fio" => Workload::Fio(validate_fio(ctx, &f.workload, base_dir)?),
+        "ops" => Workload::Ops(ops::validate_ops(ctx, &f.workload, &f.matrix, &backing)?),
         _ => Workload::Steps(validate_steps(ctx, &f.workload, archive.as_ref())?),
     };
     let gate = match &f.gate {
@@ -203,6 +210,7 @@ fn validate_gate(ctx: &Ctx, g: &GateFile, matrix: &Matrix, workload: &Workload) 
         Workload::Latfs(_) => matrix.test.iter().map(|t| t.name()).collect(),
         Workload::Steps(st) => st.steps.iter().map(|s| s.op()).collect(),
         Workload::Fio(_) => crate::model::FIO_METRICS.to_vec(),
+        Workload::Ops(_) => crate::model::OPS_METRICS.to_vec(),
     };
     for (k, v) in &g.thresholds {
         let path = with(p("gate.thresholds"), Seg::Key(k.clone()));
@@ -211,6 +219,7 @@ fn validate_gate(ctx: &Ctx, g: &GateFile, matrix: &Matrix, workload: &Workload) 
                 Workload::Latfs(_) => "lat_fs test",
                 Workload::Steps(_) => "step op",
                 Workload::Fio(_) => "fio metric",
+                Workload::Ops(_) => "ops metric",
             };
             return Err(ctx.at(
                 &path,

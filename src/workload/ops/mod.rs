@@ -9,6 +9,7 @@
 //! directory fd it made, and no link is ever followed (`sys`).
 
 mod account;
+pub mod answers;
 mod build;
 mod error;
 mod fileset;

@@ -255,3 +255,34 @@ pub struct Stop {
     /// Everyone, as soon as one worker is done (filebench's `mode quit firstdone`).
     pub first_done: bool,
 }
+
+/// Most workers over all groups of a scenario.
+pub const MAX_WORKERS: u32 = 4096;
+
+/// The `[workload]` of kind `ops` as validated: the engine's spec and what the runner
+/// needs around it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpsWorkload {
+    /// What each repetition builds and runs.
+    pub spec: OpsSpec,
+    /// Timed windows per cell.
+    pub repetitions: u32,
+    /// The factor applied to the filesets' entries (recorded in notes).
+    pub scale: f64,
+    /// Contention of one CPU above which a repetition is disturbed; `None`: not checked.
+    pub disturbance: Option<f64>,
+}
+
+impl OpsWorkload {
+    /// Bytes the preallocated files take, and bytes of every entry at its declared size.
+    pub fn fileset_bytes(&self) -> (f64, f64) {
+        let mut pre = 0.0;
+        let mut all = 0.0;
+        for f in &self.spec.filesets {
+            let b = f.entries as f64 * f.size.mean();
+            all += b;
+            pre += b * f.prealloc_percent as f64 / 100.0;
+        }
+        (pre, all)
+    }
+}
