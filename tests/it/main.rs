@@ -38,6 +38,7 @@ mod monitors;
 mod newcomer;
 mod one_sample_set;
 mod ops_engine;
+mod ops_personalities;
 mod paired_run;
 mod provision_faults;
 mod provision_layouts;

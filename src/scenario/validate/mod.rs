@@ -19,6 +19,8 @@ mod fio;
 mod latfs;
 mod matrix;
 mod ops;
+#[cfg(test)]
+mod ops_tests;
 mod steps;
 
 use std::path::{Path, PathBuf};
