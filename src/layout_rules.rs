@@ -130,6 +130,60 @@ fn only_the_command_layer_the_gate_and_the_merge_read_the_report() {
     assert!(bad.is_empty(), "the report imported outside src/app/, src/report/ and {allowed:?}:\n{}", bad.join("\n"));
 }
 
+/// The variants of an enum `name` as its definition in `file` lists them (`Latfs(LatfsSpec),`, `LatFs,`).
+fn variants_of(file: &str, name: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap();
+    let body = text.split(&format!("pub enum {name} {{")).nth(1).expect("the enum is defined there");
+    let body = &body[..body.find("\n}").expect("the enum ends")];
+    body.lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_uppercase()))
+        .map(|l| l.split(|c: char| !c.is_ascii_alphanumeric()).next().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn only_the_workloads_and_their_dispatch_name_a_workload_kind() {
+    // A workload answers its own questions through `workload::kind`; the runner, plan,
+    // validation, reports, qemu, bundles and the gate ask it instead of matching on kinds.
+    // The kinds are named in their folders, the dispatch (`workload/kind.rs`), the two
+    // places below it that cannot reach it (validation builds the specs; the report picks
+    // a kind's renderer), and the definition of the run's `workload` name.
+    let allowed =
+        ["src/workload/", "src/scenario/validate/by_kind.rs", "src/report/by_kind.rs", "src/model/workload_kind.rs"];
+    let mut needles: Vec<String> =
+        variants_of("src/scenario/mod.rs", "Workload").iter().map(|v| format!("Workload::{v}")).collect();
+    needles
+        .extend(variants_of("src/model/workload_kind.rs", "WorkloadKind").iter().map(|v| format!("WorkloadKind::{v}")));
+    assert!(needles.len() >= 6, "the workload enums were not found: {needles:?}");
+    let names_a_kind = |line: &str| {
+        needles.iter().any(|needle| {
+            line.match_indices(needle.as_str()).any(|(i, _)| {
+                let before = line[..i].chars().next_back();
+                let after = line[i + needle.len()..].chars().next();
+                !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+                    && !after.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
+        })
+    };
+    let mut bad = Vec::new();
+    for (rel, text) in sources() {
+        if rel.ends_with("tests.rs")
+            || allowed.iter().any(|a| if a.ends_with('/') { rel.starts_with(a) } else { rel == *a })
+            || rel == "src/layout_rules.rs"
+        {
+            continue;
+        }
+        let code = text.lines().take_while(|l| l.trim() != "#[cfg(test)]").enumerate();
+        for (n, line) in code.filter(|(_, l)| !l.trim_start().starts_with("//")) {
+            if names_a_kind(line) {
+                bad.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "a workload kind named outside src/workload/ and {allowed:?}:\n{}", bad.join("\n"));
+}
+
 /// The code block of the README's `## Layout` section.
 fn readme_layout_block() -> String {
     let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();

@@ -378,7 +378,7 @@ impl BundleVerifyJson {
             backing,
             needs_root: crate::bundle::needs_root(s, &p),
             exec_steps: crate::bundle::exec_steps(s).iter().map(|e| esc(e)).collect(),
-            fio: matches!(s.workload, crate::scenario::Workload::Fio(_)).then(|| BundleFioJob {
+            fio: crate::bundle::fio_job::has_job(s).then(|| BundleFioJob {
                 file: crate::bundle::fio_job::job_file(s).map(shown),
                 options: crate::bundle::fio_job::job_options(s).iter().map(|o| esc(o)).collect(),
                 refused: crate::bundle::fio_job::refused_options(s).iter().map(|o| esc(o)).collect(),

@@ -150,7 +150,8 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<i32> {
     match format {
         PlanFormat::Table => {
             let piped = !std::io::IsTerminal::is_terminal(&std::io::stdout());
-            print!("{}", render_plan_table(&s, &plan, &check, super::print::output_width(), piped));
+            let verdicts: Vec<_> = plan.cells.iter().map(|c| check(&s, &c.params)).collect();
+            print!("{}", render_plan_table(&s, &plan, &verdicts, super::print::output_width(), piped));
             if let Some((spec, labels)) = &kernel_pairs {
                 print!("{}", plan::render_kernel_pairing(&s, spec, &plan, labels, super::print::output_width()));
             } else if let Some(pairing) = plan::render_pairing(&s, &plan, super::print::output_width()) {

@@ -296,7 +296,14 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<i32> {
     if let [(_, run)] = runs.as_slice() {
         return compare_paired_run(run, args, metric.is_some());
     }
-    if metric.is_some() && runs.iter().any(|(_, r)| r.meta.workload != crate::model::WorkloadKind::LatFs) {
+    // A percentile is a latency metric of the workloads that record latency (lat_fs).
+    let latency = |k| {
+        matches!(
+            crate::workload::kind::of_kind(k).metric(metric.map(|p| p.name())),
+            Ok(crate::verdict::Metric::Latency(_))
+        )
+    };
+    if metric.is_some() && runs.iter().any(|(_, r)| !latency(r.meta.workload)) {
         return Err(InputError::anyhow("--metric with a percentile needs lat_fs runs (steps compare elapsed times)"));
     }
     // Checked once: the text, the plots and the page are all of this comparison.

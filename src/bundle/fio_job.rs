@@ -7,7 +7,7 @@
 //!
 //! Own scenarios are not judged here: they may use anything fio allows.
 
-use crate::scenario::{Scenario, Workload};
+use crate::scenario::{FioJob, Scenario};
 
 /// Options a bundle's fio job (and its `[matrix] fio.*` sweeps) may use without `--allow-exec`.
 pub const ALLOWED_OPTIONS: &[&str] = &[
@@ -180,17 +180,23 @@ pub const ALLOWED_ENGINES: &[&str] = &[
 /// The file the scenario's fio job was read from (`workload.job_file`, resolved against
 /// the scenario's directory); `None` for an inline job or another workload.
 pub fn job_file(s: &Scenario) -> Option<&std::path::Path> {
-    match &s.workload {
-        Workload::Fio(f) if f.job.key == "workload.job_file" => Some(std::path::Path::new(&f.job.origin)),
-        _ => None,
-    }
+    written_job(s).map(|job| std::path::Path::new(&job.origin))
+}
+
+/// The scenario's job when it was read from a file of its own (`workload.job_file`).
+pub fn written_job(s: &Scenario) -> Option<&FioJob> {
+    crate::workload::kind::of(&s.workload).job().filter(|job| job.key == "workload.job_file")
+}
+
+/// Whether the scenario's workload hands a job to fio.
+pub fn has_job(s: &Scenario) -> bool {
+    crate::workload::kind::of(&s.workload).job().is_some()
 }
 
 /// Every option line of the scenario's fio job and sweeps, as `name=value` (or `name`), in order.
 pub fn job_options(s: &Scenario) -> Vec<String> {
-    let Workload::Fio(f) = &s.workload else { return Vec::new() };
-    let mut out: Vec<String> = f
-        .job
+    let Some(job) = crate::workload::kind::of(&s.workload).job() else { return Vec::new() };
+    let mut out: Vec<String> = job
         .options()
         .into_iter()
         .map(|o| match o.value {

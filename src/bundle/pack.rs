@@ -18,7 +18,7 @@ use super::manifest::{
     BUNDLE_FORMAT_VERSION, FIXTURES_DIR, MANIFEST_FILE, Manifest, ManifestFile, RESULTS_DIR, SCENARIO_FILE,
 };
 use crate::results::{CELLS_DIR, RUN_FILE, load_run, rfc3339_from_unix, sha256_hex};
-use crate::scenario::{ArchiveSource, Backing, Workload};
+use crate::scenario::{ArchiveSource, Backing};
 
 /// Where a packed file's bytes come from.
 #[derive(Debug, Clone)]
@@ -91,9 +91,7 @@ fn travelling_scenario(scenario: &Path) -> Result<Travelling, BundleError> {
         archive = Some((inside, p.clone()));
     }
     let mut job_file = None;
-    if let Workload::Fio(f) = &s.workload
-        && f.job.key == "workload.job_file"
-    {
+    if let Some(job) = super::fio_job::written_job(&s) {
         let written = doc["workload"]["job_file"].as_str().unwrap_or_default().to_string();
         let name = Path::new(&written).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let inside = format!("{FIXTURES_DIR}/{name}");
@@ -103,8 +101,8 @@ fn travelling_scenario(scenario: &Path) -> Result<Travelling, BundleError> {
             )));
         }
         doc["workload"]["job_file"] = toml_edit::value(inside.clone());
-        notes.push(format!("fio job file {} travels as {inside}", f.job.origin));
-        job_file = Some((inside, f.job.text.clone()));
+        notes.push(format!("fio job file {} travels as {inside}", job.origin));
+        job_file = Some((inside, job.text.clone()));
     }
     if let Backing::Dir { path } = &s.backing
         && !path.as_os_str().is_empty()

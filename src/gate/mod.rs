@@ -42,7 +42,7 @@ use crate::model::TextFormat;
 use serde::Serialize;
 
 use crate::exit::InputError;
-use crate::model::{CellResult, CellStatus, FioMetric, Summary, WorkloadKind};
+use crate::model::{CellResult, CellStatus, Summary, WorkloadKind};
 use crate::results::LoadedRun;
 use crate::scenario::GateSpec;
 use crate::stats::summarize;
@@ -223,42 +223,11 @@ pub(crate) fn series_of(cell: &CellResult, metric: Metric) -> Vec<Series> {
 }
 
 fn metric_for(workload: WorkloadKind, requested: Option<&str>) -> Result<Metric, GateError> {
-    let own = match workload {
-        WorkloadKind::LatFs => Metric::TotalLoops,
-        WorkloadKind::Steps => Metric::Elapsed,
-        WorkloadKind::Fio => {
-            return match requested {
-                None => Ok(Metric::Fio(FioMetric::Iops)),
-                Some(m) => FioMetric::parse(m).map(Metric::Fio).ok_or_else(|| GateError::Metric {
-                    metric: m.into(),
-                    workload: workload.to_string(),
-                    expected: "iops, bw, p99, clat_mean",
-                }),
-            };
-        }
-        WorkloadKind::Ops => {
-            return match requested {
-                None => Ok(Metric::Ops(crate::model::OpsMetric::Ops)),
-                Some(m) => crate::model::OpsMetric::parse(m).map(Metric::Ops).ok_or_else(|| GateError::Metric {
-                    metric: m.into(),
-                    workload: workload.to_string(),
-                    expected: "ops, p99, mbps",
-                }),
-            };
-        }
-    };
-    if own == Metric::TotalLoops
-        && let Some(p) = requested.and_then(crate::monitor::latency::Percentile::parse)
-    {
-        return Ok(Metric::Latency(p));
-    }
-    let expected = if own == Metric::TotalLoops { "total_loops, or p50, p90, p99, p99.9, max" } else { own.name() };
-    match requested {
-        Some(m) if m != own.name() => {
-            Err(GateError::Metric { metric: m.into(), workload: workload.to_string(), expected })
-        }
-        _ => Ok(own),
-    }
+    crate::workload::kind::of_kind(workload).metric(requested).map_err(|expected| GateError::Metric {
+        metric: requested.unwrap_or_default().into(),
+        workload: workload.to_string(),
+        expected,
+    })
 }
 
 /// Compare two loaded runs, without a calibration ([`evaluate_calibrated`]).

@@ -16,7 +16,7 @@
 //! level of the run's paired section (`1 − 0.05 / looks`, 99% for the default 6..32 pairs).
 
 use super::metric::{Better, Metric, RATIO_UNIT};
-use crate::model::{FIO_METRICS, FioMetric, TextFormat, WorkloadKind};
+use crate::model::{TextFormat, WorkloadKind};
 use crate::monitor::latency::Percentile;
 use crate::report::paired::{PairedComparison, PairedOptions, is_paired, join_pairs, pair_settings};
 use crate::results::LoadedRun;
@@ -30,23 +30,14 @@ pub const PAIRED_POSITION: usize = 1 << 20;
 /// The quantities a run of `workload` is compared on, each with the unpaired metric's name
 /// (`None` for steps, named per step) and its place among the cell's paired ratios.
 fn compared(workload: WorkloadKind) -> Vec<(Compared, Option<&'static str>)> {
-    match workload {
-        WorkloadKind::LatFs => vec![
-            (Compared::TotalLoops, Some("total_loops")),
-            (Compared::Latency(Percentile::P50), Some("latency_p50")),
-            (Compared::Latency(Percentile::P90), Some("latency_p90")),
-            (Compared::Latency(Percentile::P99), Some("latency_p99")),
-        ],
-        WorkloadKind::Steps => vec![(Compared::Elapsed, None)],
-        WorkloadKind::Fio => {
-            FIO_METRICS.iter().filter_map(|n| FioMetric::parse(n)).map(|m| (Compared::Fio(m), Some(m.name()))).collect()
-        }
-        WorkloadKind::Ops => crate::model::OPS_METRICS
-            .iter()
-            .filter_map(|n| crate::model::OpsMetric::parse(n))
-            .map(|m| (Compared::Ops(m), Some(m.name())))
-            .collect(),
-    }
+    let name = |m: Compared| match m {
+        Compared::Elapsed => None,
+        Compared::Latency(Percentile::P50) => Some("latency_p50"),
+        Compared::Latency(Percentile::P90) => Some("latency_p90"),
+        Compared::Latency(Percentile::P99) => Some("latency_p99"),
+        m => Some(m.name()),
+    };
+    crate::workload::kind::of_kind(workload).paired_metrics().into_iter().map(|m| (m, name(m))).collect()
 }
 
 /// Every paired ratio of `run`, as (candidate cell id, metric); empty for an unpaired run.

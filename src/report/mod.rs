@@ -11,8 +11,9 @@
 //!
 //! This file is the API and the frame every report shares (title, run list, footer);
 //! what is under the run list is the workload's: [`latfs`], [`steps`] or [`fio`], chosen once
-//! by the runs' [`WorkloadKind`] ([`body`]).
+//! by the runs' workload kind in `by_kind.rs`, the one place a report turns on it.
 
+mod by_kind;
 mod compatible;
 pub mod export;
 pub mod fio;
@@ -32,7 +33,6 @@ pub mod steps;
 
 use std::path::Path;
 
-use crate::model::WorkloadKind;
 use crate::results::LoadedRun;
 use json::{ReportJson, ReportRun};
 
@@ -46,6 +46,7 @@ pub use steps::compare as compare_steps;
 pub use steps::compare::{Iterations, StepsComparison};
 pub use steps::{StepsGroup, build_groups};
 
+use by_kind::body;
 pub use format::Format;
 use markup::{Markdown, Markup, Plain};
 use not_measured::{not_measured, text_footer};
@@ -65,17 +66,6 @@ trait WorkloadReport {
     fn plots(&self) -> Result<Vec<PlotImage>, PlotError>;
     /// The seed-exact text `--plot` writes as `report.txt`.
     fn seed_text(&self, image_prefix: Option<&str>) -> String;
-}
-
-/// The one place a report turns on the workload: the first run's (a comparison refuses mixed ones).
-/// With `compare`, ratios to the first label (lat_fs) or the side-by-side tables (steps).
-fn body<'a>(runs: &'a [(&'a str, &'a LoadedRun)], compare: Option<&CompareOptions>) -> Box<dyn WorkloadReport + 'a> {
-    match runs.first().map(|(_, r)| r.meta.workload).unwrap_or_default() {
-        WorkloadKind::LatFs => Box::new(latfs::LatfsReport::build(runs, compare)),
-        WorkloadKind::Steps => Box::new(steps::StepsReport::build(runs, compare)),
-        WorkloadKind::Fio => Box::new(fio::FioReport::build(runs, compare)),
-        WorkloadKind::Ops => Box::new(ops::OpsReport::build(runs, compare)),
-    }
 }
 
 /// How a comparison chooses its samples.

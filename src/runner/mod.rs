@@ -1,8 +1,12 @@
 //! Drives one run: for each cell, check, provision, run the workload, store the result.
 //!
-//! The runner owns no measurement and no formatting: it moves plain data from
-//! one stage to the next and makes sure that whatever happens to a cell (skip,
-//! failure, Ctrl-C) its result file says so and its filesystems are gone.
+//! The runner owns no measurement and no report: it moves plain data from one stage to
+//! the next and makes sure that whatever happens to a cell (skip, failure, Ctrl-C) its
+//! result file says so and its filesystems are gone. What it writes itself is live word
+//! of a run in progress, on stderr only: the progress bar or one line per cell
+//! ([`progress`]), one line per finished pair group, and notes (resuming, cleaning up, an
+//! archive being prepared). Results go to the store; tables, verdicts and every stdout
+//! line are the command layer's and the renderers'.
 //!
 //! Where to read on: [`run`] is the pipeline; [`workdir`] opens and closes a run's
 //! directories, [`rounds`] plans and runs the rounds over the cells, [`cell`] measures one

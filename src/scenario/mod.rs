@@ -321,18 +321,6 @@ pub enum Workload {
     Ops(crate::workload::ops::spec::OpsWorkload),
 }
 
-impl Workload {
-    /// `lat_fs`, `steps` or `fio`.
-    pub fn kind(&self) -> crate::model::WorkloadKind {
-        match self {
-            Workload::Latfs(_) => crate::model::WorkloadKind::LatFs,
-            Workload::Steps(_) => crate::model::WorkloadKind::Steps,
-            Workload::Fio(_) => crate::model::WorkloadKind::Fio,
-            Workload::Ops(_) => crate::model::WorkloadKind::Ops,
-        }
-    }
-}
-
 /// Options of the fio workload (see `docs/fio.md`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct FioSpec {

@@ -16,14 +16,16 @@
 //!    [`WorkloadAnswers::kind`], [`WorkloadAnswers::cell_estimate`],
 //!    [`WorkloadAnswers::guest_cell_work`], [`WorkloadAnswers::member_value`],
 //!    [`WorkloadAnswers::round_value`], [`WorkloadAnswers::run_cell`]; the others default to
-//!    "this kind has none") and a `pub static KIND: OpsKind` with `impl KindAnswers for OpsKind`
-//!    ([`KindAnswers::default_metric`] and [`KindAnswers::metric`] required).
-//! 2. **The dispatch**: its variant in [`crate::scenario::Workload`] (holding `OpsSpec`, built
-//!    by its validate room `src/scenario/validate/ops.rs`, reached from
-//!    `scenario::validate`'s table of kind names) and in [`crate::model::WorkloadKind`] (its
-//!    `run.json` name), and one arm in each `match` of this file.
+//!    "this kind has none") and `impl KindAnswers for OpsKind` ([`KindAnswers::default_metric`]
+//!    and [`KindAnswers::metric`] required).
+//! 2. **The dispatch**: its variant in [`crate::scenario::Workload`] (holding `OpsSpec`) and
+//!    in [`crate::model::WorkloadKind`] (its `run.json` name, with `name()`), its unit struct
+//!    `pub struct OpsKind;` here and one arm in each `match` of this file, and one in each `match` of `src/scenario/validate/by_kind.rs`
+//!    (validation sits below the workloads: there its validate room
+//!    `src/scenario/validate/ops.rs` builds `OpsSpec` from `[workload]`, and the gate keys,
+//!    archive use, rounds and iterations per member are read from the spec).
 //! 3. **Its report**: `src/report/ops/` (an `impl WorkloadReport`) and its arm in
-//!    `report::build`.
+//!    `src/report/by_kind.rs`.
 //!
 //! A layout rule (`src/layout_rules.rs`) fails when a non-test line anywhere else names a
 //! workload variant.
@@ -33,7 +35,7 @@ use std::time::Duration;
 
 use crate::model::{CellParams, CellResult, SkipReason, WorkloadKind};
 use crate::monitor::Watch;
-use crate::scenario::{GateSpec, PAIR_RERUNS_WITHOUT_BUDGET, Workload};
+use crate::scenario::{FioJob, GateSpec, PAIR_RERUNS_WITHOUT_BUDGET, Workload};
 use crate::verdict::Metric;
 
 /// What a configured workload (its scenario's `[workload]`) answers about itself.
@@ -113,6 +115,12 @@ pub trait WorkloadAnswers {
         Vec::new()
     }
 
+    /// The job it hands another program, as written with where (fio's job): a bundle
+    /// carries its file (`workload.job_file`) and judges its options; `None`: it has none.
+    fn job(&self) -> Option<&FioJob> {
+        None
+    }
+
     /// Untimed time before each measured window (calibration's time per sample).
     fn warmup(&self) -> Duration {
         Duration::ZERO
@@ -178,12 +186,86 @@ pub fn of(w: &Workload) -> &dyn WorkloadAnswers {
     }
 }
 
+/// The lat_fs kind; its answers are in `latfs/answers.rs`.
+pub struct LatfsKind;
+/// The steps kind; its answers are in `steps/answers.rs`.
+pub struct StepsKind;
+/// The fio kind; its answers are in `fio/answers.rs`.
+pub struct FioKind;
+/// The op-mix kind; its answers are in `ops/answers.rs`.
+pub struct OpsKind;
+
 /// The answers of the kind `k` (a stored run's `workload`): the one dispatch over its kinds.
 pub fn of_kind(k: WorkloadKind) -> &'static dyn KindAnswers {
     match k {
-        WorkloadKind::LatFs => &super::latfs::answers::KIND,
-        WorkloadKind::Steps => &super::steps::answers::KIND,
-        WorkloadKind::Fio => &super::fio::answers::KIND,
-        WorkloadKind::Ops => &super::ops::answers::KIND,
+        WorkloadKind::LatFs => &LatfsKind,
+        WorkloadKind::Steps => &StepsKind,
+        WorkloadKind::Fio => &FioKind,
+        WorkloadKind::Ops => &OpsKind,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::CellStatus;
+
+    /// One scenario of each kind, as shipped in `scenarios/`.
+    fn scenarios() -> Vec<crate::scenario::Scenario> {
+        let texts = [
+            ("quota-smp.toml", include_str!("../../scenarios/quota-smp.toml")),
+            ("kernel-untar.toml", include_str!("../../scenarios/kernel-untar.toml")),
+            ("fio-randwrite.toml", include_str!("../../scenarios/fio-randwrite.toml")),
+            ("varmail.toml", include_str!("../../scenarios/varmail.toml")),
+        ];
+        texts.iter().map(|(origin, text)| crate::scenario::parse_str(text, origin).unwrap()).collect()
+    }
+
+    #[test]
+    fn a_kind_answers_alike_through_its_spec_and_through_its_run_json_name() {
+        let kinds: Vec<WorkloadKind> = scenarios().iter().map(|s| s.workload.kind()).collect();
+        assert_eq!(kinds, [WorkloadKind::LatFs, WorkloadKind::Steps, WorkloadKind::Fio, WorkloadKind::Ops]);
+        for s in scenarios() {
+            let (spec, kind) = (of(&s.workload).kind(), of_kind(s.workload.kind()));
+            let own = kind.default_metric();
+            assert_eq!(spec.default_metric(), own, "{}", s.name);
+            // The default is what `--metric` names when given none, and its own name names it.
+            assert_eq!(kind.metric(None), Ok(own), "{}", s.name);
+            assert_eq!(kind.metric(Some(own.name())), Ok(own), "{}", s.name);
+            assert!(kind.metric(Some("no_such_metric")).is_err(), "{}", s.name);
+            assert_eq!(kind.paired_metrics().first(), Some(&own), "{}", s.name);
+        }
+    }
+
+    #[test]
+    fn every_kind_voids_a_pair_with_a_failed_skipped_or_disturbed_member_in_the_same_words() {
+        let p = crate::plan::expand(&scenarios()[0]).cells[0].params.clone();
+        for s in scenarios() {
+            let answers = of(&s.workload);
+            let mut r = CellResult::new(&p, CellStatus::Failed, "t");
+            r.error = Some("mkfs.ext4: no space".into());
+            assert_eq!(answers.member_value(&r), Err("failed: mkfs.ext4: no space".into()), "{}", s.name);
+            r.status = CellStatus::Skipped;
+            assert_eq!(answers.member_value(&r), Err("skipped".into()), "{}", s.name);
+            r.status = CellStatus::Disturbed;
+            assert_eq!(answers.member_value(&r), Err("disturbed".into()), "{}", s.name);
+            // An ok cell without the kind's samples is no member either.
+            r.status = CellStatus::Ok;
+            assert!(answers.member_value(&r).is_err(), "{}", s.name);
+        }
+    }
+
+    #[test]
+    fn only_the_kind_with_rounds_has_them_and_only_steps_members_are_slices_of_iterations() {
+        let [latfs, steps, fio, ops] = <[_; 4]>::try_from(scenarios()).ok().unwrap();
+        assert_eq!(of(&ops.workload).rounds(), None);
+        assert_eq!(of(&ops.workload).iterations_per_member(), None);
+        assert_eq!(of(&latfs.workload).rounds(), Some(1));
+        assert_eq!(of(&steps.workload).rounds(), None);
+        assert_eq!(of(&fio.workload).rounds(), None);
+        assert_eq!(of(&steps.workload).iterations_per_member(), Some(5));
+        assert_eq!(of(&latfs.workload).iterations_per_member(), None);
+        assert!(of(&steps.workload).kernel_pairs_refused().is_some());
+        assert!(of(&fio.workload).job().is_some() && of(&latfs.workload).job().is_none());
     }
 }

@@ -1,5 +1,9 @@
 //! The workloads that run on provisioned filesystems: lmbench's lat_fs loops,
-//! timed step sequences (rm -rf / tar zxf / sync) and fio jobs.
+//! timed step sequences (rm -rf / tar zxf / sync) and fio jobs, a folder each.
+//!
+//! [`kind`] is the one interface through which each answers its own questions (rounds,
+//! expected duration, member value, default metric, how it runs on a cell) and the one
+//! dispatch over the kinds; the rest of fsbench names no workload kind.
 
 pub mod child;
 pub mod child_cgroup;

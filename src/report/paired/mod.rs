@@ -22,9 +22,7 @@ pub use join::{PairedComparison, PairedOptions, PairedRun, SignedRankCheck, join
 pub use render::{csv, hl_cell, p_cell, pairs_cell, percent, ratio_cell, section_text, stop_name, write_sections};
 pub use settings::{PairSettings, pair_settings};
 
-use crate::model::WorkloadKind;
 use crate::results::LoadedRun;
-use crate::verdict::Metric;
 
 /// Whether any cell of `run` took part in a pair group.
 pub fn is_paired(run: &LoadedRun) -> bool {
@@ -40,12 +38,7 @@ pub fn paired_of(label: &str, run: &LoadedRun) -> Option<PairedRun> {
     }
     let mut warnings = Vec::new();
     let spec = crate::verdict::gate_spec_of(run, &mut warnings);
-    let metric = match run.meta.workload {
-        WorkloadKind::LatFs => Metric::TotalLoops,
-        WorkloadKind::Steps => Metric::Elapsed,
-        WorkloadKind::Fio => Metric::Fio(crate::model::FioMetric::Iops),
-        WorkloadKind::Ops => Metric::Ops(crate::model::OpsMetric::Ops),
-    };
+    let metric = crate::workload::kind::of_kind(run.meta.workload).default_metric();
     let settings = pair_settings(&run.meta.scenario_text, &run.meta.scenario_origin);
     let mut p = join_pairs(label, run, &PairedOptions { metric, spec: &spec, settings })?;
     p.warnings.extend(warnings);

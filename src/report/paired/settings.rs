@@ -1,7 +1,7 @@
 //! What a paired run's scenario text says about reading its pairs: the `[compare]` bounds
 //! (whose look schedule sets the interval level) and a steps member's iterations.
 
-use crate::scenario::{DEFAULT_MAX_PAIRS, DEFAULT_MIN_PAIRS, Workload};
+use crate::scenario::{DEFAULT_MAX_PAIRS, DEFAULT_MIN_PAIRS};
 
 /// A paired run's pair settings, from the scenario text stored with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,10 +26,7 @@ pub fn pair_settings(text: &str, origin: &str) -> PairSettings {
     if let Ok(s) = crate::scenario::parse_str(text, origin) {
         let (min_pairs, max_pairs) =
             s.compare.map_or((DEFAULT_MIN_PAIRS, DEFAULT_MAX_PAIRS), |c| (c.min_pairs, c.max_pairs));
-        let steps_iterations = match s.workload {
-            Workload::Steps(st) => Some(st.iterations),
-            Workload::Latfs(_) | Workload::Fio(_) | Workload::Ops(_) => None,
-        };
+        let steps_iterations = crate::workload::kind::of(&s.workload).iterations_per_member();
         return PairSettings { min_pairs, max_pairs, steps_iterations, warnings: Vec::new() };
     }
     let table: Option<toml::Table> = text.parse().ok();

@@ -73,10 +73,10 @@ pub(super) fn validate_compare(ctx: &Ctx, c: &CompareFile, matrix: &Matrix) -> R
 /// Pairs replace rounds: every member of a pair is a round of its cell already, so a
 /// paired scenario with `workload.rounds > 1` would mean two things at once.
 pub(super) fn refuse_rounds_with_pairs(ctx: &Ctx, workload: &Workload) -> Result<(), ScenarioError> {
-    match workload {
-        Workload::Latfs(l) if l.rounds > 1 => Err(ctx.value_help(
+    match super::by_kind::rounds(workload) {
+        Some(rounds) if rounds > 1 => Err(ctx.value_help(
             &p("workload.rounds"),
-            format!("`rounds = {}` with `[compare]`: in a paired run the pairs are the rounds", l.rounds),
+            format!("`rounds = {rounds}` with `[compare]`: in a paired run the pairs are the rounds"),
             "remove `rounds`: each pair member is stored as one round of its cell, and `compare.pairs` says how many",
         )),
         _ => Ok(()),
@@ -91,9 +91,9 @@ pub(super) fn refuse_oversized_steps_cells(
     workload: &Workload,
     spec: &CompareSpec,
 ) -> Result<(), ScenarioError> {
-    let Workload::Steps(st) = workload else { return Ok(()) };
+    let Some(iterations) = super::by_kind::iterations_per_member(workload) else { return Ok(()) };
     let members = u64::from(spec.max_pairs) + u64::from(PAIR_RERUNS_WITHOUT_BUDGET);
-    let most = u64::from(st.iterations) * members;
+    let most = u64::from(iterations) * members;
     if most <= crate::model::MAX_SAMPLES as u64 {
         return Ok(());
     }
@@ -102,7 +102,7 @@ pub(super) fn refuse_oversized_steps_cells(
         format!(
             "`iterations = {}` with up to {members} members per cell ({} pairs and {PAIR_RERUNS_WITHOUT_BUDGET} reruns) \
              is {most} iterations in one cell file, more than the {} a cell may hold",
-            st.iterations,
+            iterations,
             spec.max_pairs,
             crate::model::MAX_SAMPLES
         ),

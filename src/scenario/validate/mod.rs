@@ -12,6 +12,7 @@
 //! (with `[archive]`) and [`compare`].
 
 mod backing;
+mod by_kind;
 mod cgroup;
 mod compare;
 mod filesystems;
@@ -115,20 +116,12 @@ pub(super) fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Sc
         spec.tunables.sysctl = sysctl.clone();
     }
     let archive = f.archive.as_ref().map(|a| validate_archive(ctx, a, base_dir)).transpose()?;
-    if workload_kind != "ops" {
-        ops::reject_ops_keys(ctx, workload_kind, &f.workload)?;
-    }
-    let workload = match workload_kind {
-        "lat_fs" => Workload::Latfs(validate_latfs(ctx, &f.workload)?),
-        "fio" => Workload::Fio(validate_fio(ctx, &f.workload, base_dir)?),
-        "ops" => Workload::Ops(ops::validate_ops(ctx, &f.workload, &f.matrix, &backing)?),
-        _ => Workload::Steps(validate_steps(ctx, &f.workload, archive.as_ref())?),
-    };
+    let workload = by_kind::workload(ctx, workload_kind, &f, &backing, base_dir, archive.as_ref())?;
     let gate = match &f.gate {
         Some(g) => validate_gate(ctx, g, &matrix, &workload)?,
         None => GateSpec::default(),
     };
-    if archive.is_some() && !matches!(workload, Workload::Steps(_)) {
+    if archive.is_some() && !by_kind::reads_archive(&workload) {
         return Err(ctx.at(
             &p("archive"),
             true,
@@ -208,21 +201,10 @@ fn validate_gate(ctx: &Ctx, g: &GateFile, matrix: &Matrix, workload: &Workload) 
     if let Some(t) = &g.threshold {
         spec.threshold = parse_percent(t).map_err(|e| ctx.value(&p("gate.threshold"), e))?;
     }
-    let keys: Vec<&str> = match workload {
-        Workload::Latfs(_) => matrix.test.iter().map(|t| t.name()).collect(),
-        Workload::Steps(st) => st.steps.iter().map(|s| s.op()).collect(),
-        Workload::Fio(_) => crate::model::FIO_METRICS.to_vec(),
-        Workload::Ops(_) => crate::model::OPS_METRICS.to_vec(),
-    };
+    let (keys, what) = by_kind::gate_keys(workload, matrix);
     for (k, v) in &g.thresholds {
         let path = with(p("gate.thresholds"), Seg::Key(k.clone()));
         if !keys.contains(&k.as_str()) {
-            let what = match workload {
-                Workload::Latfs(_) => "lat_fs test",
-                Workload::Steps(_) => "step op",
-                Workload::Fio(_) => "fio metric",
-                Workload::Ops(_) => "ops metric",
-            };
             return Err(ctx.at(
                 &path,
                 true,

@@ -3,15 +3,9 @@
 use std::time::Duration;
 
 use crate::model::{CellParams, CellResult, CellStatus, FIO_METRICS, FioMetric, SkipReason};
-use crate::scenario::FioSpec;
+use crate::scenario::{FioJob, FioSpec};
 use crate::verdict::Metric;
-use crate::workload::kind::{CellRun, KindAnswers, WorkloadAnswers};
-
-/// The fio kind.
-pub struct FioKind;
-
-/// fio's answers without its options.
-pub static KIND: FioKind = FioKind;
+use crate::workload::kind::{CellRun, FioKind, KindAnswers, WorkloadAnswers};
 
 impl KindAnswers for FioKind {
     fn default_metric(&self) -> Metric {
@@ -32,7 +26,7 @@ impl KindAnswers for FioKind {
 
 impl WorkloadAnswers for FioSpec {
     fn kind(&self) -> &'static dyn KindAnswers {
-        &KIND
+        &FioKind
     }
 
     /// fio lays its files out before the timed part: a second is a fair guess for small jobs.
@@ -64,6 +58,10 @@ impl WorkloadAnswers for FioSpec {
     /// it loads at run time, which the guest does not get (a job naming one fails its cell).
     fn guest_tools(&self) -> Vec<String> {
         vec![super::FIO.into()]
+    }
+
+    fn job(&self) -> Option<&FioJob> {
+        Some(&self.job)
     }
 
     fn warmup(&self) -> Duration {

@@ -9,13 +9,7 @@ use crate::model::{CellParams, CellResult, CellStatus, LatfsTest, SkipReason};
 use crate::monitor::latency::Percentile;
 use crate::scenario::{GateSpec, LatfsSpec};
 use crate::verdict::Metric;
-use crate::workload::kind::{CellRun, KindAnswers, WorkloadAnswers};
-
-/// The lat_fs kind.
-pub struct LatfsKind;
-
-/// lat_fs's answers without its options.
-pub static KIND: LatfsKind = LatfsKind;
+use crate::workload::kind::{CellRun, KindAnswers, LatfsKind, WorkloadAnswers};
 
 impl KindAnswers for LatfsKind {
     fn default_metric(&self) -> Metric {
@@ -42,7 +36,7 @@ pub fn task_uids(tasks: u32) -> Vec<u32> {
 
 impl WorkloadAnswers for LatfsSpec {
     fn kind(&self) -> &'static dyn KindAnswers {
-        &KIND
+        &LatfsKind
     }
 
     fn rounds(&self) -> Option<u32> {

@@ -7,13 +7,7 @@ use std::time::Duration;
 use super::spec::OpsWorkload;
 use crate::model::{CellResult, CellStatus, OPS_METRICS, OpsMetric, OpsRepetition, OpsResult};
 use crate::verdict::Metric;
-use crate::workload::kind::{CellRun, KindAnswers, WorkloadAnswers};
-
-/// The ops kind.
-pub struct OpsKind;
-
-/// The op mix's answers without its options.
-pub static KIND: OpsKind = OpsKind;
+use crate::workload::kind::{CellRun, KindAnswers, OpsKind, WorkloadAnswers};
 
 impl KindAnswers for OpsKind {
     fn default_metric(&self) -> Metric {
@@ -46,7 +40,7 @@ fn window(w: &OpsWorkload) -> Duration {
 
 impl WorkloadAnswers for OpsWorkload {
     fn kind(&self) -> &'static dyn KindAnswers {
-        &KIND
+        &OpsKind
     }
 
     fn cell_estimate(&self) -> Duration {

@@ -6,14 +6,8 @@ use std::time::Duration;
 use crate::model::{CellResult, StepsResult};
 use crate::scenario::{GateSpec, Step, StepsSpec};
 use crate::verdict::Metric;
-use crate::workload::kind::{CellRun, KindAnswers, WorkloadAnswers};
+use crate::workload::kind::{CellRun, KindAnswers, StepsKind, WorkloadAnswers};
 use crate::workload::untar::{Trust, UnpackLimits};
-
-/// The steps kind.
-pub struct StepsKind;
-
-/// The answers of steps without their options.
-pub static KIND: StepsKind = StepsKind;
 
 impl KindAnswers for StepsKind {
     fn default_metric(&self) -> Metric {
@@ -30,7 +24,7 @@ impl KindAnswers for StepsKind {
 
 impl WorkloadAnswers for StepsSpec {
     fn kind(&self) -> &'static dyn KindAnswers {
-        &KIND
+        &StepsKind
     }
 
     /// Steps have no fixed length; seed 002's kernel untar takes seconds per step.

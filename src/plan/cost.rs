@@ -1,0 +1,65 @@
+//! What a cell needs from the host and what it costs: its workload's estimate plus
+//! provisioning, and the reruns a pair group may spend.
+
+use std::time::Duration;
+
+use super::Cell;
+use crate::model::{CellParams, Layout, QuotaImpl, QuotaMode};
+use crate::scenario::{Backing, Scenario, Workload, units::format_size};
+
+/// What a cell needs from the host, as short phrases (`root`, `mkfs.xfs`, ...).
+pub fn needs(s: &Scenario, p: &CellParams) -> Vec<String> {
+    let mut needs = Vec::new();
+    match &s.backing {
+        Backing::TmpfsLoop { .. } => {
+            needs.push("root".to_string());
+            let images = if p.layout == Layout::M { p.tasks } else { 1 };
+            let size = s.backing.image_size(p.layout).unwrap_or(0);
+            needs.push(format!("{images}×{} loop", format_size(size)));
+            needs.push(format!("mkfs.{}", s.fs_type(&p.fs)));
+        }
+        Backing::Device { path } => {
+            needs.push("root".to_string());
+            needs.push(format!("--allow-device {}", path.display()));
+            needs.push(format!("mkfs.{}", s.fs_type(&p.fs)));
+        }
+        Backing::Dir { path } if path.as_os_str().is_empty() => needs.push("private dir".into()),
+        Backing::Dir { path } => needs.push(format!("dir {}", path.display())),
+    }
+    if p.quota == QuotaMode::On {
+        let how = match s.filesystems.get(&p.fs).map(|f| f.quota).unwrap_or_default() {
+            QuotaImpl::Files => "quota (quotacheck, QFMT_V2)",
+            QuotaImpl::Feature => "quota (ext4 feature)",
+        };
+        needs.push(how.into());
+    }
+    crate::workload::kind::of(&s.workload).add_needs(&mut needs, matches!(s.backing, Backing::Dir { .. }));
+    needs
+}
+
+/// Estimated run time of one cell (for plans and progress), over all its rounds, excluding provisioning.
+pub fn estimate(s: &Scenario) -> Duration {
+    crate::workload::kind::of(&s.workload).cell_estimate()
+}
+
+/// What it costs to prepare one filesystem image (mkfs, mount, umount) on
+/// loop-over-tmpfs; measured order of magnitude for ext4 with eager init on
+/// these machines. Only relative sizes matter for balancing.
+const IMAGE_COST: Duration = Duration::from_millis(300);
+
+/// Estimated wall time of one cell: the workload estimate plus provisioning,
+/// which grows with the number of filesystems (layout M makes one per task).
+pub fn cell_cost(s: &Scenario, cell: &Cell) -> Duration {
+    let images = match (&s.backing, cell.params.layout) {
+        (Backing::Dir { .. }, _) => 0,
+        (_, Layout::M) => cell.params.tasks.max(1),
+        (_, Layout::S) => 1,
+    };
+    (estimate(s) + IMAGE_COST * images).max(Duration::from_millis(1))
+}
+
+/// Void pairs a pair group may run again: the workload's own budget
+/// (`workload.max_reruns` for lat_fs), or [`crate::scenario::PAIR_RERUNS_WITHOUT_BUDGET`].
+pub fn pair_reruns(w: &Workload) -> u32 {
+    crate::workload::kind::of(w).pair_reruns()
+}
