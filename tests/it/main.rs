@@ -39,6 +39,7 @@ mod newcomer;
 mod one_sample_set;
 mod ops_engine;
 mod ops_personalities;
+mod ops_run;
 mod paired_run;
 mod provision_faults;
 mod provision_layouts;
