@@ -6,8 +6,10 @@
 //! pair is valued, which metric its comparisons read, what a cell needs from the host, how
 //! it runs on a provisioned cell — through [`WorkloadAnswers`] (a configured workload, from
 //! the scenario) and [`KindAnswers`] (a kind alone, from a stored run's `workload`). They
-//! reach it through [`of`] and [`of_kind`]: the only two `match`es over the kinds outside
-//! the kinds' own rooms. fio keeps its engines the same way: its core names none.
+//! reach it through [`of`] and [`of_kind`], the dispatch. Besides it, only the two places
+//! below the workloads that must turn on the kind do (`scenario/validate/by_kind.rs`, which
+//! builds the specs, and `report/by_kind.rs`, which picks a renderer). fio keeps its engines
+//! the same way: its core names none.
 //!
 //! # Adding a workload kind
 //! A new kind `ops` touches its own folder, this dispatch, and its report:
@@ -20,10 +22,11 @@
 //!    and [`KindAnswers::metric`] required).
 //! 2. **The dispatch**: its variant in [`crate::scenario::Workload`] (holding `OpsSpec`) and
 //!    in [`crate::model::WorkloadKind`] (its `run.json` name, with `name()`), its unit struct
-//!    `pub struct OpsKind;` here and one arm in each `match` of this file, and one in each `match` of `src/scenario/validate/by_kind.rs`
-//!    (validation sits below the workloads: there its validate room
-//!    `src/scenario/validate/ops.rs` builds `OpsSpec` from `[workload]`, and the gate keys,
-//!    archive use, rounds and iterations per member are read from the spec).
+//!    `pub struct OpsKind;` here and one arm in each `match` of this file, and one in each
+//!    `match` of `src/scenario/validate/by_kind.rs` (validation sits below the workloads:
+//!    there its validate room `src/scenario/validate/ops.rs` builds `OpsSpec` from
+//!    `[workload]`, and the gate keys, archive use, rounds and iterations per member are
+//!    read from the spec).
 //! 3. **Its report**: `src/report/ops/` (an `impl WorkloadReport`) and its arm in
 //!    `src/report/by_kind.rs`.
 //!
