@@ -259,3 +259,51 @@ impl WorkloadReport for OpsReport<'_> {
         m.finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Disturbance, LatencyDist, OpStat, OpsRepetition};
+
+    fn stat(op: &str, count: u64, bytes: u64, total_ns: u64, min_ns: u64, max_ns: u64) -> OpStat {
+        OpStat {
+            op: op.into(),
+            count,
+            bytes,
+            total_ns,
+            latency: LatencyDist { count, min_ns, max_ns, ..Default::default() },
+            ..Default::default()
+        }
+    }
+
+    fn rep(open: u64, disturbed: bool) -> OpsRepetition {
+        OpsRepetition {
+            elapsed_s: 2.0,
+            ops: vec![
+                stat("open", open, 0, open * 1000, 500, 9000),
+                stat("read", open, open * 4096, open * 2000, 800, 5000),
+            ],
+            total: stat("total", 2 * open, open * 4096, open * 3000, 500, 9000),
+            disturbance: disturbed.then(|| Disturbance { disturbed: true, ..Default::default() }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn lines_sum_the_undisturbed_repetitions_like_filebench_s_summary() {
+        let o = OpsResult {
+            repetitions: vec![rep(100, false), rep(300, false), rep(1_000_000, true)],
+            ..Default::default()
+        };
+        let l = lines(&o);
+        assert_eq!(l.iter().map(|x| x.op.as_str()).collect::<Vec<_>>(), ["open", "read", "total"]);
+        let open = &l[0];
+        // 400 opens over 4 s of windows, 1 µs each.
+        assert_eq!((open.ops, open.ops_per_s), (400, 100.0));
+        assert!((open.ms_per_op - 0.001).abs() < 1e-12);
+        assert_eq!((open.min_ms, open.max_ms), (0.0005, 0.009));
+        // 400 reads of 4096 bytes over 4 s.
+        assert!((l[1].mb_per_s - 400.0 * 4096.0 / 4.0 / 1e6).abs() < 1e-9);
+        assert_eq!(l[2].ops, 800);
+    }
+}
