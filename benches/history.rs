@@ -89,6 +89,7 @@ fn cell(params: CellParams, value: f64) -> CellResult {
         cgroup: None,
         profile: None,
         fio: None,
+        ops: None,
         started: "2025-01-01T00:00:00Z".into(),
         finished: "2025-01-01T00:00:01Z".into(),
     }

@@ -58,6 +58,7 @@ fn cell(params: CellParams, seed: u64) -> CellResult {
         }),
         steps: None,
         fio: None,
+        ops: None,
         pairing: None,
         cgroup: None,
         profile: None,

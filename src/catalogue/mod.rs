@@ -93,6 +93,8 @@ pub enum Metric {
     Latency(Percentile),
     /// A fio cell's figure per repetition: `--metric iops|bw|p99|clat_mean`.
     Fio(FioMetric),
+    /// An op-mix cell's figure per repetition: `--metric ops|p99|mbps`.
+    Ops(crate::model::OpsMetric),
 }
 
 impl Serialize for Metric {
@@ -109,6 +111,7 @@ impl Metric {
             Metric::Elapsed => "elapsed",
             Metric::Latency(p) => p.name(),
             Metric::Fio(m) => m.name(),
+            Metric::Ops(m) => m.name(),
         }
     }
 
@@ -128,6 +131,8 @@ impl Metric {
             Metric::Elapsed | Metric::Latency(_) | Metric::Fio(FioMetric::P99 | FioMetric::ClatMean) => {
                 Direction::LowerIsBetter
             }
+            Metric::Ops(m) if m.higher_is_better() => Direction::HigherIsBetter,
+            Metric::Ops(_) => Direction::LowerIsBetter,
         }
     }
 
@@ -138,6 +143,7 @@ impl Metric {
             Metric::Elapsed => "s",
             Metric::Latency(_) => "µs",
             Metric::Fio(m) => m.unit(),
+            Metric::Ops(m) => m.unit(),
         }
     }
 
@@ -217,6 +223,14 @@ pub fn samples(cell: &CellResult, metric: Metric) -> Vec<Quantity> {
                 .unwrap_or_default();
             vec![whole(m.name().to_string(), samples)]
         }
+        Metric::Ops(m) => {
+            let samples = cell
+                .ops
+                .as_ref()
+                .map(|o| o.repetitions.iter().filter(|x| x.counts()).map(|x| m.of(x)).collect())
+                .unwrap_or_default();
+            vec![whole(m.name().to_string(), samples)]
+        }
         Metric::Elapsed => {
             let Some(st) = &cell.steps else { return vec![whole(String::new(), Vec::new())] };
             let width = st.iterations.iter().map(Vec::len).max().unwrap_or(0);
@@ -261,6 +275,13 @@ pub fn round_samples(cell: &CellResult, metric: Metric, round: u32) -> Vec<f64> 
             .fio
             .iter()
             .flat_map(|f| &f.repetitions)
+            .filter(|r| r.round == round && r.counts())
+            .map(|r| m.of(r))
+            .collect(),
+        Metric::Ops(m) => cell
+            .ops
+            .iter()
+            .flat_map(|o| &o.repetitions)
             .filter(|r| r.round == round && r.counts())
             .map(|r| m.of(r))
             .collect(),

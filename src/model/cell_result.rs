@@ -41,6 +41,9 @@ pub struct CellResult {
     /// fio measurements.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fio: Option<FioResult>,
+    /// Op-mix measurements.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ops: Option<super::OpsResult>,
     /// Its part in a pair group, in a paired run (`[compare] arms`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pairing: Option<super::pairing::CellPairing>,
@@ -72,6 +75,7 @@ impl CellResult {
             latfs: None,
             steps: None,
             fio: None,
+            ops: None,
             pairing: None,
             cgroup: None,
             profile: None,

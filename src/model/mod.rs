@@ -13,6 +13,7 @@ mod fio;
 mod label;
 mod latfs;
 mod monitors;
+mod ops;
 pub mod pairing;
 mod profile;
 pub mod run_tags;
@@ -34,6 +35,7 @@ pub use fio::{FIO_METRICS, FioDirection, FioJobStats, FioLatency, FioMetric, Fio
 pub use label::{LABEL_RULE, is_valid_label};
 pub use latfs::{LatfsRepetition, LatfsResult, StopReason, TaskSample, round_samples};
 pub use monitors::{Counters, DeviceCounters, LatencyDist, Timeline, TimelineSample, VmCounters};
+pub use ops::{FilesetRecord, OPS_METRICS, OpStat, OpsMetric, OpsRepetition, OpsResult};
 pub use profile::{CellProfile, ProfileMode};
 pub use status::{CellStatus, SkipReason};
 pub use steps::{StepTiming, StepsCopy, StepsResult};

@@ -5,7 +5,7 @@ use std::fmt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// What a run measured, as `run.json`'s `workload` says it: `"lat_fs"`, `"steps"` or `"fio"`.
+/// What a run measured, as `run.json`'s `workload` says it: `"lat_fs"`, `"steps"`, `"fio"` or `"ops"`.
 /// Any other value is refused when the file is read (serde names the value and the valid ones).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 pub enum WorkloadKind {
@@ -19,6 +19,9 @@ pub enum WorkloadKind {
     /// A fio job per repetition: IOPS, bandwidth and completion latency (docs/fio.md).
     #[serde(rename = "fio")]
     Fio,
+    /// A declared op mix: per-op counts, throughput and latency (docs/ops.md).
+    #[serde(rename = "ops")]
+    Ops,
 }
 
 impl WorkloadKind {
@@ -28,6 +31,7 @@ impl WorkloadKind {
             WorkloadKind::LatFs => "lat_fs",
             WorkloadKind::Steps => "steps",
             WorkloadKind::Fio => "fio",
+            WorkloadKind::Ops => "ops",
         }
     }
 }

@@ -1,8 +1,8 @@
 //! Which report renders a workload kind: the one place a report turns on the workload
-//! (each kind's report is its own room, `latfs/`, `steps/`, `fio/`). A new kind adds its
+//! (each kind's report is its own room, `latfs/`, `steps/`, `fio/`, `ops/`). A new kind adds its
 //! arm here, beside its answers in [`crate::workload::kind`].
 
-use super::{CompareOptions, WorkloadReport, fio, latfs, steps};
+use super::{CompareOptions, WorkloadReport, fio, latfs, ops, steps};
 use crate::model::WorkloadKind;
 use crate::results::LoadedRun;
 
@@ -16,5 +16,6 @@ pub(super) fn body<'a>(
         WorkloadKind::LatFs => Box::new(latfs::LatfsReport::build(runs, compare)),
         WorkloadKind::Steps => Box::new(steps::StepsReport::build(runs, compare)),
         WorkloadKind::Fio => Box::new(fio::FioReport::build(runs, compare)),
+        WorkloadKind::Ops => Box::new(ops::OpsReport::build(runs, compare)),
     }
 }

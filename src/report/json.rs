@@ -20,6 +20,9 @@ pub enum ReportJson {
     /// Runs of a fio scenario.
     #[serde(rename = "fio")]
     Fio(FioReportJson),
+    /// Runs of an op-mix scenario.
+    #[serde(rename = "ops")]
+    Ops(crate::report::ops::OpsReportJson),
 }
 
 /// A lat_fs report (`"workload": "lat_fs"`): seed 000's tables whole, with the ratios when comparing.

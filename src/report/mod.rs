@@ -26,6 +26,7 @@ mod markup;
 pub mod monitor_plot;
 pub mod monitors;
 mod not_measured;
+pub mod ops;
 pub mod paired;
 pub mod plot;
 mod profile_diff;
@@ -257,6 +258,7 @@ fn json_of(runs: &[(&str, &LoadedRun)], body: Box<dyn WorkloadReport + '_>, warn
         ReportJson::LatFs(d) => d.paired = paired,
         ReportJson::Steps(d) => d.paired = paired,
         ReportJson::Fio(d) => d.paired = paired,
+        ReportJson::Ops(d) => d.paired = paired,
     }
     doc
 }

@@ -126,14 +126,16 @@ fn pairing(p: &CellPairing, c: &CellResult) -> Result<(), Violation> {
     }
     count("pairing.pairs", p.pairs.len(), MAX_PAIRS as usize)?;
     count("pairing.dropped", p.dropped.len(), MAX_PAIRS as usize)?;
-    let rounds = match (&c.latfs, &c.fio) {
-        (Some(l), _) => l.rounds_done(),
-        (None, Some(f)) => f.rounds_done(),
-        (None, None) => 0,
+    let rounds = match (&c.latfs, &c.fio, &c.ops) {
+        (Some(l), _, _) => l.rounds_done(),
+        (None, Some(f), _) => f.rounds_done(),
+        (None, None, Some(o)) => o.rounds_done(),
+        (None, None, None) => 0,
     };
     let has_round = |round: u32| {
         c.latfs.as_ref().is_some_and(|l| l.repetitions.iter().any(|r| r.round == round))
             || c.fio.as_ref().is_some_and(|f| f.repetitions.iter().any(|r| r.round == round))
+            || c.ops.as_ref().is_some_and(|o| o.repetitions.iter().any(|r| r.round == round))
     };
     let mut slots = std::collections::BTreeSet::new();
     for (i, pair) in p.pairs.iter().enumerate() {
@@ -151,7 +153,7 @@ fn pairing(p: &CellPairing, c: &CellResult) -> Result<(), Violation> {
         }
         // Steps record no round (a member is its round's slice of the iterations, which
         // the paired reader checks); lat_fs and fio repetitions carry theirs.
-        let rounds_recorded = c.latfs.is_some() || c.fio.is_some();
+        let rounds_recorded = c.latfs.is_some() || c.fio.is_some() || c.ops.is_some();
         if rounds_recorded && (pair.round >= rounds || !has_round(pair.round)) {
             return bad(
                 &format!("{at}.round"),
@@ -182,6 +184,43 @@ pub fn check_cell(c: &CellResult) -> Result<(), Violation> {
     }
     if let Some(s) = &c.steps {
         steps(s)?;
+    }
+    if let Some(o) = &c.ops {
+        ops(o)?;
+    }
+    Ok(())
+}
+
+/// An op-mix cell: bounded repetitions, op lines, filesets and histogram buckets; finite figures.
+fn ops(o: &crate::model::OpsResult) -> Result<(), Violation> {
+    count("ops.repetitions", o.repetitions.len(), MAX_SAMPLES)?;
+    count("ops.filesets", o.filesets.len(), 1024)?;
+    summary("ops.ops_per_s", &o.ops_per_s)?;
+    summary("ops.p99_us", &o.p99_us)?;
+    summary("ops.mb_per_s", &o.mb_per_s)?;
+    for (i, f) in o.filesets.iter().enumerate() {
+        count(format!("ops.filesets[{i}].size_histogram"), f.size_histogram.len(), 128)?;
+    }
+    for (i, r) in o.repetitions.iter().enumerate() {
+        let at = format!("ops.repetitions[{i}]");
+        count(format!("{at}.ops"), r.ops.len(), 64)?;
+        for (name, v) in [("elapsed_s", r.elapsed_s), ("cpu_user_s", r.cpu_user_s), ("cpu_sys_s", r.cpu_sys_s)] {
+            number(format!("{at}.{name}"), v)?;
+        }
+        for (j, s) in r.ops.iter().chain([&r.total]).enumerate() {
+            number(format!("{at}.ops[{j}].ops_per_s"), s.ops_per_s)?;
+            number(format!("{at}.ops[{j}].mb_per_s"), s.mb_per_s)?;
+            count(
+                format!("{at}.ops[{j}].latency.buckets"),
+                s.latency.buckets.len(),
+                crate::monitor::latency::MAX_BUCKETS,
+            )?;
+        }
+        count(
+            format!("{at}.loop_latency.buckets"),
+            r.loop_latency.buckets.len(),
+            crate::monitor::latency::MAX_BUCKETS,
+        )?;
     }
     Ok(())
 }
@@ -283,6 +322,7 @@ mod tests {
             cgroup: None,
             profile: None,
             fio: None,
+            ops: None,
             pairing: Some(CellPairing {
                 axis: "fs".into(),
                 arms: vec!["ext4".into(), "ext4-nodelalloc".into()],

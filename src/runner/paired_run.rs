@@ -259,6 +259,7 @@ fn measured(r: &CellResult) -> bool {
     matches!(r.status, CellStatus::Ok | CellStatus::Disturbed)
         && (r.latfs.as_ref().is_some_and(|l| !l.repetitions.is_empty())
             || r.fio.as_ref().is_some_and(|f| !f.repetitions.is_empty())
+            || r.ops.as_ref().is_some_and(|o| !o.repetitions.is_empty())
             || r.steps.as_ref().is_some_and(|s| !s.iterations.is_empty()))
 }
 
@@ -312,7 +313,7 @@ fn next_round(r: &CellResult, steps_per: Option<u32>) -> u32 {
         (Some(l), _, _) => l.rounds_done(),
         (None, Some(f), _) => f.rounds_done(),
         (None, None, Some(s)) => steps_per.filter(|&n| n > 0).map_or(0, |n| s.iterations.len() as u32 / n),
-        (None, None, None) => 0,
+        (None, None, None) => r.ops.as_ref().map_or(0, |o| o.rounds_done()),
     }
 }
 

@@ -235,6 +235,11 @@ pub(super) fn absorb_round(earlier: CellResult, next: CellResult, round: u32) ->
                 r.status = if f.iops.n == 0 { CellStatus::Disturbed } else { CellStatus::Ok };
                 r.fio = Some(f);
             }
+            if let (Some(a), Some(b)) = (r.ops.take(), next.ops) {
+                let o = crate::workload::ops::answers::absorb_round(a, b, round);
+                r.status = if o.ops_per_s.n == 0 { CellStatus::Disturbed } else { CellStatus::Ok };
+                r.ops = Some(o);
+            }
             // Steps record no round: a paired run's next member is its iterations, appended.
             r.steps = match (r.steps.take(), next.steps) {
                 (Some(a), Some(b)) => Some(crate::workload::steps::member::absorb(a, b)),

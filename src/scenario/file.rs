@@ -363,6 +363,24 @@ pub struct WorkloadFile {
     /// per task directory; `"job"` (default) leaves `numjobs` to the job.
     #[serde(default)]
     pub numjobs: Option<String>,
+    /// ops: the filesets (`[[workload.fileset]]`).
+    #[serde(default)]
+    pub fileset: Option<Vec<super::ops_file::FilesetFile>>,
+    /// ops: the worker groups (`[[workload.group]]`).
+    #[serde(default)]
+    pub group: Option<Vec<super::ops_file::GroupFile>>,
+    /// ops: loops (or transactions) per worker after which it stops.
+    #[serde(default)]
+    pub loops: Option<i64>,
+    /// ops: stop every worker as soon as one is done (filebench's `mode quit firstdone`).
+    #[serde(default)]
+    pub first_done: Option<bool>,
+    /// ops: factor on every fileset's entries (the shipped personalities are small).
+    #[serde(default)]
+    pub scale: Option<f64>,
+    /// ops: seed of the fileset layouts, sizes and random picks; default 1.
+    #[serde(default)]
+    pub seed: Option<i64>,
 }
 
 /// One step: `{ op = "rm_rf", path = "linux-2.5.63" }`.

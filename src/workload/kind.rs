@@ -198,6 +198,7 @@ pub fn of(w: &Workload) -> &dyn WorkloadAnswers {
         Workload::Latfs(l) => l,
         Workload::Steps(s) => s,
         Workload::Fio(f) => f,
+        Workload::Ops(o) => o,
     }
 }
 
@@ -207,6 +208,8 @@ pub struct LatfsKind;
 pub struct StepsKind;
 /// The fio kind; its answers are in `fio/answers.rs`.
 pub struct FioKind;
+/// The op-mix kind; its answers are in `ops/answers.rs`.
+pub struct OpsKind;
 
 /// The answers of the kind `k` (a stored run's `workload`): the one dispatch over its kinds.
 pub fn of_kind(k: WorkloadKind) -> &'static dyn KindAnswers {
@@ -214,6 +217,7 @@ pub fn of_kind(k: WorkloadKind) -> &'static dyn KindAnswers {
         WorkloadKind::LatFs => &LatfsKind,
         WorkloadKind::Steps => &StepsKind,
         WorkloadKind::Fio => &FioKind,
+        WorkloadKind::Ops => &OpsKind,
     }
 }
 
@@ -228,6 +232,7 @@ mod tests {
             ("quota-smp.toml", include_str!("../../scenarios/quota-smp.toml")),
             ("kernel-untar.toml", include_str!("../../scenarios/kernel-untar.toml")),
             ("fio-randwrite.toml", include_str!("../../scenarios/fio-randwrite.toml")),
+            ("varmail.toml", include_str!("../../scenarios/varmail.toml")),
         ];
         texts.iter().map(|(origin, text)| crate::scenario::parse_str(text, origin).unwrap()).collect()
     }
@@ -235,7 +240,7 @@ mod tests {
     #[test]
     fn a_kind_answers_alike_through_its_spec_and_through_its_run_json_name() {
         let kinds: Vec<WorkloadKind> = scenarios().iter().map(|s| s.workload.kind()).collect();
-        assert_eq!(kinds, [WorkloadKind::LatFs, WorkloadKind::Steps, WorkloadKind::Fio]);
+        assert_eq!(kinds, [WorkloadKind::LatFs, WorkloadKind::Steps, WorkloadKind::Fio, WorkloadKind::Ops]);
         for s in scenarios() {
             let (spec, kind) = (of(&s.workload).kind(), of_kind(s.workload.kind()));
             let own = kind.default_metric();
@@ -268,7 +273,9 @@ mod tests {
 
     #[test]
     fn only_the_kind_with_rounds_has_them_and_only_steps_members_are_slices_of_iterations() {
-        let [latfs, steps, fio] = <[_; 3]>::try_from(scenarios()).ok().unwrap();
+        let [latfs, steps, fio, ops] = <[_; 4]>::try_from(scenarios()).ok().unwrap();
+        assert_eq!(of(&ops.workload).rounds(), None);
+        assert_eq!(of(&ops.workload).iterations_per_member(), None);
         assert_eq!(of(&latfs.workload).rounds(), Some(1));
         assert_eq!(of(&steps.workload).rounds(), None);
         assert_eq!(of(&fio.workload).rounds(), None);

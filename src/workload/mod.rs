@@ -10,6 +10,7 @@ pub mod child_cgroup;
 pub mod fio;
 pub mod kind;
 pub mod latfs;
+pub mod ops;
 pub mod rusage;
 pub mod steps;
 pub mod untar;

@@ -266,6 +266,11 @@ impl Side<'_> {
                     })
                     .collect()
             }
+            Metric::Ops(m) => {
+                let value = move |c: &CellResult, round: u32| ops_member(c, round, m);
+                let f = move |rb: u32, rc: u32| pair_of(value(base, rb)?, value(cand, rc)?);
+                vec![(cand.id.clone(), None, self.key_of(cand, None), Box::new(f))]
+            }
             Metric::Fio(m) => {
                 let value = move |c: &CellResult, round: u32| member_value(c, round, Metric::Fio(m));
                 let f = move |rb: u32, rc: u32| pair_of(value(base, rb)?, value(cand, rc)?);
@@ -391,6 +396,19 @@ fn pair_of(b: f64, c: f64) -> PairValues {
 /// (its undisturbed repetitions).
 fn member_value(cell: &CellResult, round: u32, metric: Metric) -> Option<f64> {
     let values = round_samples(cell, metric, round);
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+/// An op-mix member: the mean of `metric` over round `round`'s undisturbed repetitions.
+fn ops_member(cell: &CellResult, round: u32, metric: crate::model::OpsMetric) -> Option<f64> {
+    let values: Vec<f64> = cell
+        .ops
+        .as_ref()?
+        .repetitions
+        .iter()
+        .filter(|r| r.round == round && r.counts())
+        .map(|r| metric.of(r))
+        .collect();
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 

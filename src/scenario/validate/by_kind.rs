@@ -1,5 +1,5 @@
 //! The one place validation turns on the workload kind: which room builds the spec of a
-//! `workload.kind` ([`super::latfs`], [`super::steps`], [`super::fio`]), and what the rest
+//! `workload.kind` ([`super::latfs`], [`super::steps`], [`super::fio`], [`super::ops`]), and what the rest
 //! of the scenario may say about it. Validation sits below the workloads, so it answers
 //! these from the spec here; the workloads answer everything after validation through
 //! [`crate::workload::kind`]. A new kind adds its arm to each `match` of this file.
@@ -7,21 +7,27 @@
 use std::path::Path;
 
 use super::super::diagnose::Ctx;
-use super::super::file::WorkloadFile;
-use super::super::{ArchiveSpec, Matrix, ScenarioError, Workload};
+use super::super::file::ScenarioFile;
+use super::super::{ArchiveSpec, Backing, Matrix, ScenarioError, Workload};
 use super::{validate_fio, validate_latfs, validate_steps};
 
 /// The spec of `[workload]` for its `kind` (checked to be a known one before).
 pub(super) fn workload(
     ctx: &Ctx,
     kind: &str,
-    w: &WorkloadFile,
+    f: &ScenarioFile,
+    backing: &Backing,
     base_dir: &Path,
     archive: Option<&ArchiveSpec>,
 ) -> Result<Workload, ScenarioError> {
+    let w = &f.workload;
+    if kind != "ops" {
+        super::ops::reject_ops_keys(ctx, kind, w)?;
+    }
     Ok(match kind {
         "lat_fs" => Workload::Latfs(validate_latfs(ctx, w)?),
         "fio" => Workload::Fio(validate_fio(ctx, w, base_dir)?),
+        "ops" => Workload::Ops(super::ops::validate_ops(ctx, w, &f.matrix, backing)?),
         _ => Workload::Steps(validate_steps(ctx, w, archive)?),
     })
 }
@@ -32,6 +38,7 @@ pub(super) fn gate_keys<'a>(workload: &'a Workload, matrix: &'a Matrix) -> (Vec<
         Workload::Latfs(_) => (matrix.test.iter().map(|t| t.name()).collect(), "lat_fs test"),
         Workload::Steps(st) => (st.steps.iter().map(|s| s.op()).collect(), "step op"),
         Workload::Fio(_) => (crate::model::FIO_METRICS.to_vec(), "fio metric"),
+        Workload::Ops(_) => (crate::model::OPS_METRICS.to_vec(), "ops metric"),
     }
 }
 
@@ -44,7 +51,7 @@ pub(super) fn reads_archive(workload: &Workload) -> bool {
 pub(super) fn rounds(workload: &Workload) -> Option<u32> {
     match workload {
         Workload::Latfs(l) => Some(l.rounds),
-        Workload::Steps(_) | Workload::Fio(_) => None,
+        Workload::Steps(_) | Workload::Fio(_) | Workload::Ops(_) => None,
     }
 }
 
@@ -53,17 +60,18 @@ pub(super) fn rounds(workload: &Workload) -> Option<u32> {
 pub(super) fn iterations_per_member(workload: &Workload) -> Option<u32> {
     match workload {
         Workload::Steps(st) => Some(st.iterations),
-        Workload::Latfs(_) | Workload::Fio(_) => None,
+        Workload::Latfs(_) | Workload::Fio(_) | Workload::Ops(_) => None,
     }
 }
 
 impl Workload {
-    /// `lat_fs`, `steps` or `fio`.
+    /// `lat_fs`, `steps`, `fio` or `ops`.
     pub fn kind(&self) -> crate::model::WorkloadKind {
         match self {
             Workload::Latfs(_) => crate::model::WorkloadKind::LatFs,
             Workload::Steps(_) => crate::model::WorkloadKind::Steps,
             Workload::Fio(_) => crate::model::WorkloadKind::Fio,
+            Workload::Ops(_) => crate::model::WorkloadKind::Ops,
         }
     }
 }

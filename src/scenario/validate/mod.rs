@@ -19,6 +19,9 @@ mod filesystems;
 mod fio;
 mod latfs;
 mod matrix;
+mod ops;
+#[cfg(test)]
+mod ops_tests;
 mod steps;
 
 use std::path::{Path, PathBuf};
@@ -71,12 +74,14 @@ pub(super) fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Sc
         "lat_fs" => "lat_fs",
         "steps" => "steps",
         "fio" => "fio",
+        "ops" => "ops",
         other => {
             return Err(ctx.at(
                 &p("workload.kind"),
                 false,
                 format!("unknown workload kind `{other}`"),
-                did_you_mean(other, &["lat_fs", "steps", "fio"]).or(Some("use `lat_fs`, `steps` or `fio`".into())),
+                did_you_mean(other, &["lat_fs", "steps", "fio", "ops"])
+                    .or(Some("use `lat_fs`, `steps`, `fio` or `ops`".into())),
             ));
         }
     };
@@ -111,7 +116,7 @@ pub(super) fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Sc
         spec.tunables.sysctl = sysctl.clone();
     }
     let archive = f.archive.as_ref().map(|a| validate_archive(ctx, a, base_dir)).transpose()?;
-    let workload = by_kind::workload(ctx, workload_kind, &f.workload, base_dir, archive.as_ref())?;
+    let workload = by_kind::workload(ctx, workload_kind, &f, &backing, base_dir, archive.as_ref())?;
     let gate = match &f.gate {
         Some(g) => validate_gate(ctx, g, &matrix, &workload)?,
         None => GateSpec::default(),

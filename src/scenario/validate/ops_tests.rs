@@ -1,0 +1,116 @@
+//! Bad op-mix scenarios are refused with the place and the reason.
+
+use crate::scenario::parse_str;
+use crate::workload::ops::spec::*;
+
+fn scenario(image: &str, workload: &str) -> String {
+    format!(
+        "schema = 1\nname = \"t\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"tmpfs-loop\"\nimage_size = \"{image}\"\n\
+         [workload]\nkind = \"ops\"\nduration = \"1s\"\n{workload}"
+    )
+}
+
+const SET: &str = "[[workload.fileset]]\nname = \"set\"\nentries = 100\nsize = \"gamma(16KiB, 1.5)\"\nprealloc = 80\n";
+
+fn err(text: &str) -> String {
+    parse_str(text, "t.toml").expect_err("refused").to_string()
+}
+
+fn ok(text: &str) -> OpsWorkload {
+    match parse_str(text, "t.toml").unwrap().workload {
+        crate::scenario::Workload::Ops(o) => o,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_valid_loop_becomes_the_engine_spec() {
+    let o = ok(&scenario(
+        "1GiB",
+        &format!(
+            "scale = 2.0\n{SET}[[workload.group]]\nthreads = 4\nloop = [\n  {{ op = \"open\", fileset = \"set\", fd = 1, pick = \"zipf(1.2)\" }},\n  \
+             {{ op = \"read\", fd = 1, io_size = \"64KiB\" }},\n  {{ op = \"close\", fd = 1 }},\n]\n"
+        ),
+    ));
+    assert_eq!(o.spec.filesets[0].entries, 200);
+    assert_eq!(o.spec.filesets[0].size, SizeDist::Gamma { mean: 16384.0, shape: 1.5 });
+    assert_eq!(o.spec.stop.duration, Some(std::time::Duration::from_secs(1)));
+    let Flow::Loop(ops) = &o.spec.groups[0].flow else { panic!() };
+    assert_eq!(ops[0], Op::Open { fileset: 0, slot: 1, pick: Pick::Zipf(1.2) });
+    assert_eq!(ops[1], Op::Read { slot: 1, len: ReadLen::Whole, io_size: 65536 });
+}
+
+#[test]
+fn an_unknown_op_is_named_with_its_place_and_the_nearest_op() {
+    let e = err(&scenario(
+        "1GiB",
+        &format!("{SET}[[workload.group]]\nthreads = 1\nloop = [{{ op = \"opne\", fileset = \"set\", fd = 1 }}]\n"),
+    ));
+    assert!(e.starts_with("t.toml:18:16:"), "{e}");
+    assert!(e.contains("unknown op `opne`") && e.contains("did you mean `open`?"), "{e}");
+}
+
+#[test]
+fn a_slot_used_before_it_is_opened_is_refused() {
+    let e = err(&scenario(
+        "1GiB",
+        &format!("{SET}[[workload.group]]\nthreads = 1\nloop = [{{ op = \"read\", fd = 3 }}]\n"),
+    ));
+    assert!(e.contains("uses fd slot 3, which is not open"), "{e}");
+    assert!(e.contains("t.toml:18:29:"), "{e}");
+    // Opened in the loop but closed only later: fine. Left open and opened again next turn: refused.
+    let e = err(&scenario(
+        "1GiB",
+        &format!("{SET}[[workload.group]]\nthreads = 1\nloop = [{{ op = \"open\", fileset = \"set\", fd = 1 }}]\n"),
+    ));
+    assert!(e.contains("opens fd slot 1, which is still open"), "{e}");
+}
+
+#[test]
+fn an_undeclared_fileset_and_too_many_threads_are_refused() {
+    let e = err(&scenario(
+        "1GiB",
+        &format!("{SET}[[workload.group]]\nthreads = 1\nloop = [{{ op = \"stat\", fileset = \"sett\" }}]\n"),
+    ));
+    assert!(e.contains("no fileset is named `sett`") && e.contains("did you mean `set`?"), "{e}");
+    let e = err(&scenario(
+        "1GiB",
+        &format!("{SET}[[workload.group]]\nthreads = 5000\nloop = [{{ op = \"stat\", fileset = \"set\" }}]\n"),
+    ));
+    assert!(e.contains("threads 5000 is outside 1..=4096"), "{e}");
+}
+
+#[test]
+fn a_fileset_bigger_than_the_image_is_refused_with_the_arithmetic() {
+    // 100,000 × 16 KiB × 80% = 1.22 GiB in a 1 GiB image.
+    let set = SET.replace("entries = 100", "entries = 100000");
+    let e = err(&scenario(
+        "1GiB",
+        &format!("{set}[[workload.group]]\nthreads = 1\nloop = [{{ op = \"stat\", fileset = \"set\" }}]\n"),
+    ));
+    assert!(e.contains("100000 entries × 16384 B mean × 80%"), "{e}");
+    assert!(e.contains("more than the 1GiB image"), "{e}");
+}
+
+#[test]
+fn ops_keys_are_refused_in_other_kinds_and_tasks_must_be_one() {
+    let t = "schema = 1\nname = \"t\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"dir\"\npath = \"/tmp\"\n[workload]\nkind = \"lat_fs\"\nloops = 3\n";
+    assert!(err(t).contains("`loops` is not an option of lat_fs workloads"));
+    let t = scenario(
+        "1GiB",
+        &format!("{SET}[[workload.group]]\nthreads = 1\nloop = [{{ op = \"stat\", fileset = \"set\" }}]\n"),
+    )
+    .replace("fs = [\"ext4\"]", "fs = [\"ext4\"]\ntasks = [1, 2]");
+    assert!(err(&t).contains("`matrix.tasks` must be [1]"));
+}
+
+#[test]
+fn a_mix_transaction_must_close_what_it_opens() {
+    let e = err(&scenario(
+        "1GiB",
+        &format!(
+            "{SET}[[workload.group]]\nthreads = 1\nmix = [{{ weight = 1, ops = [{{ op = \"create\", fileset = \"set\", fd = 0 }}] }}]\n"
+        ),
+    ));
+    assert!(e.contains("leaves fd slot 0 open"), "{e}");
+}

@@ -1,0 +1,291 @@
+//! Declared op mixes (`[workload] kind = "ops"`): filesets and groups of worker threads
+//! running ordered loops of file operations (or weighted transactions), in-process —
+//! filebench's personalities and postmark without their code: a workload is data.
+//!
+//! One repetition ([`run`]): build the filesets beneath the cell's directory (untimed;
+//! `build`), start every worker, open the window at a start gate, stop on the
+//! duration, the loop count or the first worker done, and merge the workers' per-op
+//! accounts. Every path is a name fsbench generated (`%08d`), opened relative to a
+//! directory fd it made, and no link is ever followed (`sys`).
+
+mod account;
+pub mod answers;
+mod build;
+mod error;
+mod fileset;
+mod layout;
+pub mod spec;
+mod sys;
+#[cfg(test)]
+mod tests;
+mod worker;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+pub use error::OpsError;
+pub use layout::{Layout, MAX_ENTRIES, size_histogram};
+pub use spec::{OP_NAMES, OpsSpec};
+
+use account::Account;
+use spec::{AppendLen, Op};
+use worker::{Ended, Worker, WorkerOut};
+
+use crate::model::{FilesetRecord, OpsRepetition};
+
+/// Largest io size or fixed read/append length a chunk may have (the write pattern's size).
+pub const MAX_CHUNK: u64 = 16 << 20;
+
+/// What one repetition built and measured.
+pub struct Window {
+    /// The filesets as built (or reused) before the window.
+    pub filesets: Vec<FilesetRecord>,
+    /// The window's figures (`disturbance`, `counters` and `round` left to the caller).
+    pub repetition: OpsRepetition,
+}
+
+/// Seed of fileset `i`'s layout.
+pub fn fileset_seed(seed: u64, i: usize) -> u64 {
+    seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// Run repetition `index` of `spec` in `cell_dir`. `cancel` is polled while building and
+/// during the window (a signal): the workers stop and the error is [`OpsError::Interrupted`].
+pub fn run(cell_dir: &Path, spec: &OpsSpec, index: u32, cancel: &dyn Fn() -> bool) -> Result<Window, OpsError> {
+    let cell = crate::beneath::open_dir(cell_dir).map_err(|e| OpsError::Build {
+        fileset: String::new(),
+        what: "open",
+        path: cell_dir.display().to_string(),
+        source: e,
+    })?;
+    let cell_fd = std::os::fd::AsRawFd::as_raw_fd(&cell);
+    let workers: u64 = spec.groups.iter().map(|g| g.threads as u64).sum();
+    let limit = sys::raise_nofile(u64::MAX);
+    let mut states = Vec::new();
+    let mut records = Vec::new();
+    for (i, f) in spec.filesets.iter().enumerate() {
+        let dirs_so_far: u64 = records.iter().map(|r: &FilesetRecord| r.dirs).sum();
+        let b =
+            build::build(cell_dir, cell_fd, f, fileset_seed(spec.seed, i), cancel, limit.saturating_sub(dirs_so_far))?;
+        records.push(b.record);
+        states.push(b.state);
+    }
+    let need = records.iter().map(|r| r.dirs).sum::<u64>() + workers * (spec::MAX_SLOTS as u64 + 1) + 64;
+    if need > limit {
+        return Err(OpsError::TooManyDirs { need, limit });
+    }
+    let order = kinds_in_order(spec);
+    let wbuf = build::pattern(write_chunk(spec));
+    let rbuf_len = read_chunk(spec);
+    let stop = AtomicBool::new(false);
+    let gate = Gate::default();
+    let mut outs: Vec<Result<WorkerOut, OpsError>> = Vec::new();
+    let mut t0 = Instant::now();
+    let mut interrupted = false;
+    std::thread::scope(|scope| {
+        let mut handles = Vec::new();
+        let mut n = 0u32;
+        'spawn: for g in &spec.groups {
+            let used: Vec<usize> = {
+                let mut u: Vec<usize> = g.flow.ops().iter().map(|o| o.kind()).collect();
+                u.sort_unstable();
+                u.dedup();
+                u
+            };
+            for t in 0..g.threads {
+                let w = Worker {
+                    name: format!("{}#{t}", g.name),
+                    index: n,
+                    flow: &g.flow,
+                    sets: &states,
+                    wbuf: &wbuf,
+                    rbuf_len,
+                    used: used.clone(),
+                    seed: spec.seed.wrapping_add((n as u64 + 1).wrapping_mul(1_000_003)).wrapping_add(index as u64),
+                };
+                let (stop, gate, limits) = (&stop, &gate, spec.stop);
+                let h = std::thread::Builder::new().name(format!("ops-{n}")).stack_size(256 << 10).spawn_scoped(
+                    scope,
+                    move || {
+                        let r = w.run(stop, limits, || gate.arrive_and_wait());
+                        gate.finished();
+                        r
+                    },
+                );
+                match h {
+                    Ok(h) => handles.push(h),
+                    Err(e) => {
+                        outs.push(Err(OpsError::Worker { worker: format!("{}#{t}", g.name), message: e.to_string() }));
+                        gate.call_off();
+                        break 'spawn;
+                    }
+                }
+                n += 1;
+            }
+        }
+        let spawned = handles.len();
+        gate.open_when(spawned);
+        t0 = Instant::now();
+        let deadline = spec.stop.duration.map(|d| t0 + d);
+        while !gate.all_finished(spawned, Duration::from_millis(20)) {
+            if cancel() {
+                interrupted = true;
+                stop.store(true, Ordering::Relaxed);
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
+        for h in handles {
+            outs.push(h.join().unwrap_or_else(|_| {
+                Err(OpsError::Worker { worker: "?".into(), message: "worker thread panicked".into() })
+            }));
+        }
+    });
+    if interrupted {
+        return Err(OpsError::Interrupted);
+    }
+    let mut done = Vec::new();
+    for o in outs {
+        done.push(o?);
+    }
+    Ok(Window { filesets: records, repetition: summarize(spec, index, &order, t0, &done) })
+}
+
+fn summarize(spec: &OpsSpec, index: u32, order: &[usize], t0: Instant, done: &[WorkerOut]) -> OpsRepetition {
+    let mut acct = Account::new(&[]);
+    for o in done {
+        acct.merge(&o.account);
+    }
+    let end = done.iter().map(|o| o.end).max().unwrap_or(t0);
+    let secs = end.saturating_duration_since(t0).as_secs_f64();
+    let (ops, total) = acct.stats(order, secs);
+    let any = |e: Ended| done.iter().any(|o| o.ended == e);
+    let stop = if spec.stop.first_done && (any(Ended::Loops) || any(Ended::OutOfFiles)) {
+        "first_done"
+    } else if any(Ended::OutOfFiles) {
+        "out_of_files"
+    } else if !done.is_empty() && done.iter().all(|o| o.ended == Ended::Loops) {
+        "loops"
+    } else {
+        "duration"
+    };
+    OpsRepetition {
+        index,
+        elapsed_s: secs,
+        threads: done.len() as u32,
+        loops: acct.loops,
+        stop: stop.to_string(),
+        ops,
+        total,
+        loop_latency: crate::monitor::latency::dist(&acct.loop_hist),
+        cpu_user_s: done.iter().map(|o| o.cpu_us.0).sum::<u64>() as f64 / 1e6,
+        cpu_sys_s: done.iter().map(|o| o.cpu_us.1).sum::<u64>() as f64 / 1e6,
+        disturbance: None,
+        counters: None,
+        round: 0,
+    }
+}
+
+/// Op kinds in the order they first appear in the groups' flows.
+pub fn kinds_in_order(spec: &OpsSpec) -> Vec<usize> {
+    let mut order = Vec::new();
+    for g in &spec.groups {
+        for op in g.flow.ops() {
+            if !order.contains(&op.kind()) {
+                order.push(op.kind());
+            }
+        }
+    }
+    order
+}
+
+fn write_chunk(spec: &OpsSpec) -> usize {
+    let mut n: u64 = 64 << 10;
+    for g in &spec.groups {
+        for op in g.flow.ops() {
+            n = n.max(match op {
+                Op::WriteWhole { io_size, .. } => *io_size,
+                Op::Append { len: AppendLen::Fixed(l) | AppendLen::Uniform(l), .. } => *l,
+                _ => 0,
+            });
+        }
+    }
+    n.min(MAX_CHUNK) as usize
+}
+
+fn read_chunk(spec: &OpsSpec) -> usize {
+    let mut n: u64 = 64 << 10;
+    for g in &spec.groups {
+        for op in g.flow.ops() {
+            if let Op::Read { io_size, .. } = op {
+                n = n.max(*io_size);
+            }
+        }
+    }
+    n.min(MAX_CHUNK) as usize
+}
+
+/// The start gate: workers arrive and wait; the main thread opens it once every spawned
+/// worker has arrived (or calls the run off), then waits for them to finish.
+#[derive(Default)]
+struct Gate {
+    state: Mutex<GateState>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    arrived: usize,
+    finished: usize,
+    open: bool,
+    called_off: bool,
+}
+
+impl Gate {
+    /// A worker is set up: wait for the gate; false when the run was called off.
+    fn arrive_and_wait(&self) -> bool {
+        let mut s = self.state.lock().expect("gate lock");
+        s.arrived += 1;
+        self.cv.notify_all();
+        while !s.open {
+            s = self.cv.wait(s).expect("gate lock");
+        }
+        !s.called_off
+    }
+
+    fn call_off(&self) {
+        let mut s = self.state.lock().expect("gate lock");
+        s.called_off = true;
+        s.open = true;
+        self.cv.notify_all();
+    }
+
+    fn open_when(&self, n: usize) {
+        let mut s = self.state.lock().expect("gate lock");
+        while s.arrived < n && !s.open {
+            s = self.cv.wait(s).expect("gate lock");
+        }
+        s.open = true;
+        self.cv.notify_all();
+    }
+
+    fn finished(&self) {
+        let mut s = self.state.lock().expect("gate lock");
+        s.finished += 1;
+        // A worker that fails before arriving must not hold the gate shut.
+        if !s.open {
+            s.arrived += 1;
+        }
+        self.cv.notify_all();
+    }
+
+    /// Wait up to `wait` for `n` finished workers; whether they are.
+    fn all_finished(&self, n: usize, wait: Duration) -> bool {
+        let s = self.state.lock().expect("gate lock");
+        let (s, _) = self.cv.wait_timeout_while(s, wait, |s| s.finished < n).expect("gate lock");
+        s.finished >= n
+    }
+}

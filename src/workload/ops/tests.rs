@@ -1,0 +1,208 @@
+//! The engine on a real directory (any filesystem; the root test on tmpfs is in
+//! `tests/it/ops_engine.rs`): op counts follow the loops, the filesets are built and
+//! reused as declared, and nothing is made outside the cell.
+
+use std::time::Duration;
+
+use super::spec::*;
+use super::*;
+
+fn fileset(name: &str, entries: u64, width: f64, prealloc: u32) -> FilesetSpec {
+    FilesetSpec {
+        name: name.into(),
+        entries,
+        dir_width: width,
+        dir_gamma: 1.5,
+        size: SizeDist::Gamma { mean: 4096.0, shape: 1.5 },
+        prealloc_percent: prealloc,
+        reuse: false,
+        read_only: false,
+    }
+}
+
+/// filebench's fileserver loop, on fileset 0 with slot 1.
+fn fileserver_loop() -> Vec<Op> {
+    vec![
+        Op::Create { fileset: 0, slot: 1 },
+        Op::WriteWhole { slot: 1, io_size: 1 << 20 },
+        Op::Close { slot: 1 },
+        Op::Open { fileset: 0, slot: 1, pick: Pick::RoundRobin },
+        Op::Append { slot: 1, len: AppendLen::Uniform(16 << 10), fileset: None },
+        Op::Close { slot: 1 },
+        Op::Open { fileset: 0, slot: 1, pick: Pick::RoundRobin },
+        Op::Read { slot: 1, len: ReadLen::Whole, io_size: 1 << 20 },
+        Op::Close { slot: 1 },
+        Op::Delete { fileset: 0 },
+        Op::Stat { fileset: 0, pick: Pick::RoundRobin },
+    ]
+}
+
+fn spec(flow: Flow, threads: u32, stop: Stop) -> OpsSpec {
+    OpsSpec {
+        filesets: vec![fileset("bigfileset", 400, 20.0, 80)],
+        groups: vec![ThreadGroup { name: "filereader".into(), threads, flow }],
+        stop,
+        seed: 42,
+    }
+}
+
+fn count(w: &Window, op: &str) -> u64 {
+    w.repetition.ops.iter().find(|o| o.op == op).map_or(0, |o| o.count)
+}
+
+#[test]
+fn a_loop_run_n_times_counts_every_op_n_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let stop = Stop { loops: Some(25), ..Stop::default() };
+    let w = run(dir.path(), &spec(Flow::Loop(fileserver_loop()), 3, stop), 0, &|| false).unwrap();
+    let r = &w.repetition;
+    assert_eq!(r.stop, "loops");
+    assert_eq!(r.loops, 75);
+    for (op, per_loop) in
+        [("create", 1), ("write", 1), ("close", 3), ("open", 2), ("append", 1), ("read", 1), ("delete", 1), ("stat", 1)]
+    {
+        assert_eq!(count(&w, op), 75 * per_loop, "{op}");
+    }
+    // The report lists kinds in the order the loop first names them.
+    let names: Vec<&str> = r.ops.iter().map(|o| o.op.as_str()).collect();
+    assert_eq!(names, ["create", "write", "close", "open", "append", "read", "delete", "stat"]);
+    assert_eq!(r.total.count, 75 * 11);
+    // Appends write 1..=16 KiB each; writes write the entries' declared sizes.
+    let append = r.ops.iter().find(|o| o.op == "append").unwrap();
+    assert!(append.bytes >= 75 && append.bytes <= 75 * 16384);
+    assert!(r.ops.iter().all(|o| o.latency.count == o.count && o.total_ns > 0));
+    assert!(r.cpu_user_s + r.cpu_sys_s > 0.0);
+    let f = &w.filesets[0];
+    assert_eq!(f.entries, 400);
+    assert!((280..=360).contains(&f.preallocated), "{}", f.preallocated);
+    assert_eq!(f.size_histogram.iter().map(|b| b[1]).sum::<u64>(), 400);
+}
+
+#[test]
+fn a_timed_window_keeps_the_loop_composition() {
+    let dir = tempfile::tempdir().unwrap();
+    let stop = Stop { duration: Some(Duration::from_millis(300)), ..Stop::default() };
+    let w = run(dir.path(), &spec(Flow::Loop(fileserver_loop()), 4, stop), 0, &|| false).unwrap();
+    let r = &w.repetition;
+    assert_eq!(r.stop, "duration");
+    assert!(r.elapsed_s >= 0.3 && r.elapsed_s < 2.0, "{}", r.elapsed_s);
+    // A window cut mid-loop leaves at most one partial loop per worker.
+    let creates = count(&w, "create") as f64;
+    assert!(creates > 20.0);
+    for (op, per_loop) in [("close", 3.0), ("open", 2.0), ("stat", 1.0)] {
+        let ratio = count(&w, op) as f64 / creates;
+        assert!((ratio - per_loop).abs() <= per_loop * 0.01 + 4.0 * 3.0 / creates, "{op}: {ratio}");
+    }
+}
+
+#[test]
+fn create_until_full_stops_everyone_at_the_first_done() {
+    // filebench's createfiles: create, write, close until no entry is left.
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = spec(
+        Flow::Loop(vec![
+            Op::Create { fileset: 0, slot: 1 },
+            Op::WriteWhole { slot: 1, io_size: 1 << 20 },
+            Op::Close { slot: 1 },
+        ]),
+        4,
+        Stop { first_done: true, duration: Some(Duration::from_secs(30)), ..Stop::default() },
+    );
+    s.filesets[0].prealloc_percent = 0;
+    let w = run(dir.path(), &s, 0, &|| false).unwrap();
+    assert_eq!(w.repetition.stop, "first_done");
+    assert_eq!(w.filesets[0].preallocated, 0);
+    let created = count(&w, "create");
+    // The first worker done is the one that found no free entry left: all 400 were made.
+    assert_eq!(created, 400);
+    // The others stopped where they were: at most one create each not yet closed.
+    assert!((created - 4..=created).contains(&count(&w, "close")));
+    assert_eq!(std::fs::read_dir(dir.path().join("bigfileset")).unwrap().count(), 1);
+}
+
+#[test]
+fn every_op_kind_runs_and_is_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let lp = vec![
+        Op::Open { fileset: 0, slot: 0, pick: Pick::Uniform },
+        Op::Read { slot: 0, len: ReadLen::Bytes(100), io_size: 10 },
+        Op::Append { slot: 0, len: AppendLen::Fixed(10), fileset: None },
+        Op::Fsync { slot: 0 },
+        Op::Fdatasync { slot: 0 },
+        Op::Truncate { slot: 0, size: 5 },
+        Op::Close { slot: 0 },
+        Op::Stat { fileset: 0, pick: Pick::Zipf(1.1) },
+        Op::Rename { fileset: 0 },
+        Op::Link { fileset: 0 },
+        Op::Symlink { fileset: 0 },
+        Op::Mkdir { fileset: 0 },
+        Op::Readdir { fileset: 0 },
+        Op::Rmdir { fileset: 0 },
+        Op::Chmod { fileset: 0, mode: 0o600 },
+        Op::Chown { fileset: 0, uid: nix::unistd::geteuid().as_raw(), gid: nix::unistd::getegid().as_raw() },
+        Op::Delete { fileset: 0 },
+        Op::Delete { fileset: 0 },
+        Op::Delay(Duration::from_micros(10)),
+    ];
+    let s = spec(Flow::Loop(lp), 2, Stop { loops: Some(5), ..Stop::default() });
+    let w = run(dir.path(), &s, 0, &|| false).unwrap();
+    for op in OP_NAMES.iter().filter(|n| !["create", "write"].contains(n)) {
+        let per_loop = if *op == "delete" { 2 } else { 1 };
+        assert_eq!(count(&w, op), 10 * per_loop, "{op}");
+    }
+    let read = w.repetition.ops.iter().find(|o| o.op == "read").unwrap();
+    assert!(read.bytes <= 10 * 100);
+    // The delay is not an op of the total.
+    assert_eq!(w.repetition.total.count, 10 * 18);
+}
+
+#[test]
+fn a_mix_draws_transactions_by_weight() {
+    let dir = tempfile::tempdir().unwrap();
+    let flow = Flow::Mix(vec![
+        (3.0, vec![Op::Stat { fileset: 0, pick: Pick::Uniform }]),
+        (1.0, vec![Op::Readdir { fileset: 0 }]),
+    ]);
+    let w = run(dir.path(), &spec(flow, 1, Stop { loops: Some(4000), ..Stop::default() }), 0, &|| false).unwrap();
+    let stats = count(&w, "stat") as f64;
+    assert_eq!(stats as u64 + count(&w, "readdir"), 4000);
+    assert!((stats / 4000.0 - 0.75).abs() < 0.03, "{stats}");
+}
+
+#[test]
+fn a_reused_fileset_is_taken_as_the_last_repetition_left_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = spec(Flow::Loop(vec![Op::Delete { fileset: 0 }]), 1, Stop { loops: Some(10), ..Stop::default() });
+    s.filesets[0].reuse = true;
+    let first = run(dir.path(), &s, 0, &|| false).unwrap();
+    let second = run(dir.path(), &s, 1, &|| false).unwrap();
+    assert!(!first.filesets[0].reused && second.filesets[0].reused);
+    assert_eq!(second.filesets[0].preallocated, first.filesets[0].preallocated - 10);
+    // Without reuse the tree is rebuilt from the seed.
+    s.filesets[0].reuse = false;
+    let third = run(dir.path(), &s, 2, &|| false).unwrap();
+    assert_eq!(third.filesets[0].preallocated, first.filesets[0].preallocated);
+}
+
+#[test]
+fn a_planted_link_in_place_of_the_fileset_is_refused_and_never_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("bigfileset")).unwrap();
+    let s = spec(Flow::Loop(fileserver_loop()), 1, Stop { loops: Some(1), ..Stop::default() });
+    let e = run(dir.path(), &s, 0, &|| false).err().expect("a link where the fileset goes fails the build");
+    assert!(e.to_string().contains("bigfileset"), "{e}");
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0, "nothing made through the link");
+}
+
+#[test]
+fn an_interrupt_stops_the_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let s =
+        spec(Flow::Loop(fileserver_loop()), 2, Stop { duration: Some(Duration::from_secs(600)), ..Stop::default() });
+    let polls = std::sync::atomic::AtomicU32::new(0);
+    // Interrupt on the fifth poll of the window (the build polls too, once per thousand files).
+    let cancel = || polls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= 5;
+    let e = run(dir.path(), &s, 0, &cancel).err().expect("interrupted");
+    assert!(matches!(e, OpsError::Interrupted), "{e}");
+}

@@ -1,0 +1,113 @@
+//! An op-mix scenario through the binary on a real ext4 over loop over tmpfs: the cell
+//! file holds the per-op figures, the report prints filebench's summary, the gate reads
+//! `--metric ops|p99` and refuses a metric of another kind, and a paired run decides.
+
+use crate::support::sandbox::{Sandbox, cell_ids};
+
+const VARMAIL_SMALL: &str = r#"schema = 1
+name = "ops-small"
+[matrix]
+fs = ["ext4"]
+[filesystems.ext4]
+mkfs = ["-E", "lazy_itable_init=0,lazy_journal_init=0"]
+[backing]
+kind = "tmpfs-loop"
+image_size = "256MiB"
+[workload]
+kind = "ops"
+duration = "300ms"
+repetitions = 2
+disturbance = "off"
+[[workload.fileset]]
+name = "mail"
+entries = 200
+dir_width = 1000000
+size = "gamma(16KiB, 1.5)"
+prealloc = 80
+[[workload.group]]
+name = "mailer"
+threads = 4
+loop = [
+  { op = "delete", fileset = "mail" },
+  { op = "create", fileset = "mail", fd = 1 },
+  { op = "append", fd = 1, size = "16KiB" },
+  { op = "fsync", fd = 1 },
+  { op = "close", fd = 1 },
+  { op = "open", fileset = "mail", fd = 1 },
+  { op = "read", fd = 1 },
+  { op = "close", fd = 1 },
+]
+"#;
+
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn an_op_mix_runs_reports_per_op_and_gates_on_ops() {
+    skip_unless_root!();
+    let sb = Sandbox::new("fsbench-ops-");
+    let file = sb.path().join("ops-small.toml");
+    std::fs::write(&file, VARMAIL_SMALL).unwrap();
+    let out = sb.fsbench(&["run", file.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = &sb.runs()[0];
+    assert_eq!(cell_ids(run), ["ext4-S-qoff-t1"]);
+    let c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
+    assert_eq!(c["status"], "ok", "{c}");
+    let ops = &c["ops"];
+    assert_eq!(ops["ops_per_s"]["n"], 2, "{ops}");
+    assert!(ops["ops_per_s"]["median"].as_f64().unwrap() > 0.0);
+    assert_eq!(ops["filesets"][0]["entries"], 200);
+    assert_eq!(ops["filesets"][0]["leaf_dirs"], 1);
+    let names: Vec<&str> =
+        ops["repetitions"][0]["ops"].as_array().unwrap().iter().map(|o| o["op"].as_str().unwrap()).collect();
+    assert_eq!(names, ["delete", "create", "append", "fsync", "close", "open", "read"]);
+    let r = run.to_str().unwrap();
+    let report = crate::support::fsbench().args(["report", r]).output().unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(report.status.success(), "{text}");
+    assert!(text.contains("ms/op") && text.contains("IO Summary:"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("fsync ")), "{text}");
+    for metric in ["ops", "p99"] {
+        let g = crate::support::fsbench()
+            .args(["gate", "--baseline", r, "--candidate", r, "--metric", metric])
+            .output()
+            .unwrap();
+        assert!(g.status.success(), "{metric}: {}", String::from_utf8_lossy(&g.stderr));
+    }
+    let g = crate::support::fsbench()
+        .args(["gate", "--baseline", r, "--candidate", r, "--metric", "iops"])
+        .output()
+        .unwrap();
+    assert_eq!(g.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&g.stderr).contains("ops, p99, mbps"));
+}
+
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn a_paired_op_mix_measures_its_arms_back_to_back() {
+    skip_unless_root!();
+    // ext4 data=ordered against data=journal, arms of `fs`, 3 to 4 pairs of one window each.
+    let text = VARMAIL_SMALL
+        .replace(
+            "fs = [\"ext4\"]\n[filesystems.ext4]\nmkfs = [\"-E\", \"lazy_itable_init=0,lazy_journal_init=0\"]\n",
+            "fs = [\"ext4\", \"ext4-journal\"]\n[filesystems.ext4]\nmkfs = [\"-E\", \"lazy_itable_init=0,lazy_journal_init=0\"]\n\
+             [filesystems.ext4-journal]\ntype = \"ext4\"\nmkfs = [\"-E\", \"lazy_itable_init=0,lazy_journal_init=0\"]\nmount = [\"data=journal\"]\n",
+        )
+        .replace("repetitions = 2\n", "repetitions = 1\n")
+        + "[compare]\narms = \"fs\"\npairs = { min = 3, max = 4 }\n";
+    let sb = Sandbox::new("fsbench-ops-paired-");
+    let file = sb.path().join("ops-paired.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = sb.fsbench(&["run", file.to_str().unwrap()]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}{stdout}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("ext4-journal") && stdout.contains("of ops"), "{stdout}");
+    let run = &sb.runs()[0];
+    for id in ["ext4-S-qoff-t1", "ext4-journal-S-qoff-t1"] {
+        let c: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(run.join(format!("cells/{id}.json"))).unwrap()).unwrap();
+        let pairs = c["pairing"]["pairs"].as_array().unwrap().len();
+        let reps = c["ops"]["repetitions"].as_array().unwrap().len();
+        assert!((3..=4).contains(&pairs) && reps >= pairs, "{id}: {pairs} pairs, {reps} repetitions");
+    }
+}
