@@ -46,7 +46,7 @@ use clap::{Parser, Subcommand};
 
 use crate::exit::{self, InputError};
 
-/// `0.2.0 (1933cbd0a1b2 2026-12-02)`: the version, the commit built and the build date.
+/// `0.3.0 (1933cbd0a1b2 2026-12-04)`: the version, the commit built and the build date.
 pub const VERSION: &str =
     concat!(env!("CARGO_PKG_VERSION"), " (", env!("FSBENCH_COMMIT"), " ", env!("FSBENCH_BUILD_DATE"), ")");
 
