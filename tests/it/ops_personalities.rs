@@ -73,7 +73,9 @@ fn varmail_runs_filebench_varmail_f() {
 #[test]
 fn webserver_runs_filebench_webserver_f() {
     // Ten times openfile, readwholefile, closefile; one appendfilerand to the log.
-    check("webserver", 10, 5, &[("open", 10.0), ("read", 10.0), ("close", 10.0), ("append", 1.0)]);
+    // At full size (1,000 files for 100 threads): at a tenth, 100 files for 100 threads, a
+    // thread could find every file busy under load and end `out_of_files` (a CI run did).
+    check("webserver", 1, 5, &[("open", 10.0), ("read", 10.0), ("close", 10.0), ("append", 1.0)]);
 }
 
 #[test]
