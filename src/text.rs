@@ -181,6 +181,15 @@ pub fn is_plain_name(name: &str) -> bool {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || "._-+".contains(c))
 }
 
+/// Bytes as `1.5 GiB`, for the parts of a sum.
+pub fn bytes_short(bytes: u64) -> String {
+    let units = [("TiB", 1u64 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    match units.iter().find(|(_, m)| bytes >= *m) {
+        Some((u, m)) => format!("{:.1} {u}", bytes as f64 / *m as f64),
+        None => format!("{bytes} bytes"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,6 +26,29 @@
 mod make;
 pub mod ours;
 mod resolve;
+/// Open the file `name` in `dir` for reading, never through a link: `None` when there is
+/// none or it is not a regular file (a FIFO is opened without blocking, then refused).
+pub fn open_file(dir: &std::os::fd::OwnedFd, name: &str) -> std::io::Result<Option<std::fs::File>> {
+    let c = plain_name(name)?;
+    let flags = libc::O_RDONLY | libc::O_NONBLOCK;
+    let fd = match open_beneath(dir, &c, flags, 0, Resolver::Auto) {
+        Ok(fd) => fd,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a symbolic link; fsbench does not follow links in a run directory",
+            ));
+        }
+        Err(e) => return Err(e),
+    };
+    let file = std::fs::File::from(fd);
+    if !file.metadata()?.file_type().is_file() {
+        return Ok(None);
+    }
+    Ok(Some(file))
+}
+
 #[cfg(test)]
 mod tests;
 

@@ -69,14 +69,7 @@ impl MemoryNeed {
     }
 }
 
-/// Bytes as `1.5 GiB`, for the parts of a sum.
-pub fn short(bytes: u64) -> String {
-    let units = [("TiB", 1u64 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
-    match units.iter().find(|(_, m)| bytes >= *m) {
-        Some((u, m)) => format!("{:.1} {u}", bytes as f64 / *m as f64),
-        None => format!("{bytes} bytes"),
-    }
-}
+pub use crate::text::bytes_short as short;
 
 /// Bytes as `1.5 GiB (1610612736 bytes)`: readable, and exact for comparison.
 pub fn approx(bytes: u64) -> String {

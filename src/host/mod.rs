@@ -7,3 +7,12 @@ pub mod environment;
 pub mod identity;
 pub mod memory;
 pub mod task_uids;
+
+/// Set in a qemu guest's environment for the fsbench that runs there (its cells then
+/// know they run in a guest: no profiler, no mount namespace of their own).
+pub const IN_GUEST_ENV: &str = "FSBENCH_IN_GUEST";
+
+/// Whether fsbench runs as root (effective uid 0).
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}

@@ -37,7 +37,7 @@ impl Probe {
             perf: OsString::from("perf"),
             proc_root: PathBuf::from("/proc"),
             root: crate::provision::is_root(),
-            in_guest: std::env::var_os(crate::qemu::guest::IN_GUEST_ENV).is_some(),
+            in_guest: std::env::var_os(crate::host::IN_GUEST_ENV).is_some(),
         }
     }
 }

@@ -325,9 +325,7 @@ impl Drop for Provisioned {
 }
 
 /// Whether the effective uid is root.
-pub fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
-}
+pub use crate::host::is_root;
 
 fn require_root(what: &str) -> Result<(), ProvisionError> {
     if is_root() {

@@ -21,7 +21,7 @@ use super::initramfs::{GUEST_CACHE, GUEST_CONFIG, GUEST_EXE};
 /// Prefix of the guest's own lines on the console, so the host can tell them from kernel messages.
 pub const CONSOLE_PREFIX: &str = "fsbench-guest: ";
 /// Environment variable set for the guest's runner: scenario `[[kernels]]` are not followed again inside.
-pub const IN_GUEST_ENV: &str = "FSBENCH_IN_GUEST";
+pub use crate::host::IN_GUEST_ENV;
 /// The serial port the results travel on.
 pub const CHANNEL_TTY: &str = "/dev/ttyS1";
 /// Where the guest's runner writes its run directory.

@@ -4,9 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use super::error::io;
-use super::load::{cell_file_names, load_unescaped, open_file};
+use super::load::{cell_file_names, load_unescaped};
 use super::run_dir::{RunDir, remove_half_made};
 use super::{CELLS_DIR, Derived, IMPORTED_MARKER, RUN_FILE, ResultsError, safe};
+use crate::beneath::open_file;
 
 /// Where an import went.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::io;
 use super::{CELLS_DIR, RUN_FILE, ResultsError, RunMeta, bounds, printable, safe};
+use crate::beneath::open_file;
 use crate::model::{CellResult, RESULT_SCHEMA_VERSION};
 
 /// A run as read back from disk.
@@ -167,28 +168,6 @@ pub(super) fn cell_file_names(cells_fd: &OwnedFd) -> std::io::Result<Vec<String>
         }
     }
     Ok(names)
-}
-
-/// Open the file `name` in `dir` for reading, never through a link: `None` when there is
-/// none or it is not a regular file (a FIFO is opened without blocking, then refused).
-pub(super) fn open_file(dir: &OwnedFd, name: &str) -> std::io::Result<Option<fs::File>> {
-    let c = crate::beneath::plain_name(name)?;
-    let flags = libc::O_RDONLY | libc::O_NONBLOCK;
-    let fd = match crate::beneath::open_beneath(dir, &c, flags, 0, crate::beneath::Resolver::Auto) {
-        Ok(fd) => fd,
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "a symbolic link; fsbench does not follow links in a run directory",
-            ));
-        }
-        Err(e) => return Err(e),
-    };
-    if safe::stat(&fd)?.st_mode & libc::S_IFMT != libc::S_IFREG {
-        return Ok(None);
-    }
-    Ok(Some(fs::File::from(fd)))
 }
 
 /// The field name used when a whole result file, not one field, is unusable.

@@ -30,7 +30,7 @@ fn read(dir_fd: &OwnedFd, id: &str) -> Result<String, String> {
     let dir = super::safe::open_subdir(dir_fd, crate::profile::PROFILES_DIR)
         .map_err(|e| format!("{}/: {e}", crate::profile::PROFILES_DIR))?;
     let name = format!("{id}.folded");
-    let f = match super::load::open_file(&dir, &name) {
+    let f = match crate::beneath::open_file(&dir, &name) {
         Ok(Some(f)) => f,
         Ok(None) => return Err(format!("{name}: missing (or not a regular file)")),
         Err(e) => return Err(format!("{name}: {e}")),

@@ -15,6 +15,7 @@ pub mod error;
 pub mod file;
 pub mod fio_job;
 pub mod ops_file;
+pub mod ops_spec;
 // A ScenarioError is built at most once per invocation and read field by field by
 // callers and tests; boxing it to shrink every Result would buy nothing measurable.
 #[allow(clippy::result_large_err)]
@@ -320,7 +321,7 @@ pub enum Workload {
     /// A fio job, run per repetition on the cell's task directories.
     Fio(FioSpec),
     /// A declared op mix: filesets and worker loops, in-process (`workload::ops`).
-    Ops(crate::workload::ops::spec::OpsWorkload),
+    Ops(ops_spec::OpsWorkload),
 }
 
 /// Options of the fio workload (see `docs/fio.md`).

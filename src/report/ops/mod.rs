@@ -3,79 +3,12 @@
 //! its `IO Summary` line, and with several runs a table of each cell's ops/s, p99 and
 //! the ratio of its median ops/s to the first label's.
 
-use schemars::JsonSchema;
-use serde::Serialize;
-
-use super::json::ReportJson;
+use super::json::{OpsCellJson, OpsLine, OpsReportJson, ReportJson};
 use super::markup::Markup;
 use super::plot::{PlotError, PlotImage};
 use super::{CompareOptions, WorkloadReport};
 use crate::model::{CellResult, OUTPUT_SCHEMA_VERSION, OpsResult};
 use crate::results::LoadedRun;
-
-/// An op-mix report (`"workload": "ops"`).
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct OpsReportJson {
-    /// Document version ([`OUTPUT_SCHEMA_VERSION`]).
-    pub schema: u32,
-    /// Scenario name.
-    pub scenario: String,
-    /// The runs, in label order; the first is the reference of the ratios.
-    pub runs: Vec<super::json::ReportRun>,
-    /// What the comparison found different between the runs.
-    pub warnings: Vec<String>,
-    /// One entry per (label, cell) with op-mix figures.
-    pub cells: Vec<OpsCellJson>,
-    /// Cells without a number: skipped, failed, disturbed, or planned but never stored.
-    pub not_measured: Vec<crate::report::NotMeasured>,
-    /// Result files that could not be read, one line each.
-    pub problems: Vec<String>,
-    /// The paired comparisons of each paired run; absent when no run is paired.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub paired: Vec<crate::report::paired::PairedRun>,
-}
-
-/// One cell of one run.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct OpsCellJson {
-    /// Run label.
-    pub label: String,
-    /// Cell id.
-    pub cell: String,
-    /// Undisturbed repetitions summed.
-    pub n: usize,
-    /// Median ops/s over them (all ops but delays).
-    pub ops_per_s: f64,
-    /// 95% confidence interval of the mean ops/s.
-    pub ops_per_s_ci95: (f64, f64),
-    /// Median p99 latency of all ops, µs.
-    pub p99_us: f64,
-    /// Median MB/s.
-    pub mb_per_s: f64,
-    /// Median ops/s divided by the first label's for the same cell, when comparing.
-    pub ratio: Option<f64>,
-    /// One line per op kind, in the scenario's order, summed over the repetitions.
-    pub ops: Vec<OpsLine>,
-}
-
-/// One op kind over a cell's undisturbed repetitions.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct OpsLine {
-    /// The op (`open`), or `total`.
-    pub op: String,
-    /// Ops completed.
-    pub ops: u64,
-    /// Ops per second over the windows.
-    pub ops_per_s: f64,
-    /// MB (10^6 bytes) per second over the windows.
-    pub mb_per_s: f64,
-    /// Mean time in the op's system calls, ms.
-    pub ms_per_op: f64,
-    /// Shortest op, ms.
-    pub min_ms: f64,
-    /// Longest op, ms.
-    pub max_ms: f64,
-}
 
 /// The op-mix report of `runs`.
 pub(super) struct OpsReport<'a> {

@@ -11,10 +11,9 @@ use crate::scenario::diagnose::{Ctx, Seg, p, with};
 use crate::scenario::error::did_you_mean;
 use crate::scenario::file::{MatrixFile, WorkloadFile};
 use crate::scenario::ops_file::{FilesetFile, GroupFile, OpFile};
+use crate::scenario::ops_spec::*;
 use crate::scenario::units::{format_size, parse_size};
 use crate::scenario::*;
-use crate::workload::ops::spec::*;
-use crate::workload::ops::{MAX_CHUNK, MAX_ENTRIES};
 
 /// Keys only `ops` workloads take: refused elsewhere by [`reject_ops_keys`].
 pub(super) fn reject_ops_keys(ctx: &Ctx, kind: &str, w: &WorkloadFile) -> Result<(), ScenarioError> {

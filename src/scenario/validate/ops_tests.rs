@@ -1,7 +1,7 @@
 //! Bad op-mix scenarios are refused with the place and the reason.
 
+use crate::scenario::ops_spec::*;
 use crate::scenario::parse_str;
-use crate::workload::ops::spec::*;
 
 fn scenario(image: &str, workload: &str) -> String {
     format!(

@@ -42,7 +42,7 @@ const MOUNT_ATTR_RDONLY: u64 = 0x1;
 /// (nothing of the host is mounted there) and the guest's kernel may predate
 /// `mount_setattr`.
 pub fn applies() -> bool {
-    crate::provision::is_root() && std::env::var_os(crate::qemu::guest::IN_GUEST_ENV).is_none()
+    crate::host::is_root() && std::env::var_os(crate::host::IN_GUEST_ENV).is_none()
 }
 
 /// Make `cmd` start in a private mount namespace where only `writable` can be written.

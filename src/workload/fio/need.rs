@@ -168,7 +168,7 @@ pub fn cell_need(spec: &FioSpec, tasks: u32, sweeps: &BTreeMap<String, String>) 
         need.jobs = need.jobs.saturating_add(clones);
         need.buffers_shown.push(format!(
             "{section} {} × iodepth {iodepth} × {}",
-            crate::bundle::budget::short(bs),
+            crate::text::bytes_short(bs),
             crate::text::plural(clones as usize, "job", "jobs")
         ));
         if let Some((n, v)) = last(&j, &["fill_device", "fill_fs"]).filter(|(_, v)| *v != "0") {
@@ -188,7 +188,7 @@ pub fn cell_need(spec: &FioSpec, tasks: u32, sweeps: &BTreeMap<String, String>) 
             need.files = need.files.saturating_add(files.saturating_mul(clones));
             need.files_shown.push(format!(
                 "{section} {} × {}",
-                crate::bundle::budget::short(files),
+                crate::text::bytes_short(files),
                 crate::text::plural(clones as usize, "job", "jobs")
             ));
         }

@@ -39,8 +39,7 @@ pub struct Layout {
     pub files: Vec<FileNode>,
 }
 
-/// Most entries one fileset may declare (the engine keeps ~30 bytes per entry).
-pub const MAX_ENTRIES: u64 = 50_000_000;
+pub use crate::scenario::ops_spec::MAX_ENTRIES;
 
 impl Layout {
     /// Draw the layout of `spec` from `seed`.

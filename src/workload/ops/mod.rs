@@ -14,7 +14,8 @@ mod build;
 mod error;
 mod fileset;
 mod layout;
-pub mod spec;
+/// The declared op mix: its types live with the other kinds' specs in the scenario.
+pub use crate::scenario::ops_spec as spec;
 mod sys;
 #[cfg(test)]
 mod tests;
@@ -35,8 +36,7 @@ use worker::{Ended, Worker, WorkerOut};
 
 use crate::model::{FilesetRecord, OpsRepetition};
 
-/// Largest io size or fixed read/append length a chunk may have (the write pattern's size).
-pub const MAX_CHUNK: u64 = 16 << 20;
+pub use crate::scenario::ops_spec::MAX_CHUNK;
 
 /// What one repetition built and measured.
 pub struct Window {

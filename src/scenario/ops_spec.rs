@@ -286,3 +286,9 @@ impl OpsWorkload {
         (pre, all)
     }
 }
+
+/// Largest io size or fixed read/append length a chunk may have (the write pattern's size).
+pub const MAX_CHUNK: u64 = 16 << 20;
+
+/// Most entries one fileset may declare (the engine keeps ~30 bytes per entry).
+pub const MAX_ENTRIES: u64 = 50_000_000;
