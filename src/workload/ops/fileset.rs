@@ -142,6 +142,20 @@ impl FilesetState {
         Some(i)
     }
 
+    /// Whether an entry that satisfies `want` exists, busy or not: a pick that found none
+    /// idle waits for it (another worker's op ends soon) instead of running out of files.
+    pub fn any_existing(&self, want: Want) -> bool {
+        let t = self.table.lock().expect("fileset lock");
+        (0..self.files.len()).any(|i| {
+            let f = t.flags[i];
+            f & EXISTS != 0
+                && match want {
+                    Want::Regular => f & SYMLINK == 0,
+                    Want::Closed => t.open[i] == 0,
+                }
+        })
+    }
+
     /// Pick an entry that does not exist and is idle (the shared pointer) and mark it busy.
     pub fn pick_free(&self) -> Option<usize> {
         let n = self.files.len();

@@ -177,8 +177,22 @@ impl Running<'_> {
         self.slots[slot].as_ref().map(|h| self.w.sets[h.set].entry_path(h.entry)).unwrap_or_default()
     }
 
+    /// An idle existing entry of `set`, marked busy. When every such entry is busy with
+    /// another worker's op (100 webserver threads appending to one log), wait for one to be
+    /// released, up to a second, rather than end the worker `out_of_files`: a busy entry is
+    /// held for one op only. `None`: none exists (or none came free in that time).
     fn pick(&mut self, set: usize, want: Want, pick: Pick) -> Option<usize> {
-        self.w.sets[set].pick_existing(want, pick, &mut self.rotors[set], &mut self.rng)
+        let deadline = Instant::now() + Duration::from_secs(1);
+        loop {
+            let s = &self.w.sets[set];
+            if let Some(i) = s.pick_existing(want, pick, &mut self.rotors[set], &mut self.rng) {
+                return Some(i);
+            }
+            if !s.any_existing(want) || Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
     }
 
     /// Put an opened entry in a slot (closing, untimed, what it held).
