@@ -147,6 +147,13 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
     if outcome.is_ok() {
         super::profiled::profile_cell(s, profiling, workdir, &mut at, r);
     }
+    // What the workload kept there (fio's job file, JSON and stderr) was read into the
+    // cell's result, failures included: nothing of it outlives the cell (the kind's
+    // directory goes once its last cell's has; a SIGKILL leaves it to stale cleanup).
+    let _ = std::fs::remove_dir_all(&at.scratch);
+    if let Some(kind_dir) = at.scratch.parent() {
+        let _ = std::fs::remove_dir(kind_dir);
+    }
     drop(in_cgroup);
     drop(measuring);
     // Tear down before reporting the workload's error, so nothing stays mounted either way.
