@@ -132,7 +132,7 @@ fn stale_cleanup_removes_the_group_a_killed_run_left() {
         cgroup::create(&limits, &cell_dir, &mut |d: &Path| journal.record(&Entry::Cgroup(d.to_path_buf()))).unwrap();
     let dirs = group.dirs();
     assert!(dirs.iter().all(|d| d.is_dir()));
-    // A task in it when the run dies.
+    // A task in it when the run dies: cleanup kills it.
     let mut stray = Command::new("sleep").arg("30").spawn().unwrap();
     std::fs::write(&group.procs_files()[0], stray.id().to_string()).unwrap();
     // The SIGKILL: no destructor runs, and the journal's owner is gone.
@@ -146,11 +146,13 @@ fn stale_cleanup_removes_the_group_a_killed_run_left() {
     let cleaned = provision::cleanup_stale(root.path()).unwrap();
     for d in &dirs {
         assert!(!d.exists(), "{} left behind: {cleaned:?}", d.display());
-        assert!(cleaned.iter().any(|l| l == &format!("removed cgroup {}", d.display())), "{cleaned:?}");
+        let said = format!("removed cgroup {} (killed 1 process(es) of the dead run left in it)", d.display());
+        assert!(cleaned.iter().any(|l| l == &said), "{cleaned:?}");
     }
     assert!(!cell_dir.exists());
-    stray.kill().unwrap();
-    stray.wait().unwrap();
+    // The dead run's task did not outlive its group.
+    let status = stray.wait().unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(libc::SIGKILL), "{status:?}");
 }
 
 #[test]

@@ -111,6 +111,10 @@ fn a_tiny_fio_job_reports_iops_and_p99_per_cell_and_gates_on_iops() {
         .unwrap();
     assert!(String::from_utf8_lossy(&bad.stderr).contains("iops, bw, p99, clat_mean"));
     assert_no_leaks(sb.path());
+    // fio's job file, JSON and stderr were read into the cells: none is left in the work root.
+    let left: Vec<_> =
+        walkdir::WalkDir::new(sb.work()).min_depth(1).into_iter().flatten().map(|e| e.into_path()).collect();
+    assert!(left.is_empty(), "left in the work root after the run: {left:?}");
 }
 
 /// Paired fio with a real slowdown: the candidate arm's fio runs in a cgroup held to a
@@ -207,15 +211,86 @@ fn without_fio_the_cell_is_skipped_with_the_remedy() {
     assert!(String::from_utf8_lossy(&plan.stdout).contains("apt-get install fio"));
 }
 
-/// The child of `parent` whose command line starts with `fio`.
+/// A hangup reaching fsbench's whole process group while fio checks the job (a terminal
+/// closed): fio dies of it, and that is an interruption (130), not "fio refuses the job"
+/// (2). The fio here is a stand-in that parses forever, so the signal lands inside the check.
+#[test]
+fn a_hangup_while_fio_checks_the_job_is_an_interruption() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let sb = Sandbox::new("fsbench-fio-hup-");
+    let bin = sb.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let fake = bin.join("fio");
+    std::fs::write(&fake, "#!/bin/sh\ncase \"$1\" in --version) echo fio-3.33 ;; *) sleep 7.777 ;; esac\n").unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let file = scenario(&sb, "1s", "", "");
+    let mut child = sb
+        .fsbench(&["run", file.to_str().unwrap()])
+        .env("PATH", path)
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let parsing = |pid: &i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == "sleep\x007.777\0")
+            && std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit(')').next()?.split_whitespace().nth(2)?.parse::<u32>().ok())
+                == Some(child.id())
+    };
+    let found = poll(Duration::from_secs(30), Duration::from_millis(10), || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .find(parsing)
+    });
+    assert!(found.is_some(), "the check never started");
+    nix::sys::signal::killpg(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGHUP).unwrap();
+    let t0 = Instant::now();
+    let code = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st.code();
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "fsbench did not stop");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted") && !stderr.contains("refuses"), "{stderr}");
+}
+
+/// The parent of `pid`, from /proc.
+fn ppid_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The process whose command line starts with `fio` started for `parent`: as root its
+/// grandchild (fio runs as the first process of its own pid namespace, below a waiter).
 fn fio_child(parent: &Child) -> Option<i32> {
-    std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
-        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let ppid: u32 = stat.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()?;
-        let cmd = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).ok()?;
-        (ppid == parent.id() && cmd.starts_with("fio\0")).then_some(pid)
+    fio_processes().into_iter().find(|&pid| {
+        let up = ppid_of(pid as u32);
+        up == Some(parent.id()) || up.and_then(ppid_of) == Some(parent.id())
     })
+}
+
+/// Every live (not zombie) process whose command line starts with `fio`.
+fn fio_processes() -> Vec<i32> {
+    let live = |pid: i32| std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z"));
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| {
+            let cmd = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            cmd.starts_with("fio\0") && live(pid)
+        })
+        .collect()
 }
 
 #[test]
@@ -248,6 +323,51 @@ fn sigterm_to_fsbench_alone_during_a_fio_cell_stops_fio_and_leaves_nothing() {
     let stat = std::fs::read_to_string(format!("/proc/{fio}/stat")).unwrap_or_default();
     assert!(stat.is_empty() || stat.contains(") Z"), "fio outlived the interrupt: {stat}");
     assert!(cell_ids(&sb.runs()[0]).is_empty(), "an interrupted fio cell is not stored");
+    assert_no_leaks(sb.path());
+}
+
+/// SIGKILL to fsbench during a fio cell of two job processes: no handler runs, yet fio
+/// and every job process it forked end with fsbench (fio's pid namespace dies with it;
+/// a parent-death signal alone reached only fio itself), and the next run in the same
+/// work root removes the mounts and loop devices the killed run left.
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn sigkill_during_a_fio_cell_leaves_no_fio_job_running_and_the_next_run_cleans_up() {
+    skip_unless_root!();
+    if !have_fio(&test_name!()) {
+        return;
+    }
+    let sb = Sandbox::new("fsbench-fio-kill-");
+    let file = scenario(&sb, "60s", "tasks = [2]", "");
+    // This run's fio processes (other tests run fio too): their command line names its work root.
+    let work = sb.work().display().to_string();
+    let ours = || {
+        let named = |p: &i32| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.windows(work.len()).any(|w| w == work.as_bytes()))
+        };
+        fio_processes().into_iter().filter(named).collect::<Vec<_>>()
+    };
+    let mut child =
+        sb.fsbench(&["run", file.to_str().unwrap()]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    poll(Duration::from_secs(60), Duration::from_millis(20), || fio_child(&child)).expect("fio never started");
+    // fio and its two job processes.
+    let forked = poll(Duration::from_secs(30), Duration::from_millis(20), || (ours().len() >= 3).then_some(()));
+    let seen = ours();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let gone = poll(Duration::from_secs(3), Duration::from_millis(20), || ours().is_empty().then_some(()));
+    let left = ours();
+    for pid in &left {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), nix::sys::signal::Signal::SIGKILL);
+    }
+    // The next run cleans what the killed one left, and measures (before any assertion,
+    // so that a failing test leaves nothing mounted either).
+    let file = scenario(&sb, "1s", "", "");
+    let out = sb.fsbench(&["run", file.to_str().unwrap()]).output().unwrap();
+    assert!(forked.is_some(), "fio did not fork its two jobs: {seen:?}");
+    assert!(gone.is_some(), "fio processes outlived a SIGKILLed fsbench: {left:?}");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_no_leaks(sb.path());
 }
 

@@ -284,8 +284,30 @@ pub fn remove_stale(dir: &Path, cell_dir: &Path) -> Result<String, String> {
     if std::fs::symlink_metadata(dir).is_err() {
         return Ok(format!("cgroup {} already gone", dir.display()));
     }
+    // Its processes are the dead run's workers: a child the parent-death signal did not
+    // reach (one a worker forked) must not outlive the run, nor hold its filesystems.
+    let killed = kill_members(dir);
     remove_group_dir(root, dir)?;
-    Ok(format!("removed cgroup {}", dir.display()))
+    Ok(match killed {
+        0 => format!("removed cgroup {}", dir.display()),
+        n => format!("removed cgroup {} (killed {n} process(es) of the dead run left in it)", dir.display()),
+    })
+}
+
+/// SIGKILL every process in group `dir` (`cgroup.kill` where the kernel has it, 5.14,
+/// else each pid of `cgroup.procs`); how many there were.
+fn kill_members(dir: &Path) -> usize {
+    let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+    let pids: Vec<i32> = procs.split_whitespace().filter_map(|p| p.parse().ok()).filter(|p| *p > 1).collect();
+    if pids.is_empty() {
+        return 0;
+    }
+    if std::fs::write(dir.join("cgroup.kill"), "1").is_err() {
+        for pid in &pids {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+    pids.len()
 }
 
 #[cfg(test)]

@@ -12,6 +12,15 @@
 //! flag cleared again on the bind mounts only. A step that fails stops fio from
 //! starting: it never runs unconfined instead. The namespace ends with fio.
 //!
+//! fio also starts as the first process of a pid namespace of its own
+//! (`CLONE_NEWPID`): it sees and can signal none of the host's processes, and when it
+//! dies (however: fsbench's SIGKILL reaches it through a parent-death signal) the
+//! kernel kills every job process it forked, which a parent-death signal alone does not
+//! reach. The child fsbench started stays outside as a small waiter: it ignores
+//! SIGINT/SIGTERM/SIGHUP (fio, which handles them, gets them through the process
+//! group and stops cleanly), waits for fio and exits with its status (128 + signal
+//! when fio was killed).
+//!
 //! What it does not do: a device node stays writable on a read-only mount (the kernel
 //! checks the mount only for files, directories and links), so `/dev` is reachable
 //! through a path, which a job cannot name (absolute `filename`s and section names
@@ -79,10 +88,78 @@ pub fn confine(cmd: &mut Command, writable: &[&Path]) -> io::Result<()> {
             for d in &dirs {
                 set_attr(d, &writable)?;
             }
-            Ok(())
+            enter_pid_namespace()
         });
     }
     Ok(())
+}
+
+/// Between fork and exec: unshare a pid namespace and fork its first process, which
+/// returns to exec fio; this process waits for it and exits with its status. Only
+/// async-signal-safe system calls, no allocation.
+fn enter_pid_namespace() -> io::Result<()> {
+    // SAFETY: system calls on plain integers and local arrays; the forked child returns
+    // to std's exec path, the waiter never returns.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWPID) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // Held open by the waiter only: fio sees it at EOF once the waiter is gone.
+        let mut alive = [0 as libc::c_int; 2];
+        if libc::pipe2(alive.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let fio = libc::fork();
+        if fio < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if fio == 0 {
+            libc::close(alive[1]);
+            crate::workload::child::arm_parent_death()?;
+            // The waiter died before the prctl: nobody would kill this namespace.
+            let mut p = libc::pollfd { fd: alive[0], events: libc::POLLIN, revents: 0 };
+            if libc::poll(&mut p, 1, 0) != 0 {
+                return Err(io::Error::other("fio's waiter exited before fio started"));
+            }
+            return Ok(());
+        }
+        wait_and_pass_on(fio, alive[1])
+    }
+}
+
+/// The waiter: every descriptor but `keep` closed (std's exec-error pipe among them, so
+/// that the spawn returns now), the stop signals ignored, fio waited for, its status ours.
+unsafe fn wait_and_pass_on(fio: libc::pid_t, keep: libc::c_int) -> ! {
+    // SAFETY: as in enter_pid_namespace; _exit never returns.
+    unsafe {
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+        let k = keep as libc::c_uint;
+        let below =
+            if k > 3 { libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, k - 1, 0 as libc::c_uint) } else { 0 };
+        let above = libc::syscall(libc::SYS_close_range, k + 1, libc::c_uint::MAX, 0 as libc::c_uint);
+        if below != 0 || above != 0 {
+            // Before Linux 5.9: one by one, as far as the usual limit.
+            for fd in (3..4096).filter(|fd| *fd != keep) {
+                libc::close(fd);
+            }
+        }
+        let mut status: libc::c_int = 0;
+        loop {
+            let r = libc::waitpid(fio, &mut status, 0);
+            if r == fio {
+                break;
+            }
+            if r < 0 && *libc::__errno_location() != libc::EINTR {
+                libc::_exit(127);
+            }
+        }
+        if libc::WIFEXITED(status) {
+            libc::_exit(libc::WEXITSTATUS(status));
+        }
+        libc::_exit(128 + libc::WTERMSIG(status));
+    }
 }
 
 /// `mount_setattr(AT_FDCWD, path, AT_RECURSIVE, attr)`: async-signal-safe.
