@@ -181,13 +181,19 @@ where
 
 /// Print an error the way users read it (`error: ...` plus causes) and pick the exit code.
 pub fn report_error(e: &anyhow::Error) -> i32 {
+    // An error after SIGINT/SIGTERM/SIGHUP is the interruption's (a child the signal also
+    // reached failed), whatever its kind: the shell is told 130, never "bad input".
+    if crate::signals::interrupted() {
+        eprintln!("error: {}", exit::error_chain(e));
+        return exit::INTERRUPTED;
+    }
     if is_input_error(e) {
         // Input errors are already formatted for the user (file:line:col, key, hint).
         eprintln!("error: {e}");
         return exit::USAGE;
     }
     eprintln!("error: {}", exit::error_chain(e));
-    if crate::signals::interrupted() { exit::INTERRUPTED } else { exit::FAILURE }
+    exit::FAILURE
 }
 
 fn is_input_error(e: &anyhow::Error) -> bool {

@@ -54,6 +54,10 @@ pub fn parse_only(s: &Scenario) -> Result<(), ScenarioError> {
         if out.status.success() {
             continue;
         }
+        // A hangup or Ctrl-C that reached fio too: no refusal of fio's to locate.
+        if crate::signals::interrupted() {
+            return Err(io_error(s, std::io::Error::new(std::io::ErrorKind::Interrupted, "interrupted")));
+        }
         let said = format!("{}{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
         return Err(locate(s, &text, &origin, sweep, &said));
     }
