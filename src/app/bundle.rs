@@ -216,5 +216,5 @@ pub fn run(args: &BundleRunArgs) -> anyhow::Result<i32> {
         order: crate::runner::CellOrder::Plan,
     })?;
     drop(ob);
-    Ok(super::strict_policy(super::measure::finish_run(&outcome), outcome.not_run(), args.options.strict))
+    Ok(super::measure::finish_run(&outcome, &args.options))
 }

@@ -30,13 +30,36 @@ pub fn preflight() -> crate::host::environment::Environment {
     env
 }
 
-/// Print a finished run (its tables and where it is) and decide the exit code.
-/// `run` and `bundle run` both end here.
-pub fn finish_run(o: &crate::runner::RunOutcome) -> i32 {
+/// Print a finished run (its tables, or with `--json` the run-outcome document, and on
+/// stderr where it is) and decide the exit code (`--strict` included). `run` and
+/// `bundle run` both end here.
+pub fn finish_run(o: &crate::runner::RunOutcome, options: &super::run_options::RunOptions) -> i32 {
+    let code = super::strict_policy(run_end(o, options.json), o.not_run(), options.strict);
+    if options.json {
+        print_outcome(code, &[super::output::RunWritten::of(&o.dir, None)]);
+    }
+    code
+}
+
+/// `run --json`'s document: the exit code, and each run directory written with its report.
+pub(crate) fn print_outcome(code: i32, runs: &[super::output::RunWritten]) {
+    let doc = super::output::RunOutcomeJson {
+        schema: super::output::OUTPUT_SCHEMA_VERSION,
+        exit: code,
+        interrupted: code == exit::INTERRUPTED,
+        runs: runs.to_vec(),
+    };
+    println!("{}", serde_json::to_string_pretty(&doc).expect("the document serializes"));
+}
+
+/// The end of a run as the tables (unless `json`) and stderr say it; its exit code.
+fn run_end(o: &crate::runner::RunOutcome, json: bool) -> i32 {
     let mut disturbed = None;
     match crate::results::load_run(&o.dir) {
         Ok(run) => {
-            print!("{}", crate::report::render_run(&run, crate::report::Format::Table));
+            if !json {
+                print!("{}", crate::report::render_run(&run, crate::report::Format::Table));
+            }
             disturbed = disturbed_note(&run.cells);
         }
         Err(e) => eprintln!("fsbench: cannot read back {}: {e}", o.dir.display()),
@@ -171,8 +194,12 @@ pub(crate) fn run_under_kernels(run: &KernelRun<'_>, order: crate::runner::CellO
         }
     }
     let mut skipped = 0;
+    let mut written = Vec::new();
     for k in &runs {
         let Some(dir) = &k.dir else { continue };
+        if options.json {
+            written.push(super::output::RunWritten::of(dir, Some(&k.label)));
+        }
         match crate::results::load_run(dir) {
             Ok(run) => {
                 // Skipped, or measured without statistics: no number either way.
@@ -183,17 +210,24 @@ pub(crate) fn run_under_kernels(run: &KernelRun<'_>, order: crate::runner::CellO
                         matches!(c.status, crate::model::CellStatus::Skipped | crate::model::CellStatus::Disturbed)
                     })
                     .count();
-                println!("== kernel {} ==", k.label);
-                print!("{}", crate::report::render_run(&run, crate::report::Format::Table));
+                if !options.json {
+                    println!("== kernel {} ==", k.label);
+                    print!("{}", crate::report::render_run(&run, crate::report::Format::Table));
+                }
             }
             Err(e) => eprintln!("fsbench: cannot read back {}: {e}", dir.display()),
         }
         eprintln!("fsbench: kernel {}: results in {}", k.label, dir.display());
     }
-    if crate::signals::interrupted() {
-        return Ok(exit::INTERRUPTED);
+    let code = if crate::signals::interrupted() {
+        exit::INTERRUPTED
+    } else {
+        super::strict_policy(worst, skipped, options.strict)
+    };
+    if options.json {
+        print_outcome(code, &written);
     }
-    Ok(super::strict_policy(worst, skipped, options.strict))
+    Ok(code)
 }
 
 /// One paired run whose arms are `kernels` (the first the baseline), each member one cell
@@ -224,9 +258,12 @@ pub(crate) fn run_kernel_pairs(run: &KernelRun<'_>) -> anyhow::Result<i32> {
             "fsbench: interrupted; the pairs measured so far are in {} (a kernel-paired run is not resumed: run it again)",
             outcome.dir.display()
         );
+        if options.json {
+            print_outcome(exit::INTERRUPTED, &[super::output::RunWritten::of(&outcome.dir, None)]);
+        }
         return Ok(exit::INTERRUPTED);
     }
-    Ok(super::strict_policy(finish_run(&outcome), outcome.not_run(), options.strict))
+    Ok(finish_run(&outcome, options))
 }
 
 /// Apply `--only kernel=…` to `kernels` (in their order) and return the other `--only`

@@ -1,5 +1,5 @@
 //! The JSON documents of the commands that print data (`doctor`, `list`, `plan`, `validate`,
-//! `gate`, `bundle verify`, `report`, `compare` and `merge` with `--json`): stable, versioned
+//! `gate`, `bundle verify`, `report`, `compare`, `merge` and `run` with `--json`): stable, versioned
 //! by `schema` like the result files, and described by
 //! the JSON Schemas checked in under `schemas/` (generated from these types; a test keeps
 //! them current and validates each command's output against its schema). The documents of
@@ -467,6 +467,44 @@ impl BundleVerifyJson {
     }
 }
 
+/// `fsbench run --json` (and `bundle run --json`): what the run wrote, once it ended.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RunOutcomeJson {
+    /// Document version ([`OUTPUT_SCHEMA_VERSION`]).
+    pub schema: u32,
+    /// The exit code fsbench ends with (0 ok, 1 a cell failed or nothing measured or
+    /// `--strict`, 130 interrupted).
+    pub exit: i32,
+    /// Whether a signal stopped the run (`fsbench run --resume RUN_DIR` finishes a host run).
+    pub interrupted: bool,
+    /// One entry per run directory written: one for a run on this host or a paired run,
+    /// one per kernel for `--kernel` without `--paired`.
+    pub runs: Vec<RunWritten>,
+}
+
+/// One run directory `fsbench run` wrote.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RunWritten {
+    /// The kernel's label, for one run per kernel (`--kernel` without `--paired`).
+    pub kernel: Option<String>,
+    /// The run directory (`results/<scenario>/<run-id>`), as given to `report`, `gate`, `--resume`.
+    pub dir: String,
+    /// The run's report, as `fsbench report RUN_DIR --json` prints it; absent when the
+    /// directory could not be read back (the error is on stderr).
+    pub report: Option<ReportJson>,
+}
+
+impl RunWritten {
+    /// The run in `dir` (of `kernel`), read back for its report.
+    pub fn of(dir: &std::path::Path, kernel: Option<&str>) -> RunWritten {
+        RunWritten {
+            kernel: kernel.map(str::to_string),
+            dir: dir.display().to_string(),
+            report: crate::results::load_run(dir).ok().map(|run| crate::report::run_json(&run)),
+        }
+    }
+}
+
 /// The checked-in schemas: `(file under schemas/, schema text)`.
 pub fn schemas() -> Vec<(&'static str, String)> {
     fn text<T: JsonSchema>() -> String {
@@ -488,6 +526,7 @@ pub fn schemas() -> Vec<(&'static str, String)> {
         ("report.schema.json", text::<ReportJson>()),
         ("reports.schema.json", text::<ReportsJson>()),
         ("run-list.schema.json", text::<RunListJson>()),
+        ("run-outcome.schema.json", text::<RunOutcomeJson>()),
         ("merge.schema.json", text::<MergeJson>()),
         ("bisect.schema.json", text::<crate::bisect::log::BisectLog>()),
     ]

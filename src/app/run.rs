@@ -147,7 +147,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         environment: Some(super::measure::preflight()),
         order,
     })?;
-    Ok(super::strict_policy(super::measure::finish_run(&outcome), outcome.not_run(), args.options.strict))
+    Ok(super::measure::finish_run(&outcome, &args.options))
 }
 
 /// The kernels whose guests run the cells: `--kernel`, else the scenario's `[[kernels]]`;
@@ -232,7 +232,7 @@ fn resume(args: &RunArgs, dir: &std::path::Path) -> anyhow::Result<i32> {
         environment: None,
         order: runner::CellOrder::Plan,
     })?;
-    Ok(super::strict_policy(super::measure::finish_run(&outcome), outcome.not_run(), args.options.strict))
+    Ok(super::measure::finish_run(&outcome, &args.options))
 }
 
 /// Every cell under each kernel in qemu; one ordinary run directory per kernel.

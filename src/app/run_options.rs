@@ -1,12 +1,12 @@
 //! What `run` and `bundle run` share on their command lines: where the results and the
-//! mounts go, the run's label, and how it reports (`--quiet`, `--strict`). One group of
+//! mounts go, the run's label, and how it reports (`--quiet`, `--strict`, `--json`). One group of
 //! flags, flattened into both.
 
 use std::path::PathBuf;
 
 use clap::Args;
 
-/// `--out`, `--label`, `--workdir`, `--quiet` and `--strict`.
+/// `--out`, `--label`, `--workdir`, `--quiet`, `--strict` and `--json`.
 #[derive(Debug, Clone, Args)]
 pub struct RunOptions {
     /// Results root: the run goes to `<out>/<scenario>/<run-id>/`.
@@ -26,6 +26,11 @@ pub struct RunOptions {
     /// or has no statistics (every repetition disturbed).
     #[arg(long)]
     pub strict: bool,
+    /// Print one JSON document (`schemas/run-outcome.schema.json`) on stdout instead of the
+    /// tables: each run directory written, its report, whether it was interrupted and the
+    /// exit code, so a CI script need not read the directory from stderr.
+    #[arg(long)]
+    pub json: bool,
 }
 
 impl RunOptions {

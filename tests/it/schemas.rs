@@ -317,3 +317,38 @@ fn merge_json_conforms_to_its_schema_and_says_what_is_missing() {
     assert_eq!(labels, ["V3@xeon-w5580", "V3@otherhost"]);
     assert!(hosts["report"]["tables"][0]["ratios"]["values"][0][0]["ratio"].as_f64().is_some(), "hosts are compared");
 }
+
+/// `run --json`: one document on stdout (no tables around it) naming the run directory a
+/// CI script goes on with, the run's report and the exit code; it conforms to its schema.
+#[test]
+fn run_json_names_the_run_directory_and_conforms_to_its_schema() {
+    let sb = crate::support::sandbox::Sandbox::new("fsbench-runjson-");
+    let args = [
+        "run",
+        "scenarios/quickstart.toml",
+        "--set",
+        "backing.kind=dir",
+        "--only",
+        "fs=ext4,tasks=1,test=create_unlink",
+        "--set",
+        "workload.warmup=0ms",
+        "--set",
+        "workload.duration=100ms",
+        "--set",
+        "workload.repetitions=2",
+        "--json",
+    ];
+    let out = sb.fsbench(&args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = conforming("run-outcome.schema.json", &out.stdout, "run --json");
+    assert_eq!((doc["exit"].as_i64(), doc["interrupted"].as_bool()), (Some(0), Some(false)), "{doc}");
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{doc}");
+    assert_eq!(std::path::Path::new(runs[0]["dir"].as_str().unwrap()), sb.runs()[0].as_path());
+    assert_eq!(runs[0]["report"]["workload"], "lat_fs", "{doc}");
+    // The same run, told by the report.
+    let report =
+        crate::support::fsbench().args(["report", runs[0]["dir"].as_str().unwrap(), "--json"]).output().unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(report, runs[0]["report"]);
+}
