@@ -3,7 +3,8 @@
 
 Each trial starts a short real run (lat_fs, steps or fio on ext4 over loop over tmpfs, or
 a kernel-paired lat_fs run whose guests are a stand-in qemu: a script that says it boots
-and hangs, as tests/it/qemu_paired.rs uses; `--kinds` picks them), waits a random time,
+and hangs, as tests/it/qemu_paired.rs uses; or `kernel`: a kernel-paired run booting a real
+kernel in real qemu; `--kinds` picks them), waits a random time (up to 60 s for `kernel`),
 and then either
   - sends SIGINT, SIGTERM or SIGHUP to the main process only (`kill <pid>`, what
     docker stop, systemd and Kubernetes do),
@@ -23,7 +24,8 @@ Everything lives under one private temporary directory (its own --workdir, --out
 and fixture cache per trial): objects of other runs are never looked at or touched.
 
 Usage: sudo benches/fault-trials.py [TRIALS] [--seed N] [--exe PATH] [--json]
-                                    [--kinds latfs,steps,fio,paired] [--max-exit S]
+                                    [--kinds latfs,steps,fio,paired,kernel] [--max-exit S]
+                                    [--kernel-image PATH]
 Default: 50 trials, the release binary (built if missing). Needs root.
 """
 
@@ -45,7 +47,9 @@ LATFS_REPS = 2
 STEPS_ITERATIONS = 4
 FIO_REPS = 2
 CGROUP_LIMIT = ["--set", 'filesystems.ext4.cgroup={"cpu.max"="max"}']
-KINDS = ["latfs", "steps", "fio", "paired"]
+KINDS = ["latfs", "steps", "fio", "paired", "kernel"]
+# `kernel` trials boot a real kernel (--kernel-image) in real qemu (TCG here): slower.
+KERNEL_IMAGE = None
 FIO_SCENARIO = """schema = 1
 name = "fio-trial"
 [matrix]
@@ -100,6 +104,14 @@ def scenario_args(kind, rng, d):
         return [
             "run", "scenarios/quickstart.toml", "--only", "fs=ext4,tasks=1,test=open_close",
             "--paired", "--kernel", f"A={image}", "--kernel", f"B={image}",
+        ]
+    if kind == "kernel":
+        # A real kernel-paired run: each member boots the image in qemu (initramfs, guest image).
+        return [
+            "run", "scenarios/quickstart.toml", "--only", "fs=ext4,tasks=1,test=open_close",
+            "--set", "workload.warmup=0ms", "--set", "workload.duration=300ms",
+            "--set", "workload.repetitions=1",
+            "--paired", "--kernel", f"A={KERNEL_IMAGE}", "--kernel", f"B={KERNEL_IMAGE}",
         ]
     if kind == "latfs":
         test = rng.choice(["open_close", "create_unlink", "chown", "write_truncate"])
@@ -212,9 +224,9 @@ def wrongly_ok(out_root, kind, t_signal):
                 cell = json.load(f)
             if cell.get("status") != "ok":
                 continue
-            if kind in ("latfs", "paired"):
+            if kind in ("latfs", "paired", "kernel"):
                 # A paired run's cells hold their pairs: complete when stored at all before the signal.
-                complete = kind == "paired" or len((cell.get("latfs") or {}).get("repetitions", [])) == LATFS_REPS
+                complete = kind in ("paired", "kernel") or len((cell.get("latfs") or {}).get("repetitions", [])) == LATFS_REPS
             elif kind == "fio":
                 complete = len((cell.get("fio") or {}).get("repetitions", [])) == FIO_REPS
             else:
@@ -241,7 +253,8 @@ def trial(i, exe, base, rng, cache, kinds, max_exit):
     t_start = time.time()
     mode = rng.choice(["pid", "pid", "group", "kill"])
     sig_name = "KILL" if mode == "kill" else rng.choice(list(SIGNALS))
-    delay = rng.uniform(0.05, 2.5)
+    # A real guest takes tens of seconds to boot under TCG: hit boots, cells and teardowns.
+    delay = rng.uniform(0.5, 60.0) if kind == "kernel" else rng.uniform(0.05, 2.5)
     env = dict(os.environ, XDG_CACHE_HOME=cache)
     args = [exe] + scenario_args(kind, rng, d) + ["--workdir", work, "--out", out, "--quiet"]
     if kind == "paired":
@@ -320,7 +333,9 @@ def main():
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--exe", default=None)
     ap.add_argument("--json", action="store_true", help="print every trial's record as JSON")
-    ap.add_argument("--kinds", default="latfs,steps", help="comma-separated: latfs, steps, fio, paired")
+    ap.add_argument("--kinds", default="latfs,steps", help="comma-separated: latfs, steps, fio, paired, kernel")
+    ap.add_argument("--kernel-image", default=os.environ.get("FSBENCH_TEST_KERNEL"),
+                    help="the kernel `kernel` trials boot (default: $FSBENCH_TEST_KERNEL)")
     ap.add_argument("--max-exit", type=float, default=3.0, help="seconds from a handled signal to exit (p95 and each)")
     a = ap.parse_args()
     if os.geteuid() != 0:
@@ -333,6 +348,12 @@ def main():
     if not kinds or any(k not in KINDS for k in kinds):
         print(f"--kinds: choose from {','.join(KINDS)}", file=sys.stderr)
         return 2
+    if "kernel" in kinds:
+        if not a.kernel_image or not os.path.isfile(a.kernel_image):
+            print("--kinds kernel needs --kernel-image PATH (or FSBENCH_TEST_KERNEL): a kernel to boot", file=sys.stderr)
+            return 2
+        global KERNEL_IMAGE
+        KERNEL_IMAGE = os.path.abspath(a.kernel_image)
     seed = a.seed if a.seed is not None else random.randrange(1 << 32)
     rng = random.Random(seed)
     base = tempfile.mkdtemp(prefix="fsbench-faults-")

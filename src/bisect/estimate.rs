@@ -7,8 +7,8 @@
 use super::search::{StepRecord, most_steps};
 
 /// Seconds a guest boot and its one cell take under TCG on the development machine kind
-/// (docs/qemu.md), used until this host has measured its own.
-pub const ASSUMED_SECS_PER_BOOT: (f64, f64) = (10.0, 15.0);
+/// (docs/qemu.md), used until this host has measured its own: `plan`'s figure.
+pub const ASSUMED_SECS_PER_BOOT: (f64, f64) = crate::plan::TCG_SECS_PER_BOOT;
 
 /// The cost of a bisection.
 #[derive(Debug, Clone, PartialEq)]

@@ -42,6 +42,19 @@ pub fn estimate(s: &Scenario) -> Duration {
     crate::workload::kind::of(&s.workload).cell_estimate()
 }
 
+/// Seconds one guest boot takes under TCG on the development machine kind (docs/qemu.md),
+/// low and high: the figure `plan` and `bisect --estimate` add per boot until a host
+/// has measured its own.
+pub const TCG_SECS_PER_BOOT: (f64, f64) = (10.0, 15.0);
+
+/// What a run of every cell under each of `kernels` guests costs at least and at most:
+/// one boot per kernel (its guest runs every cell) and the cells' work in the guest.
+pub fn kernel_run_estimate(s: &Scenario, cells: usize, kernels: usize) -> (Duration, Duration) {
+    let work = crate::workload::kind::of(&s.workload).guest_cell_work() * cells as u32;
+    let per = |boot: f64| Duration::from_secs_f64(boot) + work;
+    (per(TCG_SECS_PER_BOOT.0) * kernels as u32, per(TCG_SECS_PER_BOOT.1) * kernels as u32)
+}
+
 /// What it costs to prepare one filesystem image (mkfs, mount, umount) on
 /// loop-over-tmpfs; measured order of magnitude for ext4 with eager init on
 /// these machines. Only relative sizes matter for balancing.

@@ -4,7 +4,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::{Cell, PairGroup, Plan, cell_cost, estimate, kernel_arm_cells, needs, pair_groups, pair_reruns};
+use super::{
+    Cell, PairGroup, Plan, TCG_SECS_PER_BOOT, cell_cost, estimate, kernel_arm_cells, kernel_run_estimate, needs,
+    pair_groups, pair_reruns,
+};
 use crate::model::SkipReason;
 use crate::scenario::{Backing, CompareSpec, Scenario};
 
@@ -81,11 +84,24 @@ pub fn render_plan_table(
         Some(n) if n > 1 => format!(", each in {n} rounds (provisioned afresh every round)"),
         _ => String::new(),
     };
+    // Under other kernels the cells run in guests: a boot per kernel, and the guest's work.
+    let estimated = if s.kernels.is_empty() {
+        format!("estimated {} of measurement", crate::text::human_duration(est))
+    } else {
+        let (low, high) = kernel_run_estimate(s, total, s.kernels.len());
+        format!(
+            "estimated {}–{} with {} guest boot(s) under TCG (about {:.0}–{:.0} s each, docs/qemu.md; faster under KVM)",
+            crate::text::human_duration(low),
+            crate::text::human_duration(high),
+            s.kernels.len(),
+            TCG_SECS_PER_BOOT.0,
+            TCG_SECS_PER_BOOT.1
+        )
+    };
     out.push_str(&wrap(&format!(
-        "{}: {} ready, {skip_count} will be skipped here{rounds}; estimated {} of measurement",
+        "{}: {} ready, {skip_count} will be skipped here{rounds}; {estimated}",
         crate::text::cell_count(total),
         total - skip_count,
-        crate::text::human_duration(est)
     )));
     out.push('\n');
     out.push_str(&wrap("layout M: one filesystem per task; layout S: one filesystem shared by all tasks."));
@@ -129,18 +145,14 @@ pub fn render_kernel_pairing(s: &Scenario, spec: &CompareSpec, plan: &Plan, labe
     let (best, worst) = (members * spec.min_pairs, members * (spec.max_pairs + pair_reruns(&s.workload)));
     let text = format!(
         "every member is one cell in a freshly booted qemu guest under its kernel: {best} boots at best, {worst} at \
-         worst, each on top of the times above (about {}–{} s a boot under TCG on a 2-core host, docs/qemu.md); \
+         worst, each on top of the times above (about {:.0}–{:.0} s a boot under TCG on a 2-core host, docs/qemu.md); \
          what each guest kernel supports is checked inside it",
-        TCG_BOOT_SECS.0, TCG_BOOT_SECS.1
+        TCG_SECS_PER_BOOT.0, TCG_SECS_PER_BOOT.1
     );
     out.push_str(&crate::text::wrap(&text, usize::from(width), "    "));
     out.push('\n');
     out
 }
-
-/// What one guest boot costs a kernel-paired member under TCG, in seconds, as measured on
-/// the development machine kind (docs/qemu.md): for `plan`'s arithmetic only.
-const TCG_BOOT_SECS: (u32, u32) = (10, 15);
 
 /// The pairing text of `cells` paired on `spec.arms` with values `arms`.
 fn render_groups(s: &Scenario, spec: &CompareSpec, cells: &[Cell], arms: &[String], width: u16) -> String {

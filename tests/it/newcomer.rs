@@ -300,6 +300,10 @@ fn plan_previews_a_run_under_another_kernel() {
     let (text, err) = (stdout_of(&out), stderr_of(&out));
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(text.contains("every cell runs once per kernel in qemu (V3, V4)"), "{text}");
+    // Round three, item 14: the estimate counted the cells' windows only (1 s for a 13 s
+    // run under one kernel): a boot per kernel under TCG is part of it.
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("with 2 guest boot(s) under TCG (about 10–15 s each"), "{text}");
     assert!(err.contains("kernel V4: no image at /nonexistent/bzImage") && !err.contains("V3"), "{err}");
     let out = fsbench().args(["plan", "--kernel", "no-equals-sign"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
