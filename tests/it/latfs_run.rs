@@ -108,14 +108,13 @@ fn a_stale_test_file_of_another_uid_does_not_break_the_run() {
 struct Hogs(Vec<i32>);
 
 impl Hogs {
-    fn start(n: usize) -> Hogs {
+    /// `n` busy loops, all on CPU `cpu`.
+    fn start_on(n: usize, cpu: usize) -> Hogs {
+        let script = format!("taskset -c {cpu} sh -c 'while :; do :; done' </dev/null >/dev/null 2>&1 & echo $!");
         Hogs(
             (0..n)
                 .map(|_| {
-                    let out = std::process::Command::new("sh")
-                        .args(["-c", "(while :; do :; done) </dev/null >/dev/null 2>&1 & echo $!"])
-                        .output()
-                        .unwrap();
+                    let out = std::process::Command::new("sh").args(["-c", &script]).output().unwrap();
                     String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
                 })
                 .collect(),
@@ -136,11 +135,16 @@ fn disturbed_repetitions_are_kept_marked_rerun_and_left_out() {
     let mut spec = crate::support::latfs::spec(is_root(), Duration::from_millis(300));
     spec.noise.disturbance = Some(0.10);
     spec.noise.max_reruns = 1;
+    // The task on the first CPU it may use, and three busy neighbours on that very CPU:
+    // they compete with it for its CPU (disturbance counts contention) whatever the
+    // scheduler does with the others, so each window sees far more than 10%. (Unpinned,
+    // the scheduler once left the task a CPU of its own on a loaded CI host.)
+    spec.noise.pin = fsbench::scenario::Pin::Spread;
+    let first_cpu = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
+        .map(|set| (0..nix::sched::CpuSet::count()).find(|&c| set.is_set(c).unwrap_or(false)).unwrap_or(0))
+        .unwrap_or(0);
     let (_tmp, dirs) = task_dirs(1);
-    // Two busy neighbours per CPU: they compete with the task for its CPU, not only use the
-    // idle ones (disturbance counts contention), so each window sees far more than 10%.
-    let online = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let hogs = Hogs::start(2 * online);
+    let hogs = Hogs::start_on(3, first_cpu);
     // A barrier, not a sleep: every hog has been on a CPU before the first window opens.
     let cpu_ticks = |pid: &i32| -> u64 {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
