@@ -42,6 +42,14 @@ pub fn estimate(s: &Scenario) -> Duration {
     crate::workload::kind::of(&s.workload).cell_estimate()
 }
 
+/// What the profiled repetition of one cell costs (`[workload] profile`, `run --profile`):
+/// one more, uncounted repetition per cell (once per cell in a paired run too); zero
+/// without a profile or for a workload that is not profiled.
+pub fn profiled_estimate(s: &Scenario) -> Duration {
+    let once = s.profile.and_then(|_| crate::workload::kind::of(&s.workload).profiled_once());
+    once.map_or(Duration::ZERO, |w| crate::workload::kind::of(&w).cell_estimate())
+}
+
 /// Seconds one guest boot takes under TCG on the development machine kind (docs/qemu.md),
 /// low and high: the figure `plan` and `bisect --estimate` add per boot until a host
 /// has measured its own.

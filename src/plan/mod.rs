@@ -20,7 +20,7 @@ use crate::exit::InputError;
 use crate::model::CellParams;
 use crate::scenario::Scenario;
 
-pub use cost::{TCG_SECS_PER_BOOT, cell_cost, estimate, kernel_run_estimate, needs, pair_reruns};
+pub use cost::{TCG_SECS_PER_BOOT, cell_cost, estimate, kernel_run_estimate, needs, pair_reruns, profiled_estimate};
 pub use expand::{expand, kernel_arm_cells};
 pub use filter::{CellFilter, axis_value, kernel_filters};
 pub use pairs::{PairGroup, pair_groups};

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::{
     Cell, PairGroup, Plan, TCG_SECS_PER_BOOT, cell_cost, estimate, kernel_arm_cells, kernel_run_estimate, needs,
-    pair_groups, pair_reruns,
+    pair_groups, pair_reruns, profiled_estimate,
 };
 use crate::model::SkipReason;
 use crate::scenario::{Backing, CompareSpec, Scenario};
@@ -74,7 +74,8 @@ pub fn render_plan_table(
     }
     let total = plan.cells.len();
     let skip_count: usize = skipped.values().map(|(n, _)| n).sum();
-    let est = estimate(s) * (total - skip_count) as u32;
+    let profiled = profiled_estimate(s);
+    let est = (estimate(s) + profiled) * (total - skip_count) as u32;
     // The prose around the table wraps to the same width, so a piped plan fits its columns.
     let w = usize::from(width);
     let wrap = |t: &str| crate::text::wrap(t, w, "    ");
@@ -86,7 +87,8 @@ pub fn render_plan_table(
     };
     // Under other kernels the cells run in guests: a boot per kernel, and the guest's work.
     let estimated = if s.kernels.is_empty() {
-        format!("estimated {} of measurement", crate::text::human_duration(est))
+        let with = if profiled.is_zero() { "" } else { " (one profiled repetition per cell included)" };
+        format!("estimated {} of measurement{with}", crate::text::human_duration(est))
     } else {
         let (low, high) = kernel_run_estimate(s, total, s.kernels.len());
         format!(

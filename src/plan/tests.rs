@@ -118,3 +118,23 @@ fn quota_smp_has_128_cells() {
     let s = crate::scenario::parse_str(crate::scenario::file::embedded("quota-smp").unwrap().text, "q").unwrap();
     assert_eq!(expand(&s).cells.len(), 128);
 }
+
+/// `profile = "cpu"` costs one more, uncounted repetition per cell: the plan counts it and says so.
+#[test]
+fn a_profiled_plan_counts_the_profiled_repetition_of_each_cell() {
+    let text = "schema = 1\nname = \"t\"\n[matrix]\nfs = [\"ext4\"]\ntasks = [1]\ntest = [\"chown\"]\n[backing]\nkind = \"dir\"\n\
+                path = \"/tmp\"\n[workload]\nkind = \"lat_fs\"\nduration = \"1s\"\nwarmup = \"0ms\"\nrepetitions = 3\n";
+    let plain = crate::scenario::parse_str(text, "t.toml").unwrap();
+    let profiled = crate::scenario::parse_str(&format!("{text}profile = \"cpu\"\n"), "t.toml").unwrap();
+    assert_eq!(profiled_estimate(&plain), Duration::ZERO);
+    // Three timed repetitions of 1 s, and one profiled (of 1 s too).
+    let one = profiled_estimate(&profiled);
+    assert!(one >= Duration::from_secs(1) && one * 2 < estimate(&profiled), "{one:?}");
+    let plan = plan_for(&profiled, &[]).unwrap();
+    let out = render_plan_table(&profiled, &plan, &[None], 200, true);
+    let total = crate::text::human_duration(estimate(&profiled) + one);
+    assert!(
+        out.contains(&format!("estimated {total} of measurement (one profiled repetition per cell included)")),
+        "{out}"
+    );
+}

@@ -148,3 +148,38 @@ fn data_journal_against_data_ordered_grows_the_journalled_write_path_and_shrinks
     let shrunk = &section[section.find("function (shrank)").expect(section)..];
     assert!(shrunk.contains("ext4_da_write_begin") || shrunk.contains("ext4_da_write_end"), "{section}");
 }
+
+/// An op mix (`kind = "ops"`, whose workers are threads of fsbench) is profiled too: one
+/// uncounted repetition, its create path in the stored stacks, the timed repetitions kept.
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn an_op_mix_cell_is_profiled_in_process_and_keeps_its_repetitions() {
+    skip_unless_root!();
+    if let Err(why) = perf_works() {
+        return skip(&test_name!(), &format!("no profiler here: {why}"));
+    }
+    let sb = Sandbox::new("fsbench-prof-ops-");
+    let args = [
+        "run",
+        "scenarios/createfiles.toml",
+        "--set",
+        "workload.scale=0.05",
+        "--set",
+        "workload.repetitions=2",
+        "--set",
+        "backing.image_size=256MiB",
+        "--profile",
+    ];
+    let out = sb.fsbench(&args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_no_leaks(sb.path());
+    let run = sb.runs().pop().unwrap();
+    let cell = only_cell(&run);
+    assert_eq!(cell.ops.as_ref().unwrap().repetitions.len(), 2, "{:?}", cell.notes);
+    let p = cell.profile.expect("a profile record");
+    assert_eq!(p.not_profiled, None, "{:?}", cell.notes);
+    assert!(p.samples > 0, "{p:?}");
+    let text = std::fs::read_to_string(run.join(p.file.expect("the folded stacks' file"))).unwrap();
+    // The workers create and write files on ext4: its create path is among the stacks.
+    assert!(text.lines().any(|l| l.contains("ext4_")), "{text}");
+}

@@ -62,6 +62,18 @@ impl WorkloadAnswers for OpsWorkload {
         reps_value(o.repetitions.iter().filter(|x| x.round == round))
     }
 
+    fn profiled_once(&self) -> Option<crate::scenario::Workload> {
+        let mut one = self.clone();
+        (one.repetitions, one.disturbance) = (1, None);
+        Some(crate::scenario::Workload::Ops(one))
+    }
+
+    /// The op mix's workers are threads of fsbench: its profile is fsbench's whole
+    /// process for the window (the supervising thread only polls).
+    fn runs_in_process(&self, _tasks: u32, _in_cgroup: bool) -> bool {
+        true
+    }
+
     fn run_cell(&self, at: &mut CellRun<'_>, r: &mut CellResult) -> anyhow::Result<()> {
         let dir = at.task_dirs.first().map(|d| d.as_path()).unwrap_or(at.target);
         let mut res = OpsResult::default();
