@@ -86,6 +86,13 @@ pub fn write(contents: &Contents, dest: &Path) -> Result<u64, QemuError> {
     let gz = flate2::write::GzEncoder::new(std::io::BufWriter::new(file), flate2::Compression::fast());
     let mut w = CpioWriter::new(gz);
     let wr = |e| QemuError::Io { what: "write initramfs".into(), path: dest.to_path_buf(), source: e };
+    // Checked between files: a Ctrl-C while a large image is compressed ends the build.
+    let go_on = || {
+        if crate::signals::interrupted() {
+            return Err(wr(std::io::Error::new(std::io::ErrorKind::Interrupted, "interrupted")));
+        }
+        Ok(())
+    };
     for d in ["dev", "proc", "sys", "tmp", "run", "root", "etc", "results"] {
         w.dir(d).map_err(wr)?;
     }
@@ -98,6 +105,7 @@ pub fn write(contents: &Contents, dest: &Path) -> Result<u64, QemuError> {
     let mut added: BTreeSet<String> = BTreeSet::new();
     let mut libs: BTreeSet<PathBuf> = BTreeSet::new();
     for (host, guest) in &contents.programs {
+        go_on()?;
         let bytes = std::fs::read(host).map_err(io("read program", host))?;
         w.file(guest, 0o755, &bytes).map_err(wr)?;
         added.insert(guest.clone());
@@ -105,6 +113,7 @@ pub fn write(contents: &Contents, dest: &Path) -> Result<u64, QemuError> {
     }
     for lib in &libs {
         let guest = lib.to_string_lossy().into_owned();
+        go_on()?;
         if added.insert(guest.clone()) {
             // Follow symlinks (ld.so, libfoo.so.1 -> libfoo.so.1.2.3): the guest gets the file under the name asked for.
             let bytes = std::fs::read(lib).map_err(io("read shared library", lib))?;
@@ -121,8 +130,10 @@ pub fn write(contents: &Contents, dest: &Path) -> Result<u64, QemuError> {
         w.file(guest, 0o644, bytes).map_err(wr)?;
     }
     for (bytes, guest) in &contents.modules {
+        go_on()?;
         w.file(guest, 0o644, bytes).map_err(wr)?;
     }
+    go_on()?;
     let gz = w.finish().map_err(wr)?;
     let mut buf = gz.finish().map_err(wr)?;
     buf.flush().map_err(wr)?;

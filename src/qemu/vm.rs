@@ -135,6 +135,15 @@ impl Drop for Guard {
 /// Boot and watch until qemu exits or a deadline passes. `on_line` sees each
 /// guest fsbench line (prefix removed) as it arrives.
 pub fn boot(spec: &BootSpec, on_line: &mut dyn FnMut(&str)) -> Result<BootReport, QemuError> {
+    // Interrupted before the boot (while the initramfs was built): nothing to start.
+    if crate::signals::interrupted() {
+        return Ok(BootReport {
+            outcome: Outcome::Interrupted,
+            tail: Vec::new(),
+            booted_after: None,
+            elapsed: Duration::ZERO,
+        });
+    }
     let args = command_line(spec);
     let mut cmd = Command::new(&spec.qemu);
     cmd.args(&args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -177,6 +186,11 @@ pub fn boot(spec: &BootSpec, on_line: &mut dyn FnMut(&str)) -> Result<BootReport
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {}
         }
+        // First: qemu killed by the same Ctrl-C (a terminal's signal reaches its group too)
+        // is the interruption, not a failed boot to retry or fall back from.
+        if crate::signals::interrupted() {
+            break Outcome::Interrupted;
+        }
         let c = guard.0.as_mut().expect("running");
         if let Some(status) = c.try_wait().map_err(|e| QemuError::Io {
             what: "wait for qemu".into(),
@@ -193,9 +207,6 @@ pub fn boot(spec: &BootSpec, on_line: &mut dyn FnMut(&str)) -> Result<BootReport
             }
             guard.0 = None;
             break Outcome::Exited(status);
-        }
-        if crate::signals::interrupted() {
-            break Outcome::Interrupted;
         }
         let now = start.elapsed();
         if !any_output && now > spec.first_output {
