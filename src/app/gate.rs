@@ -59,6 +59,11 @@ pub struct GateArgs {
     /// Also write JUnit XML here (one test case per cell).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Also write the gate as a plain-text mail of at most 80 columns here: a `Subject:`
+    /// with the verdicts and the worst regression, the verdict table and, for two lat_fs
+    /// runs, the 0-day bot's `%stddev %change` table with the profile's changes.
+    #[arg(long, value_name = "FILE")]
+    pub email: Option<PathBuf>,
     /// Pass even when cells are missing (skipped, failed or not run) on either side.
     #[arg(long)]
     pub allow_missing: bool,
@@ -99,7 +104,9 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
         .transpose()
         .map_err(|e| InputError::anyhow(format!("--threshold: {e}")))?;
     // Output files are checked before the work, so exit 1 can only mean "regressed".
-    for (opt, path) in [("--markdown", &args.markdown), ("--junit", &args.junit), ("--html", &args.html)] {
+    for (opt, path) in
+        [("--markdown", &args.markdown), ("--junit", &args.junit), ("--email", &args.email), ("--html", &args.html)]
+    {
         if let Some(p) = path {
             super::checks::check_output_file(opt, p)?;
         }
@@ -177,6 +184,11 @@ fn write_reports(rep: &GateReport, runs: &[(String, LoadedRun)], args: &GateArgs
     }
     if let Some(p) = &args.junit {
         write_atomic(p, render_junit(rep, fails).as_bytes())?;
+    }
+    if let Some(p) = &args.email {
+        let line: Vec<String> = std::env::args().map(|a| crate::text::escape_control(&a)).collect();
+        let reproduce = std::iter::once("fsbench").chain(line.iter().skip(1).map(String::as_str)).collect::<Vec<_>>();
+        write_atomic(p, crate::gate::email::render_email(rep, runs, &reproduce.join(" ")).as_bytes())?;
     }
     if let Some(p) = &args.html {
         let (header, rows, summary) = crate::gate::table_cells(rep);

@@ -58,6 +58,7 @@ pub use paired::evaluate_paired;
 pub use render::{Fails, render_junit, render_markdown, render_table, table_cells};
 
 pub mod between_run;
+pub mod email;
 pub mod history;
 mod paired;
 mod render;

@@ -1,4 +1,5 @@
-//! The gate's report as text: the terminal table, Markdown and JUnit XML.
+//! The gate's report as text: the terminal table, Markdown and JUnit XML (the mail is
+//! [`super::email`]).
 
 use std::fmt::Write as _;
 
@@ -45,7 +46,7 @@ fn header(rep: &GateReport) -> [String; 7] {
     ["cell", "metric", "baseline median", "candidate median", change, &ci_name(rep), "verdict"].map(String::from)
 }
 
-fn summary_line(rep: &GateReport) -> String {
+pub(super) fn summary_line(rep: &GateReport) -> String {
     format!(
         "{} regressed, {} improved, {} unchanged, {} inconclusive, {} missing",
         rep.count(Verdict::Regressed),

@@ -151,16 +151,15 @@ fn compare_lists_the_functions_that_grew_beyond_the_noise_and_a_garbled_side_say
 
 /// `compare --format email` in the 0-day layout, checked line by line against a stored
 /// example (`tests/it/email_example.txt`; `FSBENCH_BLESS=1` writes it anew).
-#[test]
-fn compare_format_email_fits_80_columns_in_the_stored_layout() {
-    let d = tempfile::tempdir().unwrap();
+/// Two lat_fs runs under `d`, `ordered` (a) and `journal` (b), of one write_truncate cell
+/// with profiles: journal 48% slower, its profile grown in jbd2.
+fn ordered_and_journal_runs(d: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let mk = |dir: &str, label: &str, samples: &[f64], folded: &[u8]| {
         let text = latfs_scenario_text("email", "");
         let mut c = latfs_cell(params(1), samples);
         c.filesystems[0].mount_options_requested = vec!["barrier=0".into(), format!("data={label}")];
         c.profile = Some(profiled(&c.id));
-        let run =
-            write_run(&d.path().join(dir), &meta(Some(label), "email", &text, "lat_fs", vec![c.params.clone()]), &[c]);
+        let run = write_run(&d.join(dir), &meta(Some(label), "email", &text, "lat_fs", vec![c.params.clone()]), &[c]);
         std::fs::create_dir_all(run.join("profiles")).unwrap();
         std::fs::write(run.join("profiles/ext4-S-qoff-t1-write_truncate.folded"), folded).unwrap();
         run
@@ -172,6 +171,13 @@ fn compare_format_email_fits_80_columns_in_the_stored_layout() {
         &[22.0, 20.5, 23.0],
         b"w;vfs_write;ext4_write_begin 300\nw;vfs_write;ext4_journalled_write_end;jbd2_journal_get_write_access 300\nw;do_truncate 400\n",
     );
+    (a, b)
+}
+
+#[test]
+fn compare_format_email_fits_80_columns_in_the_stored_layout() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = ordered_and_journal_runs(d.path());
     let out = fsbench().arg("compare").arg(&a).arg(&b).args(["--format", "email"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
@@ -192,4 +198,40 @@ fn compare_format_email_fits_80_columns_in_the_stored_layout() {
     // And what it says.
     assert!(text.contains("FYI, we noticed a -48.4% regression of lat_fs.write_truncate.total_loops"), "{text}");
     assert!(text.contains("perf-profile.children.jbd2_journal_get_write_access"), "{text}");
+}
+
+/// `gate --email FILE`: the gate as a mail of at most 80 columns: a subject with the
+/// verdicts, the verdict table, the 0-day `%stddev %change` details with the profile's
+/// changes, and the gate's own command line to reproduce it.
+#[test]
+fn gate_email_is_a_mail_of_the_verdicts_and_their_details() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = ordered_and_journal_runs(d.path());
+    let mail = d.path().join("gate.txt");
+    let out = fsbench()
+        .args(["gate", "--baseline"])
+        .arg(&a)
+        .arg("--candidate")
+        .arg(&b)
+        .arg("--email")
+        .arg(&mail)
+        .output()
+        .unwrap();
+    let code = out.status.code();
+    assert!(matches!(code, Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&mail).unwrap();
+    for l in text.lines() {
+        assert!(l.chars().count() <= 80, "{} columns: {l}", l.chars().count());
+    }
+    let subject = text.lines().next().unwrap();
+    assert!(subject.starts_with("Subject: [fsbench] "), "{text}");
+    // The subject says what the exit status says (1: a cell regressed).
+    if code == Some(1) {
+        assert!(subject.contains("1 regressed, worst ext4-S-qoff-t1-write_truncate total_loops -48"), "{subject}");
+    } else {
+        assert!(subject.contains("no regression"), "{subject}");
+    }
+    assert!(text.contains("ext4-S-qoff-t1-write_truncate") && text.contains("%stddev"), "{text}");
+    assert!(text.contains("perf-profile.children.jbd2_journal_get_write_access"), "{text}");
+    assert!(text.contains("The gate: fsbench gate --baseline"), "{text}");
 }
