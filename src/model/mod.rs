@@ -36,7 +36,7 @@ pub use label::{LABEL_RULE, is_valid_label};
 pub use latfs::{LatfsRepetition, LatfsResult, StopReason, TaskSample, round_samples};
 pub use monitors::{Counters, DeviceCounters, LatencyDist, Timeline, TimelineSample, VmCounters};
 pub use ops::{FilesetRecord, OPS_METRICS, OpStat, OpsMetric, OpsRepetition, OpsResult};
-pub use profile::{CellProfile, ProfileMode};
+pub use profile::{CellProfile, ProfileMode, WEIGHT_US_BLOCKED};
 pub use status::{CellStatus, SkipReason};
 pub use steps::{StepTiming, StepsCopy, StepsResult};
 pub use summary::Summary;

@@ -14,6 +14,11 @@ use serde::{Deserialize, Serialize};
 pub enum ProfileMode {
     /// On-CPU stacks, kernel and user, of the cell's workers, sampled at a fixed frequency.
     Cpu,
+    /// The on-CPU stacks and, from the same window, where the workers were blocked off the
+    /// CPU (`cpu+offcpu`): each `sched_switch` away from a worker that was not runnable,
+    /// weighted by the microseconds until it ran again.
+    #[serde(rename = "cpu+offcpu")]
+    CpuOffcpu,
 }
 
 impl ProfileMode {
@@ -21,6 +26,7 @@ impl ProfileMode {
     pub fn as_str(self) -> &'static str {
         match self {
             ProfileMode::Cpu => "cpu",
+            ProfileMode::CpuOffcpu => "cpu+offcpu",
         }
     }
 }
@@ -69,7 +75,22 @@ pub struct CellProfile {
     #[serde(skip)]
     #[schemars(skip)]
     pub unreadable: Option<String>,
+    /// What a stack's count is: absent for samples of [`CellProfile::event`];
+    /// `us_blocked` for an off-CPU profile (microseconds off the CPU while not runnable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<String>,
+    /// `cpu+offcpu`: where the workers waited in the same window, as a profile of its own
+    /// (`weight` `us_blocked`, stored as `profiles/<cell-id>.offcpu.folded`), or why not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offcpu: Option<Box<CellProfile>>,
+    /// `cpu+offcpu`: microseconds the workers were switched out while still runnable
+    /// (preempted: waiting for a CPU, not for the filesystem), not in the off-CPU stacks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runnable_us: Option<u64>,
 }
+
+/// [`CellProfile::weight`] of an off-CPU profile.
+pub const WEIGHT_US_BLOCKED: &str = "us_blocked";
 
 impl CellProfile {
     /// A cell that ran unprofiled, and why.

@@ -12,6 +12,7 @@ pub mod capability;
 pub mod diff;
 pub mod flame;
 pub mod folded;
+pub mod offcpu;
 pub mod record;
 pub mod shares;
 
@@ -40,6 +41,10 @@ pub struct WindowRequest<'a> {
     pub cell_id: String,
     /// The workload runs in fsbench's own thread (one steps copy), not in workers.
     pub in_process: bool,
+    /// `cpu+offcpu`: also where the workers were blocked ([`offcpu`]).
+    pub offcpu: bool,
+    /// In-process workloads that name their worker threads: the name's prefix (`ops-`).
+    pub threads: Option<&'static str>,
 }
 
 /// Profile the window of `run` (one repetition of the cell's workload) into the cell's
@@ -54,7 +59,7 @@ pub fn record_window<E: std::fmt::Display>(
         Err(why) => return (CellProfile::not_profiled(why.clone()), Ok(())),
     };
     let pid = std::process::id();
-    let session = match record::Session::start(rec, req.frequency_hz, pid, &req.scratch) {
+    let session = match record::Session::start(rec, req.frequency_hz, pid, &req.scratch, req.offcpu) {
         Ok(s) => s,
         Err(why) => return (CellProfile::not_profiled(why), Ok(())),
     };
@@ -62,14 +67,41 @@ pub fn record_window<E: std::fmt::Display>(
         drop(session);
         return (CellProfile::not_profiled(format!("the profiled repetition failed: {e}")), Err(e));
     }
-    let folded = match session.finish(rec, record::Whose { pid, own_process: req.in_process }) {
-        Ok(f) => f,
-        Err(why) => return (CellProfile::not_profiled(why), Ok(())),
-    };
+    let (folded, off) =
+        match session.finish(rec, record::Whose { pid, own_process: req.in_process, threads: req.threads }) {
+            Ok(f) => f,
+            Err(why) => return (CellProfile::not_profiled(why), Ok(())),
+        };
     if folded.samples() == 0 {
         return (CellProfile::not_profiled("perf recorded no samples of the cell's workers".to_string()), Ok(()));
     }
-    (stored(rec, req, &folded), Ok(()))
+    let mut profile = stored(rec, req, &folded);
+    profile.offcpu = off.map(|o| Box::new(stored_offcpu(rec, req, o)));
+    (profile, Ok(()))
+}
+
+/// The off-CPU profile of a window as stored: its stacks weighted by microseconds
+/// blocked, or why there is none.
+fn stored_offcpu(rec: &Recorder, req: &WindowRequest, off: Result<offcpu::OffCpu, String>) -> CellProfile {
+    let o = match off {
+        Ok(o) if o.blocked.samples() > 0 => o,
+        Ok(_) => return CellProfile::not_profiled("the workers were never blocked off the CPU in the window"),
+        Err(why) => return CellProfile::not_profiled(why),
+    };
+    let (text, c) = o.blocked.capped_text(folded::MAX_STORED_BYTES);
+    CellProfile {
+        event: Some(offcpu::EVENT.into()),
+        weight: Some(crate::model::WEIGHT_US_BLOCKED.into()),
+        recorder: Some(rec.version.clone()),
+        kernel_release: nix::sys::utsname::uname().ok().map(|u| u.release().to_string_lossy().into_owned()),
+        samples: c.samples,
+        stacks: c.stacks,
+        merged_stacks: c.merged,
+        file: Some(format!("{PROFILES_DIR}/{}.offcpu.folded", req.cell_id)),
+        folded: text,
+        runnable_us: Some(o.runnable_us),
+        ..CellProfile::default()
+    }
 }
 
 /// The cell's profile of `folded`, capped to [`folded::MAX_STORED_BYTES`], with how it was taken.
@@ -88,6 +120,9 @@ fn stored(rec: &Recorder, req: &WindowRequest, folded: &folded::Folded) -> CellP
         file: Some(format!("{PROFILES_DIR}/{}.folded", req.cell_id)),
         folded: text,
         unreadable: None,
+        weight: None,
+        offcpu: None,
+        runnable_us: None,
     }
 }
 

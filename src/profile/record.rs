@@ -25,6 +25,7 @@ use inferno::collapse::Collapse;
 
 use super::capability::Recorder;
 use super::folded::Folded;
+use super::offcpu::OffCpu;
 
 /// How long perf may take to attach and acknowledge `enable`, or to write its data after SIGINT.
 const PERF_DEADLINE: Duration = Duration::from_secs(60);
@@ -37,8 +38,26 @@ pub struct Whose {
     /// fsbench's own process id: its samples are the supervisor's, not the workload's...
     pub pid: u32,
     /// ...except when the workload runs in-process (one steps copy): then its threads (the
-    /// cell's and untar's gunzip thread) are the workload.
+    /// cell's and untar's gunzip thread) are the workload...
     pub own_process: bool,
+    /// ...or, when the workload names its threads (the op mix's `ops-N`), those threads
+    /// only (not the supervising thread), merged under the name without its number.
+    pub threads: Option<&'static str>,
+}
+
+impl Whose {
+    /// The root frame of a stack of process `pid`'s thread `comm`, or `None` when the
+    /// stack is not the cell's.
+    pub fn root(&self, pid: u32, comm: &str) -> Option<String> {
+        if pid != self.pid {
+            return Some(comm.to_string());
+        }
+        match (self.own_process, self.threads) {
+            (false, _) => None,
+            (true, None) => Some(comm.to_string()),
+            (true, Some(prefix)) => comm.starts_with(prefix).then(|| prefix.trim_end_matches('-').to_string()),
+        }
+    }
 }
 
 /// `perf record` running with its events enabled; [`Session::finish`] stops it.
@@ -46,11 +65,14 @@ pub struct Session {
     child: Option<Child>,
     scratch: PathBuf,
     stderr: PathBuf,
+    /// Off-CPU stacks recorded too (`sched_switch` and switch events): the sampling
+    /// event's name as perf prints it then.
+    offcpu: Option<String>,
 }
 
 impl Session {
     /// Start perf on fsbench (`pid`) in `scratch` (made, 0700) and return once it samples.
-    pub fn start(rec: &Recorder, frequency_hz: u32, pid: u32, scratch: &Path) -> Result<Session, String> {
+    pub fn start(rec: &Recorder, frequency_hz: u32, pid: u32, scratch: &Path, offcpu: bool) -> Result<Session, String> {
         fs::create_dir_all(scratch).map_err(|e| format!("cannot make {}: {e}", scratch.display()))?;
         let (ctl, ack) = (scratch.join("ctl.fifo"), scratch.join("ack.fifo"));
         for f in [&ctl, &ack] {
@@ -72,10 +94,14 @@ impl Session {
         let err_file = fs::File::create(&stderr).map_err(|e| format!("cannot make {}: {e}", stderr.display()))?;
         let mut cmd = Command::new(&rec.perf);
         crate::signals::default_in_child(&mut cmd);
-        cmd.args(["record", "--quiet", "-g", "--no-buildid-cache", "-D", "-1"])
-            .arg(format!("-F{frequency_hz}"))
-            .args(["-e", rec.event])
-            .arg(format!("--control=fifo:{},{}", ctl.display(), ack.display()))
+        cmd.args(["record", "--quiet", "-g", "--no-buildid-cache", "-D", "-1"]);
+        if offcpu {
+            // The frequency on the sampling event only: the tracepoint records every switch.
+            cmd.args(["-e", &on_cpu_event(rec, frequency_hz), "-e", super::offcpu::EVENT, "--switch-events"]);
+        } else {
+            cmd.arg(format!("-F{frequency_hz}")).args(["-e", rec.event]);
+        }
+        cmd.arg(format!("--control=fifo:{},{}", ctl.display(), ack.display()))
             .arg(format!("-p{pid}"))
             .arg("-o")
             .arg(scratch.join("perf.data"))
@@ -84,7 +110,8 @@ impl Session {
             .stderr(err_file);
         plain_child(&mut cmd);
         let child = cmd.spawn().map_err(|e| format!("cannot start perf: {e}"))?;
-        let mut s = Session { child: Some(child), scratch: scratch.to_path_buf(), stderr };
+        let offcpu = offcpu.then(|| on_cpu_event(rec, frequency_hz));
+        let mut s = Session { child: Some(child), scratch: scratch.to_path_buf(), stderr, offcpu };
         ctl_fd.write_all(b"enable\n").map_err(|e| format!("cannot write to perf's control fifo: {e}"))?;
         s.wait_for_ack(&mut ack_fd)?;
         Ok(s)
@@ -119,8 +146,9 @@ impl Session {
         Err(format!("perf record did not start sampling within {}s: {}", PERF_DEADLINE.as_secs(), self.stderr_tail()))
     }
 
-    /// Stop perf (SIGINT: it writes its data and exits), fold its samples of `whose`.
-    pub fn finish(mut self, rec: &Recorder, whose: Whose) -> Result<Folded, String> {
+    /// Stop perf (SIGINT: it writes its data and exits), fold its samples of `whose`, and
+    /// (off-CPU sessions) their off-CPU stacks, or why those could not be had.
+    pub fn finish(mut self, rec: &Recorder, whose: Whose) -> Result<(Folded, Option<Result<OffCpu, String>>), String> {
         let mut child = self.child.take().ok_or("perf is not running")?;
         // SAFETY: kill with a pid we own as an unreaped child.
         unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
@@ -148,7 +176,9 @@ impl Session {
         if !data.is_file() {
             return Err(format!("perf record wrote no data ({status}): {}", self.stderr_tail()));
         }
-        fold_script(rec, &data, whose)
+        let on = fold_script(rec, &data, whose, self.offcpu.as_deref())?;
+        let off = self.offcpu.is_some().then(|| fold_offcpu_script(rec, &data, whose));
+        Ok((on, off))
     }
 
     fn stderr_tail(&self) -> String {
@@ -190,7 +220,7 @@ fn plain_child(cmd: &mut Command) {
 
 /// `perf script` of `data`, folded as it streams, keeping only the samples of `whose`
 /// (the workers, or the in-process thread), their root frame the process's name.
-pub fn fold_script(rec: &Recorder, data: &Path, whose: Whose) -> Result<Folded, String> {
+pub fn fold_script(rec: &Recorder, data: &Path, whose: Whose, event: Option<&str>) -> Result<Folded, String> {
     let mut cmd = Command::new(&rec.perf);
     crate::signals::default_in_child(&mut cmd);
     cmd.args(["script", "--no-inline", "-F", "comm,pid,tid,time,event,ip,sym,dso", "-i"])
@@ -204,6 +234,9 @@ pub fn fold_script(rec: &Recorder, data: &Path, whose: Whose) -> Result<Folded, 
     let mut folded = Vec::new();
     let mut opts = inferno::collapse::perf::Options::default();
     opts.include_tid = true;
+    // Only the sampling event's stacks where the script holds sched_switch too (else
+    // inferno keeps the first event it sees, the only one).
+    opts.event_filter = event.map(str::to_string);
     let mut folder = inferno::collapse::perf::Folder::from(opts);
     let r = folder.collapse(BufReader::new(out.take(MAX_SCRIPT_BYTES)), &mut folded);
     let status = child.wait().map_err(|e| format!("perf script: {e}"))?;
@@ -212,6 +245,34 @@ pub fn fold_script(rec: &Recorder, data: &Path, whose: Whose) -> Result<Folded, 
         return Err(format!("perf script failed ({status})"));
     }
     Ok(keep_cell_samples(&String::from_utf8_lossy(&folded), whose))
+}
+
+/// The sampling event of an off-CPU session as given to perf and as `perf script` names
+/// it: its frequency as a term (`cpu-clock/freq=999/`), so that the tracepoint beside it
+/// takes every switch.
+fn on_cpu_event(rec: &Recorder, frequency_hz: u32) -> String {
+    format!("{}/freq={frequency_hz}/", rec.event)
+}
+
+/// The off-CPU stacks of `whose` in `data` ([`super::offcpu`]).
+fn fold_offcpu_script(rec: &Recorder, data: &Path, whose: Whose) -> Result<OffCpu, String> {
+    let mut cmd = Command::new(&rec.perf);
+    crate::signals::default_in_child(&mut cmd);
+    cmd.args(["script", "--no-inline", "--show-switch-events", "-F", "comm,pid,tid,time,event,trace,ip,sym", "-i"])
+        .arg(data)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    plain_child(&mut cmd);
+    let mut child = cmd.spawn().map_err(|e| format!("cannot start perf script: {e}"))?;
+    let out = child.stdout.take().ok_or("perf script has no output")?;
+    let r = super::offcpu::fold(BufReader::new(out.take(MAX_SCRIPT_BYTES)), whose);
+    let status = child.wait().map_err(|e| format!("perf script: {e}"))?;
+    let o = r.map_err(|e| format!("cannot read perf script's switch events: {e}"))?;
+    if !status.success() {
+        return Err(format!("perf script failed ({status})"));
+    }
+    Ok(o)
 }
 
 /// The folded lines (root frame `comm-pid/tid`) of the cell's samples, the root frame
@@ -226,10 +287,8 @@ pub fn keep_cell_samples(folded: &str, whose: Whose) -> Folded {
         let Some((comm, ids)) = root.rsplit_once('-') else { continue };
         let pid = ids.split_once('/').map_or(ids, |(pid, _tid)| pid);
         let Ok(pid) = pid.parse::<u32>() else { continue };
-        if pid == whose.pid && !whose.own_process {
-            continue;
-        }
-        let mut all = vec![comm.to_string()];
+        let Some(root) = whose.root(pid, comm) else { continue };
+        let mut all = vec![root];
         all.extend(frames.map(str::to_string));
         stacks.push((all, n));
     }
@@ -246,10 +305,10 @@ mod tests {
                       fsbench-100/101;fsbench::steps;untar 5\n\
                       fsbench-200/200;open_close;do_sys_open 9\n\
                       fsbench-201/201;open_close;do_sys_open 3\n";
-        let w = keep_cell_samples(folded, Whose { pid: 100, own_process: false });
+        let w = keep_cell_samples(folded, Whose { pid: 100, own_process: false, threads: None });
         assert_eq!(w.stacks[0], (vec!["fsbench".to_string(), "open_close".into(), "do_sys_open".into()], 12));
         assert_eq!(w.samples(), 12, "the supervisor's 12 samples are left out: {w:?}");
-        let w = keep_cell_samples(folded, Whose { pid: 100, own_process: true });
+        let w = keep_cell_samples(folded, Whose { pid: 100, own_process: true, threads: None });
         assert!(w.stacks.iter().any(|(s, n)| s.last().unwrap() == "untar" && *n == 5));
         assert_eq!(w.samples(), 24, "in-process: every thread of fsbench is the workload");
     }

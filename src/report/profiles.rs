@@ -1,6 +1,7 @@
 //! The profiles of a report's cells (`[workload] profile`): for each profiled cell, its
 //! top functions by total share (itself and its callees) and by self share (on the CPU
-//! itself), and in the HTML page its flame graph. A cell whose stored profile cannot be
+//! itself), and in the HTML page its flame graph; for `cpu+offcpu`, the same of the time
+//! its workers were blocked off the CPU. A cell whose stored profile cannot be
 //! read says so ("no profile: ..."); a cell run unprofiled says why in its notes.
 
 use super::markup::Markup;
@@ -85,5 +86,43 @@ pub(super) fn write(m: &mut dyn Markup, runs: &[(&str, &LoadedRun)], flame_graph
         if flame_graphs && let Some(svg) = flame::flame_svg(&f, &format!("fsbench profile: {title}")) {
             m.figure(&flame::as_image(&svg), &format!("Flame graph of {title} (width: share of samples)"));
         }
+        if let Some(off) = &p.offcpu {
+            write_offcpu(m, &title, off, flame_graphs);
+        }
+    }
+}
+
+/// A `cpu+offcpu` cell's off-CPU stacks: where its workers were blocked, by time.
+fn write_offcpu(m: &mut dyn Markup, title: &str, p: &CellProfile, flame_graphs: bool) {
+    let f = match folded_of(p) {
+        Ok(f) => f,
+        Err(why) => {
+            m.note(&format!("{title}: off-CPU: {why}"));
+            return;
+        }
+    };
+    let ms = |us: u64| format!("{:.1}", us as f64 / 1e3);
+    m.heading(3, &format!("Off-CPU of {title}"));
+    m.paragraph(&format!(
+        "{} ms blocked off the CPU (summed over the workers; from {}), {} ms more preempted while runnable \
+         (waiting for a CPU, not counted below). total: share of the blocked time with the function on the \
+         stack; functions on every stack (the scheduler, the system-call entry) are left out.",
+        ms(f.samples()),
+        p.event.as_deref().unwrap_or("?"),
+        ms(p.runnable_us.unwrap_or(0))
+    ));
+    let all = shares::shares(&f);
+    // The trunk every stack shares says nothing about where they differ.
+    let below_the_trunk: Vec<shares::FunctionShare> = all.into_iter().filter(|s| s.total_pct < 99.95).collect();
+    let rows: Vec<Vec<String>> = shares::top_total(&below_the_trunk, TOP)
+        .into_iter()
+        .map(|s| {
+            let blocked = (s.total_pct / 100.0 * f.samples() as f64) as u64;
+            vec![s.name, pct(s.total_pct), ms(blocked)]
+        })
+        .collect();
+    m.table(&["function (by total)".into(), "total %".into(), "ms blocked".into()], &rows);
+    if flame_graphs && let Some(svg) = flame::flame_svg(&f, &format!("fsbench off-CPU: {title}")) {
+        m.figure(&flame::as_image(&svg), &format!("Off-CPU flame graph of {title} (width: share of the time blocked)"));
     }
 }

@@ -1,4 +1,5 @@
-//! A cell's folded stacks (`profiles/<cell-id>.folded`), read back beside its result.
+//! A cell's folded stacks (`profiles/<cell-id>.folded`, and `<cell-id>.offcpu.folded` of
+//! a `cpu+offcpu` profile), read back beside its result.
 //!
 //! Leniently: a profile is an explanation, not a measurement, so a missing, linked,
 //! oversized or garbled file makes the cell's profile "unreadable" with why, and the
@@ -15,22 +16,31 @@ use crate::profile::folded::{self, MAX_READ_BYTES};
 /// Fill `cell.profile.folded` from its file, or say in `unreadable` why it cannot be used.
 pub(super) fn attach(dir_fd: &OwnedFd, cell: &mut CellResult) {
     let Some(p) = cell.profile.as_mut() else { return };
+    fill(dir_fd, p, &format!("{}.folded", cell.id));
+    // The off-CPU stacks of the same window (`cpu+offcpu`), by the same rules.
+    if let Some(o) = p.offcpu.as_mut() {
+        o.offcpu = None;
+        fill(dir_fd, o, &format!("{}.offcpu.folded", cell.id));
+    }
+}
+
+/// `p.folded` from `profiles/<name>`, or why not in `p.unreadable`.
+fn fill(dir_fd: &OwnedFd, p: &mut crate::model::CellProfile, name: &str) {
     p.folded.clear();
     if p.not_profiled.is_some() {
         return;
     }
-    match read(dir_fd, &cell.id) {
+    match read(dir_fd, name) {
         Ok(text) => p.folded = text,
         Err(why) => p.unreadable = Some(why),
     }
 }
 
-/// The folded stacks of cell `id`, checked and escaped, as text again.
-fn read(dir_fd: &OwnedFd, id: &str) -> Result<String, String> {
+/// The folded stacks of `profiles/<name>`, checked and escaped, as text again.
+fn read(dir_fd: &OwnedFd, name: &str) -> Result<String, String> {
     let dir = super::safe::open_subdir(dir_fd, crate::profile::PROFILES_DIR)
         .map_err(|e| format!("{}/: {e}", crate::profile::PROFILES_DIR))?;
-    let name = format!("{id}.folded");
-    let f = match crate::beneath::open_file(&dir, &name) {
+    let f = match crate::beneath::open_file(&dir, name) {
         Ok(Some(f)) => f,
         Ok(None) => return Err(format!("{name}: missing (or not a regular file)")),
         Err(e) => return Err(format!("{name}: {e}")),

@@ -164,20 +164,23 @@ impl RunWriter {
         let path = self.dir.join(CELLS_DIR).join(&name);
         // The folded stacks first, so that a cell file never names a profile not yet written.
         if let Some(p) = cell.profile.as_ref().filter(|p| !p.folded.is_empty()) {
-            self.write_profile(&cell.id, p.folded.as_bytes())?;
+            self.write_profile(&format!("{}.folded", cell.id), p.folded.as_bytes())?;
+        }
+        if let Some(o) = cell.profile.as_ref().and_then(|p| p.offcpu.as_ref()).filter(|o| !o.folded.is_empty()) {
+            self.write_profile(&format!("{}.offcpu.folded", cell.id), o.folded.as_bytes())?;
         }
         let bytes = serde_json::to_vec_pretty(cell).map_err(|e| ResultsError::Serialize(path.clone(), e))?;
         safe::write_at(&self.cells_fd, &name, &bytes).map_err(|e| io(&path, "write", e))?;
         Ok(path)
     }
 
-    /// Store a cell's folded stacks as `<run-dir>/profiles/<id>.folded` (temp file, rename).
-    fn write_profile(&self, id: &str, folded: &[u8]) -> Result<(), ResultsError> {
+    /// Store a cell's folded stacks as `<run-dir>/profiles/<name>` (`<id>.folded`, the
+    /// off-CPU ones `<id>.offcpu.folded`; temp file, rename).
+    fn write_profile(&self, name: &str, folded: &[u8]) -> Result<(), ResultsError> {
         let dir = self.dir.join(crate::profile::PROFILES_DIR);
         let fd =
             safe::ensure_subdir(&self.dir_fd, crate::profile::PROFILES_DIR, &dir).map_err(|e| io(&dir, "make", e))?;
-        let name = format!("{id}.folded");
-        safe::write_at(&fd, &name, folded).map_err(|e| io(&dir.join(&name), "write", e))
+        safe::write_at(&fd, name, folded).map_err(|e| io(&dir.join(name), "write", e))
     }
 
     /// Record the end time (and whether the run was interrupted) in `run.json`.

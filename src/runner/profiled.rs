@@ -50,6 +50,8 @@ pub(super) fn profile_cell(
         scratch: workdir.join(format!("profile-{id}")),
         cell_id: id.clone(),
         in_process: answers.runs_in_process(at.params.tasks, at.in_cgroup),
+        offcpu: s.profile == Some(crate::model::ProfileMode::CpuOffcpu),
+        threads: answers.worker_threads(),
     };
     // The profiled repetition's own scratch, monitors off, progress quiet.
     let (scratch, watch, phase) = (at.scratch.clone(), at.watch.take(), at.phase);

@@ -142,6 +142,12 @@ pub trait WorkloadAnswers {
         false
     }
 
+    /// The name prefix of the worker threads of an in-process workload that names them
+    /// (`ops-`): its profile is those threads', not the supervising thread's.
+    fn worker_threads(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Run the workload once on a provisioned cell, storing its measurements, notes and a
     /// `disturbed` status in `r`.
     fn run_cell(&self, at: &mut CellRun<'_>, r: &mut CellResult) -> anyhow::Result<()>;

@@ -233,5 +233,7 @@ fn gate_email_is_a_mail_of_the_verdicts_and_their_details() {
     }
     assert!(text.contains("ext4-S-qoff-t1-write_truncate") && text.contains("%stddev"), "{text}");
     assert!(text.contains("perf-profile.children.jbd2_journal_get_write_access"), "{text}");
-    assert!(text.contains("The gate: fsbench gate --baseline"), "{text}");
+    // The gate's own command line, continued with `\` within 80 columns.
+    let tail = &text[text.find("The gate:").expect("the gate's command line")..];
+    assert!(tail.contains("        fsbench gate --baseline") && tail.contains(" \\\n"), "{tail}");
 }

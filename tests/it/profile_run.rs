@@ -183,3 +183,47 @@ fn an_op_mix_cell_is_profiled_in_process_and_keeps_its_repetitions() {
     // The workers create and write files on ext4: its create path is among the stacks.
     assert!(text.lines().any(|l| l.contains("ext4_")), "{text}");
 }
+
+/// `profile = "cpu+offcpu"`: the same window's off-CPU stacks, weighted by the time the
+/// workers were blocked: a mail server's mix (varmail) waits in fsync; the report shows it.
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn an_off_cpu_profile_shows_where_the_workers_waited() {
+    skip_unless_root!();
+    if let Err(why) = perf_works() {
+        return skip(&test_name!(), &format!("no profiler here: {why}"));
+    }
+    let sb = Sandbox::new("fsbench-prof-off-");
+    let args = [
+        "run",
+        "scenarios/varmail.toml",
+        "--set",
+        "workload.profile=\"cpu+offcpu\"",
+        "--set",
+        "workload.scale=0.05",
+        "--set",
+        "workload.duration=1s",
+        "--set",
+        "workload.repetitions=1",
+        "--set",
+        "backing.image_size=256MiB",
+    ];
+    let out = sb.fsbench(&args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_no_leaks(sb.path());
+    let run = sb.runs().pop().unwrap();
+    let cell = only_cell(&run);
+    let p = cell.profile.expect("a profile record");
+    assert_eq!(p.not_profiled, None, "{:?}", cell.notes);
+    let off = p.offcpu.expect("an off-CPU record");
+    assert_eq!(off.not_profiled, None, "{off:?}");
+    assert_eq!((off.event.as_deref(), off.weight.as_deref()), (Some("sched:sched_switch"), Some("us_blocked")));
+    assert!(off.samples > 0 && off.runnable_us.is_some(), "{off:?}");
+    let text = std::fs::read_to_string(run.join(off.file.unwrap())).unwrap();
+    // The workers (threads `ops-N`, merged as `ops`), not the supervising thread, waiting in fsync.
+    assert!(text.lines().all(|l| l.starts_with("ops;")), "{text}");
+    assert!(text.lines().any(|l| l.contains("fsync") && l.contains("schedule")), "{text}");
+    let report = crate::support::fsbench().arg("report").arg(&run).output().unwrap();
+    let said = String::from_utf8_lossy(&report.stdout);
+    assert!(said.contains("Off-CPU of ext4-S-qoff-t1") && said.contains("ms blocked"), "{said}");
+}

@@ -152,16 +152,17 @@ pub(super) fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Sc
     })
 }
 
-/// `workload.profile`: `cpu`, or `off` (the default).
+/// `workload.profile`: `cpu`, `cpu+offcpu`, or `off` (the default).
 fn validate_profile(ctx: &Ctx, v: Option<&str>) -> Result<Option<crate::model::ProfileMode>, ScenarioError> {
     match v {
         None | Some("off") => Ok(None),
         Some("cpu") => Ok(Some(crate::model::ProfileMode::Cpu)),
+        Some("cpu+offcpu") => Ok(Some(crate::model::ProfileMode::CpuOffcpu)),
         Some(other) => Err(ctx.value_help(
             &p("workload.profile"),
             format!("unknown profile mode `{other}`"),
-            did_you_mean(other, &["cpu", "off"])
-                .unwrap_or_else(|| "use `cpu` or `off` (off-CPU profiles are not implemented)".into()),
+            did_you_mean(other, &["cpu", "cpu+offcpu", "off"])
+                .unwrap_or_else(|| "use `cpu`, `cpu+offcpu` or `off`".into()),
         )),
     }
 }

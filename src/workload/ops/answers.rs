@@ -68,10 +68,14 @@ impl WorkloadAnswers for OpsWorkload {
         Some(crate::scenario::Workload::Ops(one))
     }
 
-    /// The op mix's workers are threads of fsbench: its profile is fsbench's whole
-    /// process for the window (the supervising thread only polls).
+    /// The op mix's workers are threads of fsbench...
     fn runs_in_process(&self, _tasks: u32, _in_cgroup: bool) -> bool {
         true
+    }
+
+    /// ...named `ops-N` ([`super::run`]): the supervising thread is left out.
+    fn worker_threads(&self) -> Option<&'static str> {
+        Some(super::WORKER_THREAD_PREFIX)
     }
 
     fn run_cell(&self, at: &mut CellRun<'_>, r: &mut CellResult) -> anyhow::Result<()> {

@@ -36,6 +36,9 @@ use worker::{Ended, Worker, WorkerOut};
 
 use crate::model::{FilesetRecord, OpsRepetition};
 
+/// The worker threads' names: this prefix and the worker's number (`ops-3`): a profile keeps them, not the supervisor.
+pub const WORKER_THREAD_PREFIX: &str = "ops-";
+
 pub use crate::scenario::ops_spec::MAX_CHUNK;
 
 /// What one repetition built and measured.
@@ -106,14 +109,14 @@ pub fn run(cell_dir: &Path, spec: &OpsSpec, index: u32, cancel: &dyn Fn() -> boo
                     seed: spec.seed.wrapping_add((n as u64 + 1).wrapping_mul(1_000_003)).wrapping_add(index as u64),
                 };
                 let (stop, gate, limits) = (&stop, &gate, spec.stop);
-                let h = std::thread::Builder::new().name(format!("ops-{n}")).stack_size(256 << 10).spawn_scoped(
-                    scope,
-                    move || {
+                let h = std::thread::Builder::new()
+                    .name(format!("{WORKER_THREAD_PREFIX}{n}"))
+                    .stack_size(256 << 10)
+                    .spawn_scoped(scope, move || {
                         let r = w.run(stop, limits, || gate.arrive_and_wait());
                         gate.finished();
                         r
-                    },
-                );
+                    });
                 match h {
                     Ok(h) => handles.push(h),
                     Err(e) => {
