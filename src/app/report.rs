@@ -24,7 +24,7 @@ pub enum ReportFormat {
     Csv,
     /// JSON.
     Json,
-    /// compare only: plain text of at most 80 columns in the 0-day bot's layout.
+    /// compare (and a bisection's report): plain text of at most 80 columns, a mail.
     Email,
 }
 
@@ -162,6 +162,12 @@ fn parse_iterations(s: &str) -> Result<Iterations, String> {
 /// `fsbench report`.
 pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
     let out = &args.render;
+    // A bisection's directory (`fsbench bisect`): its steps, plot and culprit.
+    if let [dir] = args.runs.as_slice()
+        && dir.join(crate::bisect::log::LOG_FILE).is_file()
+    {
+        return report_bisection(dir, out);
+    }
     if out.format == ReportFormat::Email {
         return Err(InputError::anyhow("--format email is for compare: it describes a change between two runs"));
     }
@@ -209,6 +215,34 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
         out.write_html(run)?;
     }
     Ok(code)
+}
+
+/// `report` of a bisection's directory: its steps and conclusion as text, Markdown or JSON
+/// (the log), the culprit's mail (`--format email`), the plot (`--plot`), the page (`--html`).
+fn report_bisection(dir: &Path, out: &RenderArgs) -> anyhow::Result<i32> {
+    out.check_paths()?;
+    if out.format == ReportFormat::Csv {
+        return Err(InputError::anyhow("a bisection has no CSV form: use --format table, markdown, json or email"));
+    }
+    let log = crate::bisect::log::load(dir)
+        .map_err(|e| InputError::anyhow(e.to_string()))?
+        .ok_or_else(|| InputError::anyhow(format!("{}: no bisect.json", dir.display())))?;
+    let shown = crate::text::escape_control(&dir.display().to_string());
+    match (out.format, out.json) {
+        (_, true) | (ReportFormat::Json, _) => print!("{}", to_json(&log)),
+        (ReportFormat::Email, _) => print!("{}", crate::bisect::report::email(&log, &shown)),
+        (f, _) => print!("{}", crate::bisect::report::render(&log, f == ReportFormat::Markdown)),
+    }
+    if let Some(plots) = &out.plot {
+        let p = crate::bisect::report::plot(&log)?;
+        crate::report::plot::write_plots(plots, &[p])?;
+        eprintln!("wrote bisect.png and bisect.svg to {}", plots.display());
+    }
+    if let Some(file) = &out.html {
+        write_atomic(file, crate::bisect::report::html(&log)?.as_bytes())?;
+        eprintln!("wrote {}", file.display());
+    }
+    Ok(exit::SUCCESS)
 }
 
 /// `report` of a scenario directory: the runs in it, to choose from (bad input when some

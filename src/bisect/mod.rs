@@ -19,6 +19,7 @@ pub mod estimate;
 pub mod judge_kernels;
 pub mod judge_pairs;
 pub mod log;
+pub mod report;
 pub mod search;
 pub mod setup;
 pub mod simulate;

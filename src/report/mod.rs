@@ -22,7 +22,7 @@ pub mod format;
 pub mod html;
 pub mod json;
 pub mod latfs;
-mod markup;
+pub mod markup;
 pub mod monitor_plot;
 pub mod monitors;
 mod not_measured;

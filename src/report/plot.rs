@@ -143,7 +143,7 @@ where
         .map_err(|x| x.to_string())
 }
 
-pub(super) fn render_with<A, B>(stem: String, bitmap: A, svg_draw: B) -> Result<PlotImage, PlotError>
+pub fn render_with<A, B>(stem: String, bitmap: A, svg_draw: B) -> Result<PlotImage, PlotError>
 where
     A: Fn(DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), String>,
     B: Fn(DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), String>,

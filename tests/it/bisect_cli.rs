@@ -72,8 +72,9 @@ fn the_estimate_counts_steps_and_boots_before_anything_boots() {
     assert!(!out.exists());
 }
 
-#[test]
-fn the_bisect_log_conforms_to_its_schema() {
+/// A finished bisection of four candidates under `d` whose culprit is V2 (judged by a
+/// stand-in that knows the truth); its directory.
+fn bisected(d: &std::path::Path) -> std::path::PathBuf {
     use fsbench::bisect::search::StepJudge;
     use fsbench::bisect::step::{StepMeasure, StepVerdict};
 
@@ -100,7 +101,6 @@ fn the_bisect_log_conforms_to_its_schema() {
             Ok(Some(m))
         }
     }
-    let d = tempfile::tempdir().unwrap();
     let s = fsbench::scenario::load_named(Some(&crate_root().join("scenarios/quota-qemu.toml")), &[]).unwrap();
     let cell = fsbench::plan::expand(&s).cells.remove(0);
     let kernels: Vec<_> = ["V0", "V1", "V2", "V3"]
@@ -109,11 +109,49 @@ fn the_bisect_log_conforms_to_its_schema() {
         .collect();
     let spec = fsbench::runner::kernel_compare(&s, &["V0".into(), "V1".into()]).unwrap();
     let mut log = fsbench::bisect::setup::new_log(&s, &cell, &spec, 5, &kernels);
-    let dir = fsbench::bisect::drive::create_dir(d.path(), &s.name).unwrap();
+    let dir = fsbench::bisect::drive::create_dir(d, &s.name).unwrap();
     let c = fsbench::bisect::drive::run(&mut Truth, &mut log, &dir, true).unwrap();
     assert_eq!(c, fsbench::bisect::search::Conclusion::Culprit { candidate: 2 });
-    let stored = std::fs::read(dir.path.join("bisect.json")).unwrap();
+    dir.path.clone()
+}
+
+#[test]
+fn the_bisect_log_conforms_to_its_schema() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = bisected(d.path());
+    let stored = std::fs::read(dir.join("bisect.json")).unwrap();
     let doc = crate::schemas::conforming("bisect.schema.json", &stored, "bisect.json");
     assert_eq!(doc["culprit"], "V2");
     assert_eq!(doc["conclusion"]["kind"], "culprit");
+}
+
+/// `report BISECT_DIR`: the steps as a table with the conclusion, the culprit's mail in 80
+/// columns, the plot of ratio against position (PNG and SVG) and the HTML page.
+#[test]
+fn report_shows_a_bisection_as_a_table_a_plot_a_page_and_a_mail() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = bisected(d.path());
+    let run = |extra: &[&str]| {
+        let out = crate::support::fsbench().arg("report").arg(&dir).args(extra).output().unwrap();
+        assert!(out.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = run(&[]);
+    assert!(text.contains("first bad: V2 (position 3 of 4)"), "{text}");
+    assert!(text.contains("endpoints") && text.contains("midpoint") && text.contains("culprit"), "{text}");
+    let mail = run(&["--format", "email"]);
+    assert!(mail.starts_with("Subject: [fsbench bisect] quota-qemu: first bad V2 (total_loops)"), "{mail}");
+    assert!(mail.lines().all(|l| l.chars().count() <= 80), "{mail}");
+    assert!(mail.contains("culprit image: /k/V2"), "{mail}");
+    let plots = d.path().join("plots");
+    let page = d.path().join("bisect.html");
+    run(&["--plot", plots.to_str().unwrap(), "--html", page.to_str().unwrap()]);
+    let png = std::fs::read(plots.join("bisect.png")).unwrap();
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 5000, "{} bytes", png.len());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<svg") && html.contains("first bad: V2") && !html.contains("<script"), "page");
+    let json = run(&["--json"]);
+    assert!(json.contains("\"culprit\": \"V2\""), "{json}");
+    let csv = crate::support::fsbench().arg("report").arg(&dir).args(["--format", "csv"]).output().unwrap();
+    assert_eq!(csv.status.code(), Some(2));
 }
