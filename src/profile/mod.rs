@@ -15,6 +15,7 @@ pub mod folded;
 pub mod offcpu;
 pub mod record;
 pub mod shares;
+pub mod whose;
 
 use std::path::PathBuf;
 
@@ -68,7 +69,7 @@ pub fn record_window<E: std::fmt::Display>(
         return (CellProfile::not_profiled(format!("the profiled repetition failed: {e}")), Err(e));
     }
     let (folded, off) =
-        match session.finish(rec, record::Whose { pid, own_process: req.in_process, threads: req.threads }) {
+        match session.finish(rec, whose::Whose { pid, own_process: req.in_process, threads: req.threads }) {
             Ok(f) => f,
             Err(why) => return (CellProfile::not_profiled(why), Ok(())),
         };

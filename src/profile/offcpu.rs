@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::io::BufRead;
 
 use super::folded::Folded;
-use super::record::Whose;
+use super::whose::Whose;
 
 /// The tracepoint an off-CPU profile samples (recorded as its `event`).
 pub const EVENT: &str = "sched:sched_switch";

@@ -26,39 +26,12 @@ use inferno::collapse::Collapse;
 use super::capability::Recorder;
 use super::folded::Folded;
 use super::offcpu::OffCpu;
+use super::whose::Whose;
 
 /// How long perf may take to attach and acknowledge `enable`, or to write its data after SIGINT.
 const PERF_DEADLINE: Duration = Duration::from_secs(60);
 /// Largest `perf script` output folded (its lines are folded as they stream; this bounds time).
 const MAX_SCRIPT_BYTES: u64 = 4 << 30;
-
-/// Which samples are the cell's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Whose {
-    /// fsbench's own process id: its samples are the supervisor's, not the workload's...
-    pub pid: u32,
-    /// ...except when the workload runs in-process (one steps copy): then its threads (the
-    /// cell's and untar's gunzip thread) are the workload...
-    pub own_process: bool,
-    /// ...or, when the workload names its threads (the op mix's `ops-N`), those threads
-    /// only (not the supervising thread), merged under the name without its number.
-    pub threads: Option<&'static str>,
-}
-
-impl Whose {
-    /// The root frame of a stack of process `pid`'s thread `comm`, or `None` when the
-    /// stack is not the cell's.
-    pub fn root(&self, pid: u32, comm: &str) -> Option<String> {
-        if pid != self.pid {
-            return Some(comm.to_string());
-        }
-        match (self.own_process, self.threads) {
-            (false, _) => None,
-            (true, None) => Some(comm.to_string()),
-            (true, Some(prefix)) => comm.starts_with(prefix).then(|| prefix.trim_end_matches('-').to_string()),
-        }
-    }
-}
 
 /// `perf record` running with its events enabled; [`Session::finish`] stops it.
 pub struct Session {
