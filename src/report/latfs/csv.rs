@@ -85,7 +85,7 @@ pub(super) fn latfs_csv(
                     rec.push(csv_num(r.and_then(|r| r.p_adjusted)));
                     rec.push(csv_num(r.map(|r| r.ci_low).filter(|x| x.is_finite())));
                     rec.push(csv_num(r.map(|r| r.ci_high).filter(|x| x.is_finite())));
-                    rec.push(r.filter(|r| r.welch.is_some()).map(|r| r.significant.to_string()).unwrap_or_default());
+                    rec.push(r.filter(|r| r.untested.is_none()).map(|r| r.significant.to_string()).unwrap_or_default());
                 }
                 let id = crate::model::CellParams {
                     fs: t.fs.clone(),
