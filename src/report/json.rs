@@ -308,8 +308,9 @@ pub struct OpsCellJson {
     pub n: usize,
     /// Median ops/s over them (all ops but delays).
     pub ops_per_s: f64,
-    /// 95% confidence interval of the mean ops/s.
-    pub ops_per_s_ci95: (f64, f64),
+    /// 95% confidence interval of the mean ops/s, cut at zero (a rate is positive);
+    /// `null` from one repetition ([`crate::stats::positive_mean_interval`]).
+    pub ops_per_s_ci95: Option<(f64, f64)>,
     /// Median p99 latency of all ops, µs.
     pub p99_us: f64,
     /// Median MB/s.

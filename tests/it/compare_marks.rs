@@ -125,3 +125,19 @@ fn cells_without_a_result_get_a_dash_and_the_reason_not_numbers() {
     // A report of the one run still shows the disturbed number, marked.
     assert!(stdout(&["report", &a]).contains("510.0000~"));
 }
+
+#[test]
+fn no_interval_below_zero_and_no_cv_from_one_repetition_in_the_csv() {
+    // Issue #38 item 13: Student's t at n = 2 reaches far below zero; loops/ms do not. And
+    // one repetition has no spread: no cv (and no interval), not `0.0000`.
+    let tmp = tempfile::tempdir().unwrap();
+    let cells = vec![latfs_cell(params(1), &[1000.0, 35000.0]), latfs_cell(params(2), &[700.0])];
+    let a = run(&tmp.path().join("a"), "BASE", cells);
+    let csv = stdout(&["report", &a, "--format", "csv"]);
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
+    let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    let low: f64 = rows[0][col("ci95_low")].parse().unwrap();
+    assert_eq!(low, 0.0, "{csv}");
+    assert_eq!((rows[1][col("ci95_low")], rows[1][col("ci95_high")], rows[1][col("cv")]), ("", "", ""), "{csv}");
+}
