@@ -69,6 +69,39 @@ impl Verdict {
     }
 }
 
+/// Whether a comparison of two *separate* runs can be decided from their samples alone:
+/// only when both sides span two rounds or more. Repetitions of one round share one
+/// provisioning and one stretch of the machine's time, so with one round on a side the
+/// samples show the spread within a run, never the spread between runs, and an interval
+/// or test on them claims more than the data shows (two runs of one build came out
+/// "significantly" different). Then only a calibrated between-run spread can decide
+/// ([`crate::gate::between_run`]); `compare` marks no such difference significant. The
+/// one home of the rule, for the gate and the comparison tables.
+pub fn separate_runs_decidable(baseline_rounds: u32, candidate_rounds: u32) -> bool {
+    baseline_rounds >= 2 && candidate_rounds >= 2
+}
+
+/// The rounds a side of a comparison of separate runs spans: its own, except that a
+/// paired run counts as one (its members are rounds of one run, measured minutes apart,
+/// not independent runs: taken as rounds they made two A/A paired runs `regressed`).
+pub fn rounds_between_runs(paired: bool, rounds: u32) -> u32 {
+    if paired { 1 } else { rounds }
+}
+
+/// Why a comparison of separate runs that [`separate_runs_decidable`] refuses has no verdict
+/// (the gate's row note) and no significance mark (`compare`).
+pub const WITHIN_RUN_ONLY: &str = "one round on a side and no calibration: the interval shows the spread within \
+a run only, so it cannot decide";
+
+/// The remedies, said once per report when comparisons were [`WITHIN_RUN_ONLY`].
+pub fn within_run_remedies(rows: usize) -> String {
+    format!(
+        "{rows} comparison(s) of runs with one round cannot be decided from the spread within a run alone: measure \
+         the spread between runs once with `fsbench calibrate SCENARIO` on this host, or run `workload.rounds` >= 2 \
+         (`--set workload.rounds=4`), or compare both builds in one paired run (`[compare] arms`)"
+    )
+}
+
 /// The `[gate]` thresholds of a run's scenario text; default 5% (with a warning) when unreadable.
 pub fn gate_spec_of(run: &LoadedRun, warnings: &mut Vec<String>) -> GateSpec {
     // Validating the whole scenario can fail on another host (an archive path that

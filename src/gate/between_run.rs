@@ -11,17 +11,13 @@ use crate::calibration::Calibration;
 use crate::stats::between_run::{BetweenRunSpread, calibrated_change};
 use crate::stats::{Change, relative_change};
 
-/// The row note of a one-round comparison without a calibration.
-pub const WITHIN_RUN_ONLY: &str = "one round on a side and no calibration: the interval shows the spread within \
-a run only, so it cannot decide";
+/// The row note of a one-round comparison without a calibration (the rule's home is
+/// [`crate::verdict::separate_runs_decidable`]).
+pub use crate::verdict::WITHIN_RUN_ONLY;
 
 /// The remedies, said once per report when a row has [`WITHIN_RUN_ONLY`].
 pub fn remedies(rows: usize) -> String {
-    format!(
-        "{rows} comparison(s) of runs with one round cannot be decided from the spread within a run alone: measure \
-         the spread between runs once with `fsbench calibrate SCENARIO` on this host, or run `workload.rounds` >= 2 \
-         (`--set workload.rounds=4`), or compare both builds in one paired run (`[compare] arms`)"
-    )
+    crate::verdict::within_run_remedies(rows)
 }
 
 /// One side of a comparison: samples and the rounds they span.
@@ -38,7 +34,7 @@ pub fn judge(
     calibration: Option<&Calibration>,
 ) -> (Option<Change>, Verdict, Option<String>) {
     let within = relative_change(b.samples, c.samples);
-    if b.samples.is_empty() || c.samples.is_empty() || (b.rounds >= 2 && c.rounds >= 2) {
+    if b.samples.is_empty() || c.samples.is_empty() || crate::verdict::separate_runs_decidable(b.rounds, c.rounds) {
         return (within, Verdict::decide(within, threshold, metric.direction()), None);
     }
     let Some(cell) = calibration.and_then(|cal| cal.cell(name, metric.name())) else {

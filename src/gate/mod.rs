@@ -216,7 +216,7 @@ pub fn evaluate_calibrated(
     // round, so only a calibration's between-run spread can decide.
     for (side, run, series) in [("baseline", baseline, &mut base), ("candidate", candidate, &mut cand)] {
         if crate::report::paired::is_paired(run) {
-            series.iter_mut().for_each(|s| s.rounds = 1);
+            series.iter_mut().for_each(|s| s.rounds = crate::verdict::rounds_between_runs(true, s.rounds));
             warnings.push(format!(
                 "the {side} is a paired run: its members are rounds of one run, not separate runs, so it counts as \
                  one round here; gate a paired run by itself (`fsbench gate RUN`), or calibrate the spread between runs"

@@ -247,6 +247,16 @@ pub struct FioRow {
     /// This label's median IOPS over the first label's for the same cell (compare only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iops_ratio: Option<f64>,
+    /// The ratio of this label's mean IOPS to the first label's for the same cell, with its
+    /// 95% interval and Welch's test (Holm–Bonferroni over the comparison's fio ratios), on
+    /// the catalogue's `iops` samples, marked as lat_fs ratios are (compare only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iops_ratio_of_means: Option<crate::report::compare::Ratio>,
+    /// The catalogue's `iops` samples of the cell (undisturbed repetitions) and the rounds they
+    /// span between runs, for the ratio above.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub iops_samples: (Vec<f64>, u32),
 }
 
 /// `fsbench report --json` of a fio run (`"workload": "fio"`).
@@ -308,8 +318,9 @@ pub struct OpsCellJson {
     pub n: usize,
     /// Median ops/s over them (all ops but delays).
     pub ops_per_s: f64,
-    /// 95% confidence interval of the mean ops/s.
-    pub ops_per_s_ci95: (f64, f64),
+    /// 95% confidence interval of the mean ops/s, cut at zero (a rate is positive);
+    /// `null` from one repetition ([`crate::stats::positive_mean_interval`]).
+    pub ops_per_s_ci95: Option<(f64, f64)>,
     /// Median p99 latency of all ops, µs.
     pub p99_us: f64,
     /// Median MB/s.

@@ -238,7 +238,12 @@ fn render(
     m.heading(1, &format!("Results for {}", scenario_name(runs)));
     run_list(&mut *m, runs, warnings);
     body.write(&mut *m, long);
-    paired::write_sections(&mut *m, &paired_runs(runs), runs.len() > 1);
+    let paired = paired_runs(runs);
+    paired::write_sections(&mut *m, &paired, runs.len() > 1);
+    // Every input a paired run (two labs' runs of one bundle): one table of whether they agree.
+    if runs.len() > 1 && paired.len() == runs.len() {
+        paired::write_agreement(&mut *m, &paired);
+    }
     profiles::write(&mut *m, runs, false);
     profile_diff::write(&mut *m, runs, false);
     m.preformatted(&text_footer(&not_measured(runs), &all_problems(runs)));

@@ -89,14 +89,13 @@ impl Progress {
                 let reruns = if l.reruns > 0 { format!(", {} disturbed rerun", l.reruns) } else { String::new() };
                 // With rounds, the statistics are over the rounds so far (their means).
                 let over = match l.rounds_done() {
-                    0 | 1 => format!("{} repetitions", l.total_loops.n),
+                    0 | 1 => crate::text::plural(l.total_loops.n, "repetition", "repetitions"),
                     k => format!("{} rounds, {} repetitions", k, l.repetitions.iter().filter(|r| r.counts()).count()),
                 };
-                format!(
-                    "ok, {:.1} loops/ms (cv {:.1}%, {over}{why}{reruns})",
-                    l.total_loops.median,
-                    l.total_loops.cv * 100.0
-                )
+                // One sample has no spread: a cv of 0.0% would claim a perfectly steady cell.
+                let cv =
+                    if l.total_loops.n > 1 { format!("cv {:.1}%, ", l.total_loops.cv * 100.0) } else { String::new() };
+                format!("ok, {:.1} loops/ms ({cv}{over}{why}{reruns})", l.total_loops.median)
             }
             (CellStatus::Ok, _, Some(st)) => format!("ok, {} iterations", st.iterations.len()),
             (CellStatus::Ok, _, _) => "ok".into(),

@@ -312,3 +312,23 @@ fn two_paired_runs_gated_against_each_other_are_not_decided_by_their_members() {
     assert!(!stdout.contains("regressed  ") && stdout.contains("inconclusive"), "{stdout}");
     assert!(stderr.contains("is a paired run") || stdout.contains("is a paired run"), "{stdout}\n{stderr}");
 }
+
+#[test]
+fn compare_of_two_labs_paired_runs_says_in_one_table_whether_they_agree() {
+    // Issue #38 item 31: `compare THEIRS=… OURS=…` printed each lab's section one after the
+    // other, and no table said whether the labs agree.
+    let d = tempfile::tempdir().unwrap();
+    let theirs = paired_run(d.path(), "THEIRS", &[(LatfsTest::Chown, pairs(8, 1000.0, 0.90, 0.005))], &[]);
+    let ours = paired_run(d.path(), "OURS", &[(LatfsTest::Chown, pairs(8, 800.0, 0.905, 0.005))], &[]);
+    let far = paired_run(d.path(), "FAR", &[(LatfsTest::Chown, pairs(8, 1000.0, 1.10, 0.005))], &[]);
+    let (t, o, f) = (theirs.to_str().unwrap(), ours.to_str().unwrap(), far.to_str().unwrap());
+    let out = fsbench_out(&["compare", &format!("THEIRS={t}"), &format!("OURS={o}")], &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let table = out.stdout.split("Do the paired runs agree?").nth(1).unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(table.contains("THEIRS [99% CI]") && table.contains("OURS [99% CI]"), "{table}");
+    let r = row(table, "S-qoff-t1-chown");
+    assert!(r.contains("0.900 [") && r.contains("0.905 [") && r.contains("agree (intervals overlap)"), "{r}");
+    let out = fsbench_out(&["compare", &format!("THEIRS={t}"), &format!("FAR={f}")], &[]);
+    let table = out.stdout.split("Do the paired runs agree?").nth(1).unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(row(table, "S-qoff-t1-chown").contains("differ (no ratio in every interval)"), "{table}");
+}

@@ -20,6 +20,7 @@ mod bundle_hostile;
 mod bundle_roundtrip;
 mod cgroup_limits;
 mod cli_docs;
+mod compare_marks;
 mod export_cli;
 mod fio_run;
 mod fixture_cache;

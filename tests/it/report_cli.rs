@@ -34,7 +34,13 @@ fn five_rep_run(
     for q in [QuotaMode::Off, QuotaMode::On] {
         for t in [1, 2] {
             let c = center(q, t);
-            cells.push(latfs_cell(params(q, t), &[c * 0.99, c * 1.01, c, c * 0.995, c * 1.005]));
+            let mut cell = latfs_cell(params(q, t), &[c * 0.99, c * 1.01, c, c * 0.995, c * 1.005]);
+            // Each repetition its own round: separate runs of several rounds can be tested
+            // (one round on a side is the gate's "cannot decide", and compare's `?`).
+            for (i, r) in cell.latfs.as_mut().unwrap().repetitions.iter_mut().enumerate() {
+                r.round = i as u32;
+            }
+            cells.push(cell);
         }
     }
     let planned = cells.iter().map(|c| c.params.clone()).collect();
@@ -68,10 +74,10 @@ fn significant_differences_are_marked_and_noise_is_not() {
     assert_eq!(cols.len(), 3, "{stdout}");
     assert!(cols[1].starts_with("1.0000 [") && cols[2].starts_with("2.0000* ["), "{stdout}");
     assert!(stdout.contains("V3/BASE-ext4-M-qoff") && stdout.contains("V3/BASE-ext4-M-qon"), "{stdout}");
-    // Under each ratio table: how many comparisons the correction counted.
-    assert!(stdout.contains("after Holm–Bonferroni correction over the 4 comparisons in this table"), "{stdout}");
-    // The legend says which interval the brackets are (the one `stats::ratio_interval` computes).
     let words = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Under each ratio table: how many comparisons the correction counted.
+    assert!(words.contains("after Holm–Bonferroni correction over the 4 tested comparisons in this table"), "{stdout}");
+    // The legend says which interval the brackets are (the one `stats::ratio_interval` computes).
     // One statistic (new users' report): the ratio is of means, the one whose interval is printed.
     assert!(words.contains("ratio = mean / mean of BASE"), "{stdout}");
     assert!(words.contains("[..] its 95% CI (Fieller's interval)"), "{stdout}");

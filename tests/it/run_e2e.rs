@@ -111,6 +111,26 @@ fn dir_backing_runs_without_provisioning() {
 }
 
 #[test]
+fn one_repetition_prints_no_cv() {
+    // Issue #38 item 13: `cv 0.0%` from one repetition claimed a perfectly steady cell.
+    let sb = sandbox();
+    // Not `sb.fsbench`: that one is `--quiet`, and the progress lines are the point here.
+    let mut args = vec!["run", "scenarios/quickstart.toml", "--set", "backing.kind=dir", "--only"];
+    args.push("fs=ext4,tasks=1,test=chown");
+    args.extend_from_slice(QUICK);
+    args.extend(["--set", "workload.repetitions=1"]);
+    let mut cmd = crate::support::fsbench();
+    cmd.current_dir(crate::support::crate_root()).args(&args);
+    cmd.arg("--workdir").arg(sb.work()).arg("--out").arg(sb.out()).env("XDG_CACHE_HOME", sb.path().join("cache"));
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let line = stderr.lines().find(|l| l.contains("ext4-S-qoff-t1-chown: ok")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.contains("(1 repetition") && !line.contains("cv "), "{line}");
+    assert_no_leaks(sb.path());
+}
+
+#[test]
 fn random_order_and_the_environment_are_recorded_in_run_json() {
     let sb = sandbox();
     let out = quick_dir_run(&sb, &["--only", "fs=ext4,tasks=1", "--order", "random", "--seed", "7"]);

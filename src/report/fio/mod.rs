@@ -10,6 +10,8 @@ use super::monitors::{self, CellCounters};
 use super::plot::fio::{FioBar, FioChart, plot_fio, svg_fio};
 use super::plot::{PlotError, PlotImage};
 use super::{CompareOptions, WorkloadReport};
+use crate::catalogue::Metric;
+use crate::model::FioMetric;
 use crate::model::{CellResult, FioResult, OUTPUT_SCHEMA_VERSION};
 use crate::results::LoadedRun;
 use crate::stats::positive_mean_interval;
@@ -92,7 +94,11 @@ fn median_of(f: &FioResult, get: impl Fn(&crate::model::FioRepetition) -> f64) -
     crate::stats::median(&v)
 }
 
-fn row(label: &str, cell: &CellResult, f: &FioResult) -> FioRow {
+fn row(label: &str, cell: &CellResult, f: &FioResult, paired: bool) -> FioRow {
+    // The catalogue's samples of the metric (the one home of which repetitions count).
+    let q = crate::catalogue::samples(cell, Metric::Fio(FioMetric::Iops)).into_iter().next();
+    let iops_samples =
+        q.map(|q| (q.samples, crate::verdict::rounds_between_runs(paired, q.rounds))).unwrap_or_default();
     let counted = f.repetitions.iter().filter(|x| x.counts()).count().max(1) as f64;
     let cpu = |g: fn(&crate::model::FioJobStats) -> f64| {
         f.repetitions.iter().filter(|x| x.counts()).map(|x| g(&x.total)).sum::<f64>() / counted
@@ -115,6 +121,20 @@ fn row(label: &str, cell: &CellResult, f: &FioResult) -> FioRow {
         ),
         cpu_usr_sys: (cpu(|t| t.usr_cpu), cpu(|t| t.sys_cpu)),
         iops_ratio: None,
+        iops_ratio_of_means: None,
+        iops_samples,
+    }
+}
+
+/// Holm–Bonferroni over the tested fio ratios of a comparison (as lat_fs corrects per table).
+fn holm(rows: &mut [FioRow]) {
+    let raw: Vec<Option<f64>> =
+        rows.iter().map(|r| r.iops_ratio_of_means.as_ref().and_then(|x| x.p_adjusted)).collect();
+    for (r, adj) in rows.iter_mut().zip(crate::stats::holm_adjust(&raw)) {
+        if let Some(x) = r.iops_ratio_of_means.as_mut() {
+            x.p_adjusted = adj;
+            x.significant = adj.is_some_and(|p| p < super::compare::ALPHA);
+        }
     }
 }
 
@@ -124,17 +144,27 @@ impl<'a> FioReport<'a> {
         let mut rows: Vec<FioRow> = runs
             .iter()
             .flat_map(|(label, run)| {
-                run.cells.iter().filter_map(move |c| c.fio.as_ref().filter(|f| f.iops.n > 0).map(|f| row(label, c, f)))
+                let paired = super::paired::is_paired(run);
+                run.cells
+                    .iter()
+                    .filter_map(move |c| c.fio.as_ref().filter(|f| f.iops.n > 0).map(|f| row(label, c, f, paired)))
             })
             .collect();
         if compare.is_some() && runs.len() > 1 {
             let first = runs[0].0;
-            let base: Vec<(String, f64)> =
-                rows.iter().filter(|r| r.label == first).map(|r| (r.cell.clone(), r.iops)).collect();
+            let base: Vec<(String, f64, (Vec<f64>, u32))> = rows
+                .iter()
+                .filter(|r| r.label == first)
+                .map(|r| (r.cell.clone(), r.iops, r.iops_samples.clone()))
+                .collect();
             for r in rows.iter_mut().filter(|r| r.label != first) {
-                r.iops_ratio =
-                    base.iter().find(|(c, _)| *c == r.cell).filter(|(_, b)| *b > 0.0).map(|(_, b)| r.iops / b);
+                let Some((_, b, (bs, br))) = base.iter().find(|(c, _, _)| *c == r.cell) else { continue };
+                r.iops_ratio = (*b > 0.0).then(|| r.iops / b);
+                // Two labels are two separate runs: their rounds decide whether it is tested.
+                r.iops_ratio_of_means =
+                    super::compare::ratio_of_samples(bs, &r.iops_samples.0, Some((*br, r.iops_samples.1)));
             }
+            holm(&mut rows);
         }
         FioReport { runs, rows, charts: charts(runs), counters: monitors::fio_counters(runs) }
     }
@@ -157,7 +187,7 @@ impl<'a> FioReport<'a> {
         .into_iter()
         .map(String::from)
         .collect();
-        if self.rows.iter().any(|r| r.iops_ratio.is_some()) {
+        if self.rows.iter().any(|r| r.iops_ratio.is_some() || r.iops_ratio_of_means.is_some()) {
             h.push("IOPS ratio".into());
         }
         h
@@ -185,7 +215,11 @@ impl<'a> FioReport<'a> {
                     format!("{:.1}", r.cpu_usr_sys.1),
                 ];
                 if with_ratio {
-                    v.push(r.iops_ratio.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into()));
+                    v.push(match (&r.iops_ratio_of_means, r.iops_ratio) {
+                        (Some(x), _) => x.display(),
+                        (None, Some(x)) => format!("{x:.3}"),
+                        (None, None) => "-".into(),
+                    });
                 }
                 v
             })
@@ -201,7 +235,32 @@ impl<'a> FioReport<'a> {
         );
         for (label, _) in self.runs {
             m.heading(2, &format!("{label} fio"));
-            m.table(&header, &self.table_rows(label, with_ratio));
+            let rows = self.table_rows(label, with_ratio);
+            m.table(
+                &header,
+                &rows.into_iter().map(|r| r.into_iter().map(|c| m.literal(&c)).collect()).collect::<Vec<_>>(),
+            );
+        }
+        if with_ratio {
+            let tested =
+                self.rows.iter().filter_map(|r| r.iops_ratio_of_means.as_ref()).filter(|r| r.untested.is_none());
+            let legend = format!(
+                "IOPS ratio = mean IOPS / mean IOPS of {} for the same cell (the gate's change of means plus 1), [..] its 95% CI (Fieller's interval); * significant (Welch's t-test on the undisturbed repetitions, Holm–Bonferroni-corrected over the {} tested fio ratios, alpha {}), no mark: tested, not significant; {}",
+                self.runs.first().map(|(l, _)| *l).unwrap_or("run"),
+                tested.count(),
+                super::compare::ALPHA,
+                super::compare::untested_legend("repetitions")
+            );
+            m.paragraph(&m.literal(&legend));
+            let within_run = self
+                .rows
+                .iter()
+                .filter_map(|r| r.iops_ratio_of_means.as_ref())
+                .filter(|r| r.untested == Some(super::compare::Untested::WithinRunOnly))
+                .count();
+            if within_run > 0 {
+                m.paragraph(&format!("?: {}", crate::verdict::within_run_remedies(within_run)));
+            }
         }
         for (svg, caption) in figures.iter().zip(CAPTIONS) {
             m.figure(svg, caption);

@@ -158,3 +158,26 @@ fn the_iops_interval_never_reaches_below_zero_and_one_repetition_has_none() {
     assert_eq!(c[0].bars[0].whisker, Some((0.0, high)));
     assert_eq!(c[0].bars[1].whisker, None);
 }
+
+/// Issue 38 item 34: fio's IOPS ratio had no interval and no mark. It gets lat_fs's: the
+/// ratio of means on the catalogue's `iops` samples, Fieller's interval, and a mark; two
+/// separate one-round runs are `?` (the gate's rule), with the note saying why.
+#[test]
+fn the_iops_ratio_has_an_interval_and_the_mark_of_lat_fs_ratios() {
+    let a = run(vec![cell("ext4", &[1000.0, 1010.0, 990.0, 1005.0], &[50.0; 4], &[])]);
+    let b = run(vec![cell("ext4", &[2000.0, 2020.0, 1980.0, 2010.0], &[50.0; 4], &[])]);
+    let runs = [("base", &a), ("new", &b)];
+    let rep = FioReport::build(&runs, Some(&CompareOptions::default()));
+    let rows = rep.table_rows("new", true);
+    let ratio = rows[0].last().unwrap();
+    assert!(ratio.starts_with("2.0000? [") && ratio.ends_with(']'), "{rows:?}");
+    let r = rep.rows.iter().find(|r| r.label == "new").unwrap().iops_ratio_of_means.clone().unwrap();
+    let (lo, hi) = (r.ci_low, r.ci_high);
+    assert!(lo > 1.9 && lo < 2.0 && hi > 2.0 && hi < 2.1, "{lo} {hi}");
+    assert_eq!(r.untested, Some(crate::report::compare::Untested::WithinRunOnly));
+    let mut m: Box<dyn Markup> = Box::new(Plain::default());
+    rep.write(&mut *m, true);
+    let text = m.finish().split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(text.contains("IOPS ratio = mean IOPS / mean IOPS of base") && text.contains("? not tested"), "{text}");
+    assert!(text.contains("cannot be decided from the spread within a run"), "{text}");
+}

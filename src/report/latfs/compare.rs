@@ -26,20 +26,73 @@ pub struct Ratio {
     pub ci_high: f64,
     /// Welch's test on the repetitions, when both sides have at least two.
     pub welch: Option<Welch>,
-    /// Welch's p after the Holm–Bonferroni correction over the comparisons of its table.
+    /// Welch's p after the Holm–Bonferroni correction over the comparisons of its table;
+    /// `null` when the comparison is not tested ([`Ratio::untested`]).
     pub p_adjusted: Option<f64>,
     /// `p_adjusted < ALPHA`.
     pub significant: bool,
+    /// Why the comparison has no significance test, shown `?` ([`Untested`]); `null` when tested.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub untested: Option<Untested>,
+}
+
+/// Why a ratio carries `?` instead of a verdict of Welch's test: every case, in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Untested {
+    /// A side has fewer than 2 samples (repetitions, or rounds' means with `workload.rounds`).
+    FewerThanTwoSamples,
+    /// Both sides have at least 2 samples, all equal on each side: no spread to test against.
+    NoSpread,
+    /// Two separate runs with one round on a side: the samples show the spread within a
+    /// run only, which cannot decide a difference between runs (the gate's rule,
+    /// [`crate::verdict::separate_runs_decidable`]; its verdict there is `inconclusive`).
+    WithinRunOnly,
+}
+
+impl Untested {
+    /// Why, in the words of the legend.
+    pub fn why(self) -> &'static str {
+        match self {
+            Untested::FewerThanTwoSamples => "fewer than 2 samples on a side",
+            Untested::NoSpread => "no spread on either side",
+            Untested::WithinRunOnly => crate::verdict::WITHIN_RUN_ONLY,
+        }
+    }
+
+    /// Why a comparison of `a` and `b` (sample sets) has no Welch's test; `None` when it has one.
+    pub fn of_samples(a: &[f64], b: &[f64], welch: Option<&Welch>) -> Option<Untested> {
+        match welch {
+            Some(_) => None,
+            None if a.len() < 2 || b.len() < 2 => Some(Untested::FewerThanTwoSamples),
+            None => Some(Untested::NoSpread),
+        }
+    }
+
+    /// [`Untested::WithinRunOnly`] when a comparison of two separate runs spanning these
+    /// rounds cannot be decided ([`crate::verdict::separate_runs_decidable`]).
+    pub fn between_runs(reference_rounds: u32, other_rounds: u32) -> Option<Untested> {
+        (!crate::verdict::separate_runs_decidable(reference_rounds, other_rounds)).then_some(Untested::WithinRunOnly)
+    }
+}
+
+/// What `?` means, for every legend that shows it: each case [`Untested`] has.
+pub fn untested_legend(samples: &str) -> String {
+    format!(
+        "? not tested, so never significant: fewer than 2 {samples} on a side, or no spread on either side, or two \
+         separate runs of which one ran a single round (its {samples} show the spread within one run, not between \
+         runs: the gate calls these inconclusive)"
+    )
 }
 
 impl Ratio {
     /// `1.2134* [1.1900, 1.2400]` (significant after correction), `1.2134 [...]` (not),
-    /// `1.2134?` (untestable: fewer than 2 repetitions or no spread).
+    /// `1.2134? [...]` (not tested: [`Untested`]).
     pub fn display(&self) -> String {
-        let mark = match (&self.welch, self.significant) {
-            (None, _) => "?",
-            (Some(_), true) => "*",
-            (Some(_), false) => "",
+        let mark = match (&self.untested, self.significant) {
+            (Some(_), _) => "?",
+            (None, true) => "*",
+            (None, false) => "",
         };
         let f = crate::report::format::fmt4;
         if self.ci_low.is_finite() && (self.ci_high.is_finite() || self.ci_low > 0.0) {
@@ -51,28 +104,54 @@ impl Ratio {
 }
 
 /// Compare two points of one configuration, as a family of one comparison
-/// (a table of them is corrected by [`ratio_table`]).
-pub fn ratio(reference: &Point, other: &Point) -> Option<Ratio> {
+/// (a table of them is corrected by [`ratio_table`]); `separate_runs`: the points are of
+/// two runs (not two kernels of one kernel-paired run), so the rounds they span decide
+/// whether they can be tested ([`Untested::between_runs`]).
+pub fn ratio(reference: &Point, other: &Point, separate_runs: bool) -> Option<Ratio> {
     if reference.summary.mean == 0.0 {
         return None;
     }
-    let welch = crate::stats::welch(&reference.samples, &other.samples);
-    let change = crate::stats::relative_change(&reference.samples, &other.samples);
-    let (a, b) = (crate::stats::summarize(&reference.samples), crate::stats::summarize(&other.samples));
-    // Its part at or above zero: loops and latencies are positive.
+    let rounds = separate_runs.then_some((reference.rounds, other.rounds));
+    // A result file with a summary and no repetitions (typed in, or older) has a ratio, untested.
+    let r = ratio_of_samples(&reference.samples, &other.samples, rounds).unwrap_or(Ratio {
+        ratio: 0.0,
+        ci_low: f64::NEG_INFINITY,
+        ci_high: f64::INFINITY,
+        welch: None,
+        p_adjusted: None,
+        significant: false,
+        untested: Some(Untested::FewerThanTwoSamples),
+    });
+    Some(Ratio { ratio: other.summary.mean / reference.summary.mean, ..r })
+}
+
+/// The ratio of the means of two sample sets of a positive quantity, with its interval and
+/// Welch's test (uncorrected); `rounds`: of two separate runs, the rounds each spans.
+/// `None` when a side is empty or the reference mean is zero.
+pub fn ratio_of_samples(reference: &[f64], other: &[f64], rounds: Option<(u32, u32)>) -> Option<Ratio> {
+    let (a, b) = (crate::stats::summarize(reference), crate::stats::summarize(other));
+    if a.n == 0 || b.n == 0 || a.mean == 0.0 {
+        return None;
+    }
+    let welch = crate::stats::welch(reference, other);
+    let change = crate::stats::relative_change(reference, other);
+    // Its part at or above zero: loops, latencies and IOPS are positive.
     let (ci_low, ci_high) = match (crate::stats::positive_ratio_interval(&a, &b), change) {
         (Some(ci), _) => ci,
         (None, Some(c)) => (1.0 + c.ci_low, 1.0 + c.ci_high),
         (None, None) => (f64::NEG_INFINITY, f64::INFINITY),
     };
-    let p_adjusted = welch.map(|w| w.p);
+    let untested = Untested::of_samples(reference, other, welch.as_ref())
+        .or_else(|| rounds.and_then(|(r, o)| Untested::between_runs(r, o)));
+    let p_adjusted = welch.filter(|_| untested.is_none()).map(|w| w.p);
     Some(Ratio {
-        ratio: other.summary.mean / reference.summary.mean,
+        ratio: b.mean / a.mean,
         ci_low,
         ci_high,
         welch,
         p_adjusted,
         significant: p_adjusted.is_some_and(|p| p < ALPHA),
+        untested,
     })
 }
 
@@ -102,11 +181,20 @@ impl RatioTable {
 
     /// The sentence under the table that says how significance was decided.
     pub fn correction_note(&self) -> String {
+        if self.comparisons == 0 {
+            return "no comparison in this table was tested (`?`: see the legend); [..] = 95% CI of the ratio of means"
+                .into();
+        }
         format!(
-            "* = significant at alpha {ALPHA} after Holm–Bonferroni correction over the {} comparison{} in this table; [..] = 95% CI of the ratio of means",
+            "* = significant at alpha {ALPHA} after Holm–Bonferroni correction over the {} tested comparison{} in this table; [..] = 95% CI of the ratio of means",
             self.comparisons,
             if self.comparisons == 1 { "" } else { "s" }
         )
+    }
+
+    /// How many ratios of the table are untested because they compare separate runs of one round.
+    pub fn within_run_only(&self) -> usize {
+        self.values.iter().flatten().flatten().filter(|r| r.untested == Some(Untested::WithinRunOnly)).count()
     }
 }
 
@@ -131,14 +219,17 @@ pub fn ratio_table(t: &LatfsTable, reference_label: &str) -> RatioTable {
             pairs
                 .iter()
                 .map(|(ri, ci)| match (&row[*ri], &row[*ci]) {
-                    (Some(r), Some(o)) => ratio(r, o),
+                    // A cell without a result (every repetition disturbed) has no ratio.
+                    (Some(r), Some(o)) if !r.all_disturbed && !o.all_disturbed => {
+                        ratio(r, o, t.columns[*ri].run != t.columns[*ci].run)
+                    }
                     _ => None,
                 })
                 .collect()
         })
         .collect();
-    let raw: Vec<Option<f64>> =
-        values.iter().flatten().map(|r| r.as_ref().and_then(|r| r.welch.map(|w| w.p))).collect();
+    // Only tested comparisons are in the family: an untested one has no p to correct.
+    let raw: Vec<Option<f64>> = values.iter().flatten().map(|r| r.as_ref().and_then(|r| r.p_adjusted)).collect();
     let adjusted = crate::stats::holm_adjust(&raw);
     let comparisons = raw.iter().filter(|p| p.is_some()).count();
     for (r, adj) in values.iter_mut().flatten().zip(adjusted) {

@@ -74,10 +74,13 @@ pub(super) fn latfs_csv(
                     fmt4(s.stddev),
                     fmt4(s.min),
                     fmt4(s.max),
-                    fmt4(s.ci95_low),
-                    fmt4(s.ci95_high),
-                    fmt4(s.cv),
                 ];
+                // Loops and latencies are positive: the mean's interval is cut at zero, and
+                // one repetition has no interval and no cv (empty fields, not a spread of 0).
+                let mean_ci = crate::stats::positive_mean_interval(s);
+                rec.push(mean_ci.map(|c| fmt4(c.0)).unwrap_or_default());
+                rec.push(mean_ci.map(|c| fmt4(c.1)).unwrap_or_default());
+                rec.push(if s.n > 1 { fmt4(s.cv) } else { String::new() });
                 if let Some(rt) = &rt {
                     let r = rt.for_column(ri, ci);
                     rec.push(r.map(|r| fmt4(r.ratio)).unwrap_or_default());
@@ -85,7 +88,7 @@ pub(super) fn latfs_csv(
                     rec.push(csv_num(r.and_then(|r| r.p_adjusted)));
                     rec.push(csv_num(r.map(|r| r.ci_low).filter(|x| x.is_finite())));
                     rec.push(csv_num(r.map(|r| r.ci_high).filter(|x| x.is_finite())));
-                    rec.push(r.filter(|r| r.welch.is_some()).map(|r| r.significant.to_string()).unwrap_or_default());
+                    rec.push(r.filter(|r| r.untested.is_none()).map(|r| r.significant.to_string()).unwrap_or_default());
                 }
                 let id = crate::model::CellParams {
                     fs: t.fs.clone(),

@@ -47,13 +47,14 @@ impl<'a> LatfsReport<'a> {
     fn write_tables(&self, m: &mut dyn Markup, figures: &[String]) {
         let reference = self.reference;
         let mut last_section = String::new();
+        let mut within_run = 0;
         for (i, t) in self.tables.iter().enumerate() {
             if t.section() != last_section {
                 last_section = t.section();
                 m.heading(2, &last_section);
             }
             m.heading(3, &t.title());
-            m.table(&t.header(), &t.rows());
+            m.table(&t.header(), &if self.with_ratios { t.compared_rows() } else { t.rows() });
             let noisy = t.noisy();
             if !noisy.is_empty() {
                 m.note(&format!("noisy repetitions: {}", noisy.join(", ")));
@@ -66,7 +67,8 @@ impl<'a> LatfsReport<'a> {
                 ));
             }
             let all_disturbed = t.all_disturbed();
-            if !all_disturbed.is_empty() {
+            // Compared, such a cell shows `- (disturbed)`: no number to mark.
+            if !all_disturbed.is_empty() && !self.with_ratios {
                 m.note(&format!(
                     "{}: every repetition disturbed (the number is over the disturbed repetitions; left out of comparisons and gates): {}",
                     tables::ALL_DISTURBED_MARK,
@@ -75,10 +77,11 @@ impl<'a> LatfsReport<'a> {
             }
             if self.with_ratios {
                 let rt = compare::ratio_table(t, reference);
-                let (header, rows) = ratio_rows(&rt, |r| m.literal(&r.display()));
+                let (header, rows) = ratio_rows(t, &rt, |r| m.literal(&r.display()));
                 if !rows.is_empty() {
                     m.table(&header, &rows);
                     m.note(&rt.correction_note());
+                    within_run += rt.within_run_only();
                 }
             }
             if let Some(svg) = figures.get(i) {
@@ -88,10 +91,14 @@ impl<'a> LatfsReport<'a> {
         if self.with_ratios {
             // The interval is `stats::ratio_interval`'s (through `stats::relative_change`); the marks are Welch's test.
             let legend = m.literal(&format!(
-                "ratio = mean / mean of {reference} (the gate's change of means plus 1), [..] its 95% CI (Fieller's interval); * significant (Welch's t-test on repetitions, Holm–Bonferroni-corrected per table, alpha {}), no mark: not significant, ? untestable (fewer than 2 repetitions or no spread)",
-                compare::ALPHA
+                "ratio = mean / mean of {reference} (the gate's change of means plus 1), [..] its 95% CI (Fieller's interval); * significant (Welch's t-test on the samples: repetitions, or rounds' means with several rounds; Holm–Bonferroni-corrected per table, alpha {}), no mark: tested, not significant; {}; - (reason): a cell without a result (skipped, failed, disturbed: every repetition, missing), no number and no ratio",
+                compare::ALPHA,
+                compare::untested_legend("samples")
             ));
             m.paragraph(&legend);
+            if within_run > 0 {
+                m.paragraph(&format!("?: {}", crate::verdict::within_run_remedies(within_run)));
+            }
         }
         monitors::write_counters(m, &monitors::latfs_counters(self.runs));
         let latencies = monitors::latfs_latencies(self.runs);
@@ -195,19 +202,31 @@ impl WorkloadReport for LatfsReport<'_> {
     }
 }
 
-/// The ratio table under a compared lat_fs table: header and rows, `-` where there is no ratio.
-fn ratio_rows(rt: &compare::RatioTable, show: impl Fn(&compare::Ratio) -> String) -> (Vec<String>, Vec<Vec<String>>) {
+/// The ratio table under a compared lat_fs table: header and rows, `-` where there is no
+/// ratio, `- (V3 disturbed)` where a side has no result.
+fn ratio_rows(
+    t: &LatfsTable,
+    rt: &compare::RatioTable,
+    show: impl Fn(&compare::Ratio) -> String,
+) -> (Vec<String>, Vec<Vec<String>>) {
     if rt.columns.is_empty() {
         return (Vec::new(), Vec::new());
     }
     let header = std::iter::once("#nr_task".to_string()).chain(rt.columns.iter().cloned()).collect();
+    let why = |ri: usize, (r, c): (usize, usize)| {
+        [r, c].iter().find_map(|&col| t.reason(ri, col).map(|w| format!("- ({} {w})", t.columns[col].label)))
+    };
     let rows = rt
         .tasks
         .iter()
         .zip(&rt.values)
-        .map(|(t, row)| {
-            std::iter::once(t.to_string())
-                .chain(row.iter().map(|r| r.as_ref().map(&show).unwrap_or_else(|| "-".into())))
+        .enumerate()
+        .map(|(ri, (tasks, row))| {
+            std::iter::once(tasks.to_string())
+                .chain(row.iter().zip(&rt.pairs).map(|(r, pair)| match r {
+                    Some(r) => show(r),
+                    None => why(ri, *pair).unwrap_or_else(|| "-".into()),
+                }))
                 .collect()
         })
         .collect();

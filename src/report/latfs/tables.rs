@@ -28,6 +28,11 @@ pub struct Point {
     /// comparison or gate counts it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub all_disturbed: bool,
+    /// Rounds the samples span, as a comparison of separate runs counts them
+    /// ([`crate::verdict::rounds_between_runs`]: a paired run's members count as one).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub rounds: u32,
 }
 
 /// The suffix of a number measured only in disturbed repetitions (`1234.5678~`).
@@ -75,6 +80,12 @@ pub struct LatfsTable {
     pub tasks: Vec<u32>,
     /// `values[row][col]`; `None` (`null`) where the cell is missing, skipped or failed.
     pub values: Vec<Vec<Option<Point>>>,
+    /// `no_result[row][col]`: why a planned or stored cell has no result (`skipped`,
+    /// `failed`, `disturbed`: every repetition, `missing`: planned, no result file), as
+    /// the report's "Cells without a result" lists it; `None` for a measured cell.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub no_result: Vec<Vec<Option<&'static str>>>,
 }
 
 impl LatfsTable {
@@ -109,6 +120,32 @@ impl LatfsTable {
                     .collect()
             })
             .collect()
+    }
+
+    /// Body rows of a comparison: as [`LatfsTable::rows`], but a cell without a result (every
+    /// repetition disturbed, failed, skipped, missing) shows no number: `-` and the reason,
+    /// `- (disturbed)`, as the report's footer lists it.
+    pub fn compared_rows(&self) -> Vec<Vec<String>> {
+        self.tasks
+            .iter()
+            .enumerate()
+            .map(|(ri, t)| {
+                std::iter::once(t.to_string())
+                    .chain(self.values[ri].iter().enumerate().map(|(ci, v)| match (self.reason(ri, ci), v) {
+                        (Some(why), _) => format!("- ({why})"),
+                        (None, Some(p)) => p.median_text(),
+                        (None, None) => "-".into(),
+                    }))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Why the cell at `row`, `col` has no result (`disturbed`, `failed`, `skipped`,
+    /// `missing`), `None` when it has one or is not a cell of the run.
+    pub fn reason(&self, row: usize, col: usize) -> Option<&'static str> {
+        let disturbed = self.values[row][col].as_ref().is_some_and(|p| p.all_disturbed).then_some("disturbed");
+        self.no_result.get(row).and_then(|r| r.get(col)).copied().flatten().or(disturbed)
     }
 
     /// Cells whose repetitions spread more than [`NOISY_CV`], as `2 tasks BASE-ext2-M-qoff (CV 38.6%)`.
@@ -165,6 +202,16 @@ impl Point {
     }
 }
 
+/// Why a stored cell of `status` has no result, in the words of the report's footer; `None` when it has one.
+fn without_result(status: CellStatus) -> Option<&'static str> {
+    match status {
+        CellStatus::Ok => None,
+        CellStatus::Skipped => Some("skipped"),
+        CellStatus::Disturbed => Some("disturbed"),
+        CellStatus::Failed => Some("failed"),
+    }
+}
+
 /// Coefficient of variation above which a cell's repetitions are called noisy in reports.
 pub const NOISY_CV: f64 = 0.05;
 
@@ -190,14 +237,23 @@ pub fn point_by(cell: &CellResult, metric: Option<Percentile>) -> Option<Point> 
     if let Some(p) = metric {
         let samples = of(Metric::Latency(p));
         let summary = summarize(&samples);
-        return (summary.n > 0).then_some(Point { summary, samples, disturbed, repetitions, all_disturbed: false });
+        let rounds = latfs.rounds_done().max(1);
+        return (summary.n > 0).then_some(Point {
+            summary,
+            samples,
+            disturbed,
+            repetitions,
+            all_disturbed: false,
+            rounds,
+        });
     }
     let samples = of(Metric::TotalLoops);
     let summary = if samples.is_empty() && disturbed == 0 { latfs.total_loops.clone() } else { summarize(&samples) };
     if summary.n == 0 {
         return None;
     }
-    Some(Point { summary, samples, disturbed, repetitions, all_disturbed: false })
+    let rounds = latfs.rounds_done().max(1);
+    Some(Point { summary, samples, disturbed, repetitions, all_disturbed: false, rounds })
 }
 
 /// The point of a cell whose every repetition was disturbed: statistics over all of
@@ -220,6 +276,7 @@ fn all_disturbed_point(latfs: &crate::model::LatfsResult, metric: Option<Percent
         disturbed: repetitions,
         repetitions,
         all_disturbed: true,
+        rounds: latfs.rounds_done().max(1),
     })
 }
 
@@ -258,6 +315,9 @@ pub fn build_tables_by(runs: &[(&str, &LoadedRun)], metric: Option<Percentile>) 
     let mut col_exists: std::collections::HashSet<(usize, &str, Layout, LatfsTest, QuotaMode)> = Default::default();
     let mut tasks_of: std::collections::HashMap<(&str, Layout, LatfsTest), std::collections::BTreeSet<u32>> =
         Default::default();
+    // Every cell planned or stored, by its key: one planned but not stored is missing.
+    let mut known: std::collections::HashSet<Key<'_>> = Default::default();
+    let paired_run: Vec<bool> = runs.iter().map(|(_, r)| crate::report::paired::is_paired(r)).collect();
     for (li, (_, run)) in runs.iter().enumerate() {
         let planned = run.meta.planned_cells.iter();
         let stored = run.cells.iter().map(|c| &c.params);
@@ -272,6 +332,7 @@ pub fn build_tables_by(runs: &[(&str, &LoadedRun)], metric: Option<Percentile>) 
             }
             tests.insert(test);
             col_exists.insert((gi, &p.fs, p.layout, test, p.quota));
+            known.insert((gi, &p.fs, p.layout, test, p.quota, p.tasks));
             tasks_of.entry((&p.fs, p.layout, test)).or_default().insert(p.tasks);
         }
         for c in &run.cells {
@@ -308,12 +369,34 @@ pub fn build_tables_by(runs: &[(&str, &LoadedRun)], metric: Option<Percentile>) 
                     .map(|t| {
                         keys.iter()
                             .map(|(gi, q)| {
-                                index.get(&(*gi, *fs, *layout, *test, *q, *t)).and_then(|c| point_by(c, metric))
+                                let paired = paired_run[groups[*gi].0];
+                                index.get(&(*gi, *fs, *layout, *test, *q, *t)).and_then(|c| point_by(c, metric)).map(
+                                    |p| Point { rounds: crate::verdict::rounds_between_runs(paired, p.rounds), ..p },
+                                )
                             })
                             .collect()
                     })
                     .collect();
-                tables.push(LatfsTable { fs: fs.to_string(), layout: *layout, test: *test, columns, tasks, values });
+                let no_result = tasks
+                    .iter()
+                    .map(|t| {
+                        keys.iter()
+                            .map(|(gi, q)| match index.get(&(*gi, *fs, *layout, *test, *q, *t)) {
+                                Some(c) => without_result(c.status),
+                                None => known.contains(&(*gi, *fs, *layout, *test, *q, *t)).then_some("missing"),
+                            })
+                            .collect()
+                    })
+                    .collect();
+                tables.push(LatfsTable {
+                    fs: fs.to_string(),
+                    layout: *layout,
+                    test: *test,
+                    columns,
+                    tasks,
+                    values,
+                    no_result,
+                });
             }
         }
     }

@@ -58,7 +58,8 @@ fn cell_json(label: &str, c: &CellResult, o: &OpsResult) -> OpsCellJson {
         cell: c.id.clone(),
         n: o.ops_per_s.n,
         ops_per_s: o.ops_per_s.median,
-        ops_per_s_ci95: (o.ops_per_s.ci95_low, o.ops_per_s.ci95_high),
+        // A rate is positive: the interval's part at or above zero; none from one repetition.
+        ops_per_s_ci95: crate::stats::positive_mean_interval(&o.ops_per_s),
         p99_us: o.p99_us.median,
         mb_per_s: o.mb_per_s.median,
         ratio: None,
@@ -131,7 +132,7 @@ impl<'a> OpsReport<'a> {
                         c.cell.clone(),
                         c.n.to_string(),
                         format!("{:.1}", c.ops_per_s),
-                        format!("{:.1}..{:.1}", c.ops_per_s_ci95.0, c.ops_per_s_ci95.1),
+                        c.ops_per_s_ci95.map(|(l, h)| format!("{l:.1}..{h:.1}")).unwrap_or_else(|| "-".into()),
                         format!("{:.1}", c.p99_us),
                         format!("{:.1}", c.mb_per_s),
                         c.ratio.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into()),
@@ -220,6 +221,25 @@ mod tests {
             disturbance: disturbed.then(|| Disturbance { disturbed: true, ..Default::default() }),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn the_ops_per_s_interval_is_not_below_zero_and_absent_from_one_repetition() {
+        // Issue #38 item 13: `-22108..58540` at n = 2; a rate's mean is never below zero.
+        let params = crate::model::CellParams {
+            fs: "ext4".into(),
+            layout: crate::model::Layout::S,
+            quota: crate::model::QuotaMode::Off,
+            tasks: 1,
+            test: None,
+            fio: Default::default(),
+            kernel: None,
+        };
+        let cell = CellResult::new(&params, crate::model::CellStatus::Ok, "");
+        let o = |v: &[f64]| OpsResult { ops_per_s: crate::stats::summarize(v), ..Default::default() };
+        let (lo, hi) = cell_json("a", &cell, &o(&[1000.0, 35000.0])).ops_per_s_ci95.unwrap();
+        assert!(lo == 0.0 && hi > 35000.0, "{lo} {hi}");
+        assert_eq!(cell_json("a", &cell, &o(&[1000.0])).ops_per_s_ci95, None);
     }
 
     #[test]

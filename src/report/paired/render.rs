@@ -107,6 +107,58 @@ fn legend(p: &PairedRun) -> String {
     )
 }
 
+/// Whether paired ratios' intervals agree: `agree` when they share a ratio (every interval
+/// overlaps every other: the highest lower end is at or below the lowest upper end), `differ`
+/// when they do not, `cannot tell` when one is missing or unbounded. Each interval is at its own
+/// run's level; overlap does not prove the labs equal, but no overlap at those levels is a
+/// difference between the labs that their own spread does not explain.
+pub fn agreement(changes: &[Option<crate::stats::Change>]) -> &'static str {
+    let ends: Option<Vec<(f64, f64)>> = changes
+        .iter()
+        .map(|c| c.filter(|c| c.ci_low.is_finite() && c.ci_high.is_finite()).map(|c| (c.ci_low, c.ci_high)))
+        .collect();
+    match ends {
+        Some(e) if e.len() > 1 => {
+            let low = e.iter().map(|x| x.0).fold(f64::NEG_INFINITY, f64::max);
+            let high = e.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+            if low <= high { "agree (intervals overlap)" } else { "differ (no ratio in every interval)" }
+        }
+        _ => "cannot tell",
+    }
+}
+
+/// When every run compared is a paired run (two labs' runs of one bundle): one table with,
+/// per pair group, candidate arm and quantity all of them measured, each run's paired ratio
+/// with its interval and whether the intervals [`agreement`].
+pub fn write_agreement(m: &mut dyn Markup, paired: &[PairedRun]) {
+    let Some(first) = paired.first() else { return };
+    let key = |c: &PairedComparison| (c.group.clone(), c.step.clone(), c.baseline.clone(), c.candidate.clone());
+    let mut rows = Vec::new();
+    for c in &first.comparisons {
+        let all: Option<Vec<&PairedComparison>> =
+            paired.iter().map(|p| p.comparisons.iter().find(|d| key(d) == key(c))).collect();
+        let Some(all) = all else { continue };
+        let mut row = vec![what(c), format!("{} / {}", c.candidate, c.baseline)];
+        row.extend(all.iter().map(|d| ratio_cell(d)));
+        row.push(agreement(&all.iter().map(|d| d.change).collect::<Vec<_>>()).to_string());
+        rows.push(row);
+    }
+    if rows.is_empty() {
+        return;
+    }
+    m.heading(2, "Do the paired runs agree?");
+    let mut header = vec!["pair group".to_string(), "ratio".to_string()];
+    header.extend(paired.iter().map(|p| format!("{} [{} CI]", p.label, percent(p.level))));
+    header.push("intervals".into());
+    m.table(&header, &rows);
+    m.paragraph(
+        "Each run's paired ratio (candidate over baseline arm, from its own pairs) with its interval at that run's level. \
+         agree: the intervals overlap, some ratio lies in every one (this does not show the runs equal); differ: no \
+         ratio lies in every interval, a difference between the runs beyond what each run's own pairs spread; cannot \
+         tell: a run has no bounded interval.",
+    );
+}
+
 /// The section of each paired run: a heading (naming the run when there are several),
 /// the legend, one row per comparison, and notes on dropped pairs and warnings.
 pub fn write_sections(m: &mut dyn Markup, paired: &[PairedRun], several_runs: bool) {

@@ -306,3 +306,31 @@ fn a_group_that_gave_up_on_a_failing_arm_says_so_once_and_names_the_steps_from_t
     assert_eq!(text.matches("the group stopped:").count(), 1, "{text}");
     assert!(text.contains("S-qoff-t1: the group stopped:") && text.contains("member failed"), "{text}");
 }
+
+/// Issue 38 item 31: two labs' paired runs were printed one after the other; one table now
+/// says, per pair group, each lab's paired ratio and whether the intervals agree.
+#[test]
+fn two_labs_paired_runs_get_one_table_that_says_whether_they_agree() {
+    let spec = GateSpec::default();
+    let lab = |label: &str, factor: f64| {
+        let base_vals = [100.0, 104.0, 97.0, 101.0, 99.0, 103.0];
+        let cand_vals: Vec<f64> = [0.90, 0.93, 0.88, 0.915, 0.89, 0.92].iter().map(|x| x * factor * 100.0).collect();
+        let slots = [0, 1, 2, 3, 4, 5];
+        let base = latfs_cell("ext4", &base_vals, pairing(0, "S-qoff-t1-chown", &slots, &[]));
+        let cand = latfs_cell("ext4-nodelalloc", &cand_vals, pairing(1, "S-qoff-t1-chown", &slots, &[]));
+        let r = run(vec![base, cand], WorkloadKind::LatFs);
+        join_pairs(label, &r, &opts(&spec, crate::catalogue::Metric::TotalLoops, None)).unwrap()
+    };
+    let render = |runs: &[PairedRun]| {
+        let mut m: Box<dyn crate::report::markup::Markup> = Box::new(crate::report::markup::Plain::default());
+        write_agreement(&mut *m, runs);
+        m.finish()
+    };
+    let (theirs, ours, far) = (lab("THEIRS", 1.0), lab("OURS", 1.005), lab("FAR", 1.2));
+    let text = render(&[theirs.clone(), ours]);
+    assert!(text.contains("Do the paired runs agree?") && text.contains("THEIRS [99% CI]"), "{text}");
+    assert!(text.contains("OURS [99% CI]") && text.contains("agree (intervals overlap)"), "{text}");
+    let text = render(&[theirs.clone(), far]);
+    assert!(text.contains("differ (no ratio in every interval)"), "{text}");
+    assert_eq!(agreement(&[theirs.comparisons[0].change, None]), "cannot tell");
+}

@@ -26,11 +26,14 @@ use serde::Serialize;
 
 use super::groups::StepsGroup;
 use crate::model::StepTiming;
-use crate::report::compare::ALPHA;
+use crate::report::compare::{ALPHA, Untested};
 use crate::report::markup::Markup;
 use crate::stats::{Welch, positive_ratio_interval, summarize, welch};
 
 pub use crate::catalogue::Iterations;
+
+/// The rounds a steps cell runs: one (`workload.rounds` is lat_fs's).
+const STEPS_ROUNDS: u32 = 1;
 
 /// One cell of a step table: a label's elapsed seconds over the chosen iterations.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -57,12 +60,18 @@ pub struct StepRatio {
     pub ci95: Option<(f64, f64)>,
     /// Welch's test, when both sides have two samples and some spread.
     pub welch: Option<Welch>,
-    /// `welch.p < ALPHA`.
+    /// `welch.p < ALPHA`, and the comparison tested (`untested` is `null`).
     pub significant: bool,
+    /// Why the comparison has no significance test, shown `?`; `null` when tested.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub untested: Option<Untested>,
 }
 
 impl StepRatio {
-    /// Ratio of two stats; `None` when the reference mean is zero.
+    /// Ratio of two stats of separate runs; `None` when the reference mean is zero. A steps
+    /// cell runs one round (the catalogue's `rounds` of an `elapsed` quantity), so two runs'
+    /// iterations show the spread within each run only: never tested between runs
+    /// ([`Untested::between_runs`], the gate's rule).
     pub fn of(reference: &StepStat, other: &StepStat) -> Option<Self> {
         if reference.mean_s == 0.0 {
             return None;
@@ -72,15 +81,18 @@ impl StepRatio {
         // Open above when the reference mean is within noise of zero: `[low, ∞)`.
         let ci95 = positive_ratio_interval(&a, &b).filter(|(l, h)| *l > 0.0 || h.is_finite());
         let welch = welch(&reference.samples_s, &other.samples_s);
-        Some(Self { ratio, ci95, welch, significant: welch.is_some_and(|w| w.p < ALPHA) })
+        let untested = Untested::of_samples(&reference.samples_s, &other.samples_s, welch.as_ref())
+            .or_else(|| Untested::between_runs(STEPS_ROUNDS, STEPS_ROUNDS));
+        let significant = untested.is_none() && welch.is_some_and(|w| w.p < ALPHA);
+        Some(Self { ratio, ci95, welch, significant, untested })
     }
 
-    /// `1.0213* [0.9912, 1.0514]`, `1.0213?` when untestable; marks as [`crate::report::compare::Ratio::display`].
+    /// `1.0213* [0.9912, 1.0514]`, `1.0213? [..]` when not tested; marks as [`crate::report::compare::Ratio::display`].
     pub fn display(&self) -> String {
-        let mark = match (&self.welch, self.significant) {
-            (None, _) => "?",
-            (Some(_), true) => "*",
-            (Some(_), false) => "",
+        let mark = match (&self.untested, self.significant) {
+            (Some(_), _) => "?",
+            (None, true) => "*",
+            (None, false) => "",
         };
         let ci =
             self.ci95.map(|(l, h)| crate::report::format::interval(l, h)).map(|i| format!(" {i}")).unwrap_or_default();
@@ -241,9 +253,20 @@ pub fn write_tables(m: &mut dyn Markup, cmp: &StepsComparison) {
         m.table(&header, &rows);
     }
     let legend = m.literal(&format!(
-        "ratio = mean / mean of {reference} [95% CI; ∞: open above]; * significant (Welch's t-test on the iterations, alpha {ALPHA}), no mark: not significant, ? untestable (fewer than 2 iterations or no spread)"
+        "ratio = mean / mean of {reference} [95% CI; ∞: open above]; * significant (Welch's t-test on the iterations, alpha {ALPHA}), no mark: tested, not significant; {}; -: no such step or cell on a side (cells without a result are listed at the end)",
+        crate::report::compare::untested_legend("iterations")
     ));
     m.paragraph(&legend);
+    let within_run = cmp
+        .tables
+        .iter()
+        .flat_map(|t| &t.rows)
+        .flat_map(|r| r.ratios.iter().flatten())
+        .filter(|r| r.untested == Some(Untested::WithinRunOnly))
+        .count();
+    if within_run > 0 {
+        m.paragraph(&format!("?: {}", crate::verdict::within_run_remedies(within_run)));
+    }
 }
 
 /// Seed 002's layout for a comparison: per label, per configuration, the time(1) lines of one
@@ -308,7 +331,7 @@ pub fn csv(cmp: &StepsComparison) -> String {
                     csv_num(ratio.and_then(|x| x.ci95.map(|c| c.0))),
                     csv_num(ratio.and_then(|x| x.ci95.map(|c| c.1)).filter(|h| h.is_finite())),
                     csv_num(ratio.and_then(|x| x.welch.map(|w| w.p))),
-                    ratio.filter(|x| x.welch.is_some()).map(|x| x.significant.to_string()).unwrap_or_default(),
+                    ratio.filter(|x| x.untested.is_none()).map(|x| x.significant.to_string()).unwrap_or_default(),
                 ]));
             }
         }
@@ -329,10 +352,13 @@ mod tests {
             sd_s: summarize(v).stddev,
         };
         let r = StepRatio::of(&s(&[10.0, 10.2, 9.8, 10.0]), &s(&[15.0, 15.3, 14.7, 15.0])).unwrap();
-        assert!((r.ratio - 1.5).abs() < 1e-12 && r.significant);
+        // Two separate runs of one round each: Welch's p is tiny, yet the gate cannot decide
+        // from within-run spread, so no star (new users' report, item 18).
+        assert!((r.ratio - 1.5).abs() < 1e-12 && !r.significant && r.welch.is_some_and(|w| w.p < 0.001));
+        assert_eq!(r.untested, Some(Untested::WithinRunOnly));
         let (lo, hi) = r.ci95.unwrap();
         assert!(lo < 1.5 && hi > 1.5 && lo > 1.4 && hi < 1.6, "{lo} {hi}");
-        assert!(r.display().starts_with("1.5000* ["), "{}", r.display());
+        assert!(r.display().starts_with("1.5000? ["), "{}", r.display());
         let one = StepRatio::of(&s(&[2.0]), &s(&[3.0])).unwrap();
         assert_eq!(one.display(), "1.5000?");
     }
