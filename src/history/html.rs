@@ -171,8 +171,15 @@ fn chart(b: &mut String, h: &History, s: &Series, hrefs: &[String]) {
         );
     }
     b.push_str("</svg>\n");
+    let seen = match s.detectable {
+        Some(_) => format!(
+            "; the smallest step the test would find at this noise and length: {}",
+            super::render::detectable_text(s.detectable)
+        ),
+        None => String::new(),
+    };
     let caption = if s.change_points.is_empty() {
-        format!("{} points, no change point", v.len())
+        format!("{} points, no change point{seen}", v.len())
     } else {
         let each: Vec<String> = s
             .change_points
@@ -191,7 +198,7 @@ fn chart(b: &mut String, h: &History, s: &Series, hrefs: &[String]) {
                 )
             })
             .collect();
-        format!("{} points; {}", v.len(), each.join("; "))
+        format!("{} points; {}{seen}", v.len(), each.join("; "))
     };
     let _ = writeln!(b, "<figcaption>{}</figcaption>\n</figure>", escape(&caption));
 }

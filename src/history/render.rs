@@ -82,7 +82,7 @@ pub fn render_table(h: &History, width: usize) -> String {
         for (i, gap) in GAPS.iter().enumerate() {
             if let Some(c) = t.column_mut(i) {
                 c.set_padding((0, *gap as u16));
-                if (2..6).contains(&i) {
+                if (2..7).contains(&i) {
                     c.set_cell_alignment(CellAlignment::Right);
                 }
             }
@@ -98,12 +98,13 @@ pub fn render_table(h: &History, width: usize) -> String {
 }
 
 /// The table's columns.
-const HEADER: [&str; 7] = ["cell", "metric", "runs", "first", "last", "change", "trend"];
+const HEADER: [&str; 8] = ["cell", "metric", "runs", "first", "last", "change", "detectable", "trend"];
 /// The spaces after each column: two set the sparkline apart.
-const GAPS: [usize; 7] = [1, 1, 1, 1, 1, 2, 0];
+const GAPS: [usize; 8] = [1, 1, 1, 1, 1, 1, 2, 0];
 
 /// A series' row but its sparkline: cell and metric (cut to 28 and 24 characters), runs,
-/// first, last, and last against first.
+/// first, last, last against first, and the smallest step the change-point test would find
+/// ([`detectable_text`]).
 fn figures(s: &Series) -> Vec<String> {
     let v = s.values();
     let (first, last) = (v.first().copied().unwrap_or(f64::NAN), v.last().copied().unwrap_or(f64::NAN));
@@ -115,7 +116,18 @@ fn figures(s: &Series) -> Vec<String> {
         short_number(first),
         short_number(last),
         change,
+        detectable_text(s.detectable),
     ]
+}
+
+/// `±12%`, `±0.1%` (or less), `>100%` (no step up to 100% would be found), `-` (too few points).
+pub fn detectable_text(d: Option<super::detectable::Detectable>) -> String {
+    match d {
+        Some(super::detectable::Detectable::Step(x)) if x >= 0.1 => format!("±{:.0}%", x * 100.0),
+        Some(super::detectable::Detectable::Step(x)) => format!("±{:.1}%", x * 100.0),
+        Some(super::detectable::Detectable::Beyond) => ">100%".into(),
+        None => "-".into(),
+    }
 }
 
 /// `  ↳ change +10.0% [+8.1%, +11.9%], p=0.0005` and the runs either side with their `--meta` pairs.
