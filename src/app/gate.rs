@@ -323,8 +323,14 @@ fn history_gate(c: &Path, n: usize, args: &GateArgs, opts: &GateOptions) -> anyh
     let (mut past, notes) = history_runs(candidate, all);
     past.drain(..past.len().saturating_sub(n));
     let shown: Vec<String> = searched.iter().map(|d| crate::text::escape_control(&d.display().to_string())).collect();
-    let mut rep = evaluate_history(&past, candidate, opts)
+    // A calibration beside the last history run or the candidate bounds the spread from below.
+    let (calibration, lines) = match past.last() {
+        Some(last) => crate::calibration::store::find_for(last, candidate),
+        None => (None, Vec::new()),
+    };
+    let mut rep = evaluate_history(&past, candidate, opts, calibration.as_ref())
         .map_err(|e| InputError::anyhow(format!("{e} (history searched in {})", shown.join(", "))))?;
+    rep.warnings.splice(0..0, lines);
     rep.warnings.extend(notes);
     eprintln!("fsbench: gate --history: the candidate against {} (from {})", rep.baseline, shown.join(", "));
     Ok(rep)

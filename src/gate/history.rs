@@ -8,17 +8,64 @@
 //! judged by the same rule as every gate ([`Verdict::decide`]). Fewer than
 //! [`MIN_HISTORY_RUNS`] history runs are refused; a quantity fewer of them measured is
 //! inconclusive, with the count in its note.
+//!
+//! A history made in one burst (its runs all started within [`MIN_HISTORY_SPAN_SECS`])
+//! shows the spread of minutes, not the spread between the nights it is meant to stand
+//! for: seven quickstart runs 17 s apart gated an A/A candidate at a higher load
+//! `-19.2% [-24.6%, -13.4%] regressed` (new users' report, issue #38, item 2). So with a
+//! usable calibration the spread of a run's mean is never taken below the calibrated one
+//! (always, not only for bursts), and without one a burst history decides nothing:
+//! every verdict but `missing` is `inconclusive`, with a note naming why and what to do.
 
 use super::{GateOptions, GateReport, GateRow, Series, Verdict, gate_spec_of, metric_for, series_of};
+use crate::calibration::{Calibration, CellCalibration};
 use crate::exit::InputError;
 use crate::results::LoadedRun;
 use crate::scenario::GateSpec;
-use crate::stats::between_run::history_change;
+use crate::stats::between_run::history_change_floored;
 use crate::stats::summarize;
 
 /// Fewest history runs a history gate judges by: with 4 runs, `t(3) = 3.18` and a spread
 /// estimated from 3 degrees of freedom make an interval too wide to decide a few percent.
 pub const MIN_HISTORY_RUNS: usize = 5;
+
+/// A history whose runs all started within this many seconds (6 hours) of each other was
+/// made in one burst: its spread between runs is that of one stretch of the machine's time
+/// (one load, one thermal state), and a gate against it cannot decide without a calibration.
+/// Six hours: a nightly or per-push history spans more by its tenth run; a loop of runs
+/// made to seed a history rarely does.
+pub const MIN_HISTORY_SPAN_SECS: u64 = 6 * 3600;
+
+/// Seconds from the first to the last start of `history`; `None` when a start time is not
+/// RFC 3339 UTC (then the span is not known and no burst is claimed).
+pub fn history_span_secs(history: &[LoadedRun]) -> Option<u64> {
+    let starts: Option<Vec<u64>> = history.iter().map(|r| crate::results::unix_from_rfc3339(&r.meta.started)).collect();
+    let starts = starts?;
+    Some(starts.iter().max()? - starts.iter().min()?)
+}
+
+/// The row note of a decision withheld because the history was made in one burst.
+fn burst_note(runs: usize, span: u64) -> String {
+    format!(
+        "the history's {runs} runs started within {} of each other: a history made in one burst understates the \
+         spread between runs that separate days show, so it cannot decide; run `fsbench calibrate SCENARIO` on this \
+         host (its spread between runs then bounds the interval), or gate against a history whose runs span at least \
+         {} hours",
+        crate::text::human_duration(std::time::Duration::from_secs(span)),
+        MIN_HISTORY_SPAN_SECS / 3600
+    )
+}
+
+/// The calibrated variance of one run's log mean (with the run level's degrees of freedom)
+/// for a side of `rounds` rounds and `samples` samples: `σ²_run + σ²_round/r + σ²_rep/(r·k)`,
+/// k the repetitions per round (with several rounds the samples are the rounds' means and k
+/// is not known: taken as 1, which can only widen the floor).
+fn calibrated_floor(cell: &CellCalibration, rounds: u32, samples: usize) -> (f64, usize) {
+    let l = &cell.levels;
+    let r = f64::from(rounds.max(1));
+    let k = if rounds >= 2 { 1.0 } else { samples.max(1) as f64 };
+    (l.run.variance + l.round.variance / r + l.repetition.variance / (r * k), l.run.df)
+}
 
 /// Runs eligible as `candidate`'s history: same scenario name, same host name, measuring
 /// the same quantities (the comparability rule of `compare`), started before it, the
@@ -62,10 +109,15 @@ pub fn history_runs(candidate: &LoadedRun, all: Vec<LoadedRun>) -> (Vec<LoadedRu
 }
 
 /// Judge `candidate` against `history` (already chosen: [`history_runs`], the last N).
+///
+/// `calibration` (one [`crate::calibration::store::find_for`] found usable) bounds each
+/// row's spread from below; without it a burst history ([`MIN_HISTORY_SPAN_SECS`]) decides
+/// nothing.
 pub fn evaluate_history(
     history: &[LoadedRun],
     candidate: &LoadedRun,
     opts: &GateOptions,
+    calibration: Option<&Calibration>,
 ) -> anyhow::Result<GateReport> {
     if history.len() < MIN_HISTORY_RUNS {
         return Err(InputError::anyhow(format!(
@@ -84,6 +136,8 @@ pub fn evaluate_history(
         Some(t) => GateSpec { threshold: t, per_key: Default::default() },
         None => gate_spec_of(candidate, &mut warnings),
     };
+    let burst = history_span_secs(history).filter(|span| *span < MIN_HISTORY_SPAN_SECS);
+    let mut withheld = 0;
     let mean = |s: &Series| (!s.samples.is_empty()).then(|| s.samples.iter().sum::<f64>() / s.samples.len() as f64);
     let past: Vec<Vec<Series>> =
         history.iter().map(|r| r.cells.iter().flat_map(|c| series_of(c, metric)).collect()).collect();
@@ -108,9 +162,20 @@ pub fn evaluate_history(
                 )),
             ),
             Some(m) => {
-                let ch = history_change(&means, m);
-                let note = ch.is_none().then(|| "a value is not positive: no log ratio".to_string());
-                (ch, Verdict::decide(ch, threshold, metric.direction()), note)
+                let cell = calibration.and_then(|cal| cal.cell(&c.name, metric.name()));
+                let floor = cell.map(|cell| calibrated_floor(cell, c.rounds, c.samples.len()));
+                let ch = history_change_floored(&means, m, floor);
+                let mut note = ch.is_none().then(|| "a value is not positive: no log ratio".to_string());
+                let mut verdict = Verdict::decide(ch, threshold, metric.direction());
+                if let Some(span) = burst
+                    && cell.is_none()
+                    && verdict != Verdict::Missing
+                {
+                    withheld += 1;
+                    verdict = Verdict::Inconclusive;
+                    note = Some(burst_note(history.len(), span));
+                }
+                (ch, verdict, note)
             }
         };
         rows.push(GateRow {
@@ -124,6 +189,11 @@ pub fn evaluate_history(
             verdict,
             note,
         });
+    }
+    if let Some(span) = burst
+        && withheld > 0
+    {
+        warnings.push(format!("{withheld} comparison(s) inconclusive: {}", burst_note(history.len(), span)));
     }
     let absent = super::unmeasured::unmeasured_rows(candidate, "candidate", metric, &spec, &rows, &mut warnings);
     rows.extend(absent);

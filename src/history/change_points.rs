@@ -128,7 +128,7 @@ fn permutation_p(part: &[f64], q: f64, opt: &ChangePointOptions, rng: &mut Split
 }
 
 /// Fisher–Yates.
-fn shuffle(v: &mut [f64], rng: &mut SplitMix64) {
+pub(super) fn shuffle(v: &mut [f64], rng: &mut SplitMix64) {
     for i in (1..v.len()).rev() {
         let j = (rng.next_u64() % (i as u64 + 1)) as usize;
         v.swap(i, j);
@@ -141,7 +141,7 @@ fn best_split(x: &[f64], min_side: usize) -> Option<(usize, f64)> {
 }
 
 /// [`best_split`] with the prefix-sum matrix in `s`, reused across calls.
-fn best_split_in(x: &[f64], min_side: usize, s: &mut Vec<f64>) -> Option<(usize, f64)> {
+pub(super) fn best_split_in(x: &[f64], min_side: usize, s: &mut Vec<f64>) -> Option<(usize, f64)> {
     let n = x.len();
     // s[a][b]: Σ |xᵢ − xⱼ| over i < a, j < b (prefix sums of the distance matrix).
     let w = n + 1;

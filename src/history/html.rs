@@ -21,8 +21,9 @@ const RIGHT: f64 = 12.0;
 const TOP: f64 = 22.0;
 const BOTTOM: f64 = 24.0;
 
-/// The page: a run list (each run linked by `hrefs`, one per run of `h.runs`), then one chart
-/// per series, by segment.
+/// The page: a run list (number, run linked by `hrefs`, one per run of `h.runs`, label, start,
+/// host, `--meta` pairs), then one chart per series, by segment: x the run's number in the
+/// whole history, y the values' range (the chart says when that leaves 0 out).
 pub fn render_html(h: &History, hrefs: &[String]) -> String {
     let title = format!("History of {}", h.dir.display());
     let mut b = String::new();
@@ -38,15 +39,16 @@ pub fn render_html(h: &History, hrefs: &[String]) -> String {
     for l in &h.left_out {
         let _ = writeln!(b, "<p class=\"note\">left out: {}</p>", escape(l));
     }
-    b.push_str("<h2>Runs</h2>\n<table>\n<thead><tr><th>#</th><th>run</th><th>started</th><th>host</th><th>meta</th></tr></thead>\n<tbody>\n");
+    b.push_str("<h2>Runs</h2>\n<table>\n<thead><tr><th>#</th><th>run</th><th>label</th><th>started</th><th>host</th><th>meta</th></tr></thead>\n<tbody>\n");
     for (i, r) in h.runs.iter().enumerate() {
         let pairs: Vec<String> = r.run.meta.meta.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(
             b,
-            "<tr><td class=\"num\">{}</td><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td class=\"num\">{}</td><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             i + 1,
             escape(hrefs.get(i).map_or("", String::as_str)),
             escape(&r.name()),
+            escape(r.run.meta.label.as_deref().unwrap_or("")),
             escape(&r.run.meta.started),
             escape(&r.run.meta.host.hostname),
             escape(&pairs.join(" ")),
@@ -98,7 +100,12 @@ fn chart(b: &mut String, h: &History, s: &Series, hrefs: &[String]) {
     let (lo, hi) = (lo - pad, hi + pad);
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = HEIGHT - TOP - BOTTOM;
-    let x = |i: usize| if v.len() > 1 { LEFT + plot_w * i as f64 / (v.len() - 1) as f64 } else { LEFT + plot_w / 2.0 };
+    // x is the run's number in the whole history (the run list's `#`), so every chart lines
+    // up with its neighbours even where a series misses a run.
+    let runs = h.runs.len();
+    let x_run =
+        |run: usize| if runs > 1 { LEFT + plot_w * run as f64 / (runs - 1) as f64 } else { LEFT + plot_w / 2.0 };
+    let x = |i: usize| x_run(s.points[i].run);
     let y = |val: f64| TOP + plot_h * (1.0 - (val - lo) / (hi - lo));
     let _ = writeln!(
         b,
@@ -123,10 +130,20 @@ fn chart(b: &mut String, h: &History, s: &Series, hrefs: &[String]) {
     let _ = writeln!(b, "<text x=\"{LEFT}\" y=\"14\" fill=\"#57606a\">{} ({})</text>", escape(s.unit), better);
     let _ = writeln!(
         b,
-        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" fill=\"#57606a\">runs in series order →</text>",
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" fill=\"#57606a\">run # 1 to {runs} (as in the run list) →</text>",
         WIDTH - RIGHT,
         HEIGHT - 6.0
     );
+    // The scale is the values' range: say so when it leaves 0 out.
+    if lo > 0.0 || hi < 0.0 {
+        let _ = writeln!(
+            b,
+            "<text class=\"axis-note\" x=\"{LEFT}\" y=\"{:.1}\" fill=\"#57606a\">y axis from {} to {}, not from 0</text>",
+            HEIGHT - 6.0,
+            escape(&label(lo)),
+            escape(&label(hi))
+        );
+    }
     for c in &s.change_points {
         let cx = (x(c.index - 1) + x(c.index)) / 2.0;
         let size = match c.change {
@@ -163,16 +180,24 @@ fn chart(b: &mut String, h: &History, s: &Series, hrefs: &[String]) {
         }
         let _ = writeln!(
             b,
-            "<a href=\"{}\"><circle class=\"point\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"#0969da\"><title>{}</title></circle></a>",
+            "<a href=\"{}\"><circle class=\"point\" data-run=\"{}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"#0969da\"><title>{}</title></circle></a>",
             escape(hrefs.get(p.run).map_or("", String::as_str)),
+            p.run + 1,
             x(i),
             y(p.value),
             escape(&title)
         );
     }
     b.push_str("</svg>\n");
+    let seen = match s.detectable {
+        Some(_) => format!(
+            "; the smallest step the test would find at this noise and length: {}",
+            super::render::detectable_text(s.detectable)
+        ),
+        None => String::new(),
+    };
     let caption = if s.change_points.is_empty() {
-        format!("{} points, no change point", v.len())
+        format!("{} points, no change point{seen}", v.len())
     } else {
         let each: Vec<String> = s
             .change_points
@@ -191,7 +216,7 @@ fn chart(b: &mut String, h: &History, s: &Series, hrefs: &[String]) {
                 )
             })
             .collect();
-        format!("{} points; {}", v.len(), each.join("; "))
+        format!("{} points; {}{seen}", v.len(), each.join("; "))
     };
     let _ = writeln!(b, "<figcaption>{}</figcaption>\n</figure>", escape(&caption));
 }

@@ -68,6 +68,10 @@ pub struct SeriesJson {
     pub too_few_points: bool,
     /// Its change points, in order.
     pub change_points: Vec<ChangePointJson>,
+    /// The smallest relative step (0.12: 12%, either way) the change-point test would find
+    /// halfway through the last window of this series' own residuals (docs/history.md);
+    /// `null` with too few points, and when not even a 100% step would be found.
+    pub detectable: Option<f64>,
 }
 
 /// A change point of a series.
@@ -147,6 +151,10 @@ pub fn history_json(h: &History, order: &super::OrderBy, min_points: usize) -> H
                     })
                     .collect(),
                 too_few_points: s.points.len() < min_points,
+                detectable: match s.detectable {
+                    Some(super::detectable::Detectable::Step(x)) => Some(x),
+                    _ => None,
+                },
                 change_points: s
                     .change_points
                     .iter()

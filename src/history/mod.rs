@@ -10,6 +10,7 @@
 //! SQLite database, so they are not read again.
 
 pub mod change_points;
+pub mod detectable;
 pub mod html;
 pub mod index;
 pub mod json;

@@ -50,7 +50,8 @@ pub fn render_table(h: &History, width: usize) -> String {
         h.series.len()
     );
     let segments = h.runs.last().map(|r| r.segment + 1).unwrap_or(1);
-    let rows: Vec<Vec<String>> = h.series.iter().map(figures).collect();
+    let mut rows: Vec<Vec<String>> = h.series.iter().map(figures).collect();
+    unambiguous(&mut rows, &h.series);
     // The sparkline takes what the other columns and the spaces between them leave.
     let widest = |i: usize| rows.iter().map(|r| r[i].chars().count()).chain([HEADER[i].len()]).max().unwrap_or(0);
     let fixed: usize = (0..HEADER.len() - 1).map(|i| widest(i) + GAPS[i]).sum();
@@ -82,7 +83,7 @@ pub fn render_table(h: &History, width: usize) -> String {
         for (i, gap) in GAPS.iter().enumerate() {
             if let Some(c) = t.column_mut(i) {
                 c.set_padding((0, *gap as u16));
-                if (2..6).contains(&i) {
+                if (2..7).contains(&i) {
                     c.set_cell_alignment(CellAlignment::Right);
                 }
             }
@@ -98,12 +99,14 @@ pub fn render_table(h: &History, width: usize) -> String {
 }
 
 /// The table's columns.
-const HEADER: [&str; 7] = ["cell", "metric", "runs", "first", "last", "change", "trend"];
+const HEADER: [&str; 8] = ["cell", "metric", "runs", "first", "last", "change", "detectable", "trend"];
 /// The spaces after each column: two set the sparkline apart.
-const GAPS: [usize; 7] = [1, 1, 1, 1, 1, 2, 0];
+const GAPS: [usize; 8] = [1, 1, 1, 1, 1, 1, 2, 0];
 
-/// A series' row but its sparkline: cell and metric (cut to 28 and 24 characters), runs,
-/// first, last, and last against first.
+/// A series' row but its sparkline: cell and metric (cut to 28 and 24 characters; whole where
+/// the cut would read like another series', [`unambiguous`]), runs,
+/// first, last, last against first, and the smallest step the change-point test would find
+/// ([`detectable_text`]).
 fn figures(s: &Series) -> Vec<String> {
     let v = s.values();
     let (first, last) = (v.first().copied().unwrap_or(f64::NAN), v.last().copied().unwrap_or(f64::NAN));
@@ -115,7 +118,38 @@ fn figures(s: &Series) -> Vec<String> {
         short_number(first),
         short_number(last),
         change,
+        detectable_text(s.detectable),
     ]
+}
+
+/// Names cut to one text that stand for different series (two cells whose ids differ only
+/// past the cut) are shown whole, so no two rows read alike unless their series do.
+fn unambiguous(rows: &mut [Vec<String>], series: &[Series]) {
+    let full = |s: &Series, col: usize| {
+        let name = if col == 0 { &s.cell } else { &s.metric };
+        escape_control(name.lines().next().unwrap_or(name))
+    };
+    for col in [0, 1] {
+        let mut seen: std::collections::HashMap<String, std::collections::BTreeSet<String>> = Default::default();
+        for (row, s) in rows.iter().zip(series) {
+            seen.entry(row[col].clone()).or_default().insert(full(s, col));
+        }
+        for (row, s) in rows.iter_mut().zip(series) {
+            if seen.get(&row[col]).is_some_and(|names| names.len() > 1) {
+                row[col] = full(s, col);
+            }
+        }
+    }
+}
+
+/// `±12%`, `±0.1%` (or less), `>100%` (no step up to 100% would be found), `-` (too few points).
+pub fn detectable_text(d: Option<super::detectable::Detectable>) -> String {
+    match d {
+        Some(super::detectable::Detectable::Step(x)) if x >= 0.1 => format!("±{:.0}%", x * 100.0),
+        Some(super::detectable::Detectable::Step(x)) => format!("±{:.1}%", x * 100.0),
+        Some(super::detectable::Detectable::Beyond) => ">100%".into(),
+        None => "-".into(),
+    }
 }
 
 /// `  ↳ change +10.0% [+8.1%, +11.9%], p=0.0005` and the runs either side with their `--meta` pairs.
@@ -168,6 +202,35 @@ pub fn render_csv(h: &History) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue #38, item 24: two cells whose ids differ only past the 28th character showed as
+    /// one name.
+    #[test]
+    fn series_whose_names_differ_past_the_cut_are_told_apart() {
+        let series = |cell: &str| Series {
+            segment: 0,
+            cell: cell.into(),
+            metric: "total_loops".into(),
+            unit: "loops/ms",
+            better: crate::catalogue::Direction::HigherIsBetter,
+            points: vec![super::super::series::Point { run: 0, value: 1.0, n: 3, interval: None }],
+            change_points: vec![],
+            detectable: None,
+        };
+        let (a, b) = ("ext4-M-qoff-t1-open_close-mount-opts-A", "ext4-M-qoff-t1-open_close-mount-opts-B");
+        let other = "btrfs-M-qoff-t1-open_close-compress-zstd-level-3";
+        let h = History {
+            dir: "results/x".into(),
+            runs: vec![],
+            series: vec![series(a), series(b), series(other)],
+            left_out: vec![],
+            notes: vec![],
+        };
+        let out = render_table(&h, 200);
+        assert!(out.contains(a) && out.contains(b), "{out}");
+        // A name no other cut collides with keeps its cut.
+        assert!(!out.contains(other) && out.contains(&first_line_cut(other, 28)), "{out}");
+    }
 
     #[test]
     fn sparklines_span_the_range_and_a_flat_series_is_flat() {

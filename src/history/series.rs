@@ -41,6 +41,9 @@ pub struct Series {
     pub points: Vec<Point>,
     /// Its change points ([`super::change_points`]), filled by [`find_change_points`].
     pub change_points: Vec<Shift>,
+    /// The smallest step the test would find at its noise and length
+    /// ([`super::detectable`]), filled by [`find_change_points`]; `None` with too few points.
+    pub detectable: Option<super::detectable::Detectable>,
 }
 
 /// A change point of a series, as reported.
@@ -55,7 +58,8 @@ pub struct Shift {
     pub change: Option<crate::stats::Change>,
 }
 
-/// Find the change points of every series with at least the points the method needs.
+/// Find the change points of every series with at least the points the method needs, and
+/// the smallest step each could have shown ([`super::detectable`]).
 ///
 /// Series are independent and each one's permutations are seeded by its windows, so they
 /// are shared out over the CPUs (scoped threads, contiguous chunks): the answer is the one
@@ -65,7 +69,13 @@ pub fn find_change_points(series: &mut [Series], opt: &super::change_points::Cha
     let chunk = series.len().div_ceil(threads).max(1);
     std::thread::scope(|scope| {
         for part in series.chunks_mut(chunk) {
-            scope.spawn(move || part.iter_mut().for_each(|s| s.change_points = shifts_of(s, opt)));
+            scope.spawn(move || {
+                for s in part.iter_mut() {
+                    s.change_points = shifts_of(s, opt);
+                    let at: Vec<usize> = s.change_points.iter().map(|c| c.index).collect();
+                    s.detectable = super::detectable::detectable_step(&s.values(), &at, opt);
+                }
+            });
         }
     });
 }
@@ -194,6 +204,7 @@ pub fn series_from(runs: &[HistoryRun], cells: &[Vec<MeasuredCell>], only: &Cell
                     better: metric.better,
                     points: Vec::new(),
                     change_points: Vec::new(),
+                    detectable: None,
                 });
                 s.points.push(Point { run: i, value: metric.value, n: metric.n, interval: metric.interval });
             }

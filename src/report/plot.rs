@@ -197,7 +197,13 @@ fn draw_latfs<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &LatfsTable) 
         .draw()
         .map_err(|x| e(&x))?;
     let k = t.columns.len().max(1);
+    let empty = t.columns_without_data();
     for (ci, col) in t.columns.iter().enumerate() {
+        // A column with no data (every cell skipped) draws nothing and has no legend entry:
+        // the page says so under the chart.
+        if empty.contains(&col.name) {
+            continue;
+        }
         let color = colors(ci);
         // Spread the error bars of different configurations a little so they do not hide each other.
         let dx = (ci as f64 - (k as f64 - 1.0) / 2.0) * 0.025;
@@ -218,7 +224,8 @@ fn draw_latfs<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &LatfsTable) 
             }
         }
         if segments.is_empty() {
-            // Still one (empty) series, so the column keeps its legend entry.
+            // Only disturbed values: still one (empty) line, so the column keeps its legend
+            // entry beside its hollow circles.
             segments.push(Vec::new());
         }
         for (si, seg) in segments.iter().enumerate() {
@@ -243,7 +250,9 @@ fn draw_latfs<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &LatfsTable) 
             }))
             .map_err(|x| e(&x))?;
     }
-    draw_legend(&mut chart, legend_corner(t, n, ymax), 15)?;
+    if empty.len() < t.columns.len() {
+        draw_legend(&mut chart, legend_corner(t, n, ymax), 15)?;
+    }
     if t.values.iter().flatten().flatten().all(|p| p.all_disturbed) {
         // An empty chart reads as a drawing error, and one of disturbed numbers alone as a
         // measurement: say what it shows.
@@ -517,6 +526,39 @@ pub(super) fn category_label<T: ToString>(x: f64, labels: &[T]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue #38, item 24: a column whose every cell was skipped had a legend entry and no line.
+    #[test]
+    fn a_column_without_data_is_left_out_of_the_legend() {
+        use crate::model::{LatfsTest, Layout, QuotaMode};
+        use crate::report::latfs::tables::{Column, Point};
+        let column = |label: &str| Column {
+            label: label.into(),
+            quota: QuotaMode::Off,
+            name: format!("{label}-ext4-M-qoff"),
+            kernel: None,
+            run: label.into(),
+        };
+        let point = |x: f64| Point {
+            summary: crate::stats::summarize(&[x, x * 1.01]),
+            samples: vec![x, x * 1.01],
+            disturbed: 0,
+            repetitions: 2,
+            all_disturbed: false,
+        };
+        let t = LatfsTable {
+            fs: "ext4".into(),
+            layout: Layout::M,
+            test: LatfsTest::Chown,
+            columns: vec![column("MEASURED"), column("SKIPPED")],
+            tasks: vec![1, 2],
+            values: vec![vec![Some(point(100.0)), None], vec![Some(point(180.0)), None]],
+        };
+        assert_eq!(t.columns_without_data(), vec!["SKIPPED-ext4-M-qoff".to_string()]);
+        let svg = svg_latfs(&t).unwrap();
+        assert!(svg.contains("MEASURED-ext4-M-qoff"), "{svg}");
+        assert!(!svg.contains("SKIPPED"), "{svg}");
+    }
 
     /// Plot stems are made of labels from result files: a label that is a path writes nothing.
     #[test]

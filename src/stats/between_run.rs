@@ -100,14 +100,33 @@ pub fn calibrated_change(baseline: RunSide, candidate: RunSide, spread: &Between
 /// The interval says where a new run of the same build would fall, given the spread the
 /// history's runs show between them: the candidate's own noise is in that spread.
 pub fn history_change(history_means: &[f64], candidate_mean: f64) -> Option<Change> {
+    history_change_floored(history_means, candidate_mean, None)
+}
+
+/// [`history_change`] with the spread of one run's log mean never taken below `floor`
+/// (a variance with its degrees of freedom, e.g. a calibration's): where the floor is the
+/// larger, `s² = floor` and `t` is at the floor's degrees of freedom (none: unbounded).
+///
+/// A history made in one burst shows the spread of minutes, not of the days a gate spans;
+/// a calibrated spread between runs bounds it from below.
+pub fn history_change_floored(
+    history_means: &[f64],
+    candidate_mean: f64,
+    floor: Option<(f64, usize)>,
+) -> Option<Change> {
     if history_means.len() < 2 || !history_means.iter().chain([&candidate_mean]).all(|x| positive(*x)) {
         return None;
     }
     let logs: Vec<f64> = history_means.iter().map(|x| x.ln()).collect();
-    let (m, var) = mean_var(&logs);
+    let (m, mut var) = mean_var(&logs);
     let n = logs.len() as f64;
+    let mut df = n - 1.0;
+    if let Some((fv, fdf)) = floor.filter(|(fv, _)| *fv > var) {
+        (var, df) = (fv, fdf as f64);
+    }
     let d = candidate_mean.ln() - m;
-    let half = t_quantile_975(n - 1.0) * var.sqrt() * (1.0 + 1.0 / n).sqrt();
+    let t = if df > 0.0 { t_quantile_975(df) } else { f64::INFINITY };
+    let half = t * var.sqrt() * (1.0 + 1.0 / n).sqrt();
     Some(Change { mean: d.exp_m1(), ci_low: (d - half).exp_m1(), ci_high: (d + half).exp_m1() })
 }
 
@@ -171,5 +190,14 @@ mod tests {
         assert!((ch.mean + 0.1).abs() < 1e-12);
         assert!((ch.ci_low - (d - half).exp_m1()).abs() < 1e-12 && (ch.ci_high - (d + half).exp_m1()).abs() < 1e-12);
         assert!(history_change(&h[..1], 1.0).is_none() && history_change(&h, 0.0).is_none());
+        // A floor above the history's own spread takes its place, at the floor's degrees of freedom.
+        let floored = history_change_floored(&h, 0.9, Some((0.01, 5))).unwrap();
+        let half = t_quantile_975(5.0) * 0.1 * (1.2f64).sqrt();
+        assert!((floored.ci_low - (d - half).exp_m1()).abs() < 1e-12, "{floored:?}");
+        assert_eq!(
+            history_change_floored(&h, 0.9, Some((1e-9, 5))),
+            Some(ch),
+            "a floor below the spread changes nothing"
+        );
     }
 }

@@ -10,7 +10,7 @@ use crate::gate_cli::quiet_calibration;
 use crate::support::fsbench;
 use crate::support::report::*;
 
-fn params() -> CellParams {
+pub(crate) fn params() -> CellParams {
     CellParams {
         fs: "ext4".into(),
         layout: Layout::M,
@@ -23,7 +23,7 @@ fn params() -> CellParams {
 }
 
 /// A one-round lat_fs run of one cell with tight samples around `mean`, started at `started`.
-fn run(scenario_dir: &Path, label: &str, mean: f64, started: &str) -> PathBuf {
+pub(crate) fn run(scenario_dir: &Path, label: &str, mean: f64, started: &str) -> PathBuf {
     let samples: Vec<f64> = [0.0, 1.0, -1.0, 0.5, -0.5].iter().map(|k| mean * (1.0 + k * 0.002)).collect();
     let cell = latfs_cell(params(), &samples);
     let text = latfs_scenario_text("quota-smp", "repetitions = 5\n");
@@ -33,7 +33,7 @@ fn run(scenario_dir: &Path, label: &str, mean: f64, started: &str) -> PathBuf {
     write_run(&scenario_dir.join(label), &m, &[cell])
 }
 
-fn gate(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
+pub(crate) fn gate(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
     let out = fsbench().arg("gate").args(args).output().unwrap();
     (
         out.status.code().unwrap(),
@@ -46,7 +46,7 @@ fn pair(b: &Path, c: &Path) -> (i32, String, String) {
     gate(&["--baseline".as_ref(), b.as_os_str(), "--candidate".as_ref(), c.as_os_str(), "--json".as_ref()])
 }
 
-fn verdict(json: &str) -> String {
+pub(crate) fn verdict(json: &str) -> String {
     let v: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"));
     v["report"]["rows"][0]["verdict"].as_str().unwrap().to_string()
 }

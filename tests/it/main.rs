@@ -30,6 +30,7 @@ mod fixture_shape;
 mod fuzz_front_door;
 mod gate_calibrated;
 mod gate_cli;
+mod gate_history_burst;
 mod gate_paired;
 mod history;
 mod history_html;

@@ -86,6 +86,13 @@ impl<'a> LatfsReport<'a> {
             }
             if let Some(svg) = figures.get(i) {
                 m.figure(svg, &format!("{}: median against tasks, bars from min to max of the repetitions", t.title()));
+                let empty = t.columns_without_data();
+                if !empty.is_empty() {
+                    m.note(&format!(
+                        "not in the chart, no data (every cell skipped, failed or not measured): {}",
+                        empty.join(", ")
+                    ));
+                }
             }
         }
         if self.with_ratios {

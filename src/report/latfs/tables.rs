@@ -104,6 +104,15 @@ impl LatfsTable {
         format!("{}-{}-lat_fs_{}", self.fs, self.layout, self.test.name())
     }
 
+    /// The names of the columns with no value in any row (every cell missing, skipped or
+    /// failed): a chart draws nothing for them and leaves them out of its legend.
+    pub fn columns_without_data(&self) -> Vec<String> {
+        (0..self.columns.len())
+            .filter(|&ci| self.values.iter().all(|row| row.get(ci).is_none_or(Option::is_none)))
+            .map(|ci| self.columns[ci].name.clone())
+            .collect()
+    }
+
     /// Header row: `#nr_task` and the column names.
     pub fn header(&self) -> Vec<String> {
         std::iter::once("#nr_task".to_string()).chain(self.columns.iter().map(|c| c.name.clone())).collect()
