@@ -289,6 +289,34 @@ pub fn round_samples(cell: &CellResult, metric: Metric, round: u32) -> Vec<f64> 
     }
 }
 
+/// The rule for one round of a lat_fs, fio or op-mix cell that was a pair's member: its
+/// undisturbed repetitions ([`round_samples`]), or, when the pair ran under common load
+/// (`common_load`), every repetition of the round, disturbed ones included. A pair is judged
+/// as a whole, not each member alone: the runner kept it only when its members' loads did not
+/// void it ([`crate::host::pair_load`]), and load both saw cancels in their ratio. (A quiet
+/// pair's members have no disturbed repetition, so for them both rules read the same.)
+pub fn member_samples(cell: &CellResult, metric: Metric, round: u32, common_load: bool) -> Vec<f64> {
+    if !common_load {
+        return round_samples(cell, metric, round);
+    }
+    match metric {
+        Metric::TotalLoops | Metric::Latency(_) => cell
+            .latfs
+            .iter()
+            .flat_map(|l| &l.repetitions)
+            .filter(|r| r.round == round)
+            .filter_map(|r| metric.of_latfs(r))
+            .collect(),
+        Metric::Fio(m) => {
+            cell.fio.iter().flat_map(|f| &f.repetitions).filter(|r| r.round == round).map(|r| m.of(r)).collect()
+        }
+        Metric::Ops(m) => {
+            cell.ops.iter().flat_map(|o| &o.repetitions).filter(|r| r.round == round).map(|r| m.of(r)).collect()
+        }
+        Metric::Elapsed => Vec::new(),
+    }
+}
+
 /// A step's elapsed time in seconds.
 pub fn seconds(t: &StepTiming) -> f64 {
     t.elapsed_us as f64 / 1e6

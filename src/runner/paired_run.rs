@@ -88,6 +88,7 @@ pub(super) fn run_paired(
 
     let most = todo.iter().map(|(g, s)| g.members.len() * (run.spec.max_pairs as usize).saturating_sub(s.next_slot));
     let progress = Progress::paired(most.sum(), run.spec.max_pairs, run.quiet);
+    exec.pair_members(true);
     for (group, start) in &todo {
         let rules = rules(run, group);
         let base = pairing_of(run, arm_values, group);
@@ -121,10 +122,12 @@ pub(super) fn run_paired(
         }
         progress.summary(&group_line(group, &out, &rules));
         if out.stop == PairStop::Interrupted {
+            exec.pair_members(false);
             progress.done();
             return Ok(PairedRan { ran, previously_done });
         }
     }
+    exec.pair_members(false);
     progress.done();
 
     if !unpaired_todo.is_empty() {
@@ -239,11 +242,16 @@ fn store_attempt(
     for (arm, member) in group.members.iter().enumerate() {
         let Some(p) = stored.get_mut(&member.id()).and_then(|r| r.pairing.as_mut()) else { continue };
         match &a.fate {
-            AttemptFate::Pair => {
+            AttemptFate::Pair { common_load } => {
                 let round = rounds[arm].ok_or_else(|| {
                     anyhow::anyhow!("pair {} of {}: a member counted without a round", a.slot, group.key)
                 })?;
-                p.pairs.push(PairSlot { slot: a.slot as u32, order: a.order.clone(), round });
+                p.pairs.push(PairSlot {
+                    slot: a.slot as u32,
+                    order: a.order.clone(),
+                    round,
+                    common_load: *common_load,
+                });
             }
             AttemptFate::Dropped(reason) => {
                 p.dropped.push(crate::model::pairing::DroppedPair { slot: a.slot as u32, reason: reason.clone() })
@@ -365,7 +373,12 @@ fn resume_state(
             };
             values.push(value.map_err(|e| bad(format!("pair {} of {}: {e}", slot.slot, group.members[arm].id())))?);
         }
-        records.push(PairRecord { slot: slot.slot as usize, order: slot.order.clone(), values });
+        records.push(PairRecord {
+            slot: slot.slot as usize,
+            order: slot.order.clone(),
+            values,
+            common_load: slot.common_load,
+        });
     }
     let last = reference.pairs.iter().map(|s| s.slot).chain(reference.dropped.iter().map(|d| d.slot)).max();
     // Dropping a slot spends the budget, so a group that dropped one has none left.

@@ -173,6 +173,9 @@ impl Tally {
                 CellStatus::Skipped => t.skipped += 1,
                 // A disturbed cell was measured; its samples are kept, marked unfit for statistics.
                 CellStatus::Ok => t.measured += 1,
+                // Unless it is a member of pairs that counted (kept under common load): the
+                // pairs are its numbers.
+                CellStatus::Disturbed if r.pairing.as_ref().is_some_and(|p| !p.pairs.is_empty()) => t.measured += 1,
                 CellStatus::Disturbed => {
                     t.measured += 1;
                     t.without_statistics += 1;

@@ -392,6 +392,10 @@ pub struct NoiseSpec {
     pub max_reruns: u32,
     /// Where workers run.
     pub pin: Pin,
+    /// The cell is a member of a pair (set by the runner, never by a scenario): a disturbed
+    /// repetition is neither rerun nor waited out, since its partner's load decides whether
+    /// it counts (`workload::reruns`, `host::pair_load`).
+    pub pair_member: bool,
 }
 
 /// `[workload] pin`: CPU placement of lat_fs workers.

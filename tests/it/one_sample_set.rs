@@ -158,7 +158,7 @@ fn paired_untar_run(dir: &Path, untar_s: [[f64; 4]; 2]) -> PathBuf {
                 arm,
                 group: "S-qoff-t1".into(),
                 seed: 42,
-                pairs: vec![pairing::PairSlot { slot: 0, order: vec![0, 1], round: 0 }],
+                pairs: vec![pairing::PairSlot { slot: 0, order: vec![0, 1], round: 0, common_load: false }],
                 dropped: Vec::new(),
                 stop: Some(pairing::PairStop::MaxPairs),
                 stop_reason: None,

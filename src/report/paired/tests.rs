@@ -31,7 +31,7 @@ fn pairing(arm: usize, group: &str, slots: &[u32], dropped: &[u32]) -> CellPairi
         pairs: slots
             .iter()
             .enumerate()
-            .map(|(i, &s)| PairSlot { slot: s, order: vec![0, 1], round: i as u32 + 1 })
+            .map(|(i, &s)| PairSlot { slot: s, order: vec![0, 1], round: i as u32 + 1, common_load: false })
             .collect(),
         dropped: dropped
             .iter()
@@ -305,4 +305,26 @@ fn a_group_that_gave_up_on_a_failing_arm_says_so_once_and_names_the_steps_from_t
     let text = section_text(&r, false);
     assert_eq!(text.matches("the group stopped:").count(), 1, "{text}");
     assert!(text.contains("S-qoff-t1: the group stopped:") && text.contains("member failed"), "{text}");
+}
+
+#[test]
+fn a_pair_under_common_load_reads_its_disturbed_repetitions_and_says_so() {
+    let common = |mut p: CellPairing| {
+        p.pairs.iter_mut().for_each(|s| s.common_load = true);
+        p
+    };
+    let base = latfs_cell("ext4", &[100.0, 101.0, 99.0], common(pairing(0, "g", &[0, 1, 2], &[])));
+    let cand = latfs_cell("ext4-nodelalloc", &[100.0, 101.0, 99.0], common(pairing(1, "g", &[0, 1, 2], &[])));
+    let spec = GateSpec::default();
+    let r = join_pairs(
+        "run",
+        &run(vec![base, cand], WorkloadKind::LatFs),
+        &opts(&spec, crate::catalogue::Metric::TotalLoops, None),
+    )
+    .unwrap();
+    let c = &r.comparisons[0];
+    // Each round's disturbed repetition (1e6 loops/ms) counts: the pair judged the load.
+    assert!((c.baseline_values[0] - (200.0 + 1e6) / 3.0).abs() < 1e-6, "{:?}", c.baseline_values);
+    assert_eq!((c.pairs, c.common_load), (3, 3));
+    assert!(c.note.as_deref().unwrap().contains("3 of 3 pairs ran under common load"), "{:?}", c.note);
 }

@@ -38,7 +38,7 @@ impl WorkloadAnswers for FioSpec {
         (self.duration + self.warmup.unwrap_or_default() + Duration::from_secs(5)) * self.repetitions
     }
 
-    fn member_value(&self, r: &CellResult) -> Result<f64, String> {
+    fn member_value(&self, r: &CellResult) -> Result<crate::workload::kind::Member, String> {
         super::member_value(r)
     }
 

@@ -114,13 +114,15 @@ pub fn run_monitored(run: &FioRun, watch: Option<&Watch>, starting: &dyn Fn(u32,
     Ok(result)
 }
 
-/// A fio cell's value as one member of a pair (`[compare] arms`): the mean IOPS of its
-/// repetitions, as a lat_fs member is the mean of its loops; a failed or skipped cell, a
-/// cell without fio figures, or a disturbed repetition voids its pair.
-pub fn member_value(r: &crate::model::CellResult) -> Result<f64, String> {
-    r.usable()?;
+/// A fio cell as one member of a pair (`[compare] arms`): the mean IOPS of its
+/// repetitions, disturbed ones included, with the load they saw, as a lat_fs member is the
+/// mean of its loops; a failed or skipped cell, or one without fio figures, voids its pair.
+pub fn member_value(r: &crate::model::CellResult) -> Result<crate::workload::kind::Member, String> {
+    r.measured()?;
     let Some(f) = &r.fio else { return Err("no fio figures".into()) };
-    reps_value(f.repetitions.iter())
+    let value = reps_value(f.repetitions.iter())?;
+    let load = crate::host::pair_load::MemberLoad::of(f.repetitions.iter().filter_map(|x| x.disturbance.as_ref()));
+    Ok(crate::workload::kind::Member { value, load })
 }
 
 /// The value of round `round` of a stored fio cell (a resumed paired run's pairs).
@@ -141,15 +143,9 @@ pub fn absorb_round(earlier: FioResult, next: FioResult, round: u32) -> FioResul
     r
 }
 
-/// The mean IOPS of `reps`, or why they make no member value (a disturbed one voids it).
+/// The mean IOPS of `reps`, or why they make no member value.
 pub fn reps_value<'r>(reps: impl Iterator<Item = &'r FioRepetition>) -> Result<f64, String> {
-    let mut v = Vec::new();
-    for x in reps {
-        if !x.counts() {
-            return Err("disturbed".into());
-        }
-        v.push(x.total.all.iops);
-    }
+    let v: Vec<f64> = reps.map(|x| x.total.all.iops).collect();
     if v.is_empty() {
         return Err("no fio repetitions".into());
     }
