@@ -339,6 +339,11 @@ pub struct FioSpec {
     pub numjobs: FioNumjobs,
     /// Contention (of one CPU, see `host::cpu::contention_us`) above which a repetition is disturbed; `None`: not checked.
     pub disturbance: Option<f64>,
+    /// How many disturbed repetitions may be run again, per cell (`workload.max_reruns`, as lat_fs).
+    pub max_reruns: u32,
+    /// The cell is a member of a pair (set by the runner, never by a scenario): nothing is
+    /// rerun alone (`workload::reruns`).
+    pub pair_member: bool,
 }
 
 /// `workload.numjobs`: who decides how many clones each job section runs.

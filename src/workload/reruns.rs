@@ -69,6 +69,41 @@ impl Reruns {
     }
 }
 
+/// What the noise guards did to a cell's repetitions, said once over all its rounds (a
+/// function of the result alone, so a later round replaces these notes exactly): how many
+/// repetitions were disturbed (`disturbed_rounds`: each disturbed one's round, from 0), of
+/// `total`, in which rounds when the cell has several (`rounds_done`), how many were rerun,
+/// and that there are no statistics (`no_statistics`) when none was fit for them.
+pub fn noise_notes(
+    disturbed_rounds: &[u32],
+    total: usize,
+    rounds_done: u32,
+    reruns: u32,
+    no_statistics: bool,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if !disturbed_rounds.is_empty() {
+        let mut rounds: Vec<u32> = disturbed_rounds.iter().map(|r| r + 1).collect();
+        rounds.dedup();
+        let within = if rounds_done > 1 {
+            let list: Vec<String> = rounds.iter().map(u32::to_string).collect();
+            format!(" in round{} {}", if list.len() == 1 { "" } else { "s" }, list.join(", "))
+        } else {
+            String::new()
+        };
+        notes.push(format!(
+            "{} of {total} repetitions disturbed by other processes{within} (kept, left out of statistics; {reruns} rerun)",
+            disturbed_rounds.len(),
+        ));
+    }
+    if no_statistics && total > 0 {
+        notes.push(format!(
+            "every repetition was disturbed and the rerun budget ran out ({reruns} rerun): no statistics"
+        ));
+    }
+    notes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -256,44 +256,6 @@ fn a_group_whose_arm_cannot_be_made_stops_after_three_attempts() {
     assert_no_leaks(sb.path());
 }
 
-/// Busy loops that are not fsbench's: `sh -c 'while :; do :; done'` in a process group of
-/// their own, killed as a group and reaped on drop, so a failing test leaves none behind.
-struct Hogs {
-    group: i32,
-    children: Vec<std::process::Child>,
-}
-
-impl Hogs {
-    fn start(n: usize) -> Hogs {
-        use std::os::unix::process::CommandExt;
-        let mut hogs = Hogs { group: 0, children: Vec::new() };
-        for _ in 0..n {
-            let child = std::process::Command::new("sh")
-                .args(["-c", "while :; do :; done"])
-                .stdin(std::process::Stdio::null())
-                .process_group(hogs.group)
-                .spawn()
-                .unwrap();
-            if hogs.group == 0 {
-                hogs.group = child.id() as i32;
-            }
-            hogs.children.push(child);
-        }
-        hogs
-    }
-}
-
-impl Drop for Hogs {
-    fn drop(&mut self) {
-        // The whole group, then each child reaped.
-        let _ = std::process::Command::new("kill").args(["-KILL", "--", &format!("-{}", self.group)]).status();
-        for c in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
 /// An A/A pair beside a steady CPU hog (issue #38): both members see the same load, so the
 /// pairs are kept under common load rather than voided one by one for a disturbance that
 /// cancels in their ratio, and two identical arms are never called regressed.
@@ -336,7 +298,7 @@ threshold = "5%"
 "#,
     )
     .unwrap();
-    let hogs = Hogs::start(2);
+    let hogs = crate::support::hogs::Hogs::start(2);
     // The scenario's default threshold, said (the sandbox turns it off otherwise).
     let out = sb.fsbench(&["run", scenario.to_str().unwrap(), "--set", "workload.disturbance=25%"]).output().unwrap();
     drop(hogs);
