@@ -260,6 +260,29 @@ pub fn step_samples(iterations: &[Vec<StepTiming>], j: usize) -> Vec<(usize, &St
     Iterations::Steady.step_samples(iterations, j)
 }
 
+/// The rule for step `j` of a steps pair (members `a` and `b`): the iteration positions
+/// steady in both whose step-`j` windows the pair rule keeps ([`crate::host::pair_load`]:
+/// quiet, or loaded alike; a step disturbed in one member only is left out, its other steps
+/// stay), as (position from 0, `a`'s timing, `b`'s timing).
+pub fn step_pair_samples<'a>(
+    a: &'a [Vec<StepTiming>],
+    b: &'a [Vec<StepTiming>],
+    j: usize,
+) -> Vec<(usize, &'a StepTiming, &'a StepTiming)> {
+    use crate::host::pair_load::{MemberLoad, pair_load};
+    let steady_b = Iterations::Steady.select(b);
+    Iterations::Steady
+        .select(a)
+        .into_iter()
+        .filter(|k| steady_b.contains(k))
+        .filter_map(|k| Some((k, a.get(k)?.get(j)?, b.get(k)?.get(j)?)))
+        .filter(|(_, x, y)| {
+            let load = |t: &StepTiming| MemberLoad::of(t.disturbance.as_ref());
+            pair_load(&[load(x), load(y)]).counts()
+        })
+        .collect()
+}
+
 /// The rule for one round of a lat_fs or fio cell (a paired member): the undisturbed
 /// repetitions of round `round`, one value each. Steps members are read by [`step_samples`].
 pub fn round_samples(cell: &CellResult, metric: Metric, round: u32) -> Vec<f64> {

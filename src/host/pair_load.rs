@@ -89,6 +89,29 @@ pub fn pair_load(members: &[MemberLoad]) -> PairLoad {
     pair_load_at(members, tick_us())
 }
 
+/// The rule for a pair judged on several quantities (a steps pair, step by step: `members[m][q]`
+/// is member `m`'s load in quantity `q`): [`pair_load`] of each quantity; the pair is void
+/// only when every quantity is uneven (one disturbed `sync` does not void the `untar` beside
+/// it: the statistics are per step, and the paired reader judges each step at each iteration
+/// position by this same rule), and under common load when any quantity is.
+pub fn pair_loads(members: &[Vec<MemberLoad>]) -> PairLoad {
+    pair_loads_at(members, tick_us())
+}
+
+fn pair_loads_at(members: &[Vec<MemberLoad>], tick_us: u64) -> PairLoad {
+    let width = members.iter().map(Vec::len).max().unwrap_or(0);
+    let each: Vec<PairLoad> = (0..width)
+        .map(|q| {
+            let of_q: Vec<MemberLoad> = members.iter().map(|m| m.get(q).copied().unwrap_or_default()).collect();
+            pair_load_at(&of_q, tick_us)
+        })
+        .collect();
+    if let Some(first) = each.first().filter(|_| each.iter().all(|l| !l.counts())) {
+        return first.clone();
+    }
+    if each.contains(&PairLoad::Common) { PairLoad::Common } else { PairLoad::Quiet }
+}
+
 /// [`pair_load`] with the clock tick given (pure, for tests).
 fn pair_load_at(members: &[MemberLoad], tick_us: u64) -> PairLoad {
     if !members.iter().any(|m| m.disturbed) {
@@ -161,6 +184,23 @@ mod tests {
         };
         assert_eq!(pair_load_at(&[short(2), short(0)], 10_000), PairLoad::Common);
         assert!(!pair_load_at(&[short(4), short(0)], 10_000).counts());
+    }
+
+    #[test]
+    fn a_steps_pair_is_void_only_when_every_step_was_disturbed_unevenly() {
+        // Step 0 (untar) quiet in both, step 1 (sync) hit in one member only: kept.
+        let a = vec![member(2, 0.0), member(2, 0.9)];
+        let b = vec![member(2, 0.0), member(2, 0.0)];
+        assert_eq!(pair_loads_at(&[a.clone(), b.clone()], 10_000), PairLoad::Quiet);
+        // Both steps uneven: void, with the first step's reason.
+        let a2 = vec![member(2, 0.9), member(2, 0.9)];
+        assert!(!pair_loads_at(&[a2, b.clone()], 10_000).counts());
+        // One step under common load: common.
+        let c = vec![member(2, 0.6), member(2, 0.0)];
+        let d = vec![member(2, 0.6), member(2, 0.0)];
+        assert_eq!(pair_loads_at(&[c, d], 10_000), PairLoad::Common);
+        // One quantity: the single rule.
+        assert!(!pair_loads_at(&[vec![member(3, 0.8)], vec![member(3, 0.0)]], 10_000).counts());
     }
 
     #[test]

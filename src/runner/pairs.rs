@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::cell::CellExecutor;
 use super::progress::Progress;
 use crate::catalogue::Direction;
-use crate::host::pair_load::{MemberLoad, PairLoad, pair_load};
+use crate::host::pair_load::{MemberLoad, PairLoad, pair_loads};
 pub use crate::model::pairing::{DroppedPair, MEMBER_FAILED_ATTEMPTS, PairStop};
 use crate::model::{CellResult, CellStatus};
 pub use crate::plan::{PairGroup, pair_groups};
@@ -186,7 +186,7 @@ pub(super) fn run_pair_group(
                 return Ok(out);
             }
             let mut values = vec![f64::NAN; arms];
-            let mut loads = vec![MemberLoad::default(); arms];
+            let mut loads: Vec<Vec<MemberLoad>> = vec![Vec::new(); arms];
             let mut void: Option<String> = None;
             let mut results = Vec::with_capacity(arms);
             for &arm in order {
@@ -203,14 +203,14 @@ pub(super) fn run_pair_group(
                     None => failing[arm].0 = 0,
                 }
                 match value(&r) {
-                    Ok(m) => (values[arm], loads[arm]) = (m.value, m.load),
+                    Ok(m) => (values[arm], loads[arm]) = (m.value, m.loads),
                     Err(why) => {
                         void.get_or_insert_with(|| bounded(format!("{}: {why}", arm_label(group, arm))));
                     }
                 }
                 results.push(r);
             }
-            let load = pair_load(&loads);
+            let load = pair_loads(&loads);
             if let (None, PairLoad::Uneven { member, why }) = (&void, &load) {
                 void = Some(bounded(format!("{}: {why}", arm_label(group, *member))));
             }

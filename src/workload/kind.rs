@@ -43,12 +43,13 @@ use crate::scenario::{FioJob, GateSpec, PAIR_RERUNS_WITHOUT_BUDGET, Workload};
 
 /// A measured member of a pair: its value for the sequential stop, and the load its
 /// windows saw (judged against its partners' by [`crate::host::pair_load::pair_load`]).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Member {
     /// The member's value (loops/ms, IOPS, ops/s, seconds per iteration).
     pub value: f64,
-    /// The load its repetitions or steps saw.
-    pub load: crate::host::pair_load::MemberLoad,
+    /// The load it saw, per quantity its pair is judged on: one for a member's repetitions
+    /// (lat_fs, fio, op mixes), one per step for steps (judged step by step).
+    pub loads: Vec<crate::host::pair_load::MemberLoad>,
 }
 
 /// What a configured workload (its scenario's `[workload]`) answers about itself.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::catalogue::{Metric, member_samples, seconds, step_samples};
+use crate::catalogue::{Metric, member_samples, seconds, step_pair_samples};
 use crate::model::pairing::{CellPairing, DroppedPair, MAX_PAIRS, PairStop};
 use crate::model::{CellResult, StepTiming, TextFormat};
 use crate::results::LoadedRun;
@@ -434,15 +434,13 @@ fn steps_per_round(cell: &CellResult, p: &CellPairing) -> Option<u32> {
     (n > 0 && n.is_multiple_of(rounds)).then_some(n / rounds)
 }
 
-/// Step `j` of two members paired per iteration position over the positions where both
-/// have a sample by the catalogue's rule (steady, undisturbed): the mean elapsed seconds of
-/// each and the mean of the per-position log ratios.
+/// Step `j` of two members paired per iteration position over the positions the catalogue's
+/// rule keeps ([`step_pair_samples`]: steady in both, and not disturbed unlike each other):
+/// the mean elapsed seconds of each and the mean of the per-position log ratios.
 fn steps_pair(a: &[Vec<StepTiming>], b: &[Vec<StepTiming>], j: usize) -> PairValues {
-    let sb = step_samples(b, j);
     let mut logs = Vec::new();
     let (mut ea, mut eb) = (0.0, 0.0);
-    for (k, x) in step_samples(a, j) {
-        let Some((_, y)) = sb.iter().find(|(i, _)| *i == k) else { continue };
+    for (_, x, y) in step_pair_samples(a, b, j) {
         if x.elapsed_us == 0 || y.elapsed_us == 0 {
             continue;
         }

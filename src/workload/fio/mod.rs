@@ -143,7 +143,7 @@ pub fn member_value(r: &crate::model::CellResult) -> Result<crate::workload::kin
     let Some(f) = &r.fio else { return Err("no fio figures".into()) };
     let value = reps_value(f.repetitions.iter())?;
     let load = crate::host::pair_load::MemberLoad::of(f.repetitions.iter().filter_map(|x| x.disturbance.as_ref()));
-    Ok(crate::workload::kind::Member { value, load })
+    Ok(crate::workload::kind::Member { value, loads: vec![load] })
 }
 
 /// The value of round `round` of a stored fio cell (a resumed paired run's pairs).

@@ -13,7 +13,7 @@ pub fn member_value(r: &CellResult) -> Result<Member, String> {
     r.measured()?;
     let Some(l) = &r.latfs else { return Err("no lat_fs samples".into()) };
     let value = reps_value(l.repetitions.iter())?;
-    Ok(Member { value, load: MemberLoad::of(l.repetitions.iter().filter_map(|x| x.disturbance.as_ref())) })
+    Ok(Member { value, loads: vec![MemberLoad::of(l.repetitions.iter().filter_map(|x| x.disturbance.as_ref()))] })
 }
 
 /// The value round `round` of a stored lat_fs cell contributed to its pair, as

@@ -56,7 +56,7 @@ impl WorkloadAnswers for OpsWorkload {
         let Some(o) = &r.ops else { return Err("no op-mix figures".into()) };
         let value = reps_value(o.repetitions.iter())?;
         let load = crate::host::pair_load::MemberLoad::of(o.repetitions.iter().filter_map(|x| x.disturbance.as_ref()));
-        Ok(crate::workload::kind::Member { value, load })
+        Ok(crate::workload::kind::Member { value, loads: vec![load] })
     }
 
     fn round_value(&self, r: &CellResult, round: u32) -> Result<f64, String> {
