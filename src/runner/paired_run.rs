@@ -120,7 +120,7 @@ pub(super) fn run_paired(
                 store(r)?;
             }
         }
-        progress.summary(&group_line(group, &out, &rules));
+        progress.summary(&group_line(group, &out, &rules, per_member(run.scenario).is_some()));
         if out.stop == PairStop::Interrupted {
             exec.pair_members(false);
             progress.done();
@@ -397,8 +397,10 @@ fn resume_state(
     }))
 }
 
-/// One line at a group's end: its pairs, the paired change of each candidate arm and why it stopped.
-fn group_line(group: &PairGroup, out: &pairs::PairGroupOutcome, rules: &PairRules) -> String {
+/// One line at a group's end: its pairs, the paired change of each candidate arm and why it
+/// stopped. For `steps` the change the stop decided on is of the sum of a member's steps per
+/// iteration, which no report shows beside the per-step rows: the line names it.
+pub(super) fn group_line(group: &PairGroup, out: &pairs::PairGroupOutcome, rules: &PairRules, steps: bool) -> String {
     let alpha = crate::stats::paired::alpha_per_look(rules.min_pairs, rules.max_pairs);
     let baseline: Vec<f64> = out.pairs.iter().map(|p| p.values[0]).collect();
     let mut changes = Vec::new();
@@ -410,7 +412,8 @@ fn group_line(group: &PairGroup, out: &pairs::PairGroupOutcome, rules: &PairRule
             }
             _ => "no interval".into(),
         };
-        changes.push(format!("{}: {what}", crate::plan::axis_value(&member.params, &group_axis(group))));
+        let of = if steps { " (sum of the steps per iteration)" } else { "" };
+        changes.push(format!("{}{of}: {what}", crate::plan::axis_value(&member.params, &group_axis(group))));
     }
     let dropped = if out.dropped.is_empty() { String::new() } else { format!(", {} dropped", out.dropped.len()) };
     let stop = match out.stop {
@@ -421,6 +424,8 @@ fn group_line(group: &PairGroup, out: &pairs::PairGroupOutcome, rules: &PairRule
         PairStop::Interrupted => "interrupted".into(),
         PairStop::MemberFailed => format!("a member failed: {}", out.stop_reason.as_deref().unwrap_or("-")),
     };
+    let decided = matches!(out.stop, PairStop::Regressed | PairStop::Improved | PairStop::Unchanged);
+    let stop = if steps && decided { format!("{stop} on the step sum") } else { stop };
     format!(
         "pair group {}: {} pairs{dropped}; {}; stopped: {stop}",
         group.key,

@@ -296,3 +296,33 @@ fn a_failing_arms_whole_stderr_is_cut_in_its_reasons_so_the_cell_file_loads() {
     assert_eq!(b.error.as_deref(), Some(stderr.as_str()));
     assert_eq!(crate::results::bounds::check_cell(b), Ok(()));
 }
+
+/// Issue #38, items 12 and 19: the end-of-run line of a steps group named nothing for the
+/// change it printed (the member sum of all steps) nor for the stop decided on it.
+#[test]
+fn a_steps_groups_end_line_names_the_step_sum_it_stopped_on() {
+    let s = scenario(1, 2, 2);
+    let cells = crate::plan::expand(&s).cells;
+    let group = super::pairs::PairGroup { key: "S-qoff-t1".into(), members: cells.iter().collect() };
+    let pair =
+        |slot, b: f64| super::pairs::PairRecord { slot, order: vec![0, 1], values: vec![1.0, b], common_load: false };
+    let out = super::pairs::PairGroupOutcome {
+        pairs: vec![pair(0, 1.2), pair(1, 1.21)],
+        dropped: vec![],
+        stop: PairStop::Regressed,
+        stop_reason: None,
+    };
+    let rules = super::pairs::PairRules {
+        seed: 7,
+        min_pairs: 2,
+        max_pairs: 2,
+        threshold: 0.05,
+        direction: crate::catalogue::Direction::LowerIsBetter,
+        max_reruns: 3,
+    };
+    let line = super::paired_run::group_line(&group, &out, &rules, true);
+    assert!(line.contains("b (sum of the steps per iteration): +"), "{line}");
+    assert!(line.ends_with("stopped: regressed on the step sum"), "{line}");
+    let lat_fs = super::paired_run::group_line(&group, &out, &rules, false);
+    assert!(lat_fs.contains("b: +") && lat_fs.ends_with("stopped: regressed"), "{lat_fs}");
+}

@@ -19,7 +19,9 @@ mod render;
 mod settings;
 
 pub use join::{PairedComparison, PairedOptions, PairedRun, SignedRankCheck, join_pairs};
-pub use render::{csv, hl_cell, p_cell, pairs_cell, percent, ratio_cell, section_text, stop_name, write_sections};
+pub use render::{
+    csv, hl_cell, p_cell, pairs_cell, percent, ratio_cell, section_text, stop_cell, stop_name, write_sections,
+};
 pub use settings::{PairSettings, pair_settings};
 
 use crate::results::LoadedRun;
