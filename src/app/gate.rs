@@ -230,11 +230,23 @@ fn inconclusive_warning(rep: &GateReport, args: &GateArgs, code: i32) -> Option<
         ),
         Some(p) => format!(
             "WARNING: {inconclusive} comparison(s) INCONCLUSIVE: their {} CI straddles the threshold, so this gate \
-             cannot tell a change beyond it from noise; {what}. More pairs (`compare.pairs.max`), more \
-             repetitions per member or a quieter machine narrow the CI.",
-            crate::report::paired::percent(p.level)
+             cannot tell a change beyond it from noise; {what}. More pairs (`compare.pairs.max`), {} or a quieter \
+             machine narrow the CI.",
+            crate::report::paired::percent(p.level),
+            more_per_member(&p.metric)
         ),
     })
+}
+
+/// What else narrows a paired interval: a steps member (`elapsed`) is whole iterations and
+/// is paired per iteration position, so more iterations per member; other members are
+/// their repetitions' mean.
+fn more_per_member(metric: &str) -> &'static str {
+    if metric == "elapsed" {
+        "more iterations per member (`workload.iterations`)"
+    } else {
+        "more repetitions per member"
+    }
 }
 
 /// The two-run gate's report and the labelled runs its HTML page shows.
@@ -439,5 +451,15 @@ mod tests {
             let want = if missing { 1 } else { *pass };
             assert_eq!(exit_code(&r, Pass, false, false), want, "{v:?} missing not allowed");
         }
+    }
+}
+
+#[cfg(test)]
+mod paired_advice_tests {
+    /// Issue #38, item 12: "more repetitions per member" does not apply to steps members.
+    #[test]
+    fn a_steps_gate_advises_iterations_not_repetitions() {
+        assert_eq!(super::more_per_member("elapsed"), "more iterations per member (`workload.iterations`)");
+        assert_eq!(super::more_per_member("total_loops"), "more repetitions per member");
     }
 }

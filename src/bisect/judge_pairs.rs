@@ -21,7 +21,7 @@ pub struct PairJudge<'a> {
     /// Pair bounds, seed, threshold, direction and rerun budget of every step.
     pub rules: PairRules,
     /// A member's value, or why it voids its pair.
-    pub value: &'a dyn Fn(&CellResult) -> Result<f64, String>,
+    pub value: &'a dyn Fn(&CellResult) -> Result<crate::workload::kind::Member, String>,
     /// Whether a signal asked to stop.
     pub stop: &'a dyn Fn() -> bool,
 }

@@ -260,6 +260,29 @@ pub fn step_samples(iterations: &[Vec<StepTiming>], j: usize) -> Vec<(usize, &St
     Iterations::Steady.step_samples(iterations, j)
 }
 
+/// The rule for step `j` of a steps pair (members `a` and `b`): the iteration positions
+/// steady in both whose step-`j` windows the pair rule keeps ([`crate::host::pair_load`]:
+/// quiet, or loaded alike; a step disturbed in one member only is left out, its other steps
+/// stay), as (position from 0, `a`'s timing, `b`'s timing).
+pub fn step_pair_samples<'a>(
+    a: &'a [Vec<StepTiming>],
+    b: &'a [Vec<StepTiming>],
+    j: usize,
+) -> Vec<(usize, &'a StepTiming, &'a StepTiming)> {
+    use crate::host::pair_load::{MemberLoad, pair_load};
+    let steady_b = Iterations::Steady.select(b);
+    Iterations::Steady
+        .select(a)
+        .into_iter()
+        .filter(|k| steady_b.contains(k))
+        .filter_map(|k| Some((k, a.get(k)?.get(j)?, b.get(k)?.get(j)?)))
+        .filter(|(_, x, y)| {
+            let load = |t: &StepTiming| MemberLoad::of(t.disturbance.as_ref());
+            pair_load(&[load(x), load(y)]).counts()
+        })
+        .collect()
+}
+
 /// The rule for one round of a lat_fs or fio cell (a paired member): the undisturbed
 /// repetitions of round `round`, one value each. Steps members are read by [`step_samples`].
 pub fn round_samples(cell: &CellResult, metric: Metric, round: u32) -> Vec<f64> {
@@ -285,6 +308,34 @@ pub fn round_samples(cell: &CellResult, metric: Metric, round: u32) -> Vec<f64> 
             .filter(|r| r.round == round && r.counts())
             .map(|r| m.of(r))
             .collect(),
+        Metric::Elapsed => Vec::new(),
+    }
+}
+
+/// The rule for one round of a lat_fs, fio or op-mix cell that was a pair's member: its
+/// undisturbed repetitions ([`round_samples`]), or, when the pair ran under common load
+/// (`common_load`), every repetition of the round, disturbed ones included. A pair is judged
+/// as a whole, not each member alone: the runner kept it only when its members' loads did not
+/// void it ([`crate::host::pair_load`]), and load both saw cancels in their ratio. (A quiet
+/// pair's members have no disturbed repetition, so for them both rules read the same.)
+pub fn member_samples(cell: &CellResult, metric: Metric, round: u32, common_load: bool) -> Vec<f64> {
+    if !common_load {
+        return round_samples(cell, metric, round);
+    }
+    match metric {
+        Metric::TotalLoops | Metric::Latency(_) => cell
+            .latfs
+            .iter()
+            .flat_map(|l| &l.repetitions)
+            .filter(|r| r.round == round)
+            .filter_map(|r| metric.of_latfs(r))
+            .collect(),
+        Metric::Fio(m) => {
+            cell.fio.iter().flat_map(|f| &f.repetitions).filter(|r| r.round == round).map(|r| m.of(r)).collect()
+        }
+        Metric::Ops(m) => {
+            cell.ops.iter().flat_map(|o| &o.repetitions).filter(|r| r.round == round).map(|r| m.of(r)).collect()
+        }
         Metric::Elapsed => Vec::new(),
     }
 }

@@ -109,3 +109,33 @@ fn every_metric_has_one_direction_unit_and_name() {
     }
     assert_eq!(Direction::from_word("sideways"), None);
 }
+
+#[test]
+fn a_steps_pair_keeps_each_step_at_each_position_unless_its_members_were_loaded_unlike() {
+    // A 1 s step window that lost `cpus` of a CPU to others.
+    let hit = |mut t: StepTiming, cpus: f64| {
+        t.disturbance = Some(Disturbance {
+            wall_us: 1_000_000,
+            contention_us: Some((cpus * 1e6) as u64),
+            disturbed: cpus > 0.25,
+            ..Default::default()
+        });
+        t
+    };
+    let it = |rm, untar: StepTiming, sync: StepTiming| vec![timing("rm_rf", 1, Some(rm), false), untar, sync];
+    let a = vec![
+        it(0, timing("untar", 10, None, false), timing("sync", 5, None, false)),
+        it(9, timing("untar", 10, None, false), hit(timing("sync", 5, None, false), 0.8)),
+        it(9, hit(timing("untar", 10, None, false), 0.6), timing("sync", 5, None, false)),
+    ];
+    let b = vec![
+        it(0, timing("untar", 10, None, false), timing("sync", 5, None, false)),
+        it(9, timing("untar", 10, None, false), timing("sync", 5, None, false)),
+        it(9, hit(timing("untar", 10, None, false), 0.6), timing("sync", 5, None, false)),
+    ];
+    let positions = |j| step_pair_samples(&a, &b, j).iter().map(|(k, _, _)| *k).collect::<Vec<_>>();
+    // The first iteration removed nothing (not steady). Position 1's sync was hit in `a`
+    // only: left out of sync, not of untar. Position 2's untar was hit alike: kept.
+    assert_eq!(positions(1), [1, 2]);
+    assert_eq!(positions(2), [2]);
+}

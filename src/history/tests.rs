@@ -54,7 +54,9 @@ fn pairing(arms: &[&str], arm: usize, group: &str, pairs: usize) -> CellPairing 
         arm,
         group: group.into(),
         seed: 7,
-        pairs: (0..pairs as u32).map(|i| PairSlot { slot: i, order: vec![0, 1], round: i }).collect(),
+        pairs: (0..pairs as u32)
+            .map(|i| PairSlot { slot: i, order: vec![0, 1], round: i, common_load: false })
+            .collect(),
         dropped: vec![],
         stop: Some(PairStop::MaxPairs),
         stop_reason: None,

@@ -274,6 +274,7 @@ fn account(before: &Snapshot, after: &Snapshot, wall_us: u64, tick_us: u64, judg
         needed_cpus: Some(judge.needed_cpus),
         online_cpus: Some(online_cpus),
         contention_us: None,
+        threshold: Some(judge.threshold),
     };
     let contention = contention_us(&d, judge.needed_cpus, online_cpus);
     d.contention_us = Some(contention);

@@ -6,6 +6,7 @@ pub mod cpu;
 pub mod environment;
 pub mod identity;
 pub mod memory;
+pub mod pair_load;
 pub mod task_uids;
 
 /// Set in a qemu guest's environment for the fsbench that runs there (its cells then

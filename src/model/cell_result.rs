@@ -88,11 +88,21 @@ impl CellResult {
     /// `skipped`, `disturbed`): the one status ladder every workload's member value starts
     /// with. A workload then checks its own samples.
     pub fn usable(&self) -> Result<(), String> {
+        self.measured()?;
         match self.status {
-            CellStatus::Ok => Ok(()),
+            CellStatus::Disturbed => Err("disturbed".into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the cell measured something at all, or why not (`failed: …`, `skipped`): the
+    /// ladder of a pair's member, which is not judged disturbed on its own (its partner's
+    /// load decides, `host::pair_load`), so a disturbed cell passes.
+    pub fn measured(&self) -> Result<(), String> {
+        match self.status {
+            CellStatus::Ok | CellStatus::Disturbed => Ok(()),
             CellStatus::Failed => Err(format!("failed: {}", self.error.as_deref().unwrap_or("unknown error"))),
             CellStatus::Skipped => Err("skipped".into()),
-            CellStatus::Disturbed => Err("disturbed".into()),
         }
     }
 }

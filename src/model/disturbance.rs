@@ -37,4 +37,9 @@ pub struct Disturbance {
     /// time, µs (`host::cpu::contention_us`): what the threshold is compared with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contention_us: Option<u64>,
+    /// The threshold `disturbed` was judged at, in CPUs (`workload.disturbance`); absent in
+    /// results written before it was recorded (then `host::cpu::DEFAULT_THRESHOLD`). The
+    /// pair rule (`host::pair_load`) judges a pair's members' difference at it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
 }

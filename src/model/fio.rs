@@ -26,6 +26,9 @@ pub struct FioResult {
     pub clat_p99_us: Summary,
     /// Mean completion latency over every job's reads and writes, µs.
     pub clat_mean_us: Summary,
+    /// Repetitions run again because they were disturbed (over all rounds).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reruns: u32,
 }
 
 /// One run of fio.

@@ -54,6 +54,11 @@ pub struct PairSlot {
     pub order: Vec<usize>,
     /// This cell's round (the `round` of its repetitions) that was the pair's member.
     pub round: u32,
+    /// The pair's members ran under about the same load, some of it enough to disturb a
+    /// window on its own (`host::pair_load`): the pair was kept, its disturbed samples
+    /// included, since load common to both members cancels in their ratio.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub common_load: bool,
 }
 
 /// A schedule slot that yielded no pair, and why.

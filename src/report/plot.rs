@@ -545,6 +545,7 @@ mod tests {
             disturbed: 0,
             repetitions: 2,
             all_disturbed: false,
+            rounds: 1,
         };
         let t = LatfsTable {
             fs: "ext4".into(),
@@ -553,6 +554,7 @@ mod tests {
             columns: vec![column("MEASURED"), column("SKIPPED")],
             tasks: vec![1, 2],
             values: vec![vec![Some(point(100.0)), None], vec![Some(point(180.0)), None]],
+            no_result: vec![vec![None, Some("skipped")], vec![None, Some("skipped")]],
         };
         assert_eq!(t.columns_without_data(), vec!["SKIPPED-ext4-M-qoff".to_string()]);
         let svg = svg_latfs(&t).unwrap();

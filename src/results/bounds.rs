@@ -330,8 +330,8 @@ mod tests {
                 group: "S-qoff-t1-chown".into(),
                 seed: 3,
                 pairs: vec![
-                    PairSlot { slot: 0, order: vec![0, 1], round: 0 },
-                    PairSlot { slot: 2, order: vec![1, 0], round: 1 },
+                    PairSlot { slot: 0, order: vec![0, 1], round: 0, common_load: false },
+                    PairSlot { slot: 2, order: vec![1, 0], round: 1, common_load: false },
                 ],
                 dropped: vec![DroppedPair { slot: 1, reason: "ext4-S-qoff-t1-chown: disturbed".into() }],
                 stop: None,
@@ -360,9 +360,9 @@ mod tests {
         assert_eq!(field(&|p| p.group = "g".repeat(5000)), "pairing.group");
         assert_eq!(field(&|p| p.stop_reason = Some("r".repeat(5000))), "pairing.stop_reason");
         assert_eq!(
-            field(
-                &|p| p.pairs = (0..MAX_PAIRS + 1).map(|slot| PairSlot { slot, order: vec![0, 1], round: 0 }).collect()
-            ),
+            field(&|p| p.pairs = (0..MAX_PAIRS + 1)
+                .map(|slot| PairSlot { slot, order: vec![0, 1], round: 0, common_load: false })
+                .collect()),
             "pairing.pairs"
         );
     }

@@ -29,12 +29,21 @@ pub trait CellExecutor {
     fn skip(&mut self, _cell: &Cell) -> Option<CellResult> {
         None
     }
+
+    /// From now on the cells measured are members of pairs (`on`), or cells alone: a
+    /// member's workload runs as [`crate::workload::kind::WorkloadAnswers::pair_member`]
+    /// says (its disturbance judged with its partner's, nothing rerun alone).
+    fn pair_members(&mut self, _on: bool) {}
 }
 
 /// The real executor: the host check, provisioning, the workload and the teardown.
 impl CellExecutor for RunContext<'_> {
     fn measure(&mut self, cell: &Cell, phase: &Phase) -> CellResult {
         run_cell(self, cell, phase)
+    }
+
+    fn pair_members(&mut self, on: bool) {
+        self.pair_members = on;
     }
 
     fn skip(&mut self, cell: &Cell) -> Option<CellResult> {
@@ -143,7 +152,9 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
         stage_archive: &mut stage_archive,
         untrusted_archive,
     };
-    let outcome = answers.run_cell(&mut at, r);
+    // A pair's member runs as one (its disturbance is judged with its partner's).
+    let member = ctx.pair_members.then(|| answers.pair_member()).flatten();
+    let outcome = member.as_ref().map_or(answers, crate::workload::kind::of).run_cell(&mut at, r);
     if outcome.is_ok() {
         super::profiled::profile_cell(s, profiling, workdir, &mut at, r);
     }

@@ -66,6 +66,8 @@ struct RunContext<'a> {
     untrusted_archives: bool,
     /// The profiler and the cells already profiled (`[workload] profile`).
     profiling: profiled::ProfileState,
+    /// The cells measured now are members of pairs ([`CellExecutor::pair_members`]).
+    pair_members: bool,
 }
 
 impl<'a> RunContext<'a> {
@@ -85,6 +87,7 @@ impl<'a> RunContext<'a> {
             archive: None,
             untrusted_archives,
             profiling: Default::default(),
+            pair_members: false,
         })
     }
 }

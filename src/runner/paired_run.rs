@@ -88,6 +88,7 @@ pub(super) fn run_paired(
 
     let most = todo.iter().map(|(g, s)| g.members.len() * (run.spec.max_pairs as usize).saturating_sub(s.next_slot));
     let progress = Progress::paired(most.sum(), run.spec.max_pairs, run.quiet);
+    exec.pair_members(true);
     for (group, start) in &todo {
         let rules = rules(run, group);
         let base = pairing_of(run, arm_values, group);
@@ -119,12 +120,14 @@ pub(super) fn run_paired(
                 store(r)?;
             }
         }
-        progress.summary(&group_line(group, &out, &rules));
+        progress.summary(&group_line(group, &out, &rules, per_member(run.scenario).is_some()));
         if out.stop == PairStop::Interrupted {
+            exec.pair_members(false);
             progress.done();
             return Ok(PairedRan { ran, previously_done });
         }
     }
+    exec.pair_members(false);
     progress.done();
 
     if !unpaired_todo.is_empty() {
@@ -239,11 +242,16 @@ fn store_attempt(
     for (arm, member) in group.members.iter().enumerate() {
         let Some(p) = stored.get_mut(&member.id()).and_then(|r| r.pairing.as_mut()) else { continue };
         match &a.fate {
-            AttemptFate::Pair => {
+            AttemptFate::Pair { common_load } => {
                 let round = rounds[arm].ok_or_else(|| {
                     anyhow::anyhow!("pair {} of {}: a member counted without a round", a.slot, group.key)
                 })?;
-                p.pairs.push(PairSlot { slot: a.slot as u32, order: a.order.clone(), round });
+                p.pairs.push(PairSlot {
+                    slot: a.slot as u32,
+                    order: a.order.clone(),
+                    round,
+                    common_load: *common_load,
+                });
             }
             AttemptFate::Dropped(reason) => {
                 p.dropped.push(crate::model::pairing::DroppedPair { slot: a.slot as u32, reason: reason.clone() })
@@ -365,7 +373,12 @@ fn resume_state(
             };
             values.push(value.map_err(|e| bad(format!("pair {} of {}: {e}", slot.slot, group.members[arm].id())))?);
         }
-        records.push(PairRecord { slot: slot.slot as usize, order: slot.order.clone(), values });
+        records.push(PairRecord {
+            slot: slot.slot as usize,
+            order: slot.order.clone(),
+            values,
+            common_load: slot.common_load,
+        });
     }
     let last = reference.pairs.iter().map(|s| s.slot).chain(reference.dropped.iter().map(|d| d.slot)).max();
     // Dropping a slot spends the budget, so a group that dropped one has none left.
@@ -384,8 +397,10 @@ fn resume_state(
     }))
 }
 
-/// One line at a group's end: its pairs, the paired change of each candidate arm and why it stopped.
-fn group_line(group: &PairGroup, out: &pairs::PairGroupOutcome, rules: &PairRules) -> String {
+/// One line at a group's end: its pairs, the paired change of each candidate arm and why it
+/// stopped. For `steps` the change the stop decided on is of the sum of a member's steps per
+/// iteration, which no report shows beside the per-step rows: the line names it.
+pub(super) fn group_line(group: &PairGroup, out: &pairs::PairGroupOutcome, rules: &PairRules, steps: bool) -> String {
     let alpha = crate::stats::paired::alpha_per_look(rules.min_pairs, rules.max_pairs);
     let baseline: Vec<f64> = out.pairs.iter().map(|p| p.values[0]).collect();
     let mut changes = Vec::new();
@@ -397,7 +412,8 @@ fn group_line(group: &PairGroup, out: &pairs::PairGroupOutcome, rules: &PairRule
             }
             _ => "no interval".into(),
         };
-        changes.push(format!("{}: {what}", crate::plan::axis_value(&member.params, &group_axis(group))));
+        let of = if steps { " (sum of the steps per iteration)" } else { "" };
+        changes.push(format!("{}{of}: {what}", crate::plan::axis_value(&member.params, &group_axis(group))));
     }
     let dropped = if out.dropped.is_empty() { String::new() } else { format!(", {} dropped", out.dropped.len()) };
     let stop = match out.stop {
@@ -408,6 +424,8 @@ fn group_line(group: &PairGroup, out: &pairs::PairGroupOutcome, rules: &PairRule
         PairStop::Interrupted => "interrupted".into(),
         PairStop::MemberFailed => format!("a member failed: {}", out.stop_reason.as_deref().unwrap_or("-")),
     };
+    let decided = matches!(out.stop, PairStop::Regressed | PairStop::Improved | PairStop::Unchanged);
+    let stop = if steps && decided { format!("{stop} on the step sum") } else { stop };
     format!(
         "pair group {}: {} pairs{dropped}; {}; stopped: {stop}",
         group.key,

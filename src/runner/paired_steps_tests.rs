@@ -18,6 +18,8 @@ enum Member {
     Ran(Vec<f64>),
     /// Ran, with one step disturbed.
     Disturbed,
+    /// Ran, with every step disturbed.
+    AllDisturbed,
     /// A step exited non-zero (or provisioning failed): this error.
     Fails(String),
     /// The host turned it down: this reason.
@@ -51,9 +53,21 @@ impl CellExecutor for Script {
                 let iterations = totals.iter().map(|t| vec![timing("untar", t * 0.6), timing("sync", t * 0.4)]);
                 r.steps = Some(StepsResult { iterations: iterations.collect(), ..Default::default() });
             }
-            Member::Disturbed => {
+            Member::Disturbed | Member::AllDisturbed => {
                 let mut it = vec![timing("untar", 1.0), timing("sync", 1.0)];
-                it[1].disturbance = Some(Disturbance { disturbed: true, ..Default::default() });
+                // Its partner (no window recorded) lost nothing: 0.8 of a CPU apart.
+                let hit = Disturbance {
+                    wall_us: 1_000_000,
+                    contention_us: Some(800_000),
+                    disturbed: true,
+                    ..Default::default()
+                };
+                let all = matches!(answer, Member::AllDisturbed);
+                for (j, t) in it.iter_mut().enumerate() {
+                    if all || j == 1 {
+                        t.disturbance = Some(hit.clone());
+                    }
+                }
                 r.steps = Some(StepsResult { iterations: vec![it.clone(), it], ..Default::default() });
             }
             Member::Fails(e) => {
@@ -146,17 +160,30 @@ fn a_paired_steps_group_appends_each_member_as_its_iterations_and_stops_on_their
     assert!((value(a, 2) - 1.4).abs() < 1e-9 && (value(b, 1) - 1.68).abs() < 1e-9);
 }
 
+/// Issue #38, item 26: a disturbed `sync` threw away its member's `untar` too. Steps are
+/// judged step by step: one step disturbed in one member leaves the pair (the reader leaves
+/// that step's positions out); only a member disturbed unlike its partner in every step voids it.
 #[test]
-fn a_disturbed_steps_member_voids_its_pair_and_is_kept_as_a_member_in_no_pair() {
+fn one_disturbed_step_does_not_void_a_steps_pair_but_every_step_disturbed_does() {
     let s = scenario(2, 2, 2);
     let mut exec = Script::new(vec![
-        ("a", vec![Member::Disturbed], Member::Ran(vec![1.0, 1.0])),
-        ("b", vec![], Member::Ran(vec![1.0, 1.0])),
+        ("a", vec![Member::Disturbed], Member::Ran(vec![2.0, 2.0])),
+        ("b", vec![], Member::Ran(vec![2.0, 2.0])),
+    ]);
+    let (cells, stored) = run(&s, &mut exec);
+    assert_eq!(exec.calls.len(), 4, "{:?}", exec.calls);
+    let a = &stored[&cells[0].id()];
+    assert_eq!(a.steps.as_ref().unwrap().iterations.len(), 4);
+    assert_eq!(pairing(a).pairs.iter().map(|p| p.round).collect::<Vec<_>>(), [0, 1]);
+    assert!(pairing(a).dropped.is_empty());
+    // Both steps disturbed in one member only: void, rerun, then a pair.
+    let mut exec = Script::new(vec![
+        ("a", vec![Member::AllDisturbed], Member::Ran(vec![2.0, 2.0])),
+        ("b", vec![], Member::Ran(vec![2.0, 2.0])),
     ]);
     let (cells, stored) = run(&s, &mut exec);
     assert_eq!(exec.calls.len(), 6);
     let a = &stored[&cells[0].id()];
-    assert_eq!(a.steps.as_ref().unwrap().iterations.len(), 6);
     assert_eq!(pairing(a).pairs.iter().map(|p| p.round).collect::<Vec<_>>(), [1, 2]);
     assert_eq!(pairing(a).stop, Some(PairStop::Unchanged));
 }
@@ -268,4 +295,34 @@ fn a_failing_arms_whole_stderr_is_cut_in_its_reasons_so_the_cell_file_loads() {
     // The cell keeps the whole error, and loads.
     assert_eq!(b.error.as_deref(), Some(stderr.as_str()));
     assert_eq!(crate::results::bounds::check_cell(b), Ok(()));
+}
+
+/// Issue #38, items 12 and 19: the end-of-run line of a steps group named nothing for the
+/// change it printed (the member sum of all steps) nor for the stop decided on it.
+#[test]
+fn a_steps_groups_end_line_names_the_step_sum_it_stopped_on() {
+    let s = scenario(1, 2, 2);
+    let cells = crate::plan::expand(&s).cells;
+    let group = super::pairs::PairGroup { key: "S-qoff-t1".into(), members: cells.iter().collect() };
+    let pair =
+        |slot, b: f64| super::pairs::PairRecord { slot, order: vec![0, 1], values: vec![1.0, b], common_load: false };
+    let out = super::pairs::PairGroupOutcome {
+        pairs: vec![pair(0, 1.2), pair(1, 1.21)],
+        dropped: vec![],
+        stop: PairStop::Regressed,
+        stop_reason: None,
+    };
+    let rules = super::pairs::PairRules {
+        seed: 7,
+        min_pairs: 2,
+        max_pairs: 2,
+        threshold: 0.05,
+        direction: crate::catalogue::Direction::LowerIsBetter,
+        max_reruns: 3,
+    };
+    let line = super::paired_run::group_line(&group, &out, &rules, true);
+    assert!(line.contains("b (sum of the steps per iteration): +"), "{line}");
+    assert!(line.ends_with("stopped: regressed on the step sum"), "{line}");
+    let lat_fs = super::paired_run::group_line(&group, &out, &rules, false);
+    assert!(lat_fs.contains("b: +") && lat_fs.ends_with("stopped: regressed"), "{lat_fs}");
 }

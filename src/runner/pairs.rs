@@ -11,12 +11,14 @@ use serde::Serialize;
 use super::cell::CellExecutor;
 use super::progress::Progress;
 use crate::catalogue::Direction;
+use crate::host::pair_load::{MemberLoad, PairLoad, pair_loads};
 pub use crate::model::pairing::{DroppedPair, MEMBER_FAILED_ATTEMPTS, PairStop};
 use crate::model::{CellResult, CellStatus};
 pub use crate::plan::{PairGroup, pair_groups};
 use crate::scenario::CompareSpec;
 use crate::stats::paired::{alpha_per_look, look_schedule, paired_change};
 use crate::verdict::Verdict;
+use crate::workload::kind::Member;
 
 /// The order in which the arms of each pair run: for pair `i`, the arm indices (0 is
 /// the baseline) in the order measured.
@@ -47,6 +49,9 @@ pub fn pair_schedule(seed: u64, n_pairs: usize, arms: usize) -> Vec<Vec<usize>> 
 /// One pair that counts: the arms' values in the slot's order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PairRecord {
+    /// Its members ran under common load ([`AttemptFate::Pair`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub common_load: bool,
     /// The pair's place in the schedule, from 0.
     pub slot: usize,
     /// The arm indices in the order they ran.
@@ -78,8 +83,13 @@ impl GroupStart {
 /// What became of one attempt at a slot.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AttemptFate {
-    /// Every member gave a value: the slot's pair.
-    Pair,
+    /// Every member gave a value and their loads did not void it
+    /// ([`crate::host::pair_load`]): the slot's pair; `common_load` when its members were
+    /// disturbed alike (kept, their disturbed samples included).
+    Pair {
+        /// The members ran under about the same load (some of it disturbing).
+        common_load: bool,
+    },
     /// A member voided it, and the slot runs again (the reason).
     Rerun(String),
     /// A member voided it and the rerun budget is spent: the slot is dropped (the reason).
@@ -137,8 +147,9 @@ impl PairRules {
 }
 
 /// Run one pair group from `start`: each slot of the schedule measures every member back
-/// to back in the slot's order; a member `value` rejects voids the pair, which runs again
-/// while the group's rerun budget lasts and is dropped with the reason after. Every
+/// to back in the slot's order; a member `value` rejects, or members disturbed unlike each
+/// other ([`pair_load`]: the one rule), void the pair, which runs again while the group's
+/// rerun budget lasts and is dropped with the reason after. Every
 /// attempt goes to `record` as soon as it is measured; an attempt during which a signal
 /// arrived is not recorded (it did not finish as planned). At each look of
 /// [`look_schedule`] the paired interval at [`alpha_per_look`] is read with the gate's
@@ -153,7 +164,7 @@ pub(super) fn run_pair_group(
     exec: &mut dyn CellExecutor,
     group: &PairGroup,
     rules: &PairRules,
-    value: &dyn Fn(&CellResult) -> Result<f64, String>,
+    value: &dyn Fn(&CellResult) -> Result<Member, String>,
     start: GroupStart,
     record: &mut dyn FnMut(Attempt) -> anyhow::Result<()>,
     interrupted: &dyn Fn() -> bool,
@@ -175,6 +186,7 @@ pub(super) fn run_pair_group(
                 return Ok(out);
             }
             let mut values = vec![f64::NAN; arms];
+            let mut loads: Vec<Vec<MemberLoad>> = vec![Vec::new(); arms];
             let mut void: Option<String> = None;
             let mut results = Vec::with_capacity(arms);
             for &arm in order {
@@ -191,16 +203,20 @@ pub(super) fn run_pair_group(
                     None => failing[arm].0 = 0,
                 }
                 match value(&r) {
-                    Ok(v) => values[arm] = v,
+                    Ok(m) => (values[arm], loads[arm]) = (m.value, m.loads),
                     Err(why) => {
                         void.get_or_insert_with(|| bounded(format!("{}: {why}", arm_label(group, arm))));
                     }
                 }
                 results.push(r);
             }
+            let load = pair_loads(&loads);
+            if let (None, PairLoad::Uneven { member, why }) = (&void, &load) {
+                void = Some(bounded(format!("{}: {why}", arm_label(group, *member))));
+            }
             let gave_up = failing.iter().position(|(n, _)| *n >= MEMBER_FAILED_ATTEMPTS);
             let fate = match void {
-                None => AttemptFate::Pair,
+                None => AttemptFate::Pair { common_load: load == PairLoad::Common },
                 Some(reason) if reruns_left > 0 && gave_up.is_none() => {
                     reruns_left -= 1;
                     AttemptFate::Rerun(reason)
@@ -208,7 +224,9 @@ pub(super) fn run_pair_group(
                 Some(reason) => AttemptFate::Dropped(reason),
             };
             match &fate {
-                AttemptFate::Pair => out.pairs.push(PairRecord { slot, order: order.clone(), values }),
+                AttemptFate::Pair { common_load } => {
+                    out.pairs.push(PairRecord { slot, order: order.clone(), values, common_load: *common_load })
+                }
                 AttemptFate::Dropped(reason) => {
                     out.dropped.push(DroppedPair { slot: slot as u32, reason: reason.clone() })
                 }
@@ -248,7 +266,7 @@ pub fn run_pair_group_in_memory(
     exec: &mut dyn CellExecutor,
     group: &PairGroup,
     rules: &PairRules,
-    value: &dyn Fn(&CellResult) -> Result<f64, String>,
+    value: &dyn Fn(&CellResult) -> Result<Member, String>,
     interrupted: &dyn Fn() -> bool,
 ) -> anyhow::Result<PairGroupOutcome> {
     let progress = Progress::new(0, 1, true);
@@ -396,14 +414,24 @@ mod tests {
             let arm = self.by_fs.iter_mut().find(|(f, _, _)| *f == cell.params.fs).unwrap();
             let answer = arm.1.pop_front().unwrap_or(Some(arm.2));
             let mut r = CellResult::new(&cell.params, CellStatus::Ok, "t");
-            let disturbed = answer.is_none();
             let rep = LatfsRepetition {
                 total_loops_per_ms: answer.unwrap_or(1.0),
-                disturbance: disturbed.then(|| Disturbance { disturbed: true, ..Default::default() }),
+                disturbance: Some(window(if answer.is_none() { 0.8 } else { 0.0 })),
                 ..Default::default()
             };
             r.latfs = Some(latfs::result(vec![rep]));
             r
+        }
+    }
+
+    /// A 100 ms window that lost `cpus` to others (disturbed above a quarter of a CPU).
+    fn window(cpus: f64) -> Disturbance {
+        Disturbance {
+            wall_us: 100_000,
+            contention_us: Some((cpus * 1e5) as u64),
+            disturbed: cpus > 0.25,
+            threshold: Some(0.25),
+            ..Default::default()
         }
     }
 
@@ -486,16 +514,33 @@ mod tests {
         let (out, attempts) = run_group(&mut exec, &cells, &rules(2, 3, 1), &|| false);
         assert_eq!(out.dropped.len(), 1, "{:?}", out.dropped);
         assert_eq!(out.dropped[0].slot, 0);
-        assert!(out.dropped[0].reason.ends_with("disturbed"), "{}", out.dropped[0].reason);
+        assert_eq!(
+            out.dropped[0].reason,
+            "b-S-qoff-t1-chown: disturbed unlike its partner (0.80 CPUs taken, against 0.00)"
+        );
         assert_eq!(out.pairs.iter().map(|p| p.slot).collect::<Vec<_>>(), [1, 2]);
         assert!(out.pairs.iter().all(|p| p.values == [100.0, 100.0]));
         // 2 attempts at slot 0, one each at slots 1 and 2; every attempt recorded.
         assert_eq!(attempts.iter().map(|a| a.results.len()).sum::<usize>(), 8);
-        assert!(matches!(&attempts[0].fate, AttemptFate::Rerun(r) if r.ends_with("disturbed")));
+        assert!(matches!(&attempts[0].fate, AttemptFate::Rerun(r) if r.contains("disturbed unlike its partner")));
         assert!(matches!(&attempts[1].fate, AttemptFate::Dropped(_)));
-        assert_eq!(attempts[2].fate, AttemptFate::Pair);
+        assert_eq!(attempts[2].fate, AttemptFate::Pair { common_load: false });
         // Identical arms without spread: the interval is the point 0, unchanged at the first look.
         assert_eq!(out.stop, PairStop::Unchanged);
+    }
+
+    #[test]
+    fn members_disturbed_alike_keep_their_pair_under_common_load() {
+        let cells = [cell(0, "a", LatfsTest::Chown), cell(1, "b", LatfsTest::Chown)];
+        // Both arms' first two answers disturbed alike (a busy host), then quiet: no slot is
+        // void, the first two pairs are kept under common load with their disturbed values.
+        let mut exec = Arms::new(&[("a", vec![None, None], 1.0), ("b", vec![None, None], 1.0)]);
+        let (out, attempts) = run_group(&mut exec, &cells, &rules(2, 3, 0), &|| false);
+        assert!(out.dropped.is_empty(), "{:?}", out.dropped);
+        assert_eq!(out.pairs.iter().map(|p| p.common_load).collect::<Vec<_>>(), [true, true]);
+        assert!(out.pairs.iter().all(|p| p.values == [1.0, 1.0]));
+        assert_eq!(attempts.len(), 2);
+        assert_eq!(attempts[0].fate, AttemptFate::Pair { common_load: true });
     }
 
     #[test]

@@ -173,6 +173,9 @@ impl Tally {
                 CellStatus::Skipped => t.skipped += 1,
                 // A disturbed cell was measured; its samples are kept, marked unfit for statistics.
                 CellStatus::Ok => t.measured += 1,
+                // Unless it is a member of pairs that counted (kept under common load): the
+                // pairs are its numbers.
+                CellStatus::Disturbed if r.pairing.as_ref().is_some_and(|p| !p.pairs.is_empty()) => t.measured += 1,
                 CellStatus::Disturbed => {
                     t.measured += 1;
                     t.without_statistics += 1;
@@ -214,7 +217,12 @@ pub(super) fn absorb_round(earlier: CellResult, next: CellResult, round: u32) ->
     // A cell is profiled once per run, in whichever round ran first here.
     r.profile = r.profile.take().or(next.profile);
     // The noise notes are said over all rounds: both sides' give way to those of the whole.
-    let stale: Vec<String> = [&r.latfs, &next.latfs].into_iter().flatten().flat_map(noise_notes).collect();
+    let stale: Vec<String> = [&r.latfs, &next.latfs]
+        .into_iter()
+        .flatten()
+        .flat_map(noise_notes)
+        .chain([&r.fio, &next.fio].into_iter().flatten().flat_map(crate::workload::fio::noise_notes))
+        .collect();
     r.notes.retain(|n| !stale.contains(n));
     // What provisioning says is the same every round.
     for n in next.notes.into_iter().filter(|n| !stale.contains(n)) {
@@ -254,6 +262,9 @@ pub(super) fn absorb_round(earlier: CellResult, next: CellResult, round: u32) ->
     }
     if let Some(l) = &r.latfs {
         r.notes.extend(noise_notes(l));
+    }
+    if let Some(f) = &r.fio {
+        r.notes.extend(crate::workload::fio::noise_notes(f));
     }
     r
 }
@@ -348,5 +359,38 @@ mod tests {
         let r = absorb_round(first, failed, 2);
         assert_eq!((r.status, r.error.as_deref()), (CellStatus::Failed, Some("round 3: mount: EIO")));
         assert_eq!(r.latfs.unwrap().repetitions.len(), 2);
+    }
+
+    /// A paired fio cell's members, absorbed: one note over all its rounds naming the
+    /// disturbed repetitions of every member, not the first member's words repeated.
+    #[test]
+    fn the_noise_notes_of_fio_members_are_one_note_over_all_of_them() {
+        let member = |disturbed: &[bool]| {
+            let mut r = CellResult::new(&params(), CellStatus::Ok, "t");
+            let reps = disturbed
+                .iter()
+                .enumerate()
+                .map(|(i, &d)| crate::model::FioRepetition {
+                    index: i as u32,
+                    disturbance: d.then(|| Disturbance { disturbed: true, ..Disturbance::default() }),
+                    ..Default::default()
+                })
+                .collect();
+            let mut f = crate::model::FioResult { repetitions: reps, ..Default::default() };
+            crate::workload::fio::summarise(&mut f);
+            r.notes = crate::workload::fio::noise_notes(&f);
+            r.fio = Some(f);
+            r
+        };
+        let first = member(&[true, false, false]);
+        assert_eq!(
+            first.notes,
+            ["1 of 3 repetitions disturbed by other processes (kept, left out of statistics; 0 rerun)"]
+        );
+        let both = absorb_round(absorb_round(first, member(&[true, true, false]), 1), member(&[false; 3]), 2);
+        assert_eq!(
+            both.notes,
+            ["3 of 9 repetitions disturbed by other processes in rounds 1, 2 (kept, left out of statistics; 0 rerun)"]
+        );
     }
 }

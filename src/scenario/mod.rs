@@ -339,6 +339,11 @@ pub struct FioSpec {
     pub numjobs: FioNumjobs,
     /// Contention (of one CPU, see `host::cpu::contention_us`) above which a repetition is disturbed; `None`: not checked.
     pub disturbance: Option<f64>,
+    /// How many disturbed repetitions may be run again, per cell (`workload.max_reruns`, as lat_fs).
+    pub max_reruns: u32,
+    /// The cell is a member of a pair (set by the runner, never by a scenario): nothing is
+    /// rerun alone (`workload::reruns`).
+    pub pair_member: bool,
 }
 
 /// `workload.numjobs`: who decides how many clones each job section runs.
@@ -392,6 +397,10 @@ pub struct NoiseSpec {
     pub max_reruns: u32,
     /// Where workers run.
     pub pin: Pin,
+    /// The cell is a member of a pair (set by the runner, never by a scenario): a disturbed
+    /// repetition is neither rerun nor waited out, since its partner's load decides whether
+    /// it counts (`workload::reruns`, `host::pair_load`).
+    pub pair_member: bool,
 }
 
 /// `[workload] pin`: CPU placement of lat_fs workers.

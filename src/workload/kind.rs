@@ -41,6 +41,17 @@ use crate::model::{CellParams, CellResult, SkipReason, WorkloadKind};
 use crate::monitor::Watch;
 use crate::scenario::{FioJob, GateSpec, PAIR_RERUNS_WITHOUT_BUDGET, Workload};
 
+/// A measured member of a pair: its value for the sequential stop, and the load its
+/// windows saw (judged against its partners' by [`crate::host::pair_load::pair_load`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    /// The member's value (loops/ms, IOPS, ops/s, seconds per iteration).
+    pub value: f64,
+    /// The load it saw, per quantity its pair is judged on: one for a member's repetitions
+    /// (lat_fs, fio, op mixes), one per step for steps (judged step by step).
+    pub loads: Vec<crate::host::pair_load::MemberLoad>,
+}
+
 /// What a configured workload (its scenario's `[workload]`) answers about itself.
 pub trait WorkloadAnswers {
     /// The questions of its kind that need no options.
@@ -71,9 +82,11 @@ pub trait WorkloadAnswers {
         None
     }
 
-    /// The value a measured member contributes to its pair, or why it voids the pair
-    /// (starting with [`CellResult::usable`], the one status ladder).
-    fn member_value(&self, r: &CellResult) -> Result<f64, String>;
+    /// What a measured member contributes to its pair: its value over all its samples,
+    /// disturbed ones included, and the load they saw; or why it voids the pair (starting
+    /// with [`CellResult::measured`], the status ladder of a member). Whether the load voids
+    /// the pair is its partner's business too: [`crate::host::pair_load`] decides.
+    fn member_value(&self, r: &CellResult) -> Result<Member, String>;
 
     /// The value round (member) `round` of a stored cell contributed to its pair, as
     /// [`WorkloadAnswers::member_value`] computed it (a resumed paired run's pairs).
@@ -145,6 +158,13 @@ pub trait WorkloadAnswers {
     /// The name prefix of the worker threads of an in-process workload that names them
     /// (`ops-`): its profile is those threads', not the supervising thread's.
     fn worker_threads(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The workload as a member of a pair runs it: a disturbed repetition is neither rerun
+    /// nor waited out, since the pair judges its members' load together
+    /// ([`crate::workload::reruns`], [`crate::host::pair_load`]); `None`: as configured.
+    fn pair_member(&self) -> Option<Workload> {
         None
     }
 
@@ -260,20 +280,23 @@ mod tests {
     }
 
     #[test]
-    fn every_kind_voids_a_pair_with_a_failed_skipped_or_disturbed_member_in_the_same_words() {
+    fn every_kind_voids_a_pair_with_a_failed_or_skipped_member_in_the_same_words_and_leaves_disturbance_to_the_pair() {
         let p = crate::plan::expand(&scenarios()[0]).cells[0].params.clone();
         for s in scenarios() {
             let answers = of(&s.workload);
+            let value = |r: &CellResult| answers.member_value(r).map(|m| m.value);
             let mut r = CellResult::new(&p, CellStatus::Failed, "t");
             r.error = Some("mkfs.ext4: no space".into());
-            assert_eq!(answers.member_value(&r), Err("failed: mkfs.ext4: no space".into()), "{}", s.name);
+            assert_eq!(value(&r), Err("failed: mkfs.ext4: no space".into()), "{}", s.name);
             r.status = CellStatus::Skipped;
-            assert_eq!(answers.member_value(&r), Err("skipped".into()), "{}", s.name);
-            r.status = CellStatus::Disturbed;
-            assert_eq!(answers.member_value(&r), Err("disturbed".into()), "{}", s.name);
-            // An ok cell without the kind's samples is no member either.
-            r.status = CellStatus::Ok;
-            assert!(answers.member_value(&r).is_err(), "{}", s.name);
+            assert_eq!(value(&r), Err("skipped".into()), "{}", s.name);
+            // A disturbed cell measured something: its partner's load decides
+            // (`host::pair_load`); without the kind's samples it is no member either way.
+            for status in [CellStatus::Disturbed, CellStatus::Ok] {
+                r.status = status;
+                let why = value(&r).unwrap_err();
+                assert!(why.starts_with("no "), "{}: {why}", s.name);
+            }
         }
     }
 

@@ -11,6 +11,7 @@ pub mod fio;
 pub mod kind;
 pub mod latfs;
 pub mod ops;
+pub mod reruns;
 pub mod rusage;
 pub mod steps;
 pub mod untar;

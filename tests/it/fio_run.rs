@@ -395,3 +395,46 @@ fn a_fio_cell_runs_under_a_debian_kernel_in_qemu() {
     let notes = c["notes"].to_string();
     assert!(notes.contains("under kernel G"), "{notes}");
 }
+
+/// Unpaired fio reruns a disturbed repetition as lat_fs does (issue #38, item 27): one rule,
+/// `workload.max_reruns` (here 1) per cell, and the cell's note counts the rerun.
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn a_disturbed_fio_repetition_is_rerun_like_a_lat_fs_one() {
+    skip_unless_root!();
+    if !have_fio(&test_name!()) {
+        return;
+    }
+    let sb = Sandbox::new("fsbench-fio-rerun-");
+    let file = scenario(&sb, "1s", "", "");
+    // Two busy loops per CPU compete with fio's one task wherever it runs: every window is
+    // disturbed at 10% of a CPU.
+    let online = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let hogs = crate::support::hogs::Hogs::start(2 * online);
+    let out = sb
+        .fsbench(&[
+            "run",
+            file.to_str().unwrap(),
+            "--set",
+            "workload.disturbance=10%",
+            "--set",
+            "workload.max_reruns=1",
+        ])
+        .output()
+        .unwrap();
+    drop(hogs);
+    let run = &sb.runs()[0];
+    let c = cell_json(run, "ext4-S-qoff-t1");
+    let fio = &c["fio"];
+    // 2 repetitions wanted: the first disturbed one rerun once, the next disturbed one ends the cell.
+    assert_eq!(fio["reruns"], 1, "{}\n{c:#}", String::from_utf8_lossy(&out.stderr));
+    let reps = fio["repetitions"].as_array().unwrap();
+    assert_eq!(reps.len(), 2, "{c:#}");
+    assert!(reps.iter().all(|r| r["disturbance"]["disturbed"] == true), "{c:#}");
+    let notes: Vec<&str> = c["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert!(
+        notes.contains(&"2 of 2 repetitions disturbed by other processes (kept, left out of statistics; 1 rerun)"),
+        "{notes:?}"
+    );
+    assert_no_leaks(sb.path());
+}

@@ -215,7 +215,7 @@ fn a_paired_steps_run_is_gated_per_step_and_iteration_position() {
                 arm,
                 group: "S-qoff-t1".into(),
                 seed: 1,
-                pairs: (0..6).map(|s| PairSlot { slot: s, order: vec![0, 1], round: s }).collect(),
+                pairs: (0..6).map(|s| PairSlot { slot: s, order: vec![0, 1], round: s, common_load: false }).collect(),
                 dropped: vec![],
                 stop: Some(PairStop::Regressed),
                 stop_reason: None,

@@ -255,3 +255,68 @@ fn a_group_whose_arm_cannot_be_made_stops_after_three_attempts() {
     assert!(err.contains("(pair group S-qoff-t1 stopped: ext4-nodelalloc-S-qoff-t1: failed in 3"), "{err}");
     assert_no_leaks(sb.path());
 }
+
+/// An A/A pair beside a steady CPU hog (issue #38): both members see the same load, so the
+/// pairs are kept under common load rather than voided one by one for a disturbance that
+/// cancels in their ratio, and two identical arms are never called regressed.
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn an_a_a_pair_beside_a_steady_cpu_hog_keeps_its_pairs_under_common_load() {
+    skip_unless_root!();
+    let sb = Sandbox::new("fsbench-paired-busy-");
+    let scenario = sb.path().join("aa.toml");
+    // Two tasks beside two busy loops on this machine: every window is contended, alike.
+    std::fs::write(
+        &scenario,
+        r#"schema = 1
+name = "aa"
+[matrix]
+fs = ["ext4", "ext4-same"]
+layout = ["S"]
+tasks = [2]
+test = ["chown"]
+[filesystems.ext4]
+mount = ["barrier=0", "noload"]
+[filesystems.ext4-same]
+type = "ext4"
+mount = ["barrier=0", "noload"]
+[backing]
+kind = "tmpfs-loop"
+image_size = "64MiB"
+[workload]
+kind = "lat_fs"
+warmup = "10ms"
+duration = "100ms"
+repetitions = 2
+max_reruns = 1
+[compare]
+arms = "fs"
+pairs = { min = 2, max = 3 }
+seed = 4
+[gate]
+threshold = "5%"
+"#,
+    )
+    .unwrap();
+    let hogs = crate::support::hogs::Hogs::start(2);
+    // The scenario's default threshold, said (the sandbox turns it off otherwise).
+    let out = sb.fsbench(&["run", scenario.to_str().unwrap(), "--set", "workload.disturbance=25%"]).output().unwrap();
+    drop(hogs);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{err}", String::from_utf8_lossy(&out.stdout));
+    let run = sb.runs()[0].clone();
+    let base = cell(&run, "ext4-S-qoff-t2-chown");
+    let pairs = base["pairing"]["pairs"].as_array().unwrap().clone();
+    assert!(!pairs.is_empty(), "no pairs beside a steady load:\n{err}\n{:#}", base["pairing"]);
+    assert!(pairs.iter().any(|p| p["common_load"] == true), "{err}\n{:#}", base["pairing"]);
+    assert_ne!(base["pairing"]["stop"], "regressed", "{err}");
+    let gate = crate::support::fsbench().args(["gate", "--json"]).arg(&run).output().unwrap();
+    assert!(matches!(gate.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&gate.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&gate.stdout).unwrap();
+    let rows = doc["report"]["paired"]["comparisons"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{doc:#}");
+    let verdict = rows[0]["verdict"].as_str().unwrap();
+    assert!(["unchanged", "inconclusive"].contains(&verdict), "{:#}", rows[0]);
+    assert!(rows[0]["pairs"].as_u64().unwrap() >= 1 && rows[0]["common_load"].as_u64().unwrap() >= 1, "{:#}", rows[0]);
+    assert_no_leaks(sb.path());
+}

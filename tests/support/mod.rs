@@ -32,6 +32,7 @@ macro_rules! skip_unless_root {
     };
 }
 
+pub mod hogs;
 pub mod jsonschema;
 pub mod kernel;
 pub mod latfs;

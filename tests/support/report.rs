@@ -407,7 +407,7 @@ pub fn as_pair_member(
             r.round = i as u32;
             let slot = slots.next().unwrap();
             let order = if slot % 2 == 0 { vec![0, 1] } else { vec![1, 0] };
-            pairs.push(pairing::PairSlot { slot, order, round: i as u32 });
+            pairs.push(pairing::PairSlot { slot, order, round: i as u32, common_load: false });
         }
     }
     cell.pairing = Some(pairing::CellPairing {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::catalogue::{Metric, round_samples, seconds, step_samples};
+use crate::catalogue::{Metric, member_samples, seconds, step_pair_samples};
 use crate::model::pairing::{CellPairing, DroppedPair, MAX_PAIRS, PairStop};
 use crate::model::{CellResult, StepTiming, TextFormat};
 use crate::results::LoadedRun;
@@ -73,6 +73,9 @@ pub struct PairedComparison {
     pub candidate_values: Vec<f64>,
     /// Schedule slots that gave no pair, and why (as the run recorded them).
     pub dropped: Vec<DroppedPair>,
+    /// Pairs of the group whose members ran under common load: kept, their disturbed
+    /// samples included (`host::pair_load`).
+    pub common_load: usize,
     /// Slots one side holds and the other does not, or whose member has no usable value.
     pub unmatched: Vec<u32>,
     /// `exp(mean log ratio) - 1` with its t interval at [`PairedRun::level`]; absent without pairs.
@@ -125,7 +128,7 @@ pub struct PairedOptions<'a> {
 ///
 /// Slot `s` of the baseline's cell and slot `s` of a candidate's cell of the same group
 /// are one pair. Each member is one round of its cell: for lat_fs, the mean of that
-/// round's undisturbed repetitions; for steps (which record no round), the round's
+/// round's repetitions (the pair was judged as a whole); for steps (which record no round), the round's
 /// `iterations` iterations in the cell's order (round `r` is iterations
 /// `r·I .. (r+1)·I`, `I` the scenario's `workload.iterations`), paired per iteration
 /// position over the steady iterations of both members: the pair's log ratio is the mean
@@ -205,8 +208,9 @@ struct Side<'a> {
 /// member has no usable value.
 type PairValues = Option<(f64, f64, f64)>;
 
-/// The [`PairValues`] of the pair with these baseline and candidate rounds.
-type PairFn<'a> = Box<dyn Fn(u32, u32) -> PairValues + 'a>;
+/// The [`PairValues`] of the pair with these baseline and candidate rounds, and whether it
+/// ran under common load.
+type PairFn<'a> = Box<dyn Fn(u32, u32, bool) -> PairValues + 'a>;
 
 impl Side<'_> {
     fn compare(
@@ -237,8 +241,8 @@ impl Side<'_> {
         let quantities: Vec<(String, Option<String>, String, PairFn)> = match self.opts.metric {
             Metric::TotalLoops | Metric::Latency(_) => {
                 let metric = self.opts.metric;
-                let value = move |c: &CellResult, round: u32| member_value(c, round, metric);
-                let f = move |rb: u32, rc: u32| pair_of(value(base, rb)?, value(cand, rc)?);
+                let value = move |c: &CellResult, round: u32, common| member_value(c, round, metric, common);
+                let f = move |rb: u32, rc: u32, common| pair_of(value(base, rb, common)?, value(cand, rc, common)?);
                 vec![(cand.id.clone(), None, self.key_of(cand, None), Box::new(f))]
             }
             Metric::Elapsed => {
@@ -255,7 +259,7 @@ impl Side<'_> {
                         let op = Some(self.key_of(cand, Some(j)))
                             .filter(|k| !k.is_empty())
                             .unwrap_or_else(|| self.key_of(base, Some(j)));
-                        let f = move |rb: u32, rc: u32| {
+                        let f = move |rb: u32, rc: u32, _common: bool| {
                             let per = per?;
                             steps_pair(steps_member(base, rb, per)?, steps_member(cand, rc, per)?, j)
                         };
@@ -267,13 +271,13 @@ impl Side<'_> {
                     .collect()
             }
             Metric::Ops(m) => {
-                let value = move |c: &CellResult, round: u32| ops_member(c, round, m);
-                let f = move |rb: u32, rc: u32| pair_of(value(base, rb)?, value(cand, rc)?);
+                let value = move |c: &CellResult, round: u32, common| member_value(c, round, Metric::Ops(m), common);
+                let f = move |rb: u32, rc: u32, common| pair_of(value(base, rb, common)?, value(cand, rc, common)?);
                 vec![(cand.id.clone(), None, self.key_of(cand, None), Box::new(f))]
             }
             Metric::Fio(m) => {
-                let value = move |c: &CellResult, round: u32| member_value(c, round, Metric::Fio(m));
-                let f = move |rb: u32, rc: u32| pair_of(value(base, rb)?, value(cand, rc)?);
+                let value = move |c: &CellResult, round: u32, common| member_value(c, round, Metric::Fio(m), common);
+                let f = move |rb: u32, rc: u32, common| pair_of(value(base, rb, common)?, value(cand, rc, common)?);
                 vec![(cand.id.clone(), None, self.key_of(cand, None), Box::new(f))]
             }
         };
@@ -281,8 +285,8 @@ impl Side<'_> {
         for (name, step, key, pair) in quantities {
             let mut unmatched = slots.one_sided.clone();
             let mut values = Vec::new();
-            for &(slot, rb, rc) in &slots.both {
-                match pair(rb, rc) {
+            for &(slot, rb, rc, common) in &slots.both {
+                match pair(rb, rc, common) {
                     Some(v) => values.push(v),
                     None => unmatched.push(slot),
                 }
@@ -296,6 +300,13 @@ impl Side<'_> {
                     unmatched.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
                 ));
             }
+            if slots.common_load > 0 {
+                note.push(format!(
+                    "{} of {} pairs ran under common load (kept: both members saw about the same load)",
+                    slots.common_load,
+                    slots.both.len()
+                ));
+            }
             if matches!(self.opts.metric, Metric::Elapsed) && self.opts.settings.steps_iterations.is_none() {
                 note.push("iterations per member unknown (scenario unreadable): guessed from the rounds".into());
             }
@@ -305,6 +316,7 @@ impl Side<'_> {
             let note = (!note.is_empty()).then(|| note.join("; "));
             let mut row = self.row(name, key, values, dropped.clone(), unmatched, note);
             row.stop = stop;
+            row.common_load = slots.common_load;
             row.stop_reason.clone_from(&stop_reason);
             row.step = step;
             rows.push(row);
@@ -358,6 +370,7 @@ impl Side<'_> {
             candidate_values: values.iter().map(|v| v.1).collect(),
             log_ratios,
             dropped,
+            common_load: 0,
             unmatched,
             change,
             signed_rank,
@@ -371,19 +384,26 @@ impl Side<'_> {
 }
 
 /// The slots of a baseline and a candidate cell: those both hold (slot, baseline round,
-/// candidate round), and those only one holds.
+/// candidate round, whether either side says the pair ran under common load), and those
+/// only one holds.
 struct Slots {
-    both: Vec<(u32, u32, u32)>,
+    both: Vec<(u32, u32, u32, bool)>,
     one_sided: Vec<u32>,
+    /// Pairs under common load among `both`.
+    common_load: usize,
 }
 
 impl Slots {
     fn of(b: &CellPairing, c: &CellPairing) -> Slots {
-        let rounds = |p: &CellPairing| p.pairs.iter().map(|s| (s.slot, s.round)).collect::<BTreeMap<u32, u32>>();
+        let rounds = |p: &CellPairing| {
+            p.pairs.iter().map(|s| (s.slot, (s.round, s.common_load))).collect::<BTreeMap<u32, (u32, bool)>>()
+        };
         let (rb, rc) = (rounds(b), rounds(c));
-        let both = rb.iter().filter_map(|(s, r)| rc.get(s).map(|q| (*s, *r, *q))).collect();
+        let both: Vec<(u32, u32, u32, bool)> =
+            rb.iter().filter_map(|(s, (r, x))| rc.get(s).map(|(q, y)| (*s, *r, *q, *x || *y))).collect();
+        let common_load = both.iter().filter(|b| b.3).count();
         let one_sided = rb.keys().filter(|s| !rc.contains_key(s)).chain(rc.keys().filter(|s| !rb.contains_key(s)));
-        Slots { both, one_sided: one_sided.copied().collect() }
+        Slots { both, one_sided: one_sided.copied().collect(), common_load }
     }
 }
 
@@ -392,23 +412,11 @@ fn pair_of(b: f64, c: f64) -> PairValues {
     (b.is_finite() && c.is_finite() && b > 0.0 && c > 0.0).then(|| (b, c, (c / b).ln()))
 }
 
-/// A lat_fs or fio member's value: the mean of its round's samples by the catalogue's rule
-/// (its undisturbed repetitions).
-fn member_value(cell: &CellResult, round: u32, metric: Metric) -> Option<f64> {
-    let values = round_samples(cell, metric, round);
-    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
-}
-
-/// An op-mix member: the mean of `metric` over round `round`'s undisturbed repetitions.
-fn ops_member(cell: &CellResult, round: u32, metric: crate::model::OpsMetric) -> Option<f64> {
-    let values: Vec<f64> = cell
-        .ops
-        .as_ref()?
-        .repetitions
-        .iter()
-        .filter(|r| r.round == round && r.counts())
-        .map(|r| metric.of(r))
-        .collect();
+/// A lat_fs, fio or op-mix member's value: the mean of its round's samples by the
+/// catalogue's rule for a pair's member ([`member_samples`]: a pair under common load keeps
+/// its disturbed repetitions).
+fn member_value(cell: &CellResult, round: u32, metric: Metric, common_load: bool) -> Option<f64> {
+    let values = member_samples(cell, metric, round, common_load);
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
@@ -426,15 +434,13 @@ fn steps_per_round(cell: &CellResult, p: &CellPairing) -> Option<u32> {
     (n > 0 && n.is_multiple_of(rounds)).then_some(n / rounds)
 }
 
-/// Step `j` of two members paired per iteration position over the positions where both
-/// have a sample by the catalogue's rule (steady, undisturbed): the mean elapsed seconds of
-/// each and the mean of the per-position log ratios.
+/// Step `j` of two members paired per iteration position over the positions the catalogue's
+/// rule keeps ([`step_pair_samples`]: steady in both, and not disturbed unlike each other):
+/// the mean elapsed seconds of each and the mean of the per-position log ratios.
 fn steps_pair(a: &[Vec<StepTiming>], b: &[Vec<StepTiming>], j: usize) -> PairValues {
-    let sb = step_samples(b, j);
     let mut logs = Vec::new();
     let (mut ea, mut eb) = (0.0, 0.0);
-    for (k, x) in step_samples(a, j) {
-        let Some((_, y)) = sb.iter().find(|(i, _)| *i == k) else { continue };
+    for (_, x, y) in step_pair_samples(a, b, j) {
         if x.elapsed_us == 0 || y.elapsed_us == 0 {
             continue;
         }

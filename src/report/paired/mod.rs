@@ -20,8 +20,8 @@ mod settings;
 
 pub use join::{PairedComparison, PairedOptions, PairedRun, SignedRankCheck, join_pairs};
 pub use render::{
-    agreement, csv, hl_cell, p_cell, pairs_cell, percent, ratio_cell, section_text, stop_name, write_agreement,
-    write_sections,
+    agreement, csv, hl_cell, p_cell, pairs_cell, percent, ratio_cell, section_text, stop_cell, stop_name,
+    write_agreement, write_sections,
 };
 pub use settings::{PairSettings, pair_settings};
 

@@ -39,6 +39,20 @@ pub fn stop_name(stop: Option<PairStop>) -> &'static str {
     }
 }
 
+/// The stop column of a row: [`stop_name`], except that a steps group's sequential stop
+/// decided on the sum of a member's steps per iteration, not on the row's step, so a
+/// decided stop says so (`regressed on the step sum`) and is never read as this step's
+/// verdict.
+pub fn stop_cell(c: &PairedComparison) -> String {
+    let name = stop_name(c.stop);
+    match c.stop {
+        Some(PairStop::Regressed | PairStop::Improved | PairStop::Unchanged) if c.step.is_some() => {
+            format!("{name} on the step sum")
+        }
+        _ => name.to_string(),
+    }
+}
+
 /// `14`, `14 (+1 dropped)`, `14 (+1 dropped, 1 unmatched)`.
 pub fn pairs_cell(c: &PairedComparison) -> String {
     let mut extra = Vec::new();
@@ -89,7 +103,9 @@ fn legend(p: &PairedRun) -> String {
          of {metric} ({worse}). ratio: exp(mean d), the ratio of geometric means, with its t interval; HL: the \
          Hodges–Lehmann estimate with its Wilcoxon interval (needs 6 pairs); p: Wilcoxon's signed-rank test, \
          two-sided. Intervals at {level}: 5% split over the {n} looks of {min}..{max} pairs (at {looks}), the level \
-         the run's sequential stop used. verdict: the gate's rule at the threshold; stop: why the group stopped.",
+         the run's sequential stop used. verdict: the gate's rule at the threshold; stop: why the group stopped (a \
+         steps group's stop decided on the sum of a member's steps per iteration, not on one step: `… on the step \
+         sum`; each step's verdict is its own).",
         axis = p.axis,
         arms = p
             .arms
@@ -192,7 +208,7 @@ pub fn write_sections(m: &mut dyn Markup, paired: &[PairedRun], several_runs: bo
                     pairs_cell(c),
                     hl_cell(c),
                     p_cell(c),
-                    stop_name(c.stop).into(),
+                    stop_cell(c),
                     percent(c.threshold),
                     c.verdict.name().into(),
                 ]

@@ -31,7 +31,7 @@ fn pairing(arm: usize, group: &str, slots: &[u32], dropped: &[u32]) -> CellPairi
         pairs: slots
             .iter()
             .enumerate()
-            .map(|(i, &s)| PairSlot { slot: s, order: vec![0, 1], round: i as u32 + 1 })
+            .map(|(i, &s)| PairSlot { slot: s, order: vec![0, 1], round: i as u32 + 1, common_load: false })
             .collect(),
         dropped: dropped
             .iter()
@@ -333,4 +333,48 @@ fn two_labs_paired_runs_get_one_table_that_says_whether_they_agree() {
     let text = render(&[theirs.clone(), far]);
     assert!(text.contains("differ (no ratio in every interval)"), "{text}");
     assert_eq!(agreement(&[theirs.comparisons[0].change, None]), "cannot tell");
+}
+
+#[test]
+fn a_pair_under_common_load_reads_its_disturbed_repetitions_and_says_so() {
+    let common = |mut p: CellPairing| {
+        p.pairs.iter_mut().for_each(|s| s.common_load = true);
+        p
+    };
+    let base = latfs_cell("ext4", &[100.0, 101.0, 99.0], common(pairing(0, "g", &[0, 1, 2], &[])));
+    let cand = latfs_cell("ext4-nodelalloc", &[100.0, 101.0, 99.0], common(pairing(1, "g", &[0, 1, 2], &[])));
+    let spec = GateSpec::default();
+    let r = join_pairs(
+        "run",
+        &run(vec![base, cand], WorkloadKind::LatFs),
+        &opts(&spec, crate::catalogue::Metric::TotalLoops, None),
+    )
+    .unwrap();
+    let c = &r.comparisons[0];
+    // Each round's disturbed repetition (1e6 loops/ms) counts: the pair judged the load.
+    assert!((c.baseline_values[0] - (200.0 + 1e6) / 3.0).abs() < 1e-6, "{:?}", c.baseline_values);
+    assert_eq!((c.pairs, c.common_load), (3, 3));
+    assert!(c.note.as_deref().unwrap().contains("3 of 3 pairs ran under common load"), "{:?}", c.note);
+}
+
+/// Issue #38, item 19: a steps row's stop said `regressed` beside its own verdict `improved`:
+/// the group stopped on the sum of the steps, and the stop column now says so.
+#[test]
+fn a_steps_rows_stop_names_the_step_sum_it_was_decided_on() {
+    let base = latfs_cell("ext4", &[100.0, 101.0, 99.0], pairing(0, "g", &[0, 1, 2], &[]));
+    let cand = latfs_cell("ext4-nodelalloc", &[100.5, 100.0, 99.5], pairing(1, "g", &[0, 1, 2], &[]));
+    let spec = GateSpec::default();
+    let r = join_pairs(
+        "run",
+        &run(vec![base, cand], WorkloadKind::LatFs),
+        &opts(&spec, crate::catalogue::Metric::TotalLoops, None),
+    )
+    .unwrap();
+    let mut c = r.comparisons[0].clone();
+    c.stop = Some(PairStop::Regressed);
+    assert_eq!(super::stop_cell(&c), "regressed");
+    c.step = Some("#1 untar".into());
+    assert_eq!(super::stop_cell(&c), "regressed on the step sum");
+    c.stop = Some(PairStop::MaxPairs);
+    assert_eq!(super::stop_cell(&c), "max pairs");
 }

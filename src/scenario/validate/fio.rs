@@ -38,7 +38,6 @@ pub(super) fn validate_fio(ctx: &Ctx, w: &WorkloadFile, base_dir: &Path) -> Resu
             ("quota_refs", w.quota_refs.is_some()),
             ("open_for_write", w.open_for_write.is_some()),
             ("rounds", w.rounds.is_some()),
-            ("max_reruns", w.max_reruns.is_some()),
             ("pin", w.pin.is_some()),
             ("latency", w.latency.is_some()),
             ("iterations", w.iterations.is_some()),
@@ -96,7 +95,17 @@ pub(super) fn validate_fio(ctx: &Ctx, w: &WorkloadFile, base_dir: &Path) -> Resu
         None => None,
         Some(_) => Some(duration_in(ctx, "workload.warmup", &w.warmup, "0s", true)?).filter(|d| !d.is_zero()),
     };
-    Ok(FioSpec { job, duration, warmup, repetitions, numjobs, disturbance: disturbance_of(ctx, w)? })
+    Ok(FioSpec {
+        job,
+        duration,
+        warmup,
+        repetitions,
+        numjobs,
+        disturbance: disturbance_of(ctx, w)?,
+        // lat_fs's key, default and cap: one rerun rule (`workload::reruns`).
+        max_reruns: int_in(ctx, "workload.max_reruns", w.max_reruns, 3, 0, 1000)?,
+        pair_member: false,
+    })
 }
 
 /// The inline job, positioned at its first character in the scenario: a multi-line

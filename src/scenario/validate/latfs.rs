@@ -47,6 +47,7 @@ pub(super) fn validate_latfs(ctx: &Ctx, w: &WorkloadFile) -> Result<LatfsSpec, S
             disturbance: disturbance_of(ctx, w)?,
             max_reruns: int_in(ctx, "workload.max_reruns", w.max_reruns, 3, 0, 1000)?,
             pin,
+            pair_member: false,
         },
         latency: match w.latency.as_deref() {
             None | Some("mean") => LatencyMode::Mean,

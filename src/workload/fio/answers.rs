@@ -38,7 +38,7 @@ impl WorkloadAnswers for FioSpec {
         (self.duration + self.warmup.unwrap_or_default() + Duration::from_secs(5)) * self.repetitions
     }
 
-    fn member_value(&self, r: &CellResult) -> Result<f64, String> {
+    fn member_value(&self, r: &CellResult) -> Result<crate::workload::kind::Member, String> {
         super::member_value(r)
     }
 
@@ -68,9 +68,19 @@ impl WorkloadAnswers for FioSpec {
         self.warmup.unwrap_or_default()
     }
 
+    fn pair_reruns(&self) -> u32 {
+        self.max_reruns
+    }
+
+    fn pair_member(&self) -> Option<crate::scenario::Workload> {
+        let mut member = self.clone();
+        member.pair_member = true;
+        Some(crate::scenario::Workload::Fio(member))
+    }
+
     fn profiled_once(&self) -> Option<crate::scenario::Workload> {
         let mut one = self.clone();
-        (one.repetitions, one.disturbance) = (1, None);
+        (one.repetitions, one.disturbance, one.max_reruns) = (1, None, 0);
         Some(crate::scenario::Workload::Fio(one))
     }
 
@@ -84,14 +94,8 @@ impl WorkloadAnswers for FioSpec {
         };
         let phase = at.phase;
         let res = super::run_monitored(&run, at.watch, &|i, n| phase(&format!("repetition {i}/{n}")))?;
+        r.notes.extend(super::noise_notes(&res));
         // A cell whose every repetition was disturbed has no statistics.
-        let disturbed = res.repetitions.iter().filter(|x| !x.counts()).count();
-        if disturbed > 0 {
-            r.notes.push(format!(
-                "{disturbed} of {} repetitions disturbed by other processes (kept, left out of statistics)",
-                res.repetitions.len()
-            ));
-        }
         if res.iops.n == 0 && !res.repetitions.is_empty() {
             r.status = CellStatus::Disturbed;
         }

@@ -95,6 +95,8 @@ mod tests {
             repetitions: 1,
             numjobs: FioNumjobs::Tasks,
             disturbance: None,
+            max_reruns: 0,
+            pair_member: false,
         };
         let dirs = vec![PathBuf::from("/m/0"), PathBuf::from("/m/a:b")];
         let sweeps = BTreeMap::from([("bs".to_string(), "64k".to_string())]);
@@ -126,6 +128,8 @@ mod tests {
             repetitions: 1,
             numjobs: FioNumjobs::Job,
             disturbance: None,
+            max_reruns: 0,
+            pair_member: false,
         };
         let dirs = vec![PathBuf::from("/m/0")];
         let cell = CellJob { task_dirs: &dirs, tasks: 1, sweeps: &BTreeMap::new() };

@@ -81,7 +81,12 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> FioError {
 }
 
 /// Run the cell's repetitions, reading `watch`'s counters around each and judging
-/// each for disturbance; `starting(i, n)` before repetition `i` (from 1) of `n`.
+/// each for disturbance; `starting(i, n)` before repetition `i` (from 1) of at most `n`.
+///
+/// A disturbed repetition is kept (marked) and replaced by another by lat_fs's rerun rule
+/// ([`crate::workload::reruns`]: at most `workload.max_reruns` per cell, after waiting for
+/// a quiet moment; a pair's member reruns nothing), until `repetitions` counted ones are
+/// taken or the budget is spent.
 pub fn run_monitored(run: &FioRun, watch: Option<&Watch>, starting: &dyn Fn(u32, u32)) -> Result<FioResult, FioError> {
     let version = fio_version().unwrap_or_else(|| "fio (version unknown)".into());
     std::fs::create_dir_all(run.out_dir).map_err(io(format!("cannot create {}", run.out_dir.display())))?;
@@ -90,11 +95,20 @@ pub fn run_monitored(run: &FioRun, watch: Option<&Watch>, starting: &dyn Fn(u32,
     std::fs::write(&job_file, &job).map_err(io(format!("cannot write {}", job_file.display())))?;
     let n = run.spec.repetitions;
     let mut result = FioResult { job, ..Default::default() };
-    for i in 0..n {
+    let mut reruns = crate::workload::reruns::Reruns {
+        max: run.spec.max_reruns,
+        done: 0,
+        threshold: run.spec.disturbance,
+        needed_cpus: run.tasks.max(1),
+        pair_member: run.spec.pair_member,
+    };
+    let mut counted = 0;
+    while counted < n {
         if crate::signals::interrupted() {
             return Err(FioError::Stopped);
         }
-        starting(i + 1, n);
+        let i = result.repetitions.len() as u32;
+        starting(i + 1, n + run.spec.max_reruns);
         let window = run.spec.disturbance.map(|t| (t, crate::host::cpu::Window::start(std::process::id())));
         let before = watch.map(Watch::snapshot);
         let output = run_once(run, &job_file, i + 1, &version)?;
@@ -109,18 +123,27 @@ pub fn run_monitored(run: &FioRun, watch: Option<&Watch>, starting: &dyn Fn(u32,
             counters,
             round: 0,
         });
+        let disturbed = result.repetitions.last().is_some_and(|x| !x.counts());
+        match reruns.after(disturbed) {
+            crate::workload::reruns::Next::Counted => counted += 1,
+            crate::workload::reruns::Next::Rerun => {}
+            crate::workload::reruns::Next::Spent => break,
+        }
     }
+    result.reruns = reruns.done;
     summarise(&mut result);
     Ok(result)
 }
 
-/// A fio cell's value as one member of a pair (`[compare] arms`): the mean IOPS of its
-/// repetitions, as a lat_fs member is the mean of its loops; a failed or skipped cell, a
-/// cell without fio figures, or a disturbed repetition voids its pair.
-pub fn member_value(r: &crate::model::CellResult) -> Result<f64, String> {
-    r.usable()?;
+/// A fio cell as one member of a pair (`[compare] arms`): the mean IOPS of its
+/// repetitions, disturbed ones included, with the load they saw, as a lat_fs member is the
+/// mean of its loops; a failed or skipped cell, or one without fio figures, voids its pair.
+pub fn member_value(r: &crate::model::CellResult) -> Result<crate::workload::kind::Member, String> {
+    r.measured()?;
     let Some(f) = &r.fio else { return Err("no fio figures".into()) };
-    reps_value(f.repetitions.iter())
+    let value = reps_value(f.repetitions.iter())?;
+    let load = crate::host::pair_load::MemberLoad::of(f.repetitions.iter().filter_map(|x| x.disturbance.as_ref()));
+    Ok(crate::workload::kind::Member { value, loads: vec![load] })
 }
 
 /// The value of round `round` of a stored fio cell (a resumed paired run's pairs).
@@ -134,6 +157,7 @@ pub fn round_value(r: &crate::model::CellResult, round: u32) -> Result<f64, Stri
 pub fn absorb_round(earlier: FioResult, next: FioResult, round: u32) -> FioResult {
     let mut r = earlier;
     r.repetitions.extend(next.repetitions.into_iter().map(|x| FioRepetition { round, ..x }));
+    r.reruns += next.reruns;
     if r.fio_version.is_empty() {
         r.fio_version = next.fio_version;
     }
@@ -141,19 +165,26 @@ pub fn absorb_round(earlier: FioResult, next: FioResult, round: u32) -> FioResul
     r
 }
 
-/// The mean IOPS of `reps`, or why they make no member value (a disturbed one voids it).
+/// The mean IOPS of `reps`, or why they make no member value.
 pub fn reps_value<'r>(reps: impl Iterator<Item = &'r FioRepetition>) -> Result<f64, String> {
-    let mut v = Vec::new();
-    for x in reps {
-        if !x.counts() {
-            return Err("disturbed".into());
-        }
-        v.push(x.total.all.iops);
-    }
+    let v: Vec<f64> = reps.map(|x| x.total.all.iops).collect();
     if v.is_empty() {
         return Err("no fio repetitions".into());
     }
     Ok(v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// What the noise guards did to a fio cell, said once over all its rounds (a paired cell's
+/// members): the words of [`crate::workload::reruns::noise_notes`], as lat_fs says them.
+pub fn noise_notes(res: &FioResult) -> Vec<String> {
+    let disturbed: Vec<u32> = res.repetitions.iter().filter(|x| !x.counts()).map(|x| x.round).collect();
+    crate::workload::reruns::noise_notes(
+        &disturbed,
+        res.repetitions.len(),
+        res.rounds_done(),
+        res.reruns,
+        res.iops.n == 0,
+    )
 }
 
 /// The cell's statistics over its undisturbed repetitions.

@@ -56,7 +56,7 @@ impl WorkloadAnswers for LatfsSpec {
         self.noise.max_reruns
     }
 
-    fn member_value(&self, r: &CellResult) -> Result<f64, String> {
+    fn member_value(&self, r: &CellResult) -> Result<crate::workload::kind::Member, String> {
         super::member::member_value(r)
     }
 
@@ -97,6 +97,12 @@ impl WorkloadAnswers for LatfsSpec {
         let mut one = self.clone();
         (one.repetitions, one.noise.min_repetitions, one.noise.max_reruns, one.noise.disturbance) = (1, 1, 0, None);
         Some(crate::scenario::Workload::Latfs(one))
+    }
+
+    fn pair_member(&self) -> Option<crate::scenario::Workload> {
+        let mut member = self.clone();
+        member.noise.pair_member = true;
+        Some(crate::scenario::Workload::Latfs(member))
     }
 
     fn run_cell(&self, at: &mut CellRun<'_>, r: &mut CellResult) -> anyhow::Result<()> {

@@ -1,15 +1,19 @@
 //! A lat_fs cell as one member of a pair (`[compare] arms`): its value for the sequential
 //! stop, and a stored round read back out of the cell (a resumed paired run's pairs).
 
+use crate::host::pair_load::MemberLoad;
 use crate::model::{CellResult, LatfsRepetition};
+use crate::workload::kind::Member;
 
-/// The value a member contributes to its pair, or why it voids the pair: the mean of a
-/// lat_fs cell's repetitions (loops/ms); failed, skipped and disturbed cells (one
-/// disturbed repetition is enough) void it.
-pub fn member_value(r: &CellResult) -> Result<f64, String> {
-    r.usable()?;
+/// What a member contributes to its pair, or why it voids the pair: the mean of a lat_fs
+/// cell's repetitions (loops/ms), disturbed ones included, with the load they saw (the
+/// pair decides whether that load voids it: `host::pair_load`); failed and skipped cells,
+/// and cells without repetitions, void it.
+pub fn member_value(r: &CellResult) -> Result<Member, String> {
+    r.measured()?;
     let Some(l) = &r.latfs else { return Err("no lat_fs samples".into()) };
-    reps_value(l.repetitions.iter())
+    let value = reps_value(l.repetitions.iter())?;
+    Ok(Member { value, loads: vec![MemberLoad::of(l.repetitions.iter().filter_map(|x| x.disturbance.as_ref()))] })
 }
 
 /// The value round `round` of a stored lat_fs cell contributed to its pair, as
@@ -21,17 +25,9 @@ pub fn round_value(r: &CellResult, round: u32) -> Result<f64, String> {
 
 /// The mean loops/ms of `reps`, or why they make no member value.
 fn reps_value<'r>(reps: impl Iterator<Item = &'r LatfsRepetition>) -> Result<f64, String> {
-    let mut sum = 0.0;
-    let mut n = 0usize;
-    for x in reps {
-        if !x.counts() {
-            return Err("disturbed".into());
-        }
-        sum += x.total_loops_per_ms;
-        n += 1;
-    }
-    if n == 0 {
+    let v: Vec<f64> = reps.map(|x| x.total_loops_per_ms).collect();
+    if v.is_empty() {
         return Err("no repetitions".into());
     }
-    Ok(sum / n as f64)
+    Ok(v.iter().sum::<f64>() / v.len() as f64)
 }

@@ -22,6 +22,7 @@ pub mod notes;
 mod protocol;
 mod worker;
 
+use crate::workload::reruns::Next;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -179,10 +180,11 @@ fn signal_name(signal: i32) -> &'static str {
 ///
 /// Each repetition is one accounting window ([`crate::host::cpu::Window`]) from
 /// spawning the workers to reaping them. A disturbed repetition is kept (marked)
-/// and replaced by another, at most `noise.max_reruns` times per cell, after waiting
-/// (up to [`crate::host::cpu::QUIET_WAIT_MAX`]) for a quiet 200 ms window. The cell
-/// stops by [`crate::stats::adaptive_stop`] on the undisturbed samples, or when
-/// the rerun budget is spent; [`LatfsResult::stopped`] says which.
+/// and replaced by another by the rerun rule of [`crate::workload::reruns`] (at most
+/// `noise.max_reruns` times per cell, after waiting for a quiet moment; a pair's member
+/// reruns nothing). The cell stops by [`crate::stats::adaptive_stop`] on the undisturbed
+/// samples (a member's: all of them), or when the rerun budget is spent;
+/// [`LatfsResult::stopped`] says which.
 pub fn run(run: &LatfsRun) -> Result<LatfsResult, LatfsError> {
     run_monitored(run, None, &|_, _| {})
 }
@@ -205,7 +207,13 @@ pub fn run_monitored(
     let noise = &run.spec.noise;
     let cpus = pin_cpus(noise.pin, run.task_dirs.len());
     let mut repetitions = Vec::with_capacity(run.spec.repetitions as usize);
-    let mut reruns = 0u32;
+    let mut reruns = crate::workload::reruns::Reruns {
+        max: noise.max_reruns,
+        done: 0,
+        threshold: noise.disturbance,
+        needed_cpus: run.task_dirs.len() as u32,
+        pair_member: noise.pair_member,
+    };
     let stopped = loop {
         if crate::signals::interrupted() {
             return Err(LatfsError::Stopped);
@@ -218,26 +226,17 @@ pub fn run_monitored(
         rep.counters = counters;
         // Tasks are merged: the cell's latency is every operation of every task.
         rep.latency_dist = latency.map(|l| crate::monitor::latency::merge(&l));
-        let counts = rep.counts();
+        let disturbed = !rep.counts();
         repetitions.push(rep);
-        if !counts {
-            if reruns >= noise.max_reruns {
-                break StopReason::RerunBudget;
-            }
-            reruns += 1;
-            if let Some(t) = noise.disturbance {
-                crate::host::cpu::wait_until_quiet(
-                    std::process::id(),
-                    t,
-                    run.task_dirs.len() as u32,
-                    Duration::from_millis(200),
-                    crate::host::cpu::QUIET_WAIT_MAX,
-                    &crate::signals::interrupted,
-                );
-            }
-            continue;
+        match reruns.after(disturbed) {
+            Next::Counted => {}
+            Next::Rerun => continue,
+            Next::Spent => break StopReason::RerunBudget,
         }
-        let good: Vec<f64> = repetitions.iter().filter(|r| r.counts()).map(|r| r.total_loops_per_ms).collect();
+        // A pair's member counts every repetition (its pair judges the load); a cell alone
+        // its undisturbed ones.
+        let good: Vec<f64> =
+            repetitions.iter().filter(|r| noise.pair_member || r.counts()).map(|r| r.total_loops_per_ms).collect();
         if let Some(why) =
             crate::stats::adaptive_stop(&good, noise.min_repetitions, run.spec.repetitions, noise.ci_target)
         {
@@ -246,7 +245,7 @@ pub fn run_monitored(
     };
     let mut r = result(repetitions);
     r.stopped = Some(stopped);
-    r.reruns = reruns;
+    r.reruns = reruns.done;
     r.pinned_cpus = cpus.into_iter().flatten().collect();
     Ok(r)
 }

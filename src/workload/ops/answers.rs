@@ -51,10 +51,12 @@ impl WorkloadAnswers for OpsWorkload {
         (window(self) + build_estimate(self) * 4 + Duration::from_secs(5)) * self.repetitions
     }
 
-    fn member_value(&self, r: &CellResult) -> Result<f64, String> {
-        r.usable()?;
+    fn member_value(&self, r: &CellResult) -> Result<crate::workload::kind::Member, String> {
+        r.measured()?;
         let Some(o) = &r.ops else { return Err("no op-mix figures".into()) };
-        reps_value(o.repetitions.iter())
+        let value = reps_value(o.repetitions.iter())?;
+        let load = crate::host::pair_load::MemberLoad::of(o.repetitions.iter().filter_map(|x| x.disturbance.as_ref()));
+        Ok(crate::workload::kind::Member { value, loads: vec![load] })
     }
 
     fn round_value(&self, r: &CellResult, round: u32) -> Result<f64, String> {
@@ -119,15 +121,9 @@ fn host_cpus() -> u32 {
     std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
 }
 
-/// The mean ops/s of `reps`, or why they make no member value (a disturbed one voids it).
+/// The mean ops/s of `reps`, or why they make no member value.
 pub fn reps_value<'r>(reps: impl Iterator<Item = &'r OpsRepetition>) -> Result<f64, String> {
-    let mut v = Vec::new();
-    for x in reps {
-        if !x.counts() {
-            return Err("disturbed".into());
-        }
-        v.push(x.total.ops_per_s);
-    }
+    let v: Vec<f64> = reps.map(|x| x.total.ops_per_s).collect();
     if v.is_empty() {
         return Err("no op-mix repetitions".into());
     }

@@ -41,7 +41,7 @@ impl WorkloadAnswers for StepsSpec {
         Some(self.iterations)
     }
 
-    fn member_value(&self, r: &CellResult) -> Result<f64, String> {
+    fn member_value(&self, r: &CellResult) -> Result<crate::workload::kind::Member, String> {
         super::member::member_value(r)
     }
 

@@ -6,15 +6,24 @@
 //! scenario's `workload.iterations` (every member runs all of them, or fails and adds
 //! none). The paired reader (`report::paired`) slices them the same way.
 
+use crate::host::pair_load::MemberLoad;
 use crate::model::{CellResult, StepTiming, StepsResult};
+use crate::workload::kind::Member;
 
 /// A steps member's value for the sequential stop (lower is better): the mean over its
-/// iterations of the summed elapsed seconds of the iteration's steps. A failed or skipped
-/// member, one without iterations, or one with a disturbed step voids its pair.
-pub fn member_value(r: &CellResult) -> Result<f64, String> {
-    r.usable()?;
+/// iterations of the summed elapsed seconds of the iteration's steps, disturbed ones
+/// included, with the load each step saw over the iterations (the pair is judged step by
+/// step: one disturbed step does not void the others, `host::pair_load::pair_loads`). A
+/// failed or skipped member, or one without iterations, voids its pair.
+pub fn member_value(r: &CellResult) -> Result<Member, String> {
+    r.measured()?;
     let Some(s) = &r.steps else { return Err("no steps timings".into()) };
-    iterations_value(&s.iterations)
+    let value = iterations_value(&s.iterations)?;
+    let width = s.iterations.iter().map(Vec::len).max().unwrap_or(0);
+    let loads = (0..width)
+        .map(|j| MemberLoad::of(s.iterations.iter().filter_map(|it| it.get(j)?.disturbance.as_ref())))
+        .collect();
+    Ok(Member { value, loads })
 }
 
 /// The value member `round` of a stored steps cell had (its `per` iterations from
@@ -35,9 +44,6 @@ fn iterations_value(its: &[Vec<StepTiming>]) -> Result<f64, String> {
     }
     let mut total_us = 0u64;
     for t in its.iter().flatten() {
-        if !t.counts() {
-            return Err("disturbed".into());
-        }
         total_us = total_us.saturating_add(t.elapsed_us);
     }
     if total_us == 0 {
@@ -105,14 +111,18 @@ mod tests {
     #[test]
     fn a_member_is_its_mean_iteration_time_and_a_stored_one_its_slice() {
         let its = vec![vec![step("untar", 1_000_000), step("sync", 500_000)], vec![step("untar", 2_000_000)]];
-        assert_eq!(member_value(&cell(its.clone())), Ok(1.75));
+        assert_eq!(
+            member_value(&cell(its.clone())).map(|m| (m.value, m.loads.iter().any(|l| l.disturbed))),
+            Ok((1.75, false))
+        );
+        // A disturbed step is the pair's business (`host::pair_load`): the value keeps it.
         let mut disturbed = its.clone();
         disturbed[1][0].disturbance = Some(Disturbance { disturbed: true, ..Disturbance::default() });
-        assert_eq!(member_value(&cell(disturbed)), Err("disturbed".into()));
+        assert_eq!(member_value(&cell(disturbed)).map(|m| (m.value, m.loads[0].disturbed)), Ok((1.75, true)));
         let mut failed = cell(its.clone());
         failed.status = CellStatus::Failed;
         failed.error = Some("`false` exited with exit status: 1".into());
-        assert_eq!(member_value(&failed), Err("failed: `false` exited with exit status: 1".into()));
+        assert_eq!(member_value(&failed).map(|m| m.value), Err("failed: `false` exited with exit status: 1".into()));
         // Two members of one iteration each: member 1 is the second iteration.
         let stored = cell(its);
         assert_eq!(round_value(&stored, 0, 1), Ok(1.5));
