@@ -44,7 +44,98 @@ pub struct Builds {
     pub quiet: bool,
 }
 
+/// What `bisect --git` was given.
+#[derive(Debug, Clone)]
+pub struct GitArgs {
+    /// `--git TREE`.
+    pub tree: std::path::PathBuf,
+    /// `--range GOOD..BAD`.
+    pub range: String,
+    /// `--build CMD`.
+    pub build: String,
+    /// `--config FILE`.
+    pub config: Option<std::path::PathBuf>,
+    /// `--build-cache DIR` (default: [`super::build_cache::default_dir`]).
+    pub cache: Option<std::path::PathBuf>,
+}
+
+/// Largest `--config` file read.
+pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+/// Read a `--config` file once (its content is hashed into the cache key and handed to the
+/// build): bad input when it cannot be read.
+fn read_config(path: &Path) -> anyhow::Result<(std::path::PathBuf, Vec<u8>)> {
+    use std::io::Read;
+    let bad = |why: String| InputError::anyhow(format!("--config {}: {why}", path.display()));
+    let f = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
+    let mut bytes = Vec::new();
+    f.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes).map_err(|e| bad(e.to_string()))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(bad(format!("larger than {} MiB", MAX_CONFIG_BYTES >> 20)));
+    }
+    Ok((std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()), bytes))
+}
+
 impl Builds {
+    /// The candidates of `a`'s range and their build, checked (bad input: the range, an
+    /// empty build command, an unreadable config), the cache opened; nothing built.
+    pub fn open(a: &GitArgs, quiet: bool) -> anyhow::Result<Builds> {
+        if a.build.trim().is_empty() {
+            return Err(InputError::anyhow("--build: an empty build command"));
+        }
+        let commits = super::git::candidates(&a.tree, &a.range)?;
+        let config = a.config.as_deref().map(read_config).transpose()?;
+        let tree = std::path::absolute(&a.tree).unwrap_or_else(|_| a.tree.clone());
+        let spec = BuildSpec { tree, command: a.build.clone(), config };
+        let cache = BuildCache::open(&a.cache.clone().unwrap_or_else(super::build_cache::default_dir))?;
+        Ok(Builds::new(cache, spec, commits, quiet))
+    }
+
+    /// The builds of a resumed bisection of a git range, from its log: the same commits,
+    /// the same command, a config file whose content has not changed.
+    pub fn resume(log: &super::log::BisectLog, g: &super::log::GitRecord, quiet: bool) -> anyhow::Result<Builds> {
+        let a = GitArgs {
+            tree: g.tree.clone().into(),
+            range: format!("{}..{}", g.good, g.bad),
+            build: g.build.clone(),
+            config: g.config.clone().map(Into::into),
+            cache: Some(g.cache.clone().into()),
+        };
+        let b = Builds::open(&a, quiet)?;
+        if b.spec.config_sha256() != g.config_sha256 {
+            return Err(InputError::anyhow(format!(
+                "--resume: the config file {} changed since the bisection started",
+                g.config.as_deref().unwrap_or("-")
+            )));
+        }
+        let labels: Vec<&str> = log.candidates.iter().map(|c| c.label.as_str()).collect();
+        if b.commits.iter().map(|c| c.short.as_str()).ne(labels.iter().copied()) {
+            return Err(InputError::anyhow("--resume: the range's commits are not the candidates the log holds"));
+        }
+        Ok(b)
+    }
+
+    /// What the log keeps of the range and the build.
+    pub fn record(&self) -> super::log::GitRecord {
+        super::log::GitRecord {
+            tree: self.spec.tree.display().to_string(),
+            good: self.commits[0].id.clone(),
+            bad: self.commits[self.commits.len() - 1].id.clone(),
+            build: self.spec.command.clone(),
+            config: self.spec.config.as_ref().map(|(p, _)| p.display().to_string()),
+            config_sha256: self.spec.config_sha256(),
+            cache: self.cache.dir().display().to_string(),
+        }
+    }
+
+    /// Fill the log's git record and each candidate's commit.
+    pub fn annotate(&self, log: &mut super::log::BisectLog) {
+        log.git = Some(self.record());
+        for (c, commit) in log.candidates.iter_mut().zip(&self.commits) {
+            c.commit = Some(commit.id.clone());
+        }
+    }
+
     /// The candidates `commits`, built by `spec` into `cache`; nothing is built yet.
     pub fn new(cache: BuildCache, spec: BuildSpec, commits: Vec<Commit>, quiet: bool) -> Builds {
         let kernels = commits.iter().map(|c| kernel(&cache, &spec, c, None)).collect();
