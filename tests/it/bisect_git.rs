@@ -134,6 +134,14 @@ fn only_the_needed_commits_are_built_once_and_the_culprit_is_named_by_its_commit
     assert_eq!(std::fs::read_to_string(tree.join("level")).unwrap(), "4\n");
     assert_eq!(git(&tree, &["status", "--porcelain"]), "");
 
+    // A resumed bisection gets its builds back from the log; a changed config is refused.
+    let g = log.git.clone().unwrap();
+    assert_eq!(Builds::resume(&log, &g, true).unwrap().cached(), 4);
+    let mut changed = g.clone();
+    changed.config_sha256 = Some("0".repeat(64));
+    let e = Builds::resume(&log, &changed, true).err().unwrap();
+    assert!(format!("{e:#}").contains("changed since"), "{e:#}");
+
     // A second bisection of the range builds nothing: every image is the cache's.
     let (c, _, ran) = bisect_range(&tree, &cmd, &cache, &out);
     assert_eq!((c, ran), (Conclusion::Culprit { candidate: 3 }, 0));
@@ -226,4 +234,52 @@ fn bad_git_input_exits_2_naming_what_and_nothing_is_built() {
     assert!(err.contains("builds: at most 4 of the 5 commits"), "{err}");
     assert!(err.contains("0 already in the build cache") && err.contains("not known until one build has run"), "{err}");
     assert_eq!(built(&count).len(), 2);
+}
+
+#[test]
+fn at_the_command_line_the_endpoints_are_built_first_and_a_rerun_builds_nothing() {
+    // A stand-in qemu whose guests panic: the endpoints cannot be measured (exit 1), but
+    // they were built (and only they), booted from the cache, and the log names their commits.
+    let t = tempfile::tempdir().unwrap();
+    let tree = t.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    let ids = repo(&tree);
+    let qemu = t.path().join("qemu");
+    std::fs::write(&qemu, "#!/bin/sh\necho '[    1.0] Kernel panic - not syncing: fake'\nexit 0\n").unwrap();
+    std::fs::set_permissions(&qemu, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (count, cache, work) = (t.path().join("count"), t.path().join("cache"), t.path().join("work"));
+    let cmd = build_cmd(&count, None);
+    for (run, out) in [(1, t.path().join("r1")), (2, t.path().join("r2"))] {
+        let args = [
+            "--git",
+            tree.to_str().unwrap(),
+            "--range",
+            "main~4..main",
+            "--build",
+            &cmd,
+            "--build-cache",
+            cache.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--workdir",
+            work.to_str().unwrap(),
+            "--min-pairs",
+            "2",
+            "--max-pairs",
+            "2",
+            "--json",
+        ];
+        let (code, err) = cli(&args, &[("FSBENCH_QEMU", &qemu)]);
+        assert_eq!(code, Some(1), "run {run}: {err}");
+        assert!(err.contains("Kernel panic - not syncing: fake") || err.contains("no modules directory"), "{err}");
+        let logs: Vec<PathBuf> =
+            std::fs::read_dir(out.join("quota-qemu")).unwrap().map(|e| e.unwrap().path().join("bisect.json")).collect();
+        let log: serde_json::Value = serde_json::from_slice(&std::fs::read(&logs[0]).unwrap()).unwrap();
+        assert_eq!(log["conclusion"]["kind"], "endpoint_skipped", "{log}");
+        assert_eq!(log["candidates"][4]["commit"], ids[4].as_str());
+        assert_eq!(log["git"]["good"], ids[0].as_str());
+        assert!(log["candidates"][4]["image"].as_str().unwrap().starts_with(cache.to_str().unwrap()));
+        // Built once, the endpoints only: the second run found both in the cache.
+        assert_eq!(built(&count), [ids[0].clone(), ids[4].clone()], "run {run}");
+    }
 }
