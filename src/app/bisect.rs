@@ -37,8 +37,32 @@ pub struct BisectArgs {
     /// Results root: the bisection goes to `<out>/<scenario>/bisect-<time>/`.
     #[arg(long, default_value = "results", value_name = "DIR")]
     pub out: PathBuf,
+    /// Bisect the commits of a git repository instead of a list of images: GOOD and the
+    /// first-parent commits of `--range GOOD..BAD`, each built by `--build` when the search
+    /// first needs it (docs/bisect.md).
+    #[arg(
+        long = "git",
+        value_name = "TREE",
+        conflicts_with_all = ["kernels", "kernels_file"],
+        requires_all = ["range", "build"]
+    )]
+    pub git: Option<PathBuf>,
+    /// The commits bisected with `--git`: `GOOD..BAD`, GOOD an ancestor of BAD.
+    #[arg(long, value_name = "GOOD..BAD", requires = "git")]
+    pub range: Option<String>,
+    /// The command building a commit with `--git`, run with `sh -c` in an export of the
+    /// commit; it must leave `$FSBENCH_OUT/vmlinuz` (and may leave `$FSBENCH_OUT/modules/`).
+    #[arg(long, value_name = "CMD", requires = "git")]
+    pub build: Option<String>,
+    /// A file the build reads (a kernel `.config`): given as `$FSBENCH_CONFIG`, its content
+    /// part of the build cache's key.
+    #[arg(long, value_name = "FILE", requires = "git")]
+    pub config: Option<PathBuf>,
+    /// The build cache (default: `$XDG_CACHE_HOME/fsbench/builds`).
+    #[arg(long, value_name = "DIR", requires = "git")]
+    pub build_cache: Option<PathBuf>,
     /// Go on with an interrupted bisection (its directory); the candidates come from its log.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["kernels", "kernels_file"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["kernels", "kernels_file", "git"])]
     pub resume: Option<PathBuf>,
     /// Only print the estimate (steps, boots, time) and exit.
     #[arg(long)]
@@ -59,7 +83,11 @@ pub fn bisect(args: &BisectArgs) -> anyhow::Result<i32> {
     crate::signals::install();
     super::checks::check_output_dir("--out", &args.out)?;
     let resumed = args.resume.as_deref().map(drive::open_dir).transpose()?;
-    let kernels = candidates(args, resumed.as_ref().map(|r| &r.1))?;
+    let mut builds = git_builds(args, resumed.as_ref().map(|r| &r.1))?;
+    let kernels = match &builds {
+        Some(b) => b.kernels.clone(),
+        None => candidates(args, resumed.as_ref().map(|r| &r.1))?,
+    };
     // Every step pairs with one seed: the resumed log's, else one drawn now and logged.
     let seed = resumed.as_ref().map_or_else(draw_seed, |(_, log)| log.seed);
     let mut set = args.scenario_options.overrides()?;
@@ -72,8 +100,18 @@ pub fn bisect(args: &BisectArgs) -> anyhow::Result<i32> {
     let done = resumed.as_ref().map_or(&[][..], |(_, log)| &log.steps[..]);
     let reruns = crate::plan::pair_reruns(&s.workload);
     eprint!("{}", estimate::render(&estimate::estimate(kernels.len(), spec.min_pairs, spec.max_pairs, reruns, done)));
+    if let Some(b) = &builds {
+        eprint!("{}", estimate::render_builds(kernels.len(), b.cached(), &b.cache.recorded_seconds()));
+    }
     if args.estimate {
         return Ok(exit::SUCCESS);
+    }
+    // A git range: qemu is checked, then the endpoints built, before the bisection's directory is made.
+    if let Some(b) = builds.as_mut() {
+        crate::qemu::prepare(&s, &[], false)?;
+        if !b.endpoints()? {
+            return Ok(exit::INTERRUPTED);
+        }
     }
     let (dir, mut log) = match resumed {
         Some((dir, log)) if log.scenario != s.name || log.cell != cell[0].id() => {
@@ -87,9 +125,35 @@ pub fn bisect(args: &BisectArgs) -> anyhow::Result<i32> {
             )));
         }
         Some(resumed) => resumed,
-        None => (drive::create_dir(&args.out, &s.name)?, setup::new_log(&s, &cell[0], &spec, seed, &kernels)),
+        None => {
+            let mut log = setup::new_log(&s, &cell[0], &spec, seed, &kernels);
+            if let Some(b) = &builds {
+                b.annotate(&mut log);
+            }
+            (drive::create_dir(&args.out, &s.name)?, log)
+        }
     };
-    bisect_in(args, &s, &cell, &kernels, labels, dir, &mut log)
+    bisect_in(args, &s, &cell, &kernels, labels, dir, &mut log, builds.as_mut())
+}
+
+/// The builds of a git range: `--git`'s, or a resumed log's when it bisected one.
+fn git_builds(
+    args: &BisectArgs,
+    resumed: Option<&bisect::log::BisectLog>,
+) -> anyhow::Result<Option<bisect::judge_build::Builds>> {
+    use bisect::judge_build::{Builds, GitArgs};
+    if let Some(log) = resumed {
+        return log.git.as_ref().map(|g| Builds::resume(log, g, args.quiet)).transpose();
+    }
+    let Some(tree) = &args.git else { return Ok(None) };
+    let a = GitArgs {
+        tree: tree.clone(),
+        range: args.range.clone().unwrap_or_default(),
+        build: args.build.clone().unwrap_or_default(),
+        config: args.config.clone(),
+        cache: args.build_cache.clone(),
+    };
+    Builds::open(&a, args.quiet).map(Some)
 }
 
 /// The candidate kernels: a resumed log's, `--kernels FILE`'s or the `--kernel`s, checked.
@@ -110,7 +174,9 @@ fn candidates(
     Ok(kernels)
 }
 
-/// Run the bisection in `dir` from `log` and print its conclusion.
+/// Run the bisection in `dir` from `log` and print its conclusion; with `builds`, each
+/// step's candidates are built when first needed.
+#[allow(clippy::too_many_arguments)]
 fn bisect_in(
     args: &BisectArgs,
     s: &crate::scenario::Scenario,
@@ -119,14 +185,16 @@ fn bisect_in(
     labels: Vec<String>,
     dir: drive::BisectDir,
     log: &mut bisect::log::BisectLog,
+    builds: Option<&mut bisect::judge_build::Builds>,
 ) -> anyhow::Result<i32> {
-    let qemu = crate::qemu::prepare(s, kernels, false)?;
+    // A git range's images are checked as they are built (a candidate not built yet has none).
+    let qemu = crate::qemu::prepare(s, if builds.is_some() { &[] } else { kernels }, false)?;
     crate::provision::workroot::set_scratch_root(
         &args.workdir.clone().unwrap_or_else(crate::provision::workroot::default_workdir),
     );
     eprintln!("fsbench: bisection in {}", dir.path.display());
     let members = crate::qemu::member::KernelMembers::new(s, kernels, &qemu, args.quiet);
-    let mut judge = bisect::judge_kernels::KernelJudge {
+    let judge = bisect::judge_kernels::KernelJudge {
         scenario: s,
         cell,
         labels,
@@ -134,7 +202,13 @@ fn bisect_in(
         dir: dir.path.clone(),
         quiet: args.quiet,
     };
-    let conclusion = drive::run(&mut judge, log, &dir, args.quiet)?;
+    let conclusion = match builds {
+        Some(builds) => {
+            let mut judge = bisect::judge_build::BuildingJudge { builds, inner: judge };
+            drive::run(&mut judge, log, &dir, args.quiet)?
+        }
+        None => drive::run(&mut { judge }, log, &dir, args.quiet)?,
+    };
     if args.json {
         print!("{}", super::output::to_json(&*log));
     } else {

@@ -78,6 +78,26 @@ pub fn render(e: &Estimate) -> String {
     )
 }
 
+/// The builds of a bisection of a git range in words: at most one per step's new
+/// candidate (`most_steps(n)`: the confirmation compares two built ones), fewer the ones
+/// the cache holds, and their time from the durations the cache recorded (unknown until
+/// one build has run).
+pub fn render_builds(candidates: usize, cached: usize, recorded: &[f64]) -> String {
+    let most = most_steps(candidates).min(candidates);
+    let time = if recorded.is_empty() {
+        "the build time is not known until one build has run".to_string()
+    } else {
+        let mean = recorded.iter().sum::<f64>() / recorded.len() as f64;
+        let each = crate::text::human_duration(std::time::Duration::from_secs_f64(mean));
+        let all = crate::text::human_duration(std::time::Duration::from_secs_f64(mean * most as f64));
+        format!("about {each} a build, as the cache's {} recorded builds took: up to {all}", recorded.len())
+    };
+    format!(
+        "bisect: builds: at most {most} of the {candidates} commits (the endpoints, then each midpoint when first \
+         needed), {cached} already in the build cache; {time}\n"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +113,9 @@ mod tests {
         let e = estimate(16, 6, 32, 3, &log.steps);
         assert_eq!((e.secs_per_boot, e.measured), ((10.0, 10.0), true));
         assert!(render(&e).contains("10.0 s a boot, measured"));
+        let b = render_builds(5, 1, &[]);
+        assert!(b.contains("at most 4 of the 5 commits") && b.contains("1 already") && b.contains("not known"), "{b}");
+        let b = render_builds(64, 0, &[60.0, 120.0]);
+        assert!(b.contains("at most 8 of the 64") && b.contains("1m30s a build"), "{b}");
     }
 }

@@ -37,6 +37,30 @@ pub struct CandidateRecord {
     pub memory: u64,
     /// Guest CPUs.
     pub cpus: u32,
+    /// The commit it is built from (a bisection of a git range; `null` for a list of images).
+    #[serde(default)]
+    pub commit: Option<String>,
+}
+
+/// What a bisection of a git range (`--git TREE --range GOOD..BAD --build CMD`) was given:
+/// enough to build the candidates it has not built yet when it is resumed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GitRecord {
+    /// The repository.
+    pub tree: String,
+    /// The good end's full commit id.
+    pub good: String,
+    /// The bad end's full commit id.
+    pub bad: String,
+    /// The build command (`sh -c`).
+    pub build: String,
+    /// The `--config` file, when given.
+    pub config: Option<String>,
+    /// sha256 of the config file's content when the bisection started.
+    pub config_sha256: Option<String>,
+    /// The build cache directory.
+    pub cache: String,
 }
 
 /// The whole log: what is bisected, how each step is judged, the steps so far and, once
@@ -70,6 +94,9 @@ pub struct BisectLog {
     pub conclusion: Option<Conclusion>,
     /// The culprit's label, when the conclusion names one.
     pub culprit: Option<String>,
+    /// The git range and build of a bisection of commits (`null` for a list of images).
+    #[serde(default)]
+    pub git: Option<GitRecord>,
 }
 
 impl BisectLog {
@@ -171,6 +198,7 @@ pub(crate) mod tests {
             cmdline: String::new(),
             memory: 1 << 30,
             cpus: 2,
+            commit: None,
         };
         let measure = StepMeasure {
             verdict: StepVerdict::Bad,
@@ -206,6 +234,7 @@ pub(crate) mod tests {
             }],
             conclusion: None,
             culprit: None,
+            git: None,
         }
     }
 

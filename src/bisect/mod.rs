@@ -13,9 +13,15 @@
 //! - [`simulate`]: the simulation the benchmark and the tests run (no root, no qemu).
 //! - [`drive`]: a bisection run to its conclusion, its directory and its summary text.
 //! - [`estimate`]: what a bisection will cost, before it starts.
+//! - [`git`]: the candidates of a git range (`--git TREE --range GOOD..BAD`), a commit exported.
+//! - [`build_cache`]: candidates built by the user's command, cached by commit and build configuration.
+//! - [`judge_build`]: steps whose candidates are built when the search first needs them.
 
+pub mod build_cache;
 pub mod drive;
 pub mod estimate;
+pub mod git;
+pub mod judge_build;
 pub mod judge_kernels;
 pub mod judge_pairs;
 pub mod log;

@@ -123,6 +123,7 @@ pub fn new_log(s: &Scenario, cell: &Cell, spec: &CompareSpec, seed: u64, kernels
         steps: Vec::new(),
         conclusion: None,
         culprit: None,
+        git: None,
     }
 }
 
@@ -135,6 +136,7 @@ pub fn record(k: &KernelSpec) -> CandidateRecord {
         cmdline: k.cmdline.clone(),
         memory: k.memory,
         cpus: k.cpus,
+        commit: None,
     }
 }
 

@@ -22,7 +22,8 @@ use crate::scenario::{KernelSpec, Scenario};
 /// Measures each member of a kernel-paired run by booting its kernel.
 pub struct KernelMembers<'a> {
     scenario: &'a Scenario,
-    kernels: &'a [KernelSpec],
+    /// The kernels, owned: a bisection of a git range fills in a candidate once it is built.
+    kernels: Vec<KernelSpec>,
     qemu: PathBuf,
     /// The accelerator the first boot settled on (KVM, or TCG after KVM failed), for every later boot.
     accel: Option<Accel>,
@@ -34,7 +35,16 @@ pub struct KernelMembers<'a> {
 impl<'a> KernelMembers<'a> {
     /// The members of `scenario`'s cells under `kernels`, booted with the qemu binary `qemu`.
     pub fn new(scenario: &'a Scenario, kernels: &'a [KernelSpec], qemu: &Path, quiet: bool) -> KernelMembers<'a> {
+        let kernels = kernels.to_vec();
         KernelMembers { scenario, kernels, qemu: qemu.to_path_buf(), accel: None, used: BTreeMap::new(), quiet }
+    }
+
+    /// Replace the kernel labelled as `k` is (a candidate of a git range, once built: its
+    /// modules directory is known only then); a label not among the kernels is ignored.
+    pub fn set_kernel(&mut self, k: KernelSpec) {
+        if let Some(slot) = self.kernels.iter_mut().find(|o| o.label == k.label) {
+            *slot = k;
+        }
     }
 
     /// What `run.json` records of the kernels: label, image and, once a guest of it ran,
@@ -66,7 +76,7 @@ impl<'a> KernelMembers<'a> {
         // The guest's chatter stays in the guest: the pair progress is the display here.
         let req = KernelsRequest {
             scenario: self.scenario,
-            kernels: self.kernels,
+            kernels: &self.kernels,
             only: &only,
             order: crate::runner::CellOrder::Plan,
             cells: 1,
