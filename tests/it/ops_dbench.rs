@@ -128,3 +128,28 @@ fn the_dbench_package_client_txt_replays_for_a_second() {
     assert_eq!(rep["loadfile"]["clients"].as_array().unwrap().len(), 2);
     assert_no_leaks(sb.path());
 }
+
+/// A bundle's loadfile must be a file it carries: an absolute path (or one outside the
+/// bundle) is refused by name before validation reads it, so no line of a file of this
+/// machine is ever quoted back in an error.
+#[test]
+fn a_bundle_may_not_name_a_loadfile_of_this_machine() {
+    let sb = Sandbox::new("fsbench-dbench-bundle-");
+    let secret = sb.path().join("secret.txt");
+    std::fs::write(&secret, "root:hunter2:0:0\n").unwrap();
+    std::fs::create_dir(sb.path().join("recv")).unwrap();
+    for file in [secret.to_str().unwrap(), "../secret.txt"] {
+        let scenario = SCENARIO.replace("STOP", "loops = 1").replace("LOADFILE", file);
+        let bundle = crate::bundle_fio_job::handmade(&[("scenario.toml", scenario.as_bytes())]);
+        std::fs::write(sb.path().join("recv/lab.fsb"), bundle).unwrap();
+        let out = crate::support::fsbench()
+            .current_dir(sb.path().join("recv"))
+            .args(["bundle", "verify", "lab.fsb"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{file}: {stderr}");
+        assert!(stderr.contains("is not a file of the bundle"), "{file}: {stderr}");
+        assert!(!stderr.contains("hunter2"), "{file}: {stderr}");
+    }
+}

@@ -64,3 +64,49 @@ pub(super) fn read_loadfile(
     })?;
     Ok(Arc::new(lf))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::ops_spec::Flow;
+    use crate::scenario::parse_overridden;
+
+    fn scenario(group: &str) -> String {
+        format!(
+            "schema = 1\nname = \"t\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"tmpfs-loop\"\nimage_size = \"1GiB\"\n\
+             [workload]\nkind = \"ops\"\nduration = \"1s\"\n[[workload.group]]\nthreads = 3\n{group}\n"
+        )
+    }
+
+    fn refused(dir: &std::path::Path, group: &str) -> String {
+        parse_overridden(&scenario(group), "f.toml", dir, &[]).expect_err(group).to_string()
+    }
+
+    #[test]
+    fn a_loadfile_group_needs_no_fileset_and_reads_its_file_beneath_the_scenario() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("c.txt"), "Close 1 NT_STATUS_OK\nFlush 1 NT_STATUS_OK\n").unwrap();
+        let s = parse_overridden(&scenario("loadfile = \"c.txt\""), "f.toml", dir.path(), &[]).unwrap();
+        let crate::scenario::Workload::Ops(o) = &s.workload else { panic!() };
+        assert!(o.spec.filesets.is_empty());
+        let Flow::Loadfile(lf) = &o.spec.groups[0].flow else { panic!() };
+        assert_eq!((lf.ops.len(), o.spec.groups[0].threads), (2, 3));
+    }
+
+    #[test]
+    fn bad_loadfiles_are_refused_at_the_key_with_the_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::write(p.join("bad.txt"), "Close 1 NT_STATUS_OK\nUnlink \"\\clients\\..\\x\" 0 NT_STATUS_OK\n")
+            .unwrap();
+        let e = refused(p, "loadfile = \"bad.txt\"");
+        assert!(e.contains(&format!("{}:2: path", p.join("bad.txt").display())) && e.contains("`..`"), "{e}");
+        std::os::unix::fs::symlink("bad.txt", p.join("link.txt")).unwrap();
+        assert!(refused(p, "loadfile = \"link.txt\"").contains("symbolic link"));
+        assert!(refused(p, "loadfile = \"../x.txt\"").contains("not beneath"));
+        assert!(refused(p, "loadfile = \"/nonexistent/client.txt\"").contains("cannot be read"));
+        let e = refused(p, "loadfile = \"bad.txt\"\nloop = [{ op = \"close\", fd = 1 }]");
+        assert!(e.contains("`loadfile` and `loop` exclude each other"), "{e}");
+        std::fs::write(p.join("empty.txt"), "# nothing\n").unwrap();
+        assert!(refused(p, "loadfile = \"empty.txt\"").contains("has no ops"));
+    }
+}
