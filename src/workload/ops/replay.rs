@@ -81,7 +81,7 @@ impl Client<'_> {
                 if stop.load(Ordering::Relaxed) {
                     break 'passes Ended::Stopped;
                 }
-                match self.exec(op, &mut handles, &mut rbuf) {
+                match self.exec(op, &mut handles, &mut rbuf, stop) {
                     Outcome::UnknownHandle => out.unknown_handles += 1,
                     Outcome::Done { ok, bytes, took } => {
                         acct.record(op.call.kind(), took, bytes);
@@ -131,7 +131,7 @@ impl Client<'_> {
         CString::new(s).expect("no NUL in a loadfile path")
     }
 
-    fn exec(&self, op: &LoadOp, handles: &mut HashMap<Handle, OwnedFd>, rbuf: &mut [u8]) -> Outcome {
+    fn exec(&self, op: &LoadOp, handles: &mut HashMap<Handle, OwnedFd>, rbuf: &mut [u8], stop: &AtomicBool) -> Outcome {
         let cell = self.cell;
         let fd_of = |handles: &HashMap<Handle, OwnedFd>, h: &Handle| handles.get(h).map(|f| f.as_raw_fd());
         let timed = |f: &mut dyn FnMut() -> io::Result<u64>| {
@@ -191,13 +191,14 @@ impl Client<'_> {
             Call::Deltree { path } => {
                 let rel = self.path(path);
                 let rel = rel.to_str().expect("loadfile paths are UTF-8").to_string();
+                // A big tree stops at the end of the window (counted as failed then).
                 timed(&mut || {
-                    crate::workload::steps::rm_rf_beneath(self.cell_dir, &rel, &|| false).map(|_| 0).map_err(
-                        |e| match e {
+                    crate::workload::steps::rm_rf_beneath(self.cell_dir, &rel, &|| stop.load(Ordering::Relaxed))
+                        .map(|_| 0)
+                        .map_err(|e| match e {
                             crate::workload::steps::RmError::Io { source, .. } => source,
                             crate::workload::steps::RmError::Interrupted => io::Error::from_raw_os_error(libc::EINTR),
-                        },
-                    )
+                        })
                 })
             }
             Call::QueryPath { path } => {
