@@ -69,7 +69,6 @@ pub fn run(cell_dir: &Path, spec: &OpsSpec, index: u32, cancel: &dyn Fn() -> boo
         source: e,
     })?;
     let cell_fd = std::os::fd::AsRawFd::as_raw_fd(&cell);
-    let workers: u64 = spec.groups.iter().map(|g| g.threads as u64).sum();
     let limit = sys::raise_nofile(u64::MAX);
     let mut states = Vec::new();
     let mut records = Vec::new();
@@ -80,12 +79,16 @@ pub fn run(cell_dir: &Path, spec: &OpsSpec, index: u32, cancel: &dyn Fn() -> boo
         records.push(b.record);
         states.push(b.state);
     }
-    let per_worker = if spec.groups.iter().any(|g| matches!(g.flow, Flow::Loadfile(_))) {
-        crate::scenario::loadfile_spec::MAX_OPEN_HANDLES as u64 + 2
-    } else {
-        spec::MAX_SLOTS as u64 + 1
-    };
-    let need = records.iter().map(|r| r.dirs).sum::<u64>() + workers * per_worker + 64;
+    let fds_per_worker: u64 = spec
+        .groups
+        .iter()
+        .map(|g| match &g.flow {
+            // The handle table at its fullest, plus Find's directory fd.
+            Flow::Loadfile(lf) => g.threads as u64 * (replay::peak_handles(lf) as u64 + 2),
+            _ => g.threads as u64 * (spec::MAX_SLOTS as u64 + 1),
+        })
+        .sum();
+    let need = records.iter().map(|r| r.dirs).sum::<u64>() + fds_per_worker + 64;
     if need > limit {
         return Err(OpsError::TooManyDirs { need, limit });
     }

@@ -260,6 +260,26 @@ impl Client<'_> {
     }
 }
 
+/// Most handles a client can hold at once replaying `lf` (every NTCreateX counted as
+/// opening, whatever its recorded status), capped at [`MAX_OPEN_HANDLES`].
+pub fn peak_handles(lf: &Loadfile) -> usize {
+    let mut open = std::collections::HashSet::new();
+    let mut peak = 0;
+    for op in &lf.ops {
+        match op.call {
+            Call::Create { handle, .. } => {
+                open.insert(handle);
+                peak = peak.max(open.len());
+            }
+            Call::Close { handle } => {
+                open.remove(&handle);
+            }
+            _ => {}
+        }
+    }
+    peak.min(MAX_OPEN_HANDLES)
+}
+
 fn check(r: libc::c_int) -> io::Result<u64> {
     if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r as u64) }
 }
