@@ -12,9 +12,10 @@ cd "$(dirname "$0")/.."
 # The Slurm integration test (tests/it/slurm_array.rs) starts its own munged, slurmctld and slurmd.
 # The HTML report test (tests/it/report_html.rs) renders pages in headless Chromium.
 # The fio workload's tests (tests/it/fio_run.rs) run fio itself; the profile tests
-# (tests/it/profile_run.rs) run perf (linux-perf).
-packages=(e2fsprogs xfsprogs btrfs-progs quota strace tar gzip time qemu-system-x86 munge slurmctld slurmd slurm-client chromium fio linux-perf)
-commands=(mkfs.ext4 mkfs.xfs mkfs.btrfs quotacheck strace tar gzip /usr/bin/time qemu-system-x86_64 /usr/sbin/munged /usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/sbatch chromium fio perf)
+# (tests/it/profile_run.rs) run perf (linux-perf). The dbench loadfile test
+# (tests/it/ops_dbench.rs) replays the dbench package's /usr/share/dbench/client.txt.
+packages=(e2fsprogs xfsprogs btrfs-progs quota strace tar gzip time qemu-system-x86 munge slurmctld slurmd slurm-client chromium fio linux-perf dbench)
+commands=(mkfs.ext4 mkfs.xfs mkfs.btrfs quotacheck strace tar gzip /usr/bin/time qemu-system-x86_64 /usr/sbin/munged /usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/sbatch chromium fio perf dbench)
 
 missing=()
 for i in "${!commands[@]}"; do

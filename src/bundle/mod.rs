@@ -152,6 +152,22 @@ impl OpenBundle {
                 UntrustedText::escape(file, TextFormat::Terminal)
             )));
         }
+        // And a dbench loadfile: validation reads it (an absolute path as is), so a bundle
+        // may only name loadfiles it carries, never a file of this machine.
+        if let Ok((text, _)) = crate::scenario::overrides::apply(&self.scenario_text, origin, overrides)
+            && let Ok(t) = text.parse::<toml::Table>()
+            && let Some(groups) = t.get("workload").and_then(|w| w.get("group")).and_then(|g| g.as_array())
+        {
+            for file in groups.iter().filter_map(|g| g.get("loadfile")) {
+                let name = file.as_str().unwrap_or_default();
+                if self.manifest.file(name).is_none() {
+                    return Err(BundleError::Refused(format!(
+                        "the scenario's loadfile `{}` is not a file of the bundle; a bundle may only use loadfiles it carries",
+                        UntrustedText::escape(name, TextFormat::Terminal)
+                    )));
+                }
+            }
+        }
         let s = crate::scenario::parse_overridden(&self.scenario_text, origin, self.dir.path(), overrides)?;
         self.check_archive_inside(&s)?;
         Ok(s)

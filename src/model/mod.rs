@@ -35,7 +35,9 @@ pub use fio::{FIO_METRICS, FioDirection, FioJobStats, FioLatency, FioMetric, Fio
 pub use label::{LABEL_RULE, is_valid_label};
 pub use latfs::{LatfsRepetition, LatfsResult, StopReason, TaskSample, round_samples};
 pub use monitors::{Counters, DeviceCounters, LatencyDist, Timeline, TimelineSample, VmCounters};
-pub use ops::{FilesetRecord, OPS_METRICS, OpStat, OpsMetric, OpsRepetition, OpsResult};
+pub use ops::{
+    ClientFigures, FilesetRecord, LoadfileFigures, OPS_METRICS, OpStat, OpsMetric, OpsRepetition, OpsResult,
+};
 pub use profile::{CellProfile, ProfileMode, WEIGHT_US_BLOCKED};
 pub use status::{CellStatus, SkipReason};
 pub use steps::{StepTiming, StepsCopy, StepsResult};

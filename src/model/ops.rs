@@ -65,6 +65,42 @@ pub struct OpsRepetition {
     /// The member measurement of a paired run this repetition belongs to, from 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub round: u32,
+    /// The dbench loadfile replay's own figures, when a group replays a loadfile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loadfile: Option<LoadfileFigures>,
+}
+
+/// What the clients replaying a dbench loadfile did in one window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LoadfileFigures {
+    /// dbench's figure: bytes read (ReadX) and written (WriteX) by every client per second
+    /// of the window, MB/s (10^6 bytes).
+    pub throughput_mb_s: f64,
+    /// Loadfile ops performed, every client.
+    pub ops: u64,
+    /// Ops performed whose recorded status was an error (their failure is expected).
+    pub expected_errors: u64,
+    /// Ops whose outcome (success or failure) differs from the recorded status.
+    pub status_mismatches: u64,
+    /// Ops naming a handle the client did not hold open (not performed, not timed).
+    pub unknown_handles: u64,
+    /// One line per client, by client number.
+    pub clients: Vec<ClientFigures>,
+}
+
+/// One loadfile client's window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ClientFigures {
+    /// Client number (its directory is `clients/client<N>`).
+    pub client: u32,
+    /// Ops performed.
+    pub ops: u64,
+    /// Ops per second of the window.
+    pub ops_per_s: f64,
+    /// Bytes read and written.
+    pub bytes: u64,
+    /// Complete passes over the loadfile.
+    pub passes: u64,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -329,6 +329,26 @@ pub struct OpsCellJson {
     pub ratio: Option<f64>,
     /// One line per op kind, in the scenario's order, summed over the repetitions.
     pub ops: Vec<OpsLine>,
+    /// The dbench loadfile clients' figures over the same repetitions, when a group replays one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loadfile: Option<LoadfileLine>,
+}
+
+/// A loadfile replay over a cell's undisturbed repetitions.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LoadfileLine {
+    /// Clients (per repetition).
+    pub clients: usize,
+    /// dbench's throughput: ReadX and WriteX bytes per second over the summed windows, MB/s.
+    pub throughput_mb_s: f64,
+    /// Each client's ops per second over the summed windows, by client number.
+    pub client_ops_per_s: Vec<f64>,
+    /// Ops performed whose recorded status was an error, summed.
+    pub expected_errors: u64,
+    /// Ops whose outcome differed from the recorded status, summed.
+    pub status_mismatches: u64,
+    /// Ops on a handle the client did not hold, summed.
+    pub unknown_handles: u64,
 }
 
 /// One op kind over a cell's undisturbed repetitions.

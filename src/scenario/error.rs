@@ -82,7 +82,7 @@ pub fn suggest<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) ->
 }
 
 /// [`suggest`] worded as a help line.
-pub(super) fn did_you_mean(name: &str, candidates: &[&str]) -> Option<String> {
+pub(crate) fn did_you_mean(name: &str, candidates: &[&str]) -> Option<String> {
     suggest(name, candidates.iter().copied()).map(|c| format!("did you mean `{c}`?"))
 }
 

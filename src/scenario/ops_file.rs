@@ -52,6 +52,10 @@ pub struct GroupFile {
     /// Transactions, one drawn per iteration with probability ∝ its weight (postmark).
     #[serde(default)]
     pub mix: Option<Vec<TransactionFile>>,
+    /// A dbench loadfile each thread replays as one client, in `clients/client<N>`
+    /// (relative to the scenario's directory, or absolute).
+    #[serde(default)]
+    pub loadfile: Option<String>,
 }
 
 /// One weighted transaction of a mix.

@@ -94,6 +94,9 @@ pub enum Flow {
     Loop(Vec<Op>),
     /// Each iteration one transaction, drawn with probability ∝ its weight (postmark).
     Mix(Vec<(f64, Vec<Op>)>),
+    /// Each iteration one replay of a dbench loadfile, in the worker's own client
+    /// directory (`clients/client<N>`); the group's threads are its clients.
+    Loadfile(std::sync::Arc<super::loadfile_spec::Loadfile>),
 }
 
 impl Flow {
@@ -102,6 +105,7 @@ impl Flow {
         match self {
             Flow::Loop(ops) => ops.iter().collect(),
             Flow::Mix(txs) => txs.iter().flat_map(|(_, ops)| ops.iter()).collect(),
+            Flow::Loadfile(_) => Vec::new(),
         }
     }
 }
@@ -211,6 +215,14 @@ pub const OP_NAMES: &[&str] = &[
     "chown",
     "delay",
 ];
+
+/// Account indexes: the op-mix kinds ([`OP_NAMES`]), then the loadfile kinds.
+pub const KIND_COUNT: usize = OP_NAMES.len() + super::loadfile_spec::LOADFILE_OP_NAMES.len();
+
+/// The name of account index `k` (an op-mix kind or a loadfile kind).
+pub fn kind_name(k: usize) -> &'static str {
+    OP_NAMES.get(k).copied().unwrap_or_else(|| super::loadfile_spec::LOADFILE_OP_NAMES[k - OP_NAMES.len()])
+}
 
 impl Op {
     /// Index of its kind in [`OP_NAMES`].

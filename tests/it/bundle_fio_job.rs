@@ -167,7 +167,7 @@ fn pack_refuses_a_job_file_that_is_a_link_outside_or_too_big_naming_it() {
 }
 
 /// A well-formed bundle of `files` (path, bytes) with a manifest listing them.
-fn handmade(files: &[(&str, &[u8])]) -> Vec<u8> {
+pub(crate) fn handmade(files: &[(&str, &[u8])]) -> Vec<u8> {
     let mut listed: Vec<serde_json::Value> =
         files.iter().map(|(p, b)| serde_json::json!({"path": p, "size": b.len(), "sha256": sha(b)})).collect();
     listed.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));

@@ -43,6 +43,7 @@ mod monitors;
 mod newcomer;
 mod newcomer_round3;
 mod one_sample_set;
+mod ops_dbench;
 mod ops_engine;
 mod ops_personalities;
 mod ops_run;

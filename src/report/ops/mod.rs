@@ -3,7 +3,7 @@
 //! its `IO Summary` line, and with several runs a table of each cell's ops/s, p99 and
 //! the ratio of its median ops/s to the first label's.
 
-use super::json::{OpsCellJson, OpsLine, OpsReportJson, ReportJson};
+use super::json::{LoadfileLine, OpsCellJson, OpsLine, OpsReportJson, ReportJson};
 use super::markup::Markup;
 use super::plot::{PlotError, PlotImage};
 use super::{CompareOptions, WorkloadReport};
@@ -64,7 +64,38 @@ fn cell_json(label: &str, c: &CellResult, o: &OpsResult) -> OpsCellJson {
         mb_per_s: o.mb_per_s.median,
         ratio: None,
         ops: lines(o),
+        loadfile: loadfile_line(o),
     }
+}
+
+/// The loadfile figures of `o` over its undisturbed repetitions: bytes and ops summed,
+/// rates over the summed windows.
+pub fn loadfile_line(o: &OpsResult) -> Option<LoadfileLine> {
+    let reps: Vec<_> = o.repetitions.iter().filter(|r| r.counts() && r.loadfile.is_some()).collect();
+    let secs: f64 = reps.iter().map(|r| r.elapsed_s).sum();
+    let rate = |x: f64| if secs > 0.0 { x / secs } else { 0.0 };
+    let first = reps.first()?.loadfile.as_ref()?;
+    let mut per_client = vec![0u64; first.clients.len()];
+    let (mut bytes, mut expected, mut mismatches, mut unknown) = (0u64, 0, 0, 0);
+    for f in reps.iter().filter_map(|r| r.loadfile.as_ref()) {
+        for (i, c) in f.clients.iter().enumerate() {
+            if let Some(n) = per_client.get_mut(i) {
+                *n += c.ops;
+            }
+            bytes += c.bytes;
+        }
+        expected += f.expected_errors;
+        mismatches += f.status_mismatches;
+        unknown += f.unknown_handles;
+    }
+    Some(LoadfileLine {
+        clients: first.clients.len(),
+        throughput_mb_s: rate(bytes as f64 / 1e6),
+        client_ops_per_s: per_client.iter().map(|&n| rate(n as f64)).collect(),
+        expected_errors: expected,
+        status_mismatches: mismatches,
+        unknown_handles: unknown,
+    })
 }
 
 impl<'a> OpsReport<'a> {
@@ -116,6 +147,18 @@ impl<'a> OpsReport<'a> {
                 m.paragraph(&format!(
                     "IO Summary: {} ops {:.3} ops/s {:.1} MB/s {:.3} ms/op (median of {} repetitions: {:.1} ops/s, p99 {:.1} µs)",
                     t.ops, t.ops_per_s, t.mb_per_s, t.ms_per_op, c.n, c.ops_per_s, c.p99_us
+                ));
+            }
+            if let Some(l) = &c.loadfile {
+                let per: Vec<String> = l.client_ops_per_s.iter().map(|x| format!("{x:.1}")).collect();
+                m.paragraph(&format!(
+                    "Throughput {:.2} MB/sec {} clients (dbench's figure: ReadX and WriteX bytes per second); ops/s per client: {}; expected errors {}, status mismatches {}, unknown handles {}",
+                    l.throughput_mb_s,
+                    l.clients,
+                    per.join(", "),
+                    l.expected_errors,
+                    l.status_mismatches,
+                    l.unknown_handles
                 ));
             }
         }

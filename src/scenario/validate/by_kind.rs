@@ -27,7 +27,7 @@ pub(super) fn workload(
     Ok(match kind {
         "lat_fs" => Workload::Latfs(validate_latfs(ctx, w)?),
         "fio" => Workload::Fio(validate_fio(ctx, w, base_dir)?),
-        "ops" => Workload::Ops(super::ops::validate_ops(ctx, w, &f.matrix, backing)?),
+        "ops" => Workload::Ops(super::ops::validate_ops(ctx, w, &f.matrix, backing, base_dir)?),
         _ => Workload::Steps(validate_steps(ctx, w, archive)?),
     })
 }

@@ -18,6 +18,7 @@ mod compare;
 mod filesystems;
 mod fio;
 mod latfs;
+mod loadfile;
 mod matrix;
 mod ops;
 #[cfg(test)]

@@ -36,6 +36,7 @@ pub(super) fn validate_ops(
     w: &WorkloadFile,
     m: &MatrixFile,
     backing: &Backing,
+    base_dir: &std::path::Path,
 ) -> Result<OpsWorkload, ScenarioError> {
     reject_foreign(
         ctx,
@@ -69,7 +70,9 @@ pub(super) fn validate_ops(
     if !(scale > 0.0 && scale <= 10_000.0) {
         return Err(ctx.value(&p("workload.scale"), format!("scale {scale} is outside (0, 10000]")));
     }
-    let Some(sets) = w.fileset.as_ref().filter(|s| !s.is_empty()) else {
+    let only_loadfiles = w.group.as_ref().is_some_and(|g| !g.is_empty() && g.iter().all(|g| g.loadfile.is_some()));
+    let no_sets = Vec::new();
+    let Some(sets) = w.fileset.as_ref().filter(|s| !s.is_empty()).or(only_loadfiles.then_some(&no_sets)) else {
         return Err(ctx.at(
             &p("workload"),
             true,
@@ -97,7 +100,7 @@ pub(super) fn validate_ops(
     let mut groups = Vec::new();
     let mut workers = 0u32;
     for (g, gf) in groups_file.iter().enumerate() {
-        let group = group(ctx, g, gf, &names)?;
+        let group = group(ctx, g, gf, &names, base_dir)?;
         workers = workers.saturating_add(group.threads);
         if workers > MAX_WORKERS {
             return Err(ctx.value_help(
@@ -243,7 +246,13 @@ fn size_dist(s: &str) -> Result<SizeDist, String> {
     parse_size(t).map(SizeDist::Fixed)
 }
 
-fn group(ctx: &Ctx, g: usize, gf: &GroupFile, sets: &[&str]) -> Result<ThreadGroup, ScenarioError> {
+fn group(
+    ctx: &Ctx,
+    g: usize,
+    gf: &GroupFile,
+    sets: &[&str],
+    base_dir: &std::path::Path,
+) -> Result<ThreadGroup, ScenarioError> {
     if !(1..=MAX_WORKERS as i64).contains(&gf.threads) {
         return Err(ctx.value(&at_group(g, "threads"), format!("threads {} is outside 1..={MAX_WORKERS}", gf.threads)));
     }
@@ -251,12 +260,25 @@ fn group(ctx: &Ctx, g: usize, gf: &GroupFile, sets: &[&str]) -> Result<ThreadGro
     if name.is_empty() || name.len() > 64 || name.chars().any(|c| c.is_control()) {
         return Err(ctx.value(&at_group(g, "name"), "a group name is 1 to 64 printable characters"));
     }
+    if let Some(file) = &gf.loadfile {
+        if gf.ops_loop.is_some() || gf.mix.is_some() {
+            let other = if gf.mix.is_some() { "mix" } else { "loop" };
+            return Err(ctx.at(
+                &at_group(g, other),
+                true,
+                format!("`loadfile` and `{other}` exclude each other"),
+                None,
+            ));
+        }
+        let lf = super::loadfile::read_loadfile(ctx, &at_group(g, "loadfile"), file, base_dir)?;
+        return Ok(ThreadGroup { name, threads: gf.threads as u32, flow: Flow::Loadfile(lf) });
+    }
     let flow = match (&gf.ops_loop, &gf.mix) {
         (Some(_), Some(_)) => {
             return Err(ctx.at(&at_group(g, "mix"), true, "`loop` and `mix` exclude each other", None));
         }
         (None, None) => {
-            return Err(ctx.at(&at_group(g, "threads"), true, "a group needs a `loop` or a `mix`", None));
+            return Err(ctx.at(&at_group(g, "threads"), true, "a group needs a `loop`, a `mix` or a `loadfile`", None));
         }
         (Some(l), None) => {
             let base = at_group(g, "loop");

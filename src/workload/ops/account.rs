@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use super::spec::OP_NAMES;
+use super::spec::{KIND_COUNT, kind_name};
 use crate::model::OpStat;
 use crate::monitor::latency;
 
@@ -24,7 +24,7 @@ pub struct KindAcc {
 
 /// One worker's figures (histograms only for the kinds it runs).
 pub struct Account {
-    /// Indexed by [`OP_NAMES`].
+    /// Indexed by account index ([`super::spec::kind_name`]).
     pub kinds: Vec<Option<KindAcc>>,
     /// Loops completed.
     pub loops: u64,
@@ -33,9 +33,9 @@ pub struct Account {
 }
 
 impl Account {
-    /// An account for a worker running the kinds `used` (indexes into [`OP_NAMES`]).
+    /// An account for a worker running the kinds `used` (account indexes).
     pub fn new(used: &[usize]) -> Account {
-        let mut kinds: Vec<Option<KindAcc>> = (0..OP_NAMES.len()).map(|_| None).collect();
+        let mut kinds: Vec<Option<KindAcc>> = (0..KIND_COUNT).map(|_| None).collect();
         for &k in used {
             kinds[k] = Some(KindAcc { count: 0, bytes: 0, total_ns: 0, hist: latency::histogram() });
         }
@@ -92,8 +92,8 @@ impl Account {
         let (mut count, mut bytes, mut ns) = (0, 0, 0);
         for &k in order {
             if let Some(a) = &self.kinds[k] {
-                lines.push(line(OP_NAMES[k], a.count, a.bytes, a.total_ns, &a.hist));
-                if OP_NAMES[k] != "delay" {
+                lines.push(line(kind_name(k), a.count, a.bytes, a.total_ns, &a.hist));
+                if kind_name(k) != "delay" {
                     all.add(&a.hist).expect("histograms of one shape add");
                     count += a.count;
                     bytes += a.bytes;

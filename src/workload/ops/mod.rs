@@ -14,8 +14,10 @@ mod build;
 mod error;
 mod fileset;
 mod layout;
+pub mod loadfile;
 /// The declared op mix: its types live with the other kinds' specs in the scenario.
 pub use crate::scenario::ops_spec as spec;
+mod replay;
 mod sys;
 #[cfg(test)]
 mod tests;
@@ -30,11 +32,14 @@ pub use error::OpsError;
 pub use layout::{Layout, MAX_ENTRIES, size_histogram};
 pub use spec::{OP_NAMES, OpsSpec};
 
+use crate::scenario::loadfile_spec::Call;
 use account::Account;
+use replay::Client;
+use spec::Flow;
 use spec::{AppendLen, Op};
 use worker::{Ended, Worker, WorkerOut};
 
-use crate::model::{FilesetRecord, OpsRepetition};
+use crate::model::{ClientFigures, FilesetRecord, LoadfileFigures, OpsRepetition};
 
 /// The worker threads' names: this prefix and the worker's number (`ops-3`): a profile keeps them, not the supervisor.
 pub const WORKER_THREAD_PREFIX: &str = "ops-";
@@ -64,7 +69,6 @@ pub fn run(cell_dir: &Path, spec: &OpsSpec, index: u32, cancel: &dyn Fn() -> boo
         source: e,
     })?;
     let cell_fd = std::os::fd::AsRawFd::as_raw_fd(&cell);
-    let workers: u64 = spec.groups.iter().map(|g| g.threads as u64).sum();
     let limit = sys::raise_nofile(u64::MAX);
     let mut states = Vec::new();
     let mut records = Vec::new();
@@ -75,7 +79,16 @@ pub fn run(cell_dir: &Path, spec: &OpsSpec, index: u32, cancel: &dyn Fn() -> boo
         records.push(b.record);
         states.push(b.state);
     }
-    let need = records.iter().map(|r| r.dirs).sum::<u64>() + workers * (spec::MAX_SLOTS as u64 + 1) + 64;
+    let fds_per_worker: u64 = spec
+        .groups
+        .iter()
+        .map(|g| match &g.flow {
+            // The handle table at its fullest, plus Find's directory fd.
+            Flow::Loadfile(lf) => g.threads as u64 * (replay::peak_handles(lf) as u64 + 2),
+            _ => g.threads as u64 * (spec::MAX_SLOTS as u64 + 1),
+        })
+        .sum();
+    let need = records.iter().map(|r| r.dirs).sum::<u64>() + fds_per_worker + 64;
     if need > limit {
         return Err(OpsError::TooManyDirs { need, limit });
     }
@@ -90,6 +103,7 @@ pub fn run(cell_dir: &Path, spec: &OpsSpec, index: u32, cancel: &dyn Fn() -> boo
     std::thread::scope(|scope| {
         let mut handles = Vec::new();
         let mut n = 0u32;
+        let mut client = 0u32;
         'spawn: for g in &spec.groups {
             let used: Vec<usize> = {
                 let mut u: Vec<usize> = g.flow.ops().iter().map(|o| o.kind()).collect();
@@ -109,11 +123,21 @@ pub fn run(cell_dir: &Path, spec: &OpsSpec, index: u32, cancel: &dyn Fn() -> boo
                     seed: spec.seed.wrapping_add((n as u64 + 1).wrapping_mul(1_000_003)).wrapping_add(index as u64),
                 };
                 let (stop, gate, limits) = (&stop, &gate, spec.stop);
+                let replay = match &g.flow {
+                    Flow::Loadfile(lf) => {
+                        client += 1;
+                        Some(Client { number: client, loadfile: lf, cell: cell_fd, cell_dir, wbuf: &wbuf })
+                    }
+                    _ => None,
+                };
                 let h = std::thread::Builder::new()
                     .name(format!("{WORKER_THREAD_PREFIX}{n}"))
                     .stack_size(256 << 10)
                     .spawn_scoped(scope, move || {
-                        let r = w.run(stop, limits, || gate.arrive_and_wait());
+                        let r = match replay {
+                            Some(c) => c.run(stop, limits, || gate.arrive_and_wait()),
+                            None => w.run(stop, limits, || gate.arrive_and_wait()),
+                        };
                         gate.finished();
                         r
                     });
@@ -186,28 +210,72 @@ fn summarize(spec: &OpsSpec, index: u32, order: &[usize], t0: Instant, done: &[W
         loop_latency: crate::monitor::latency::dist(&acct.loop_hist),
         cpu_user_s: done.iter().map(|o| o.cpu_us.0).sum::<u64>() as f64 / 1e6,
         cpu_sys_s: done.iter().map(|o| o.cpu_us.1).sum::<u64>() as f64 / 1e6,
+        loadfile: loadfile_figures(done, secs),
         disturbance: None,
         counters: None,
         round: 0,
     }
 }
 
-/// Op kinds in the order they first appear in the groups' flows.
+/// Op kinds in the order they first appear in the groups' flows (a loadfile's kinds in
+/// the order dbench's summary lists them).
 pub fn kinds_in_order(spec: &OpsSpec) -> Vec<usize> {
     let mut order = Vec::new();
     for g in &spec.groups {
-        for op in g.flow.ops() {
-            if !order.contains(&op.kind()) {
-                order.push(op.kind());
+        let kinds: Vec<usize> = match &g.flow {
+            Flow::Loadfile(lf) => {
+                let mut k: Vec<usize> = lf.ops.iter().map(|o| o.call.kind()).collect();
+                k.sort_unstable();
+                k
+            }
+            f => f.ops().iter().map(|o| o.kind()).collect(),
+        };
+        for k in kinds {
+            if !order.contains(&k) {
+                order.push(k);
             }
         }
     }
     order
 }
 
+/// The loadfile clients' figures (none without a loadfile group).
+fn loadfile_figures(done: &[WorkerOut], secs: f64) -> Option<LoadfileFigures> {
+    let mut f = LoadfileFigures::default();
+    let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    let mut bytes = 0u64;
+    for (o, r) in done.iter().filter_map(|o| o.replay.map(|r| (o, r))) {
+        f.ops += r.ops;
+        f.expected_errors += r.expected_errors;
+        f.status_mismatches += r.mismatches;
+        f.unknown_handles += r.unknown_handles;
+        bytes += r.bytes;
+        f.clients.push(ClientFigures {
+            client: r.client,
+            ops: r.ops,
+            ops_per_s: per_s(r.ops),
+            bytes: r.bytes,
+            passes: o.account.loops,
+        });
+    }
+    if f.clients.is_empty() {
+        return None;
+    }
+    f.clients.sort_by_key(|c| c.client);
+    f.throughput_mb_s = per_s(bytes) / 1e6;
+    Some(f)
+}
+
 fn write_chunk(spec: &OpsSpec) -> usize {
     let mut n: u64 = 64 << 10;
     for g in &spec.groups {
+        if let Flow::Loadfile(lf) = &g.flow {
+            for o in &lf.ops {
+                if let Call::Read { size, .. } | Call::Write { size, .. } = o.call {
+                    n = n.max(size);
+                }
+            }
+        }
         for op in g.flow.ops() {
             n = n.max(match op {
                 Op::WriteWhole { io_size, .. } => *io_size,

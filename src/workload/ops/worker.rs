@@ -34,6 +34,8 @@ pub struct WorkerOut {
     pub cpu_us: (u64, u64),
     /// When it stopped.
     pub end: Instant,
+    /// A loadfile client's own counts.
+    pub replay: Option<super::replay::ReplayOut>,
 }
 
 struct Held {
@@ -96,7 +98,13 @@ impl<'a> Worker<'a> {
             w: self,
         };
         if !ready() {
-            return Ok(WorkerOut { account: r.acct, ended: Ended::Stopped, cpu_us: (0, 0), end: Instant::now() });
+            return Ok(WorkerOut {
+                account: r.acct,
+                ended: Ended::Stopped,
+                cpu_us: (0, 0),
+                end: Instant::now(),
+                replay: None,
+            });
         }
         let cpu0 = sys::thread_cpu_us();
         let result = r.run_loop(stop, limits);
@@ -113,6 +121,7 @@ impl<'a> Worker<'a> {
                     ended,
                     cpu_us: (cpu1.0.saturating_sub(cpu0.0), cpu1.1.saturating_sub(cpu0.1)),
                     end,
+                    replay: None,
                 })
             }
             Err(e) => {
@@ -128,7 +137,7 @@ impl Running<'_> {
         let flow = self.w.flow;
         let weights: Vec<f64> = match flow {
             Flow::Mix(txs) => txs.iter().map(|(w, _)| *w).collect(),
-            Flow::Loop(_) => Vec::new(),
+            Flow::Loop(_) | Flow::Loadfile(_) => Vec::new(),
         };
         loop {
             if stop.load(Ordering::Relaxed) {
@@ -138,6 +147,12 @@ impl Running<'_> {
             let ops = match flow {
                 Flow::Loop(ops) => ops,
                 Flow::Mix(txs) => &txs[self.rng.weighted(&weights)].1,
+                Flow::Loadfile(_) => {
+                    return Err(OpsError::Worker {
+                        worker: self.w.name.clone(),
+                        message: "a loadfile group runs as dbench clients, not op loops".into(),
+                    });
+                }
             };
             for op in ops {
                 if stop.load(Ordering::Relaxed) {

@@ -1,0 +1,143 @@
+//! A dbench loadfile as the engine takes it: a list of ops, each with the line it came
+//! from and whether dbench recorded it as succeeding. Paths are already checked and
+//! turned into relative, `/`-separated names beneath the cell (see
+//! `workload::ops::loadfile`, which parses the text into these).
+
+/// The op kinds of a loadfile, in the order reports list them; named as dbench names
+/// them in its summary. Their account indexes follow [`super::ops_spec::OP_NAMES`]'s.
+pub const LOADFILE_OP_NAMES: &[&str] = &[
+    "NTCreateX",
+    "Close",
+    "Rename",
+    "Unlink",
+    "Deltree",
+    "Mkdir",
+    "Rmdir",
+    "Qpathinfo",
+    "Qfileinfo",
+    "Qfsinfo",
+    "Sfileinfo",
+    "Find",
+    "WriteX",
+    "ReadX",
+    "LockX",
+    "UnlockX",
+    "Flush",
+];
+
+/// A parsed loadfile.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Loadfile {
+    /// Where it was read from (for notes and errors).
+    pub origin: String,
+    /// The ops in file order.
+    pub ops: Vec<LoadOp>,
+}
+
+/// A path beneath the cell: `/`-separated plain components. The first two components
+/// of dbench's `\clients\client1\…` are the client's directory, renamed per client.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadPath {
+    /// The components, each a plain name (no `.`, `..`, `/`, NUL or control characters).
+    pub parts: Vec<String>,
+    /// Whether it starts `\clients\client1`: the second component becomes `client<N>`.
+    pub per_client: bool,
+}
+
+/// One line of a loadfile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadOp {
+    /// 1-based line number in the file.
+    pub line: u32,
+    /// What to do.
+    pub call: Call,
+    /// Whether dbench recorded `NT_STATUS_OK` (false: an error status, so failure is expected).
+    pub expect_ok: bool,
+}
+
+/// A handle number of the loadfile (mapped to an fd per client).
+pub type Handle = u32;
+
+/// What a loadfile line does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Call {
+    /// `NTCreateX path create_options disposition handle`.
+    Create { path: LoadPath, directory: bool, disposition: u32, handle: Handle },
+    /// `Close handle`.
+    Close { handle: Handle },
+    /// `Rename old new`.
+    Rename { from: LoadPath, to: LoadPath },
+    /// `Unlink path attributes`.
+    Unlink { path: LoadPath },
+    /// `Deltree path`: remove the tree.
+    Deltree { path: LoadPath },
+    /// `Mkdir path`.
+    Mkdir { path: LoadPath },
+    /// `Rmdir path`.
+    Rmdir { path: LoadPath },
+    /// `QUERY_PATH_INFORMATION path level`: fstatat.
+    QueryPath { path: LoadPath },
+    /// `QUERY_FILE_INFORMATION handle level`: fstat.
+    QueryFile { handle: Handle },
+    /// `QUERY_FS_INFORMATION level`: statfs of the client's directory.
+    QueryFs,
+    /// `SET_FILE_INFORMATION handle level`: futimens (the times of FileBasicInformation).
+    SetFile { handle: Handle },
+    /// `FIND_FIRST pattern level max_count count`: read the pattern's directory.
+    Find { dir: LoadPath, pattern: String },
+    /// `WriteX handle offset size returned`.
+    Write { handle: Handle, offset: u64, size: u64 },
+    /// `ReadX handle offset size returned`.
+    Read { handle: Handle, offset: u64, size: u64 },
+    /// `LockX handle offset length`: an OFD write lock.
+    Lock { handle: Handle, offset: u64, len: u64 },
+    /// `UnlockX handle offset length`.
+    Unlock { handle: Handle, offset: u64, len: u64 },
+    /// `Flush handle`: fsync.
+    Flush { handle: Handle },
+}
+
+impl Call {
+    /// Index of its kind in [`LOADFILE_OP_NAMES`].
+    pub fn index(&self) -> usize {
+        match self {
+            Call::Create { .. } => 0,
+            Call::Close { .. } => 1,
+            Call::Rename { .. } => 2,
+            Call::Unlink { .. } => 3,
+            Call::Deltree { .. } => 4,
+            Call::Mkdir { .. } => 5,
+            Call::Rmdir { .. } => 6,
+            Call::QueryPath { .. } => 7,
+            Call::QueryFile { .. } => 8,
+            Call::QueryFs => 9,
+            Call::SetFile { .. } => 10,
+            Call::Find { .. } => 11,
+            Call::Write { .. } => 12,
+            Call::Read { .. } => 13,
+            Call::Lock { .. } => 14,
+            Call::Unlock { .. } => 15,
+            Call::Flush { .. } => 16,
+        }
+    }
+
+    /// Its account index (after the op-mix kinds).
+    pub fn kind(&self) -> usize {
+        super::ops_spec::OP_NAMES.len() + self.index()
+    }
+}
+
+/// Largest loadfile read, bytes (dbench's client.txt is 26 MB).
+pub const MAX_LOADFILE_BYTES: u64 = 64 << 20;
+/// Most lines of a loadfile (client.txt has 458,344).
+pub const MAX_LOADFILE_LINES: usize = 2_000_000;
+/// Longest line, bytes.
+pub const MAX_LINE_BYTES: usize = 4096;
+/// Largest ReadX/WriteX size, bytes.
+pub const MAX_IO_BYTES: u64 = 16 << 20;
+/// Largest offset (ReadX, WriteX, LockX), bytes: 1 TiB.
+pub const MAX_OFFSET: u64 = 1 << 40;
+/// Most handles one client holds open at once; an NTCreateX beyond it is a failed op.
+pub const MAX_OPEN_HANDLES: usize = 1024;
+/// Most components of a loadfile path.
+pub const MAX_PATH_PARTS: usize = 32;

@@ -1,0 +1,347 @@
+//! One dbench client: replays a parsed loadfile, pass after pass, in its own directory
+//! (`clients/client<N>` beneath the cell), each op one system call (Deltree: a tree's
+//! worth) on a path relative to the cell's directory fd. Handles map to fds in a table
+//! of the client's own. An op's failure never ends the run: it is compared with the
+//! status the loadfile recorded and counted.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::account::Account;
+use super::error::OpsError;
+use super::spec::Stop;
+use super::sys;
+use super::worker::{Ended, WorkerOut};
+use crate::scenario::loadfile_spec::{Call, Handle, LoadOp, LoadPath, Loadfile, MAX_OPEN_HANDLES};
+
+/// A client's counts beyond the per-op account.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReplayOut {
+    /// Client number.
+    pub client: u32,
+    /// Ops performed.
+    pub ops: u64,
+    /// Bytes read and written.
+    pub bytes: u64,
+    /// Ops performed whose recorded status was an error.
+    pub expected_errors: u64,
+    /// Ops whose outcome differed from the recorded status.
+    pub mismatches: u64,
+    /// Ops on a handle the client did not hold.
+    pub unknown_handles: u64,
+}
+
+/// A client before it runs.
+pub struct Client<'a> {
+    /// Its number (1-based): its directory is `clients/client<N>`.
+    pub number: u32,
+    /// The loadfile.
+    pub loadfile: &'a Loadfile,
+    /// The cell's directory (fd and path, for Deltree).
+    pub cell: RawFd,
+    /// The cell's directory path.
+    pub cell_dir: &'a Path,
+    /// The pattern WriteX writes.
+    pub wbuf: &'a [u8],
+}
+
+enum Outcome {
+    Done { ok: bool, bytes: u64, took: Duration },
+    UnknownHandle,
+}
+
+impl Client<'_> {
+    /// Replay until `stop` or `limits` says so (a pass is a loop); `ready` as [`super::worker::Worker::run`].
+    pub fn run(self, stop: &AtomicBool, limits: Stop, ready: impl FnOnce() -> bool) -> Result<WorkerOut, OpsError> {
+        let mut used: Vec<usize> = self.loadfile.ops.iter().map(|o| o.call.kind()).collect();
+        used.sort_unstable();
+        used.dedup();
+        let mut acct = Account::new(&used);
+        let mut out = ReplayOut { client: self.number, ..Default::default() };
+        let mut handles: HashMap<Handle, OwnedFd> = HashMap::new();
+        let mut rbuf = vec![0u8; self.wbuf.len().max(64 << 10)];
+        if !ready() {
+            return Ok(WorkerOut {
+                account: acct,
+                ended: Ended::Stopped,
+                cpu_us: (0, 0),
+                end: Instant::now(),
+                replay: Some(out),
+            });
+        }
+        let cpu0 = sys::thread_cpu_us();
+        let ended = 'passes: loop {
+            let t0 = Instant::now();
+            for op in &self.loadfile.ops {
+                if stop.load(Ordering::Relaxed) {
+                    break 'passes Ended::Stopped;
+                }
+                match self.exec(op, &mut handles, &mut rbuf, stop) {
+                    Outcome::UnknownHandle => out.unknown_handles += 1,
+                    Outcome::Done { ok, bytes, took } => {
+                        acct.record(op.call.kind(), took, bytes);
+                        out.ops += 1;
+                        out.bytes += bytes;
+                        out.expected_errors += u64::from(!op.expect_ok);
+                        out.mismatches += u64::from(ok != op.expect_ok);
+                    }
+                }
+            }
+            // A pass ends with the client's handles closed (untimed), as a dbench child's.
+            handles.clear();
+            acct.loop_done(t0.elapsed());
+            if limits.loops.is_some_and(|n| acct.loops >= n) {
+                break Ended::Loops;
+            }
+        };
+        handles.clear();
+        let cpu1 = sys::thread_cpu_us();
+        let end = Instant::now();
+        if limits.first_done && ended != Ended::Stopped {
+            stop.store(true, Ordering::Relaxed);
+        }
+        Ok(WorkerOut {
+            account: acct,
+            ended,
+            cpu_us: (cpu1.0.saturating_sub(cpu0.0), cpu1.1.saturating_sub(cpu0.1)),
+            end,
+            replay: Some(out),
+        })
+    }
+
+    /// `p` beneath the cell, the client's own directory substituted for `client1`.
+    fn path(&self, p: &LoadPath) -> CString {
+        let mut s = String::new();
+        for (i, part) in p.parts.iter().enumerate() {
+            if i > 0 {
+                s.push('/');
+            }
+            if i == 1 && p.per_client {
+                s.push_str(&format!("client{}", self.number));
+            } else {
+                s.push_str(part);
+            }
+        }
+        // The parser refused NUL in a component.
+        CString::new(s).expect("no NUL in a loadfile path")
+    }
+
+    fn exec(&self, op: &LoadOp, handles: &mut HashMap<Handle, OwnedFd>, rbuf: &mut [u8], stop: &AtomicBool) -> Outcome {
+        let cell = self.cell;
+        let fd_of = |handles: &HashMap<Handle, OwnedFd>, h: &Handle| handles.get(h).map(|f| f.as_raw_fd());
+        let timed = |f: &mut dyn FnMut() -> io::Result<u64>| {
+            let t = Instant::now();
+            let r = f();
+            let took = t.elapsed();
+            Outcome::Done { ok: r.is_ok(), bytes: r.unwrap_or(0), took }
+        };
+        match &op.call {
+            Call::Create { path, directory, disposition, handle } => {
+                let name = self.path(path);
+                let t = Instant::now();
+                let r = create(cell, &name, *directory, *disposition);
+                let took = t.elapsed();
+                let ok = match r {
+                    Ok(fd) if handles.len() < MAX_OPEN_HANDLES || handles.contains_key(handle) => {
+                        handles.insert(*handle, fd);
+                        true
+                    }
+                    _ => false,
+                };
+                Outcome::Done { ok, bytes: 0, took }
+            }
+            Call::Close { handle } => match handles.remove(handle) {
+                None => Outcome::UnknownHandle,
+                Some(fd) => {
+                    let raw = std::os::fd::IntoRawFd::into_raw_fd(fd);
+                    let t = Instant::now();
+                    // SAFETY: raw was this table's alone, and is closed exactly once.
+                    let r = unsafe { libc::close(raw) };
+                    Outcome::Done { ok: r == 0, bytes: 0, took: t.elapsed() }
+                }
+            },
+            Call::Rename { from, to } => {
+                let (a, b) = (self.path(from), self.path(to));
+                timed(&mut || sys::rename_at(cell, &a, cell, &b).map(|_| 0))
+            }
+            Call::Unlink { path } => {
+                let n = self.path(path);
+                timed(&mut || sys::unlink_at(cell, &n, false).map(|_| 0))
+            }
+            Call::Rmdir { path } => {
+                let n = self.path(path);
+                timed(&mut || sys::unlink_at(cell, &n, true).map(|_| 0))
+            }
+            Call::Mkdir { path } => {
+                let n = self.path(path);
+                // An existing directory is success (the `\clients` every client makes).
+                timed(&mut || match sys::mkdir_at(cell, &n, 0o755) {
+                    Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                        let st = sys::stat_at(cell, &n)?;
+                        if st.st_mode & libc::S_IFMT == libc::S_IFDIR { Ok(0) } else { Err(e) }
+                    }
+                    r => r.map(|_| 0),
+                })
+            }
+            Call::Deltree { path } => {
+                let rel = self.path(path);
+                let rel = rel.to_str().expect("loadfile paths are UTF-8").to_string();
+                // A big tree stops at the end of the window (counted as failed then).
+                timed(&mut || {
+                    crate::workload::steps::rm_rf_beneath(self.cell_dir, &rel, &|| stop.load(Ordering::Relaxed))
+                        .map(|_| 0)
+                        .map_err(|e| match e {
+                            crate::workload::steps::RmError::Io { source, .. } => source,
+                            crate::workload::steps::RmError::Interrupted => io::Error::from_raw_os_error(libc::EINTR),
+                        })
+                })
+            }
+            Call::QueryPath { path } => {
+                let n = self.path(path);
+                timed(&mut || sys::stat_at(cell, &n).map(|_| 0))
+            }
+            Call::QueryFs => timed(&mut || {
+                // SAFETY: st is plain data filled by the kernel.
+                let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+                check(unsafe { libc::fstatfs(cell, &mut st) }).map(|_| 0)
+            }),
+            Call::Find { dir, pattern } => {
+                let n = self.path(dir);
+                timed(&mut || find(cell, &n, pattern, rbuf).map(|_| 0))
+            }
+            Call::QueryFile { handle } | Call::SetFile { handle } | Call::Flush { handle } => {
+                let Some(fd) = fd_of(handles, handle) else { return Outcome::UnknownHandle };
+                timed(&mut || match &op.call {
+                    Call::QueryFile { .. } => {
+                        // SAFETY: st is plain data filled by the kernel.
+                        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                        check(unsafe { libc::fstat(fd, &mut st) }).map(|_| 0)
+                    }
+                    // SAFETY: a null times pointer sets both times to now.
+                    Call::SetFile { .. } => check(unsafe { libc::futimens(fd, std::ptr::null()) }).map(|_| 0),
+                    _ => sys::sync(fd, false).map(|_| 0),
+                })
+            }
+            Call::Read { handle, offset, size } | Call::Write { handle, offset, size } => {
+                let Some(fd) = fd_of(handles, handle) else { return Outcome::UnknownHandle };
+                let write = matches!(op.call, Call::Write { .. });
+                let (off, n) = (*offset, *size as usize);
+                timed(&mut || {
+                    // SAFETY: the buffers hold at least n bytes (sized to the largest size).
+                    let r = unsafe {
+                        if write {
+                            libc::pwrite(fd, self.wbuf.as_ptr().cast(), n.min(self.wbuf.len()), off as libc::off_t)
+                        } else {
+                            libc::pread(fd, rbuf.as_mut_ptr().cast(), n.min(rbuf.len()), off as libc::off_t)
+                        }
+                    };
+                    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r as u64) }
+                })
+            }
+            Call::Lock { handle, offset, len } | Call::Unlock { handle, offset, len } => {
+                let Some(fd) = fd_of(handles, handle) else { return Outcome::UnknownHandle };
+                let kind = if matches!(op.call, Call::Lock { .. }) { libc::F_WRLCK } else { libc::F_UNLCK };
+                timed(&mut || {
+                    // SAFETY: fl is plain data; an OFD lock belongs to this open file, not the process.
+                    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+                    fl.l_type = kind as libc::c_short;
+                    fl.l_whence = libc::SEEK_SET as libc::c_short;
+                    fl.l_start = *offset as libc::off_t;
+                    fl.l_len = *len as libc::off_t;
+                    check(unsafe { libc::fcntl(fd, libc::F_OFD_SETLK, &fl) }).map(|_| 0)
+                })
+            }
+        }
+    }
+}
+
+/// Most handles a client can hold at once replaying `lf` (every NTCreateX counted as
+/// opening, whatever its recorded status), capped at [`MAX_OPEN_HANDLES`].
+pub fn peak_handles(lf: &Loadfile) -> usize {
+    let mut open = std::collections::HashSet::new();
+    let mut peak = 0;
+    for op in &lf.ops {
+        match op.call {
+            Call::Create { handle, .. } => {
+                open.insert(handle);
+                peak = peak.max(open.len());
+            }
+            Call::Close { handle } => {
+                open.remove(&handle);
+            }
+            _ => {}
+        }
+    }
+    peak.min(MAX_OPEN_HANDLES)
+}
+
+fn check(r: libc::c_int) -> io::Result<u64> {
+    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r as u64) }
+}
+
+/// NTCreateX: a directory (made first for dispositions that create) or a file opened
+/// read-write with the disposition's O_CREAT/O_EXCL/O_TRUNC; a final link is never followed.
+fn create(cell: RawFd, name: &CString, directory: bool, disposition: u32) -> io::Result<OwnedFd> {
+    let nofollow = libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    if directory {
+        if matches!(disposition, 2 | 3 | 5) {
+            match sys::mkdir_at(cell, name, 0o755) {
+                Err(e) if !(disposition != 2 && e.raw_os_error() == Some(libc::EEXIST)) => return Err(e),
+                _ => {}
+            }
+        }
+        return sys::openat(cell, name, libc::O_RDONLY | libc::O_DIRECTORY | nofollow, 0);
+    }
+    let flags = match disposition {
+        0 | 5 => libc::O_CREAT | libc::O_TRUNC,
+        2 => libc::O_CREAT | libc::O_EXCL,
+        3 => libc::O_CREAT,
+        4 => libc::O_TRUNC,
+        _ => 0,
+    };
+    match sys::openat(cell, name, libc::O_RDWR | flags | nofollow, 0o644) {
+        // A directory opened as a file (dbench's clients open directories this way too).
+        Err(e) if e.raw_os_error() == Some(libc::EISDIR) => {
+            sys::openat(cell, name, libc::O_RDONLY | libc::O_DIRECTORY | nofollow, 0)
+        }
+        r => r,
+    }
+}
+
+/// FIND_FIRST: open the directory, read every entry, and fail with ENOENT when none
+/// matches the pattern (NT_STATUS_NO_SUCH_FILE).
+fn find(cell: RawFd, dir: &CString, pattern: &str, buf: &mut [u8]) -> io::Result<()> {
+    let fd = sys::openat(cell, dir, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0)?;
+    let raw = fd.as_raw_fd();
+    let mut found = false;
+    loop {
+        // SAFETY: buf is writable for its length; getdents64 fills at most that.
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, raw, buf.as_mut_ptr(), buf.len()) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if n == 0 {
+            break;
+        }
+        let mut off = 0usize;
+        while off + 19 < n as usize {
+            // struct linux_dirent64: u64 ino, i64 off, u16 reclen, u8 type, then the name.
+            let reclen = u16::from_ne_bytes([buf[off + 16], buf[off + 17]]) as usize;
+            if reclen == 0 || off + reclen > n as usize {
+                break;
+            }
+            let name = &buf[off + 19..off + reclen];
+            let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+            if !found && name != b"." && name != b".." {
+                found = super::loadfile::matches(pattern, &String::from_utf8_lossy(name));
+            }
+            off += reclen;
+        }
+    }
+    if found { Ok(()) } else { Err(io::Error::from_raw_os_error(libc::ENOENT)) }
+}

@@ -1,0 +1,155 @@
+//! dbench loadfiles replayed by an ops group on a real ext4 over loop over tmpfs: the
+//! shipped small loadfile by 2 clients (every op counted per client and pass, expected
+//! errors counted, no mismatches, unknown handles counted), and the `dbench` package's
+//! client.txt for about a second when it is installed.
+
+use std::collections::BTreeMap;
+
+use crate::support::kernel::assert_no_leaks;
+use crate::support::sandbox::Sandbox;
+
+const SCENARIO: &str = r#"schema = 1
+name = "dbench-small"
+[matrix]
+fs = ["ext4"]
+[filesystems.ext4]
+mkfs = ["-E", "lazy_itable_init=0,lazy_journal_init=0"]
+[backing]
+kind = "tmpfs-loop"
+image_size = "512MiB"
+[workload]
+kind = "ops"
+STOP
+repetitions = 1
+disturbance = "off"
+[[workload.group]]
+name = "dbench"
+threads = 2
+loadfile = "LOADFILE"
+"#;
+
+/// dbench's summary name of a loadfile line's op.
+fn report_name(op: &str) -> &str {
+    match op {
+        "QUERY_PATH_INFORMATION" => "Qpathinfo",
+        "QUERY_FILE_INFORMATION" => "Qfileinfo",
+        "QUERY_FS_INFORMATION" => "Qfsinfo",
+        "SET_FILE_INFORMATION" => "Sfileinfo",
+        "FIND_FIRST" => "Find",
+        o => o,
+    }
+}
+
+fn run_cell(sb: &Sandbox, text: &str) -> serde_json::Value {
+    let file = sb.path().join("dbench.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = sb.fsbench(&["run", file.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = &sb.runs()[0];
+    let c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
+    assert_eq!(c["status"], "ok", "{c}");
+    c
+}
+
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn the_small_loadfile_replays_every_op_per_client_and_pass() {
+    skip_unless_root!();
+    let sb = Sandbox::new("fsbench-dbench-");
+    let shipped =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/loadfiles/client-small.txt")).unwrap();
+    // One op on a handle never opened: counted, not performed.
+    std::fs::write(sb.path().join("client.txt"), format!("{shipped}Close 4242 NT_STATUS_OK\n")).unwrap();
+    let (mut per_op, mut errors) = (BTreeMap::<String, u64>::new(), 0u64);
+    for l in shipped.lines().filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let mut w = l.split_whitespace().peekable();
+        if w.peek().is_some_and(|t| t.starts_with(|c: char| c.is_ascii_digit())) {
+            w.next();
+        }
+        *per_op.entry(report_name(w.next().unwrap()).to_string()).or_default() += 1;
+        errors += u64::from(!l.ends_with("NT_STATUS_OK"));
+    }
+    assert_eq!(per_op.len(), 17, "the shipped loadfile has every op: {per_op:?}");
+    assert!(errors > 0);
+    let text = SCENARIO.replace("STOP", "loops = 3").replace("LOADFILE", "client.txt");
+    let c = run_cell(&sb, &text);
+    let rep = &c["ops"]["repetitions"][0];
+    assert_eq!(rep["stop"], "loops", "{rep}");
+    assert_eq!(rep["loops"], 6, "3 passes of 2 clients");
+    let counts: BTreeMap<String, u64> = rep["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["op"].as_str().unwrap().to_string(), o["count"].as_u64().unwrap()))
+        .collect();
+    let want: BTreeMap<String, u64> = per_op.iter().map(|(k, v)| (k.clone(), v * 6)).collect();
+    assert_eq!(counts, want);
+    let lf = &rep["loadfile"];
+    assert_eq!(lf["expected_errors"], errors * 6, "{lf}");
+    assert_eq!(lf["status_mismatches"], 0, "{lf}");
+    assert_eq!(lf["unknown_handles"], 6, "{lf}");
+    assert_eq!(lf["ops"], per_op.values().sum::<u64>() * 6, "{lf}");
+    assert!(lf["throughput_mb_s"].as_f64().unwrap() > 0.0, "{lf}");
+    let clients = lf["clients"].as_array().unwrap();
+    assert_eq!(clients.iter().map(|c| c["client"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 2]);
+    assert!(clients.iter().all(|c| c["passes"] == 3 && c["ops_per_s"].as_f64().unwrap() > 0.0), "{lf}");
+    let report = crate::support::fsbench().args(["report", sb.runs()[0].to_str().unwrap()]).output().unwrap();
+    let out = String::from_utf8_lossy(&report.stdout);
+    assert!(report.status.success(), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("NTCreateX ")), "{out}");
+    assert!(out.contains("Throughput") && out.contains("2 clients"), "{out}");
+    assert_no_leaks(sb.path());
+}
+
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn the_dbench_package_client_txt_replays_for_a_second() {
+    skip_unless_root!();
+    let path = "/usr/share/dbench/client.txt";
+    if !std::path::Path::new(path).exists() {
+        crate::support::skip(
+            "the_dbench_package_client_txt_replays_for_a_second",
+            "dbench is not installed (apt-get install dbench)",
+        );
+        return;
+    }
+    let sb = Sandbox::new("fsbench-dbench-full-");
+    let c = run_cell(&sb, &SCENARIO.replace("STOP", "duration = \"1s\"").replace("LOADFILE", path));
+    let rep = &c["ops"]["repetitions"][0];
+    assert_eq!(rep["stop"], "duration", "{rep}");
+    let count = |name: &str| {
+        rep["ops"].as_array().unwrap().iter().find(|o| o["op"] == name).map(|o| o["count"].as_u64().unwrap())
+    };
+    for name in ["NTCreateX", "Close", "WriteX", "Deltree", "Mkdir"] {
+        assert!(count(name).is_some_and(|n| n > 0), "{name}: {rep}");
+    }
+    assert!(rep["loadfile"]["throughput_mb_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(rep["loadfile"]["clients"].as_array().unwrap().len(), 2);
+    assert_no_leaks(sb.path());
+}
+
+/// A bundle's loadfile must be a file it carries: an absolute path (or one outside the
+/// bundle) is refused by name before validation reads it, so no line of a file of this
+/// machine is ever quoted back in an error.
+#[test]
+fn a_bundle_may_not_name_a_loadfile_of_this_machine() {
+    let sb = Sandbox::new("fsbench-dbench-bundle-");
+    let secret = sb.path().join("secret.txt");
+    std::fs::write(&secret, "root:hunter2:0:0\n").unwrap();
+    std::fs::create_dir(sb.path().join("recv")).unwrap();
+    for file in [secret.to_str().unwrap(), "../secret.txt"] {
+        let scenario = SCENARIO.replace("STOP", "loops = 1").replace("LOADFILE", file);
+        let bundle = crate::bundle_fio_job::handmade(&[("scenario.toml", scenario.as_bytes())]);
+        std::fs::write(sb.path().join("recv/lab.fsb"), bundle).unwrap();
+        let out = crate::support::fsbench()
+            .current_dir(sb.path().join("recv"))
+            .args(["bundle", "verify", "lab.fsb"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{file}: {stderr}");
+        assert!(stderr.contains("is not a file of the bundle"), "{file}: {stderr}");
+        assert!(!stderr.contains("hunter2"), "{file}: {stderr}");
+    }
+}
