@@ -122,6 +122,13 @@ impl Hogs {
     }
 }
 
+impl Hogs {
+    /// The pids, no longer killed by this value.
+    fn take(mut self) -> Vec<i32> {
+        std::mem::take(&mut self.0)
+    }
+}
+
 impl Drop for Hogs {
     fn drop(&mut self) {
         for pid in &self.0 {
@@ -135,16 +142,16 @@ fn disturbed_repetitions_are_kept_marked_rerun_and_left_out() {
     let mut spec = crate::support::latfs::spec(is_root(), Duration::from_millis(300));
     spec.noise.disturbance = Some(0.10);
     spec.noise.max_reruns = 1;
-    // The task on the first CPU it may use, and three busy neighbours on that very CPU:
-    // they compete with it for its CPU (disturbance counts contention) whatever the
-    // scheduler does with the others, so each window sees far more than 10%. (Unpinned,
-    // the scheduler once left the task a CPU of its own on a loaded CI host.)
+    // The task on the first CPU it may use, and two busy neighbours pinned on every CPU the
+    // test may use: the host has no idle CPU left whatever the scheduler does (unpinned, or
+    // with the neighbours on the task's CPU only, a loaded CI host once left it one), so
+    // each window's contention is far above 10%.
     spec.noise.pin = fsbench::scenario::Pin::Spread;
-    let first_cpu = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
-        .map(|set| (0..nix::sched::CpuSet::count()).find(|&c| set.is_set(c).unwrap_or(false)).unwrap_or(0))
-        .unwrap_or(0);
+    let cpus: Vec<usize> = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
+        .map(|set| (0..nix::sched::CpuSet::count()).filter(|&c| set.is_set(c).unwrap_or(false)).collect())
+        .unwrap_or_else(|_| vec![0]);
     let (_tmp, dirs) = task_dirs(1);
-    let hogs = Hogs::start_on(3, first_cpu);
+    let hogs = Hogs(cpus.iter().flat_map(|&c| Hogs::start_on(2, c).take()).collect());
     // A barrier, not a sleep: every hog has been on a CPU before the first window opens.
     let cpu_ticks = |pid: &i32| -> u64 {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
