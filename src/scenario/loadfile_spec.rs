@@ -1,29 +1,9 @@
 //! A dbench loadfile as the engine takes it: a list of ops, each with the line it came
 //! from and whether dbench recorded it as succeeding. Paths are already checked and
 //! turned into relative, `/`-separated names beneath the cell (see
-//! `workload::ops::loadfile`, which parses the text into these).
+//! `loadfile_parse`, which parses the text into these).
 
-/// The op kinds of a loadfile, in the order reports list them; named as dbench names
-/// them in its summary. Their account indexes follow [`super::ops_spec::OP_NAMES`]'s.
-pub const LOADFILE_OP_NAMES: &[&str] = &[
-    "NTCreateX",
-    "Close",
-    "Rename",
-    "Unlink",
-    "Deltree",
-    "Mkdir",
-    "Rmdir",
-    "Qpathinfo",
-    "Qfileinfo",
-    "Qfsinfo",
-    "Sfileinfo",
-    "Find",
-    "WriteX",
-    "ReadX",
-    "LockX",
-    "UnlockX",
-    "Flush",
-];
+use super::op_kinds::OP_NAMES;
 
 /// A parsed loadfile.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -123,7 +103,7 @@ impl Call {
 
     /// Its account index (after the op-mix kinds).
     pub fn kind(&self) -> usize {
-        super::ops_spec::OP_NAMES.len() + self.index()
+        OP_NAMES.len() + self.index()
     }
 }
 

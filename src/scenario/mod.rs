@@ -14,7 +14,9 @@ pub mod diff;
 pub mod error;
 pub mod file;
 pub mod fio_job;
+pub mod loadfile_parse;
 pub mod loadfile_spec;
+pub mod op_kinds;
 pub mod ops_file;
 pub mod ops_spec;
 // A ScenarioError is built at most once per invocation and read field by field by

@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use super::op_kinds::OP_NAMES;
+
 /// An op-mix workload: what to build, who runs what, and when to stop.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpsSpec {
@@ -192,40 +194,8 @@ pub enum Op {
     Delay(Duration),
 }
 
-/// The kinds of ops, in the order reports list them.
-pub const OP_NAMES: &[&str] = &[
-    "create",
-    "open",
-    "close",
-    "read",
-    "write",
-    "append",
-    "fsync",
-    "fdatasync",
-    "stat",
-    "rename",
-    "delete",
-    "mkdir",
-    "rmdir",
-    "readdir",
-    "link",
-    "symlink",
-    "truncate",
-    "chmod",
-    "chown",
-    "delay",
-];
-
-/// Account indexes: the op-mix kinds ([`OP_NAMES`]), then the loadfile kinds.
-pub const KIND_COUNT: usize = OP_NAMES.len() + super::loadfile_spec::LOADFILE_OP_NAMES.len();
-
-/// The name of account index `k` (an op-mix kind or a loadfile kind).
-pub fn kind_name(k: usize) -> &'static str {
-    OP_NAMES.get(k).copied().unwrap_or_else(|| super::loadfile_spec::LOADFILE_OP_NAMES[k - OP_NAMES.len()])
-}
-
 impl Op {
-    /// Index of its kind in [`OP_NAMES`].
+    /// Index of its kind in [`OP_NAMES`] (also its account index).
     pub fn kind(&self) -> usize {
         match self {
             Op::Create { .. } => 0,

@@ -8,9 +8,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::scenario::diagnose::{Ctx, Seg};
+use crate::scenario::loadfile_parse::parse;
 use crate::scenario::loadfile_spec::{Loadfile, MAX_LOADFILE_BYTES};
 use crate::scenario::*;
-use crate::workload::ops::loadfile::parse;
 
 /// The loadfile `file` named at `at`, parsed.
 pub(super) fn read_loadfile(

@@ -10,6 +10,7 @@ use super::{disturbance_of, int_in, reject_foreign};
 use crate::scenario::diagnose::{Ctx, Seg, p, with};
 use crate::scenario::error::did_you_mean;
 use crate::scenario::file::{MatrixFile, WorkloadFile};
+use crate::scenario::op_kinds::OP_NAMES;
 use crate::scenario::ops_file::{FilesetFile, GroupFile, OpFile};
 use crate::scenario::ops_spec::*;
 use crate::scenario::units::{format_size, parse_size};

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use super::spec::{KIND_COUNT, kind_name};
 use crate::model::OpStat;
 use crate::monitor::latency;
+use crate::scenario::op_kinds::{KIND_COUNT, kind_name};
 
 /// One op kind's running figures.
 pub struct KindAcc {

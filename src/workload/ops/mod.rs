@@ -14,7 +14,7 @@ mod build;
 mod error;
 mod fileset;
 mod layout;
-pub mod loadfile;
+mod outcome;
 /// The declared op mix: its types live with the other kinds' specs in the scenario.
 pub use crate::scenario::ops_spec as spec;
 mod replay;
@@ -28,16 +28,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+pub use crate::scenario::op_kinds::OP_NAMES;
 pub use error::OpsError;
 pub use layout::{Layout, MAX_ENTRIES, size_histogram};
-pub use spec::{OP_NAMES, OpsSpec};
+pub use spec::OpsSpec;
 
 use crate::scenario::loadfile_spec::Call;
 use account::Account;
+use outcome::{Ended, WorkerOut};
 use replay::Client;
 use spec::Flow;
 use spec::{AppendLen, Op};
-use worker::{Ended, Worker, WorkerOut};
+use worker::Worker;
 
 use crate::model::{ClientFigures, FilesetRecord, LoadfileFigures, OpsRepetition};
 

@@ -14,27 +14,10 @@ use std::time::{Duration, Instant};
 
 use super::account::Account;
 use super::error::OpsError;
+use super::outcome::{Ended, ReplayOut, WorkerOut};
 use super::spec::Stop;
 use super::sys;
-use super::worker::{Ended, WorkerOut};
 use crate::scenario::loadfile_spec::{Call, Handle, LoadOp, LoadPath, Loadfile, MAX_OPEN_HANDLES};
-
-/// A client's counts beyond the per-op account.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ReplayOut {
-    /// Client number.
-    pub client: u32,
-    /// Ops performed.
-    pub ops: u64,
-    /// Bytes read and written.
-    pub bytes: u64,
-    /// Ops performed whose recorded status was an error.
-    pub expected_errors: u64,
-    /// Ops whose outcome differed from the recorded status.
-    pub mismatches: u64,
-    /// Ops on a handle the client did not hold.
-    pub unknown_handles: u64,
-}
 
 /// A client before it runs.
 pub struct Client<'a> {
@@ -338,7 +321,7 @@ fn find(cell: RawFd, dir: &CString, pattern: &str, buf: &mut [u8]) -> io::Result
             let name = &buf[off + 19..off + reclen];
             let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
             if !found && name != b"." && name != b".." {
-                found = super::loadfile::matches(pattern, &String::from_utf8_lossy(name));
+                found = crate::scenario::loadfile_parse::matches(pattern, &String::from_utf8_lossy(name));
             }
             off += reclen;
         }

@@ -206,3 +206,29 @@ fn an_interrupt_stops_the_workers() {
     let e = run(dir.path(), &s, 0, &cancel).err().expect("interrupted");
     assert!(matches!(e, OpsError::Interrupted), "{e}");
 }
+
+/// dbench's own loadfile (the `dbench` package's) parses whole, every line an op.
+#[test]
+fn the_dbench_package_client_txt_parses_when_installed() {
+    let Ok(text) = std::fs::read_to_string("/usr/share/dbench/client.txt") else {
+        eprintln!("skipped: /usr/share/dbench/client.txt is absent (install the dbench package)");
+        return;
+    };
+    let lf = crate::scenario::loadfile_parse::parse(&text, "client.txt").unwrap_or_else(|e| panic!("{e}"));
+    let peak = replay::peak_handles(&lf);
+    assert!(
+        (1..crate::scenario::loadfile_spec::MAX_OPEN_HANDLES).contains(&peak),
+        "client.txt holds {peak} handles at most"
+    );
+    let lines = text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')).count();
+    assert_eq!(lf.ops.len(), lines);
+    assert!(lf.ops.iter().any(|o| !o.expect_ok));
+}
+
+/// The fds a client needs: its handle table at its fullest, every NTCreateX counted.
+#[test]
+fn peak_handles_counts_creates_open_at_once() {
+    let text = "NTCreateX \"\\a\" 0x40 0x5 1 NT_STATUS_OK\nNTCreateX \"\\b\" 0x40 0x1 2 NT_STATUS_OBJECT_NAME_NOT_FOUND\n\
+                Close 1 NT_STATUS_OK\nNTCreateX \"\\c\" 0x40 0x5 3 NT_STATUS_OK\nClose 3 NT_STATUS_OK\n";
+    assert_eq!(replay::peak_handles(&crate::scenario::loadfile_parse::parse(text, "t").unwrap()), 2);
+}

@@ -9,34 +9,10 @@ use std::time::{Duration, Instant};
 use super::account::Account;
 use super::error::OpsError;
 use super::fileset::{FilesetState, Want};
+use super::outcome::{Ended, WorkerOut};
 use super::spec::{AppendLen, Flow, MAX_SLOTS, Op, Pick, ReadLen, Stop};
 use super::sys::{self, Name};
 use crate::rng::SplitMix64;
-
-/// Why a worker stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ended {
-    /// The stop flag was raised (duration, first done, interrupt, another's error).
-    Stopped,
-    /// It ran its loops.
-    Loops,
-    /// A create found no free entry, or an open no existing file.
-    OutOfFiles,
-}
-
-/// What a worker hands back.
-pub struct WorkerOut {
-    /// Its figures.
-    pub account: Account,
-    /// Why it stopped.
-    pub ended: Ended,
-    /// User and system CPU time over its window, µs.
-    pub cpu_us: (u64, u64),
-    /// When it stopped.
-    pub end: Instant,
-    /// A loadfile client's own counts.
-    pub replay: Option<super::replay::ReplayOut>,
-}
 
 struct Held {
     fd: OwnedFd,

@@ -4,7 +4,7 @@
 //! unknown op, a line cut short, or a file over the size or line caps is refused with
 //! its line number; nothing here touches the filesystem.
 
-use crate::scenario::loadfile_spec::*;
+use super::loadfile_spec::*;
 
 /// Why a loadfile was refused: the 1-based line (0: the file as a whole) and what.
 #[derive(Debug, Clone, PartialEq)]
@@ -302,5 +302,5 @@ pub fn matches(pattern: &str, name: &str) -> bool {
 }
 
 #[cfg(test)]
-#[path = "loadfile_tests.rs"]
+#[path = "loadfile_parse_tests.rs"]
 mod tests;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::scenario::op_kinds::LOADFILE_OP_NAMES;
 
 fn one(line: &str) -> Result<LoadOp, LoadfileError> {
     let lf = parse(line, "t.txt")?;
@@ -139,27 +140,4 @@ fn find_patterns_match_case_insensitively_with_dos_wildcards() {
     assert!(!matches("a?c", "ac"));
     assert!(matches("*", ""));
     assert!(!matches(&"*a".repeat(50), &"b".repeat(200)));
-}
-
-/// dbench's own loadfile (the `dbench` package's) parses whole, every line an op.
-#[test]
-fn the_dbench_package_client_txt_parses_when_installed() {
-    let Ok(text) = std::fs::read_to_string("/usr/share/dbench/client.txt") else {
-        eprintln!("skipped: /usr/share/dbench/client.txt is absent (install the dbench package)");
-        return;
-    };
-    let lf = parse(&text, "client.txt").unwrap_or_else(|e| panic!("{e}"));
-    let peak = crate::workload::ops::replay::peak_handles(&lf);
-    assert!((1..MAX_OPEN_HANDLES).contains(&peak), "client.txt holds {peak} handles at most");
-    let lines = text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')).count();
-    assert_eq!(lf.ops.len(), lines);
-    assert!(lf.ops.iter().any(|o| !o.expect_ok));
-}
-
-/// The fds a client needs: its handle table at its fullest, every NTCreateX counted.
-#[test]
-fn peak_handles_counts_creates_open_at_once() {
-    let text = "NTCreateX \"\\a\" 0x40 0x5 1 NT_STATUS_OK\nNTCreateX \"\\b\" 0x40 0x1 2 NT_STATUS_OBJECT_NAME_NOT_FOUND\n\
-                Close 1 NT_STATUS_OK\nNTCreateX \"\\c\" 0x40 0x5 3 NT_STATUS_OK\nClose 3 NT_STATUS_OK\n";
-    assert_eq!(crate::workload::ops::replay::peak_handles(&parse(text, "t").unwrap()), 2);
 }
