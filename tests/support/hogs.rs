@@ -26,6 +26,23 @@ impl Hogs {
         }
         hogs
     }
+
+    /// Wait until every hog has been on a CPU (a barrier, not a sleep): a window opened
+    /// after this sees them all running. Panics after 30 s.
+    pub fn wait_running(self) -> Hogs {
+        let cpu_ticks = |pid: u32| -> u64 {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let f: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
+            // utime and stime: fields 14 and 15 of stat, 12 and 13 after the comm.
+            let field = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            field(11) + field(12)
+        };
+        let ran = super::poll(std::time::Duration::from_secs(30), std::time::Duration::from_millis(5), || {
+            self.children.iter().all(|c| cpu_ticks(c.id()) > 0).then_some(())
+        });
+        assert!(ran.is_some(), "the hogs never ran");
+        self
+    }
 }
 
 impl Drop for Hogs {
