@@ -26,7 +26,8 @@ pub struct Probe {
     pub proc_root: PathBuf,
     /// Running as root (which may sample the kernel whatever the paranoid level).
     pub root: bool,
-    /// Running inside one of fsbench's own qemu guests.
+    /// Running inside one of fsbench's own qemu guests: it profiles itself with the perf the
+    /// host packed into its initramfs, so the stacks name the guest kernel's functions.
     pub in_guest: bool,
 }
 
@@ -44,10 +45,6 @@ impl Probe {
 
 /// The recorder to use, or why a cell cannot be profiled here (a sentence with the remedy).
 pub fn detect(probe: &Probe) -> Result<Recorder, String> {
-    if probe.in_guest {
-        // The host's perf would name the host kernel's functions, not the guest's.
-        return Err("the cell ran in a qemu guest, which has no profiler (fsbench does not profile a guest's kernel from the host)".into());
-    }
     let paranoid_file = probe.proc_root.join("sys/kernel/perf_event_paranoid");
     let paranoid = match std::fs::read_to_string(&paranoid_file) {
         Ok(t) => t.trim().parse::<i32>().ok(),
@@ -64,6 +61,10 @@ pub fn detect(probe: &Probe) -> Result<Recorder, String> {
         Ok((false, out)) => {
             return Err(format!("perf does not run here: {}", crate::text::first_line_cut(out.trim(), 200)));
         }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && probe.in_guest => {
+            // The guest's perf is the host's, packed into its initramfs when the scenario profiles.
+            return Err("the qemu guest has no perf: the host had none to pack into it (apt-get install linux-perf on the host)".into());
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(format!(
                 "perf is not installed ({} not found; apt-get install linux-perf)",
@@ -77,18 +78,25 @@ pub fn detect(probe: &Probe) -> Result<Recorder, String> {
     } else if counts(&probe.perf, "cpu-clock") {
         "cpu-clock"
     } else {
-        return Err("perf can count neither cycles nor cpu-clock here (perf stat -e cpu-clock true fails)".into());
+        return Err("perf can count neither cycles nor cpu-clock here (`perf stat -e cpu-clock` counts nothing)".into());
     };
     Ok(Recorder { perf: probe.perf.clone(), version, event })
 }
 
-/// Whether `perf stat -e <event> true` counts the event (a VM without a PMU says
-/// `<not supported>` for cycles).
+/// Whether `perf stat -e <event>` counts the event over a short program (a VM without a
+/// PMU says `<not supported>` for cycles). The program is fsbench itself (`--version`):
+/// a qemu guest's initramfs has no `true`.
 fn counts(perf: &OsString, event: &str) -> bool {
-    match run(perf, &["stat", "-x", ",", "-e", event, "true"]) {
-        Ok((true, out)) => !out.contains("<not supported>") && !out.contains("<not counted>"),
-        _ => false,
-    }
+    let me = std::env::current_exe().map(|p| p.into_os_string()).unwrap_or_else(|_| "true".into());
+    let Some(me) = me.to_str() else { return false };
+    // A counted row (`1.23,msec,cpu-clock,…`), whatever the program's own exit status.
+    let counted = |out: &str| {
+        out.lines().any(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            f.len() > 2 && f[2] == event && f[0].trim().parse::<f64>().is_ok()
+        })
+    };
+    run(perf, &["stat", "-x", ",", "-e", event, "--", me, "--version"]).is_ok_and(|(_, out)| counted(&out))
 }
 
 /// Run `perf args`, its stdout and stderr together (perf stat writes to stderr).
@@ -151,12 +159,13 @@ mod tests {
     }
 
     #[test]
-    fn a_kernel_without_perf_events_or_a_qemu_guest_is_not_profiled() {
+    fn a_kernel_without_perf_events_or_a_qemu_guest_without_perf_is_not_profiled() {
         let d = tempfile::tempdir().unwrap();
         let e = detect(&probe(d.path(), "perf", None, true)).unwrap_err();
         assert!(e.contains("no perf events"), "{e}");
-        let mut p = probe(d.path(), "perf", Some("1"), true);
+        let mut p = probe(d.path(), "/nonexistent/perf", Some("1"), true);
         p.in_guest = true;
-        assert!(detect(&p).unwrap_err().contains("qemu guest"));
+        let e = detect(&p).unwrap_err();
+        assert!(e.contains("qemu guest has no perf") && e.contains("on the host"), "{e}");
     }
 }

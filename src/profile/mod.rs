@@ -3,9 +3,9 @@
 //! stores its workers' on-CPU stacks (kernel and user) as folded stacks beside its result.
 //!
 //! [`capability::detect`] finds the recorder once per run (or why there is none: no
-//! perf, a paranoid kernel without root, a qemu guest); [`record_window`] profiles one
-//! window around the caller's repetition; [`folded`] caps what is stored and reads back
-//! what others stored. Where the host cannot profile, the cell runs unprofiled and says
+//! perf, a paranoid kernel without root, a guest the host had no perf to pack into);
+//! [`record_window`] profiles one window around the caller's repetition; [`folded`] caps
+//! what is stored and reads back what others stored. Where the host cannot profile, the cell runs unprofiled and says
 //! why in its `profile.not_profiled`: a profile never fails a cell.
 
 pub mod capability;
@@ -98,7 +98,7 @@ fn stored_offcpu(rec: &Recorder, req: &WindowRequest, off: Result<offcpu::OffCpu
         samples: c.samples,
         stacks: c.stacks,
         merged_stacks: c.merged,
-        file: Some(format!("{PROFILES_DIR}/{}.offcpu.folded", req.cell_id)),
+        file: Some(format!("{PROFILES_DIR}/{}", folded_name(&req.cell_id, true))),
         folded: text,
         runnable_us: Some(o.runnable_us),
         ..CellProfile::default()
@@ -118,12 +118,30 @@ fn stored(rec: &Recorder, req: &WindowRequest, folded: &folded::Folded) -> CellP
         samples: c.samples,
         stacks: c.stacks,
         merged_stacks: c.merged,
-        file: Some(format!("{PROFILES_DIR}/{}.folded", req.cell_id)),
+        file: Some(format!("{PROFILES_DIR}/{}", folded_name(&req.cell_id, false))),
         folded: text,
         unreadable: None,
         weight: None,
         offcpu: None,
         runnable_us: None,
+    }
+}
+
+/// The name of cell `cell_id`'s folded stacks in [`PROFILES_DIR`]: `<id>.folded`, the
+/// off-CPU ones `<id>.offcpu.folded`. Named after the cell's id, so a stored file is
+/// found by the cell that owns it, never by a path a cell file states.
+pub fn folded_name(cell_id: &str, offcpu: bool) -> String {
+    format!("{cell_id}{}.folded", if offcpu { ".offcpu" } else { "" })
+}
+
+/// Point `p`'s `file` fields at cell `cell_id`'s folded stacks (a guest's cell adopted
+/// under the host's id is stored under that id).
+pub fn name_files(p: &mut CellProfile, cell_id: &str) {
+    if p.file.is_some() {
+        p.file = Some(format!("{PROFILES_DIR}/{}", folded_name(cell_id, false)));
+    }
+    if let Some(o) = p.offcpu.as_mut().filter(|o| o.file.is_some()) {
+        o.file = Some(format!("{PROFILES_DIR}/{}", folded_name(cell_id, true)));
     }
 }
 

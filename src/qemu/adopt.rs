@@ -101,6 +101,10 @@ pub(super) fn adopt_member(
     };
     cell.params.kernel = Some(k.label.clone());
     cell.id = cell.params.id();
+    // Profiled in the guest (with the guest kernel's symbols): stored under the host's id.
+    if let Some(p) = cell.profile.as_mut() {
+        crate::profile::name_files(p, &cell.id);
+    }
     cell.notes.push(kernel_note(k, accel));
     Ok(cell)
 }

@@ -97,6 +97,12 @@ fn run_init() -> anyhow::Result<i32> {
         mount(Some(src), target, Some(fstype), MsFlags::empty(), None::<&str>)
             .with_context(|| format!("mount {fstype} on {target}"))?;
     }
+    // Tracepoints (an off-CPU profile's sched_switch) need tracefs; a kernel without it
+    // profiles on-CPU only, and the cell says why.
+    std::fs::create_dir_all("/sys/kernel/tracing").ok();
+    if let Err(e) = mount(Some("tracefs"), "/sys/kernel/tracing", Some("tracefs"), MsFlags::empty(), None::<&str>) {
+        say(&format!("note: no tracefs ({e}): off-CPU profiles cannot be taken in this guest"));
+    }
     let cfg: GuestConfig =
         serde_json::from_slice(&std::fs::read(GUEST_CONFIG).context("read the guest configuration")?)
             .context("parse the guest configuration")?;

@@ -1,14 +1,14 @@
 //! What a guest needs from the host, packed into its initramfs: this fsbench binary,
-//! the mkfs and quota tools (and fio, for a fio workload) with their libraries, the
-//! kernel modules the cells need, the scenario and its fixtures, and the guest's
-//! configuration.
+//! the mkfs and quota tools (fio, for a fio workload; perf, for a profiling scenario)
+//! with their libraries, the kernel modules the cells need, the scenario and its
+//! fixtures, and the guest's configuration.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
 use super::guest::GuestConfig;
-use super::initramfs::{self, Contents, GUEST_CACHE, GUEST_CONFIG, GUEST_EXE, GUEST_MODULES};
+use super::initramfs::{self, Contents, GUEST_CACHE, GUEST_CONFIG, GUEST_EXE, GUEST_MODULES, GUEST_PERF};
 use super::kernel::modules_dir;
 use super::modules;
 use super::request::KernelsRequest;
@@ -51,6 +51,14 @@ pub(super) fn build_initramfs(s: &Scenario, k: &KernelSpec, req: &KernelsRequest
             Some(h) => c.programs.push((h.clone(), if t.contains('/') { t.clone() } else { format!("/sbin/{t}") })),
             // Missing here, missing there: the guest's runner skips those cells with the usual remedy.
             None => eprintln!("fsbench: warning: {t} is not installed on the host, so the guest has none either"),
+        }
+    }
+    // A profiling scenario profiles in the guest, with the host's perf: the guest's own
+    // /proc/kallsyms names the guest kernel's functions (the host could only name its own).
+    if s.profile.is_some() {
+        match crate::provision::mkfs::find_tool("perf") {
+            Some(perf) => c.programs.push((perf, GUEST_PERF.into())),
+            None => eprintln!("fsbench: warning: perf is not installed on the host, so the guest cannot profile"),
         }
     }
     for conf in ["/etc/mke2fs.conf"] {

@@ -16,6 +16,8 @@ pub const GUEST_CONFIG: &str = "/fsbench.d/guest.json";
 pub const GUEST_MODULES: &str = "/fsbench.d/modules";
 /// The guest's fixture cache (`XDG_CACHE_HOME`).
 pub const GUEST_CACHE: &str = "/fsbench.d/cache";
+/// The host's `perf`, packed when the scenario profiles: on the guest runner's `PATH`.
+pub const GUEST_PERF: &str = "/usr/bin/perf";
 
 /// What goes into one initramfs.
 #[derive(Debug, Default)]

@@ -16,11 +16,11 @@ use crate::profile::folded::{self, MAX_READ_BYTES};
 /// Fill `cell.profile.folded` from its file, or say in `unreadable` why it cannot be used.
 pub(super) fn attach(dir_fd: &OwnedFd, cell: &mut CellResult) {
     let Some(p) = cell.profile.as_mut() else { return };
-    fill(dir_fd, p, &format!("{}.folded", cell.id));
+    fill(dir_fd, p, &crate::profile::folded_name(&cell.id, false));
     // The off-CPU stacks of the same window (`cpu+offcpu`), by the same rules.
     if let Some(o) = p.offcpu.as_mut() {
         o.offcpu = None;
-        fill(dir_fd, o, &format!("{}.offcpu.folded", cell.id));
+        fill(dir_fd, o, &crate::profile::folded_name(&cell.id, true));
     }
 }
 

@@ -164,10 +164,10 @@ impl RunWriter {
         let path = self.dir.join(CELLS_DIR).join(&name);
         // The folded stacks first, so that a cell file never names a profile not yet written.
         if let Some(p) = cell.profile.as_ref().filter(|p| !p.folded.is_empty()) {
-            self.write_profile(&format!("{}.folded", cell.id), p.folded.as_bytes())?;
+            self.write_profile(&crate::profile::folded_name(&cell.id, false), p.folded.as_bytes())?;
         }
         if let Some(o) = cell.profile.as_ref().and_then(|p| p.offcpu.as_ref()).filter(|o| !o.folded.is_empty()) {
-            self.write_profile(&format!("{}.offcpu.folded", cell.id), o.folded.as_bytes())?;
+            self.write_profile(&crate::profile::folded_name(&cell.id, true), o.folded.as_bytes())?;
         }
         let bytes = serde_json::to_vec_pretty(cell).map_err(|e| ResultsError::Serialize(path.clone(), e))?;
         safe::write_at(&self.cells_fd, &name, &bytes).map_err(|e| io(&path, "write", e))?;

@@ -234,10 +234,12 @@ fn ctrl_c_during_a_member_stops_qemu_and_keeps_the_run() {
 fn one_kernel_under_two_labels_is_one_paired_run_that_gate_reads() {
     let Some(image) = crate::qemu_quota::kernel_or_skip(&test_name!()) else { return };
     let t = tempfile::tempdir().unwrap();
-    let s = scenario(t.path(), "", KERNEL_COMPARE);
+    // Profiled too: each guest profiles its member with the host's perf packed into it.
+    let s = scenario(t.path(), "profile = \"cpu\"\n", KERNEL_COMPARE);
     let out = t.path().join("results");
     let work = t.path().join("work");
     let kernel = |l: &str| format!("{l}={}", image.display());
+    let host_perf = fsbench::profile::detect(&fsbench::profile::Probe::host()).is_ok();
     let started = std::time::Instant::now();
     let o = fsbench()
         .args(["run", s.to_str().unwrap(), "--paired", "--kernel", &kernel("A"), "--kernel", &kernel("B")])
@@ -269,6 +271,18 @@ fn one_kernel_under_two_labels_is_one_paired_run_that_gate_reads() {
         assert_eq!(p["pairs"].as_array().unwrap().len(), 2, "{c}");
         let notes = c["notes"].to_string();
         assert!(notes.contains("ran in qemu (") && notes.contains(&format!("under kernel {k}")), "{notes}");
+        // The guest kernel's symbols, named by the guest kernel's release: never the host's.
+        let prof = &c["profile"];
+        if host_perf {
+            let release = image.file_name().unwrap().to_string_lossy().trim_start_matches("vmlinuz-").to_string();
+            assert_eq!(prof["kernel_release"].as_str(), Some(release.as_str()), "{prof}");
+            let file = run.join(format!("profiles/ext4-S-qoff-t1-open_close-kernel={k}.folded"));
+            assert_eq!(prof["file"].as_str(), Some(file.strip_prefix(run).unwrap().to_str().unwrap()), "{prof}");
+            let folded = std::fs::read_to_string(&file).unwrap();
+            assert!(folded.contains("do_syscall_64"), "no kernel frames in the guest's profile:\n{folded}");
+        } else {
+            assert!(prof["not_profiled"].as_str().is_some_and(|w| w.contains("guest has no perf")), "{prof}");
+        }
     }
     let run_s = run.to_str().unwrap();
     let (code, stdout, err) = run_out(&["gate", run_s]);
