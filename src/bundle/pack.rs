@@ -71,6 +71,9 @@ struct Travelling {
     /// beneath the scenario's directory, through no link): the bytes hashed are the
     /// bytes judged.
     job_file: Option<(String, String)>,
+    /// The dbench loadfiles of op-mix groups: path inside the bundle and text, read as
+    /// validation reads them (bounded, beneath the scenario's directory, through no link).
+    loadfiles: Vec<(String, String)>,
     notes: Vec<String>,
 }
 
@@ -104,6 +107,7 @@ fn travelling_scenario(scenario: &Path) -> Result<Travelling, BundleError> {
         notes.push(format!("fio job file {} travels as {inside}", job.origin));
         job_file = Some((inside, job.text.clone()));
     }
+    let loadfiles = travelling_loadfiles(scenario, &mut doc, &archive, &job_file, &mut notes)?;
     if let Backing::Dir { path } = &s.backing
         && !path.as_os_str().is_empty()
     {
@@ -115,7 +119,54 @@ fn travelling_scenario(scenario: &Path) -> Result<Travelling, BundleError> {
             path.display()
         ));
     }
-    Ok(Travelling { text: doc.to_string(), archive, job_file, notes })
+    Ok(Travelling { text: doc.to_string(), archive, job_file, loadfiles, notes })
+}
+
+/// Each `[[workload.group]]`'s `loadfile` travels as `fixtures/<its name>` (the scenario
+/// text rewritten to say so); a file named by several groups travels once; two files of
+/// one name, or one named like the archive or job file, are refused: rename one.
+fn travelling_loadfiles(
+    scenario: &Path,
+    doc: &mut toml_edit::DocumentMut,
+    archive: &Option<(String, PathBuf)>,
+    job_file: &Option<(String, String)>,
+    notes: &mut Vec<String>,
+) -> Result<Vec<(String, String)>, BundleError> {
+    let base = scenario.parent().unwrap_or(Path::new("."));
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut written_as: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+    let taken = |inside: &str| {
+        archive.as_ref().is_some_and(|(a, _)| a == inside) || job_file.as_ref().is_some_and(|(j, _)| j == inside)
+    };
+    let Some(groups) =
+        doc.get_mut("workload").and_then(|w| w.get_mut("group")).and_then(|g| g.as_array_of_tables_mut())
+    else {
+        return Ok(out);
+    };
+    for g in groups.iter_mut() {
+        let Some(written) = g.get("loadfile").and_then(|v| v.as_str()).map(str::to_string) else { continue };
+        let inside = match written_as.get(&written) {
+            Some(inside) => inside.clone(),
+            None => {
+                let name =
+                    Path::new(&written).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let inside = format!("{FIXTURES_DIR}/{name}");
+                if taken(&inside) || out.iter().any(|(i, _)| *i == inside) {
+                    return Err(BundleError::Pack(format!(
+                        "the loadfile `{written}` would travel as {inside}, which another file of the bundle takes: rename one"
+                    )));
+                }
+                let text = crate::scenario::validate::loadfile::read_text(&written, base)
+                    .map_err(|e| BundleError::Pack(format!("loadfile `{written}`: {e}")))?;
+                notes.push(format!("loadfile {written} travels as {inside}"));
+                out.push((inside.clone(), text));
+                written_as.insert(written, inside.clone());
+                inside
+            }
+        };
+        g["loadfile"] = toml_edit::value(inside);
+    }
+    Ok(out)
 }
 
 /// The `created` time: `SOURCE_DATE_EPOCH` when set, else the packed run's finish (or start) time.
@@ -136,7 +187,7 @@ fn created(results: Option<&crate::results::LoadedRun>) -> Result<Option<(String
 
 /// Pack `scenario` (and optionally the run in `with_results`) into `out` as a bundle.
 pub fn pack(scenario: &Path, with_results: Option<&Path>, out: &Path) -> Result<Packed, BundleError> {
-    let Travelling { text, archive, job_file, notes } = travelling_scenario(scenario)?;
+    let Travelling { text, archive, job_file, loadfiles, notes } = travelling_scenario(scenario)?;
     let warnings = receivers_view(&crate::scenario::load(scenario)?);
     let mut files: Vec<(String, Source)> = vec![(SCENARIO_FILE.into(), Source::Bytes(text.into_bytes()))];
     if let Some((inside, real)) = archive {
@@ -145,6 +196,7 @@ pub fn pack(scenario: &Path, with_results: Option<&Path>, out: &Path) -> Result<
     if let Some((inside, job)) = job_file {
         files.push((inside, Source::Bytes(job.into_bytes())));
     }
+    files.extend(loadfiles.into_iter().map(|(inside, text)| (inside, Source::Bytes(text.into_bytes()))));
     let run = with_results.map(load_run).transpose()?;
     let mut results_dir = None;
     if let Some(run) = &run {

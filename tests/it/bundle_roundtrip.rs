@@ -399,3 +399,52 @@ fn pack_warns_of_what_bundle_run_will_refuse_or_ask_a_flag_for() {
         assert!(err.contains(want), "lacks `{want}`:\n{err}");
     }
 }
+
+/// A dbench scenario's loadfile travels in the bundle (it was left behind, so the shipped
+/// `scenarios/dbench.toml` packed into a bundle that every receiver refused), and the
+/// receiver replays the bytes it carries.
+#[test]
+fn a_dbench_loadfile_travels_with_its_scenario_and_replays_elsewhere() {
+    let t = tempfile::tempdir().unwrap();
+    let (lab_a, lab_b, cache) = (t.path().join("lab-a"), t.path().join("lab-b"), t.path().join("cache"));
+    std::fs::create_dir_all(lab_a.join("loadfiles")).unwrap();
+    std::fs::create_dir_all(&lab_b).unwrap();
+    let root = crate::support::crate_root();
+    std::fs::copy(root.join("scenarios/dbench.toml"), lab_a.join("dbench.toml")).unwrap();
+    let loadfile = std::fs::read(root.join("scenarios/loadfiles/client-small.txt")).unwrap();
+    std::fs::write(lab_a.join("loadfiles/client-small.txt"), &loadfile).unwrap();
+    let packed = ok(fsbench_at(&lab_a, &cache).args(["bundle", "pack", "dbench.toml", "-o", "d.fsb"]));
+    assert!(manifest_paths(&lab_a.join("d.fsb")).contains(&"fixtures/client-small.txt".to_string()), "{packed}");
+    std::fs::copy(lab_a.join("d.fsb"), lab_b.join("d.fsb")).unwrap();
+    let v = ok(fsbench_at(&lab_b, &cache).args(["bundle", "verify", "d.fsb"]));
+    assert!(v.contains("refused:     nothing"), "{v}");
+    // Unpacked elsewhere, its scenario names the carried file, whose bytes are the packer's.
+    let unpacked = tempfile::tempdir().unwrap();
+    let gz = flate2::read::GzDecoder::new(std::fs::File::open(lab_b.join("d.fsb")).unwrap());
+    tar::Archive::new(gz).unpack(unpacked.path()).unwrap();
+    assert_eq!(std::fs::read(unpacked.path().join("fixtures/client-small.txt")).unwrap(), loadfile);
+    let text = std::fs::read_to_string(unpacked.path().join("scenario.toml")).unwrap();
+    assert!(text.contains("loadfile = \"fixtures/client-small.txt\""), "{text}");
+    // And it replays there (a directory backing, a short window: no root needed).
+    ok(fsbench_at(&lab_b, &cache).args([
+        "bundle",
+        "run",
+        "d.fsb",
+        "--quiet",
+        "--out",
+        "res",
+        "--set",
+        "backing.kind=dir",
+        "--set",
+        "workload.duration=300ms",
+        "--set",
+        "workload.repetitions=1",
+        "--set",
+        "workload.disturbance=off",
+    ]));
+    let run = run_dirs(&lab_b.join("res")).pop().unwrap();
+    let ids = cell_ids(&run);
+    let c: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join(format!("cells/{}.json", ids[0]))).unwrap()).unwrap();
+    assert_eq!(c["status"], "ok", "{c}");
+}

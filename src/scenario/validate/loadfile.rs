@@ -25,31 +25,7 @@ pub(super) fn read_loadfile(
     }
     let origin =
         if Path::new(file).is_absolute() { file.to_string() } else { base_dir.join(file).display().to_string() };
-    let read = || -> std::io::Result<String> {
-        let f = if Path::new(file).is_absolute() {
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(file)?
-        } else {
-            let rel = std::ffi::CString::new(file)?;
-            let dir =
-                crate::beneath::open_dir(if base_dir.as_os_str().is_empty() { Path::new(".") } else { base_dir })?;
-            std::fs::File::from(crate::beneath::open_beneath(
-                &dir,
-                &rel,
-                libc::O_RDONLY,
-                0,
-                crate::beneath::Resolver::Auto,
-            )?)
-        };
-        let mut text = String::new();
-        // One byte past the cap tells a file that is too big from one that just fits.
-        f.take(MAX_LOADFILE_BYTES + 1).read_to_string(&mut text)?;
-        if text.len() as u64 > MAX_LOADFILE_BYTES {
-            return Err(std::io::Error::from_raw_os_error(libc::EFBIG));
-        }
-        Ok(text)
-    };
-    let text = read().map_err(|e| {
+    let text = read_text(file, base_dir).map_err(|e| {
         let why = match e.raw_os_error() {
             Some(libc::EFBIG) => format!("is larger than {} MiB", MAX_LOADFILE_BYTES >> 20),
             Some(libc::EINVAL) | Some(libc::EXDEV) => "is not beneath the scenario's directory".to_string(),
@@ -63,6 +39,33 @@ pub(super) fn read_loadfile(
         ctx.value(at, format!("loadfile {place}: {}", e.message))
     })?;
     Ok(Arc::new(lf))
+}
+
+/// The text of loadfile `file` (absolute, or relative to `base_dir` and beneath it,
+/// through no symbolic link), bounded to [`MAX_LOADFILE_BYTES`] before it is read whole
+/// (`EFBIG` past it). What validation parses and what `bundle pack` carries are the same read.
+pub(crate) fn read_text(file: &str, base_dir: &Path) -> std::io::Result<String> {
+    let f = if Path::new(file).is_absolute() {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(file)?
+    } else {
+        let rel = std::ffi::CString::new(file)?;
+        let dir = crate::beneath::open_dir(if base_dir.as_os_str().is_empty() { Path::new(".") } else { base_dir })?;
+        std::fs::File::from(crate::beneath::open_beneath(
+            &dir,
+            &rel,
+            libc::O_RDONLY,
+            0,
+            crate::beneath::Resolver::Auto,
+        )?)
+    };
+    let mut text = String::new();
+    // One byte past the cap tells a file that is too big from one that just fits.
+    f.take(MAX_LOADFILE_BYTES + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_LOADFILE_BYTES {
+        return Err(std::io::Error::from_raw_os_error(libc::EFBIG));
+    }
+    Ok(text)
 }
 
 #[cfg(test)]

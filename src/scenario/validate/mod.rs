@@ -18,7 +18,7 @@ mod compare;
 mod filesystems;
 mod fio;
 mod latfs;
-mod loadfile;
+pub(crate) mod loadfile;
 mod matrix;
 mod ops;
 #[cfg(test)]
