@@ -20,6 +20,7 @@ pub mod export;
 pub mod fixture;
 pub mod gate;
 pub mod history;
+pub mod import;
 pub mod man;
 pub mod measure;
 pub mod output;
@@ -124,6 +125,11 @@ pub enum Command {
     /// confirmed first, each step judged bad, good or unknown by the paired verdict, the
     /// culprit confirmed against its predecessor; `--resume DIR` goes on after Ctrl-C.
     Bisect(bisect::BisectArgs),
+    /// Convert a filebench workload file (`.f`) into an op-mix scenario.
+    ///
+    /// Filesets, processes and threads of flowops, `run N`: the subset that describes
+    /// filebench's personalities; anything else is refused with its line.
+    Import(import::ImportArgs),
     /// Pack, verify and run scenario bundles shared between labs.
     #[command(subcommand)]
     Bundle(bundle::BundleCommand),
@@ -210,6 +216,7 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Schema(args) => scenario::schema(&args),
         Command::List(args) => scenario::list(&args),
         Command::Scenario(args) => scenario::scenario(&args),
+        Command::Import(args) => import::import_filebench(&args),
         Command::Doctor(args) => doctor::doctor(&args),
         Command::Fixture(fixture::FixtureCommand::KernelTree(args)) => fixture::kernel_tree(&args),
         Command::Report(args) => report::report(&args),

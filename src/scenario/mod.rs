@@ -13,6 +13,7 @@ mod diagnose;
 pub mod diff;
 pub mod error;
 pub mod file;
+pub mod filebench_import;
 pub mod fio_job;
 pub mod loadfile_parse;
 pub mod loadfile_spec;

@@ -79,3 +79,37 @@ fn plan_of_quota_smp_lists_128_cells() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["cells"].as_array().unwrap().len(), 128);
 }
+
+/// `fsbench import`: a filebench file outside the subset, a missing file, a name that is
+/// no scenario name and an existing output file are refused with exit 2; a good file
+/// becomes a scenario `plan` reads.
+#[test]
+fn import_refuses_what_it_cannot_convert_and_writes_what_fsbench_reads() {
+    let t = tempfile::tempdir().unwrap();
+    let bad = t.path().join("bad.f");
+    std::fs::write(&bad, "define process name=p\n{\nthread name=t\n{\nflowop semblock name=x\n}\n}\n").unwrap();
+    let good = t.path().join("mail.f");
+    std::fs::write(
+        &good,
+        "set $dir=/tmp\ndefine fileset name=set1,path=$dir,size=16k,entries=50,prealloc=80\n\
+         define process name=p,instances=1\n{\nthread name=t,instances=2\n{\n\
+         flowop openfile name=o,filesetname=set1,fd=1\nflowop readwholefile name=r,fd=1,iosize=1m\n\
+         flowop closefile name=c,fd=1\n}\n}\nrun 2\n",
+    )
+    .unwrap();
+    let out_file = t.path().join("mail.toml");
+    for (args, want) in [
+        (vec!["import", bad.to_str().unwrap()], "line 5: flowop `semblock` is not in the subset"),
+        (vec!["import", "/nonexistent/x.f"], "cannot be read"),
+        (vec!["import", good.to_str().unwrap(), "--name", "a b"], "scenario name `a b`"),
+    ] {
+        let out = fsbench().args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
+    fsbench().args(["import", good.to_str().unwrap(), "-o", out_file.to_str().unwrap()]).assert().success();
+    fsbench().args(["plan", out_file.to_str().unwrap()]).assert().success();
+    let again = fsbench().args(["import", good.to_str().unwrap(), "-o", out_file.to_str().unwrap()]).output().unwrap();
+    assert_eq!(again.status.code(), Some(2), "an existing output file is never overwritten");
+}
