@@ -12,7 +12,7 @@ fn personality(name: &str, scale_down: u64, loops: u64) -> OpsWorkload {
     for f in &mut o.spec.filesets {
         f.entries = (f.entries / scale_down).max(1);
     }
-    o.spec.stop = Stop { loops: Some(loops), duration: None, first_done: false };
+    o.spec.stop = Stop { loops: Some(loops), duration: None, ..Stop::default() };
     o
 }
 

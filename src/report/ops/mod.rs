@@ -3,7 +3,7 @@
 //! its `IO Summary` line, and with several runs a table of each cell's ops/s, p99 and
 //! the ratio of its median ops/s to the first label's.
 
-use super::json::{LoadfileLine, OpsCellJson, OpsLine, OpsReportJson, ReportJson};
+use super::json::{LoadfileLine, OpsCellJson, OpsLine, OpsReportJson, PaceLine, ReportJson};
 use super::markup::Markup;
 use super::plot::{PlotError, PlotImage};
 use super::{CompareOptions, WorkloadReport};
@@ -65,7 +65,24 @@ fn cell_json(label: &str, c: &CellResult, o: &OpsResult) -> OpsCellJson {
         ratio: None,
         ops: lines(o),
         loadfile: loadfile_line(o),
+        pace: pace_line(o),
     }
+}
+
+/// The pace of `o`'s undisturbed repetitions: starts summed, lateness over every start.
+pub fn pace_line(o: &OpsResult) -> Option<PaceLine> {
+    let paces: Vec<_> = o.repetitions.iter().filter(|r| r.counts()).filter_map(|r| r.pace.as_ref()).collect();
+    let first = paces.first()?;
+    let late = crate::monitor::latency::merge(paces.iter().map(|p| &p.lateness));
+    Some(PaceLine {
+        rate_per_s: first.rate_per_s,
+        unit: first.unit.clone(),
+        starts: paces.iter().map(|p| p.starts).sum(),
+        behind: paces.iter().map(|p| p.behind).sum(),
+        lateness_mean_ms: late.mean_ns / 1e6,
+        lateness_p99_ms: late.p99_ns as f64 / 1e6,
+        lateness_max_ms: late.max_ns as f64 / 1e6,
+    })
 }
 
 /// The loadfile figures of `o` over its undisturbed repetitions: bytes and ops summed,
@@ -147,6 +164,18 @@ impl<'a> OpsReport<'a> {
                 m.paragraph(&format!(
                     "IO Summary: {} ops {:.3} ops/s {:.1} MB/s {:.3} ms/op (median of {} repetitions: {:.1} ops/s, p99 {:.1} µs)",
                     t.ops, t.ops_per_s, t.mb_per_s, t.ms_per_op, c.n, c.ops_per_s, c.p99_us
+                ));
+            }
+            if let Some(p) = &c.pace {
+                m.paragraph(&format!(
+                    "Pace {} {}/s per worker: {} starts, {} behind schedule; lateness mean {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+                    p.rate_per_s,
+                    p.unit,
+                    p.starts,
+                    p.behind,
+                    p.lateness_mean_ms,
+                    p.lateness_p99_ms,
+                    p.lateness_max_ms
                 ));
             }
             if let Some(l) = &c.loadfile {
