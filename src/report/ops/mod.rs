@@ -331,4 +331,36 @@ mod tests {
         assert!((l[1].mb_per_s - 400.0 * 4096.0 / 4.0 / 1e6).abs() < 1e-9);
         assert_eq!(l[2].ops, 800);
     }
+
+    #[test]
+    fn the_pace_line_sums_starts_and_merges_lateness_over_the_undisturbed_repetitions() {
+        let paced = |starts: u64, behind: u64, late_ns: u64, disturbed: bool| {
+            let mut h = crate::monitor::latency::histogram();
+            h.record_n(late_ns, starts).unwrap();
+            OpsRepetition {
+                pace: Some(crate::model::PaceFigures {
+                    rate_per_s: 100.0,
+                    unit: "loops".into(),
+                    starts,
+                    behind,
+                    lateness: crate::monitor::latency::dist(&h),
+                }),
+                ..rep(10, disturbed)
+            }
+        };
+        assert!(pace_line(&OpsResult { repetitions: vec![rep(10, false)], ..Default::default() }).is_none());
+        let o = OpsResult {
+            repetitions: vec![
+                paced(100, 0, 1_000, false),
+                paced(300, 30, 2_000_000, false),
+                paced(9, 9, 1 << 40, true),
+            ],
+            ..Default::default()
+        };
+        let p = pace_line(&o).unwrap();
+        assert_eq!((p.starts, p.behind, p.unit.as_str(), p.rate_per_s), (400, 30, "loops", 100.0));
+        // 100 starts 1 µs late and 300 starts 2 ms late: mean 1.5 ms, p99 and max 2 ms (±1%).
+        assert!((p.lateness_mean_ms - 1.50025).abs() < 0.02, "{p:?}");
+        assert!((p.lateness_max_ms - 2.0).abs() < 0.02 && (p.lateness_p99_ms - 2.0).abs() < 0.02, "{p:?}");
+    }
 }
