@@ -37,6 +37,7 @@ pub use latfs::{LatfsRepetition, LatfsResult, StopReason, TaskSample, round_samp
 pub use monitors::{Counters, DeviceCounters, LatencyDist, Timeline, TimelineSample, VmCounters};
 pub use ops::{
     ClientFigures, FilesetRecord, LoadfileFigures, OPS_METRICS, OpStat, OpsMetric, OpsRepetition, OpsResult,
+    PaceFigures,
 };
 pub use profile::{CellProfile, ProfileMode, WEIGHT_US_BLOCKED};
 pub use status::{CellStatus, SkipReason};

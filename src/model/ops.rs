@@ -44,7 +44,7 @@ pub struct OpsRepetition {
     pub threads: u32,
     /// Loops (or mix transactions) completed, over all workers.
     pub loops: u64,
-    /// Why the workers stopped: `duration`, `loops`, `first_done`, `out_of_files`.
+    /// Why the workers stopped: `duration`, `loops`, `ops`, `bytes`, `first_done`, `out_of_files`.
     pub stop: String,
     /// One line per op kind that ran, in the order of first appearance in the scenario.
     pub ops: Vec<OpStat>,
@@ -68,6 +68,25 @@ pub struct OpsRepetition {
     /// The dbench loadfile replay's own figures, when a group replays a loadfile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loadfile: Option<LoadfileFigures>,
+    /// How far behind their schedule the workers started, under `workload.rate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace: Option<PaceFigures>,
+}
+
+/// The open-loop pace of one window (`workload.rate`), over every worker.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PaceFigures {
+    /// Scheduled starts per second, per worker.
+    pub rate_per_s: f64,
+    /// What a start is: `loops` or `ops`.
+    pub unit: String,
+    /// Starts made, every worker.
+    pub starts: u64,
+    /// Starts a worker reached already behind their schedule (it did not sleep).
+    pub behind: u64,
+    /// Each start's lateness, from its scheduled time to when it began (0 when on time; a
+    /// start that slept is late by the sleep's overshoot), nanoseconds.
+    pub lateness: LatencyDist,
 }
 
 /// What the clients replaying a dbench loadfile did in one window.

@@ -332,6 +332,9 @@ pub struct OpsCellJson {
     /// The dbench loadfile clients' figures over the same repetitions, when a group replays one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub loadfile: Option<LoadfileLine>,
+    /// The workers' open-loop pace over the same repetitions, under `workload.rate`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pace: Option<PaceLine>,
 }
 
 /// A loadfile replay over a cell's undisturbed repetitions.
@@ -349,6 +352,25 @@ pub struct LoadfileLine {
     pub status_mismatches: u64,
     /// Ops on a handle the client did not hold, summed.
     pub unknown_handles: u64,
+}
+
+/// The open-loop pace over a cell's undisturbed repetitions.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PaceLine {
+    /// Scheduled starts per second, per worker.
+    pub rate_per_s: f64,
+    /// What a start is: `loops` or `ops`.
+    pub unit: String,
+    /// Starts, summed.
+    pub starts: u64,
+    /// Starts made already behind schedule, summed.
+    pub behind: u64,
+    /// Lateness of every start: mean, ms.
+    pub lateness_mean_ms: f64,
+    /// 99th percentile, ms.
+    pub lateness_p99_ms: f64,
+    /// Largest, ms.
+    pub lateness_max_ms: f64,
 }
 
 /// One op kind over a cell's undisturbed repetitions.

@@ -372,6 +372,15 @@ pub struct WorkloadFile {
     /// ops: loops (or transactions) per worker after which it stops.
     #[serde(default)]
     pub loops: Option<i64>,
+    /// ops: ops per worker after which it stops (every op but `delay`).
+    #[serde(default)]
+    pub ops: Option<i64>,
+    /// ops: bytes read and written per worker after which it stops (`"1GiB"`).
+    #[serde(default)]
+    pub bytes: Option<String>,
+    /// ops: each worker's open-loop pace: `"100/s"` (loops) or `"500 ops/s"`.
+    #[serde(default)]
+    pub rate: Option<String>,
     /// ops: stop every worker as soon as one is done (filebench's `mode quit firstdone`).
     #[serde(default)]
     pub first_done: Option<bool>,

@@ -27,6 +27,9 @@ pub const OP_NAMES: &[&str] = &[
     "delay",
 ];
 
+/// Account index of `delay`, the one kind that is not an op of the filesystem.
+pub const DELAY_KIND: usize = 19;
+
 /// The op kinds of a loadfile, in the order reports list them; named as dbench names
 /// them in its summary. Their account indexes follow [`OP_NAMES`]'s.
 pub const LOADFILE_OP_NAMES: &[&str] = &[
@@ -55,4 +58,12 @@ pub const KIND_COUNT: usize = OP_NAMES.len() + LOADFILE_OP_NAMES.len();
 /// The name of account index `k` (an op-mix kind or a loadfile kind).
 pub fn kind_name(k: usize) -> &'static str {
     OP_NAMES.get(k).copied().unwrap_or_else(|| LOADFILE_OP_NAMES[k - OP_NAMES.len()])
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_delay_index_names_delay() {
+        assert_eq!(super::OP_NAMES[super::DELAY_KIND], "delay");
+    }
 }

@@ -227,16 +227,55 @@ impl Op {
     }
 }
 
-/// When the workers stop (the first condition met).
+/// When the workers stop (the first condition met), and the pace they keep until then.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Stop {
     /// After this long.
     pub duration: Option<Duration>,
-    /// After this many loops (or transactions) per worker.
+    /// After this many loops (or transactions, or loadfile passes) per worker.
     pub loops: Option<u64>,
+    /// After this many ops per worker (every op but `delay`; a loadfile client's ops performed).
+    pub ops: Option<u64>,
+    /// After this many bytes read and written per worker.
+    pub bytes: Option<u64>,
     /// Everyone, as soon as one worker is done (filebench's `mode quit firstdone`).
     pub first_done: bool,
+    /// Each worker's open-loop pace; `None`: as fast as it goes.
+    pub rate: Option<Rate>,
 }
+
+/// An open-loop pace per worker: start `k` of a worker is scheduled at `k / per_s`
+/// seconds after the window opens; a worker ahead of its schedule sleeps, one behind it
+/// starts at once and the lateness is recorded.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    /// Starts per second.
+    pub per_s: f64,
+    /// What a start is.
+    pub unit: RateUnit,
+}
+
+/// What a [`Rate`] paces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateUnit {
+    /// A loop (or transaction, or loadfile pass).
+    Loops,
+    /// An op (a loadfile line).
+    Ops,
+}
+
+impl RateUnit {
+    /// Its name in a scenario and a result.
+    pub fn name(self) -> &'static str {
+        match self {
+            RateUnit::Loops => "loops",
+            RateUnit::Ops => "ops",
+        }
+    }
+}
+
+/// Most starts per second a [`Rate`] may ask of a worker.
+pub const MAX_RATE: f64 = 10_000_000.0;
 
 /// Most workers over all groups of a scenario.
 pub const MAX_WORKERS: u32 = 4096;

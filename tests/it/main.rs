@@ -45,6 +45,7 @@ mod newcomer_round3;
 mod one_sample_set;
 mod ops_dbench;
 mod ops_engine;
+mod ops_fileset;
 mod ops_personalities;
 mod ops_run;
 mod paired_run;

@@ -129,6 +129,31 @@ fn the_dbench_package_client_txt_replays_for_a_second() {
     assert_no_leaks(sb.path());
 }
 
+/// A client stops at its count of ops mid-pass, and paced per line it never runs ahead of
+/// its schedule: 2 clients, 150 lines each at 500 lines/s take at least 0.3 s of window.
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn a_paced_client_stops_at_its_count_of_ops() {
+    skip_unless_root!();
+    let sb = Sandbox::new("fsbench-dbench-paced-");
+    let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/loadfiles/client-small.txt");
+    let text = SCENARIO.replace("STOP", "ops = 150\nrate = \"500 ops/s\"").replace("LOADFILE", shipped);
+    let c = run_cell(&sb, &text);
+    let rep = &c["ops"]["repetitions"][0];
+    assert_eq!(rep["stop"], "ops", "{rep}");
+    assert_eq!(rep["loadfile"]["ops"], 300, "{rep}");
+    assert_eq!(rep["total"]["count"], 300, "{rep}");
+    // Line k of a client is due k / 500 s after its first: the 150th at 298 ms.
+    assert!(rep["elapsed_s"].as_f64().unwrap() >= 0.298, "{rep}");
+    let pace = &rep["pace"];
+    assert_eq!((pace["unit"].as_str(), pace["starts"].as_u64()), (Some("ops"), Some(300)), "{pace}");
+    assert_eq!(pace["lateness"]["count"], 300, "{pace}");
+    let report = crate::support::fsbench().args(["report", sb.runs()[0].to_str().unwrap()]).output().unwrap();
+    let out = String::from_utf8_lossy(&report.stdout);
+    assert!(out.contains("Pace 500 ops/s per worker: 300 starts"), "{out}");
+    assert_no_leaks(sb.path());
+}
+
 /// A bundle's loadfile must be a file it carries: an absolute path (or one outside the
 /// bundle) is refused by name before validation reads it, so no line of a file of this
 /// machine is ever quoted back in an error.

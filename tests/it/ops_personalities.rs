@@ -1,6 +1,8 @@
 //! The shipped personalities run the loops of filebench's shipped workload files
 //! (`workloads/*.f` of filebench 1.5): for each, the measured op counts per loop equal the
-//! flowops of the `.f` file within ±1%, at a small scale and a fixed number of loops.
+//! flowops of the `.f` file within ±1%, at a small scale and a fixed number of loops, and
+//! the bytes per op equal what the `.f` determines (a fixed file size written whole; an
+//! `appendfilerand` of up to 16 KiB, 8 KiB on average) within ±2%.
 
 use fsbench::scenario::{Workload, load};
 use fsbench::workload::ops::run;
@@ -12,12 +14,12 @@ fn personality(name: &str, scale_down: u64, loops: u64) -> OpsWorkload {
     for f in &mut o.spec.filesets {
         f.entries = (f.entries / scale_down).max(1);
     }
-    o.spec.stop = Stop { loops: Some(loops), duration: None, first_done: false };
+    o.spec.stop = Stop { loops: Some(loops), duration: None, ..Stop::default() };
     o
 }
 
 /// Run `name` and compare each op's count per loop with filebench's flowops.
-fn check(name: &str, scale_down: u64, loops: u64, per_loop: &[(&str, f64)]) {
+fn check(name: &str, scale_down: u64, loops: u64, per_loop: &[(&str, f64)]) -> fsbench::workload::ops::Window {
     let o = personality(name, scale_down, loops);
     let dir = tempfile::tempdir().unwrap();
     let w = run(dir.path(), &o.spec, 0, &|| false).unwrap();
@@ -35,7 +37,17 @@ fn check(name: &str, scale_down: u64, loops: u64, per_loop: &[(&str, f64)]) {
     }
     let kinds: Vec<&str> = r.ops.iter().map(|s| s.op.as_str()).collect();
     assert_eq!(kinds.len(), per_loop.len(), "{name}: op kinds {kinds:?}");
+    w
 }
+
+/// Bytes per op of kind `op`, and how many ran.
+fn bytes_per_op(w: &fsbench::workload::ops::Window, op: &str) -> (f64, u64) {
+    let s = w.repetition.ops.iter().find(|s| s.op == op).expect("the op ran");
+    (s.bytes as f64 / s.count as f64, s.count)
+}
+
+/// `appendfilerand` of `iosize=16k`: uniform in 1..=16384 bytes, mean 8192.5.
+const APPEND_MEAN: f64 = 8192.5;
 
 #[test]
 fn fileserver_runs_filebench_fileserver_f() {
@@ -86,9 +98,23 @@ fn webproxy_runs_filebench_webproxy_f() {
 }
 
 #[test]
+fn webproxy_appends_write_8_kib_on_average() {
+    // 100 threads, 50 loops, one appendfilerand of 16k each: 5,000 appends, whose mean has a
+    // standard error of 16384 / sqrt(12 × 5000) = 67 bytes (0.8%): ±2% is 2.4 of them.
+    let want = [("delete", 1.0), ("create", 1.0), ("append", 1.0), ("close", 6.0), ("open", 5.0), ("read", 5.0)];
+    let w = check("webproxy", 50, 50, &want);
+    let (per, n) = bytes_per_op(&w, "append");
+    assert_eq!(n, 5000);
+    assert!((per / APPEND_MEAN - 1.0).abs() <= 0.02, "{per} bytes per append");
+}
+
+#[test]
 fn createfiles_runs_filebench_createfiles_f() {
     // createfile, writewholefile, closefile.
-    check("createfiles", 50, 20, &[("create", 1.0), ("write", 1.0), ("close", 1.0)]);
+    let w = check("createfiles", 50, 20, &[("create", 1.0), ("write", 1.0), ("close", 1.0)]);
+    // writewholefile of a 16k file: 16,384 bytes per loop, exactly.
+    assert_eq!(bytes_per_op(&w, "write"), (16384.0, 20 * 16));
+    assert_eq!(w.repetition.total.bytes, 20 * 16 * 16384);
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! its `IO Summary` line, and with several runs a table of each cell's ops/s, p99 and
 //! the ratio of its median ops/s to the first label's.
 
-use super::json::{LoadfileLine, OpsCellJson, OpsLine, OpsReportJson, ReportJson};
+use super::json::{LoadfileLine, OpsCellJson, OpsLine, OpsReportJson, PaceLine, ReportJson};
 use super::markup::Markup;
 use super::plot::{PlotError, PlotImage};
 use super::{CompareOptions, WorkloadReport};
@@ -65,7 +65,24 @@ fn cell_json(label: &str, c: &CellResult, o: &OpsResult) -> OpsCellJson {
         ratio: None,
         ops: lines(o),
         loadfile: loadfile_line(o),
+        pace: pace_line(o),
     }
+}
+
+/// The pace of `o`'s undisturbed repetitions: starts summed, lateness over every start.
+pub fn pace_line(o: &OpsResult) -> Option<PaceLine> {
+    let paces: Vec<_> = o.repetitions.iter().filter(|r| r.counts()).filter_map(|r| r.pace.as_ref()).collect();
+    let first = paces.first()?;
+    let late = crate::monitor::latency::merge(paces.iter().map(|p| &p.lateness));
+    Some(PaceLine {
+        rate_per_s: first.rate_per_s,
+        unit: first.unit.clone(),
+        starts: paces.iter().map(|p| p.starts).sum(),
+        behind: paces.iter().map(|p| p.behind).sum(),
+        lateness_mean_ms: late.mean_ns / 1e6,
+        lateness_p99_ms: late.p99_ns as f64 / 1e6,
+        lateness_max_ms: late.max_ns as f64 / 1e6,
+    })
 }
 
 /// The loadfile figures of `o` over its undisturbed repetitions: bytes and ops summed,
@@ -147,6 +164,18 @@ impl<'a> OpsReport<'a> {
                 m.paragraph(&format!(
                     "IO Summary: {} ops {:.3} ops/s {:.1} MB/s {:.3} ms/op (median of {} repetitions: {:.1} ops/s, p99 {:.1} µs)",
                     t.ops, t.ops_per_s, t.mb_per_s, t.ms_per_op, c.n, c.ops_per_s, c.p99_us
+                ));
+            }
+            if let Some(p) = &c.pace {
+                m.paragraph(&format!(
+                    "Pace {} {}/s per worker: {} starts, {} behind schedule; lateness mean {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+                    p.rate_per_s,
+                    p.unit,
+                    p.starts,
+                    p.behind,
+                    p.lateness_mean_ms,
+                    p.lateness_p99_ms,
+                    p.lateness_max_ms
                 ));
             }
             if let Some(l) = &c.loadfile {
@@ -301,5 +330,37 @@ mod tests {
         // 400 reads of 4096 bytes over 4 s.
         assert!((l[1].mb_per_s - 400.0 * 4096.0 / 4.0 / 1e6).abs() < 1e-9);
         assert_eq!(l[2].ops, 800);
+    }
+
+    #[test]
+    fn the_pace_line_sums_starts_and_merges_lateness_over_the_undisturbed_repetitions() {
+        let paced = |starts: u64, behind: u64, late_ns: u64, disturbed: bool| {
+            let mut h = crate::monitor::latency::histogram();
+            h.record_n(late_ns, starts).unwrap();
+            OpsRepetition {
+                pace: Some(crate::model::PaceFigures {
+                    rate_per_s: 100.0,
+                    unit: "loops".into(),
+                    starts,
+                    behind,
+                    lateness: crate::monitor::latency::dist(&h),
+                }),
+                ..rep(10, disturbed)
+            }
+        };
+        assert!(pace_line(&OpsResult { repetitions: vec![rep(10, false)], ..Default::default() }).is_none());
+        let o = OpsResult {
+            repetitions: vec![
+                paced(100, 0, 1_000, false),
+                paced(300, 30, 2_000_000, false),
+                paced(9, 9, 1 << 40, true),
+            ],
+            ..Default::default()
+        };
+        let p = pace_line(&o).unwrap();
+        assert_eq!((p.starts, p.behind, p.unit.as_str(), p.rate_per_s), (400, 30, "loops", 100.0));
+        // 100 starts 1 µs late and 300 starts 2 ms late: mean 1.5 ms, p99 and max 2 ms (±1%).
+        assert!((p.lateness_mean_ms - 1.50025).abs() < 0.02, "{p:?}");
+        assert!((p.lateness_max_ms - 2.0).abs() < 0.02 && (p.lateness_p99_ms - 2.0).abs() < 0.02, "{p:?}");
     }
 }

@@ -25,6 +25,9 @@ pub(super) fn reject_ops_keys(ctx: &Ctx, kind: &str, w: &WorkloadFile) -> Result
             ("fileset", w.fileset.is_some()),
             ("group", w.group.is_some()),
             ("loops", w.loops.is_some()),
+            ("ops", w.ops.is_some()),
+            ("bytes", w.bytes.is_some()),
+            ("rate", w.rate.is_some()),
             ("first_done", w.first_done.is_some()),
             ("scale", w.scale.is_some()),
             ("seed", w.seed.is_some()),
@@ -119,11 +122,46 @@ pub(super) fn validate_ops(
             return Err(ctx.value(&p("workload.loops"), format!("`workload.loops` is {n}, but must be 1 or more")));
         }
     };
-    let duration = match (&w.duration, loops) {
-        (None, Some(_)) => None,
+    let ops = match w.ops {
+        None => None,
+        Some(n) if (1..=MAX_COUNT).contains(&n) => Some(n as u64),
+        Some(n) => {
+            return Err(ctx.value(
+                &p("workload.ops"),
+                format!("`workload.ops` is {n}, but must be 1 to {MAX_COUNT} (ops per worker)"),
+            ));
+        }
+    };
+    let bytes = match &w.bytes {
+        None => None,
+        Some(b) => match parse_size(b) {
+            Ok(n) if n > 0 => Some(n),
+            Ok(_) => return Err(ctx.value(&p("workload.bytes"), "`workload.bytes` must be more than 0 bytes")),
+            Err(e) => {
+                return Err(ctx.value_help(
+                    &p("workload.bytes"),
+                    format!("`workload.bytes`: {e}"),
+                    "bytes per worker, e.g. `bytes = \"1GiB\"`",
+                ));
+            }
+        },
+    };
+    let rate = match &w.rate {
+        None => None,
+        Some(r) => Some(parse_rate(r).map_err(|e| {
+            ctx.value_help(
+                &p("workload.rate"),
+                format!("`workload.rate`: {e}"),
+                "per worker: `rate = \"100/s\"` (loops per second) or `rate = \"500 ops/s\"`",
+            )
+        })?),
+    };
+    let counted = loops.is_some() || ops.is_some() || bytes.is_some();
+    let duration = match (&w.duration, counted) {
+        (None, true) => None,
         _ => Some(duration_in(ctx, "workload.duration", &w.duration, "10s", false)?),
     };
-    let stop = Stop { duration, loops, first_done: w.first_done.unwrap_or(false) };
+    let stop = Stop { duration, loops, ops, bytes, first_done: w.first_done.unwrap_or(false), rate };
     let repetitions = match &w.repetitions {
         None => 3,
         Some(toml::Value::Integer(n)) => int_in(ctx, "workload.repetitions", Some(*n), 3, 1, 1000)?,
@@ -144,6 +182,30 @@ pub(super) fn validate_ops(
     };
     fits(ctx, &ops, backing)?;
     Ok(ops)
+}
+
+/// Most ops a worker may be told to run (`workload.ops`).
+const MAX_COUNT: i64 = 1_000_000_000_000;
+
+/// A worker's pace: `"<n>/s"` or `"<n> loops/s"` (loops, transactions or loadfile passes
+/// per second), `"<n> ops/s"` (ops per second); `n` a positive number up to [`MAX_RATE`].
+fn parse_rate(s: &str) -> Result<Rate, String> {
+    let t = s.trim();
+    let Some(num_unit) = t.strip_suffix("/s") else {
+        return Err("expected a rate per second: `100/s`, `100 loops/s` or `500 ops/s`".into());
+    };
+    let (num, unit) = match num_unit.trim_end().rsplit_once(' ') {
+        Some((n, "loops")) => (n, RateUnit::Loops),
+        Some((n, "ops")) => (n, RateUnit::Ops),
+        Some((_, u)) => return Err(format!("unknown unit `{}`: `loops` or `ops`", crate::text::escape_control(u))),
+        None => (num_unit, RateUnit::Loops),
+    };
+    let per_s: f64 =
+        num.trim().parse().map_err(|_| format!("`{}` is not a number", crate::text::escape_control(num.trim())))?;
+    if !(per_s > 0.0 && per_s <= MAX_RATE) {
+        return Err(format!("{per_s} per second is outside (0, {MAX_RATE}]"));
+    }
+    Ok(Rate { per_s, unit })
 }
 
 fn at_set(i: usize, key: &str) -> Vec<Seg> {

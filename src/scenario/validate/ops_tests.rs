@@ -114,3 +114,47 @@ fn a_mix_transaction_must_close_what_it_opens() {
     ));
     assert!(e.contains("leaves fd slot 0 open"), "{e}");
 }
+
+#[test]
+fn counts_and_a_rate_become_the_stop_and_bad_ones_name_their_key() {
+    let stat = "[[workload.group]]\nthreads = 1\nloop = [{ op = \"stat\", fileset = \"set\" }]\n";
+    let o = ok(&scenario("1GiB", &format!("ops = 500\nbytes = \"1MiB\"\nrate = \"250 ops/s\"\n{SET}{stat}")));
+    assert_eq!(o.spec.stop.ops, Some(500));
+    assert_eq!(o.spec.stop.bytes, Some(1 << 20));
+    assert_eq!(o.spec.stop.rate, Some(Rate { per_s: 250.0, unit: RateUnit::Ops }));
+    let o = ok(&scenario("1GiB", &format!("rate = \"0.5/s\"\n{SET}{stat}")));
+    assert_eq!(o.spec.stop.rate, Some(Rate { per_s: 0.5, unit: RateUnit::Loops }));
+    let o = ok(&scenario("1GiB", &format!("rate = \"100 loops/s\"\n{SET}{stat}")));
+    assert_eq!(o.spec.stop.rate, Some(Rate { per_s: 100.0, unit: RateUnit::Loops }));
+    for (line, key, says) in [
+        ("ops = 0", "workload.ops", "must be 1 to"),
+        ("bytes = \"0\"", "workload.bytes", "more than 0 bytes"),
+        ("bytes = \"lots\"", "workload.bytes", "workload.bytes"),
+        ("rate = \"100\"", "workload.rate", "a rate per second"),
+        ("rate = \"100 files/s\"", "workload.rate", "unknown unit `files`"),
+        ("rate = \"-1/s\"", "workload.rate", "outside (0,"),
+        ("rate = \"fast/s\"", "workload.rate", "not a number"),
+    ] {
+        let e = err(&scenario("1GiB", &format!("{line}\n{SET}{stat}")));
+        assert!(e.starts_with("t.toml:11:"), "{line}: {e}");
+        assert!(e.contains(says), "{line} ({key}): {e}");
+    }
+    // Another kind refuses them by name.
+    let e = parse_str(
+        "schema = 1\nname = \"t\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"tmpfs-loop\"\n[workload]\nkind = \"lat_fs\"\nrate = \"1/s\"\n",
+        "t.toml",
+    )
+    .expect_err("refused")
+    .to_string();
+    assert!(e.contains("`rate`") && e.contains("t.toml:9:"), "{e}");
+}
+
+#[test]
+fn a_count_alone_needs_no_duration() {
+    let text = scenario(
+        "1GiB",
+        &format!("ops = 10\n{SET}[[workload.group]]\nthreads = 1\nloop = [{{ op = \"stat\", fileset = \"set\" }}]\n"),
+    )
+    .replace("duration = \"1s\"\n", "");
+    assert_eq!(ok(&text).spec.stop.duration, None);
+}

@@ -8,7 +8,7 @@ use hdrhistogram::Histogram;
 
 use crate::model::OpStat;
 use crate::monitor::latency;
-use crate::scenario::op_kinds::{KIND_COUNT, kind_name};
+use crate::scenario::op_kinds::{DELAY_KIND, KIND_COUNT, kind_name};
 
 /// One op kind's running figures.
 pub struct KindAcc {
@@ -30,6 +30,10 @@ pub struct Account {
     pub loops: u64,
     /// Loop latency, nanoseconds.
     pub loop_hist: Histogram<u64>,
+    /// Ops completed, every kind but `delay` (`workload.ops`).
+    pub ops: u64,
+    /// Bytes moved, every kind (`workload.bytes`).
+    pub bytes: u64,
 }
 
 impl Account {
@@ -39,7 +43,7 @@ impl Account {
         for &k in used {
             kinds[k] = Some(KindAcc { count: 0, bytes: 0, total_ns: 0, hist: latency::histogram() });
         }
-        Account { kinds, loops: 0, loop_hist: latency::histogram() }
+        Account { kinds, loops: 0, loop_hist: latency::histogram(), ops: 0, bytes: 0 }
     }
 
     /// One op of kind `k` took `d` and moved `bytes`.
@@ -51,6 +55,8 @@ impl Account {
         a.bytes += bytes;
         a.total_ns += ns;
         a.hist.saturating_record(ns.max(1));
+        self.ops += u64::from(k != DELAY_KIND);
+        self.bytes += bytes;
     }
 
     /// One loop took `d`.
@@ -72,6 +78,8 @@ impl Account {
             }
         }
         self.loops += other.loops;
+        self.ops += other.ops;
+        self.bytes += other.bytes;
         self.loop_hist.add(&other.loop_hist).expect("histograms of one shape add");
     }
 
@@ -130,5 +138,6 @@ mod tests {
         assert_eq!(lines[0].ops_per_s, 1.0);
         assert!((lines[0].latency.max_ns as f64 - 20_000.0).abs() < 200.0);
         assert_eq!(a.loops, 1);
+        assert_eq!((a.ops, a.bytes), (3, 4096), "delay is not an op");
     }
 }

@@ -15,6 +15,7 @@ mod error;
 mod fileset;
 mod layout;
 mod outcome;
+mod pace;
 /// The declared op mix: its types live with the other kinds' specs in the scenario.
 pub use crate::scenario::ops_spec as spec;
 mod replay;
@@ -191,16 +192,8 @@ fn summarize(spec: &OpsSpec, index: u32, order: &[usize], t0: Instant, done: &[W
     let end = done.iter().map(|o| o.end).max().unwrap_or(t0);
     let secs = end.saturating_duration_since(t0).as_secs_f64();
     let (ops, total) = acct.stats(order, secs);
-    let any = |e: Ended| done.iter().any(|o| o.ended == e);
-    let stop = if spec.stop.first_done && (any(Ended::Loops) || any(Ended::OutOfFiles)) {
-        "first_done"
-    } else if any(Ended::OutOfFiles) {
-        "out_of_files"
-    } else if !done.is_empty() && done.iter().all(|o| o.ended == Ended::Loops) {
-        "loops"
-    } else {
-        "duration"
-    };
+    let stop = stop_reason(spec.stop.first_done, done);
+
     OpsRepetition {
         index,
         elapsed_s: secs,
@@ -213,9 +206,28 @@ fn summarize(spec: &OpsSpec, index: u32, order: &[usize], t0: Instant, done: &[W
         cpu_user_s: done.iter().map(|o| o.cpu_us.0).sum::<u64>() as f64 / 1e6,
         cpu_sys_s: done.iter().map(|o| o.cpu_us.1).sum::<u64>() as f64 / 1e6,
         loadfile: loadfile_figures(done, secs),
+        pace: pace::figures(done.iter().filter_map(|o| o.pace.as_ref())),
         disturbance: None,
         counters: None,
         round: 0,
+    }
+}
+
+/// Why the workers of a window stopped: everyone at one worker's end under `first_done`,
+/// a worker out of files, every worker at one of its counts (the count most reached), or
+/// the stop flag (the duration).
+fn stop_reason(first_done: bool, done: &[WorkerOut]) -> &'static str {
+    let any = |e: Ended| done.iter().any(|o| o.ended == e);
+    if first_done && done.iter().any(|o| o.ended.counted() || o.ended == Ended::OutOfFiles) {
+        "first_done"
+    } else if any(Ended::OutOfFiles) {
+        "out_of_files"
+    } else if !done.is_empty() && done.iter().all(|o| o.ended.counted()) {
+        let n = |e: Ended| done.iter().filter(|o| o.ended == e).count();
+        // On a tie, the last maximum: loops before ops before bytes.
+        [Ended::Bytes, Ended::Ops, Ended::Loops].into_iter().max_by_key(|&e| n(e)).map_or("loops", Ended::name)
+    } else {
+        "duration"
     }
 }
 

@@ -4,6 +4,8 @@
 use std::time::Instant;
 
 use super::account::Account;
+use super::pace::Pacer;
+use super::spec::Stop;
 
 /// Why a worker stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -12,6 +14,10 @@ pub enum Ended {
     Stopped,
     /// It ran its loops.
     Loops,
+    /// It ran its ops (`workload.ops`).
+    Ops,
+    /// It moved its bytes (`workload.bytes`).
+    Bytes,
     /// A create found no free entry, or an open no existing file.
     OutOfFiles,
 }
@@ -28,6 +34,37 @@ pub struct WorkerOut {
     pub end: Instant,
     /// A loadfile client's own counts.
     pub replay: Option<ReplayOut>,
+    /// Its schedule and lateness, under a rate.
+    pub pace: Option<Pacer>,
+}
+
+impl Ended {
+    /// Whether it ran to one of its own counts (loops, ops, bytes): done, for `first_done`.
+    pub fn counted(self) -> bool {
+        matches!(self, Ended::Loops | Ended::Ops | Ended::Bytes)
+    }
+
+    /// The count it ran to, as a repetition's `stop` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ended::Stopped => "duration",
+            Ended::Loops => "loops",
+            Ended::Ops => "ops",
+            Ended::Bytes => "bytes",
+            Ended::OutOfFiles => "out_of_files",
+        }
+    }
+}
+
+/// Whether `acct` reached the per-worker op or byte count of `limits`, and which.
+pub fn count_reached(acct: &Account, limits: &Stop) -> Option<Ended> {
+    if limits.ops.is_some_and(|n| acct.ops >= n) {
+        Some(Ended::Ops)
+    } else if limits.bytes.is_some_and(|n| acct.bytes >= n) {
+        Some(Ended::Bytes)
+    } else {
+        None
+    }
 }
 
 /// A client's counts beyond the per-op account.

@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 
 use super::account::Account;
 use super::error::OpsError;
-use super::outcome::{Ended, ReplayOut, WorkerOut};
-use super::spec::Stop;
+use super::outcome::{Ended, ReplayOut, WorkerOut, count_reached};
+use super::pace::Pacer;
+use super::spec::{RateUnit, Stop};
 use super::sys;
 use crate::scenario::loadfile_spec::{Call, Handle, LoadOp, LoadPath, Loadfile, MAX_OPEN_HANDLES};
 
@@ -55,13 +56,22 @@ impl Client<'_> {
                 cpu_us: (0, 0),
                 end: Instant::now(),
                 replay: Some(out),
+                pace: None,
             });
         }
+        let mut pace = limits.rate.map(Pacer::new);
+        let pace_unit = pace.as_ref().map(Pacer::unit);
         let cpu0 = sys::thread_cpu_us();
         let ended = 'passes: loop {
+            if pace_unit == Some(RateUnit::Loops) && !pace.as_mut().is_some_and(|p| p.start(stop)) {
+                break 'passes Ended::Stopped;
+            }
             let t0 = Instant::now();
             for op in &self.loadfile.ops {
                 if stop.load(Ordering::Relaxed) {
+                    break 'passes Ended::Stopped;
+                }
+                if pace_unit == Some(RateUnit::Ops) && !pace.as_mut().is_some_and(|p| p.start(stop)) {
                     break 'passes Ended::Stopped;
                 }
                 match self.exec(op, &mut handles, &mut rbuf, stop) {
@@ -73,6 +83,9 @@ impl Client<'_> {
                         out.expected_errors += u64::from(!op.expect_ok);
                         out.mismatches += u64::from(ok != op.expect_ok);
                     }
+                }
+                if let Some(ended) = count_reached(&acct, &limits) {
+                    break 'passes ended;
                 }
             }
             // A pass ends with the client's handles closed (untimed), as a dbench child's.
@@ -94,6 +107,7 @@ impl Client<'_> {
             cpu_us: (cpu1.0.saturating_sub(cpu0.0), cpu1.1.saturating_sub(cpu0.1)),
             end,
             replay: Some(out),
+            pace,
         })
     }
 

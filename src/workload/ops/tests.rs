@@ -232,3 +232,74 @@ fn peak_handles_counts_creates_open_at_once() {
                 Close 1 NT_STATUS_OK\nNTCreateX \"\\c\" 0x40 0x5 3 NT_STATUS_OK\nClose 3 NT_STATUS_OK\n";
     assert_eq!(replay::peak_handles(&crate::scenario::loadfile_parse::parse(text, "t").unwrap()), 2);
 }
+
+#[test]
+fn a_count_of_ops_stops_each_worker_at_exactly_that_many() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = run(
+        dir.path(),
+        &spec(Flow::Loop(fileserver_loop()), 3, Stop { ops: Some(100), ..Stop::default() }),
+        0,
+        &|| false,
+    )
+    .unwrap();
+    assert_eq!(w.repetition.stop, "ops");
+    assert_eq!(w.repetition.total.count, 300);
+    // 100 ops are 9 whole loops of 11 and one op of the tenth, per worker.
+    assert_eq!(w.repetition.loops, 27);
+}
+
+#[test]
+fn a_count_of_bytes_stops_each_worker_once_it_has_moved_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let lp = vec![
+        Op::Open { fileset: 0, slot: 1, pick: Pick::RoundRobin },
+        Op::Append { slot: 1, len: AppendLen::Fixed(4096), fileset: None },
+        Op::Close { slot: 1 },
+    ];
+    let stop = Stop { bytes: Some(1 << 20), duration: Some(Duration::from_secs(600)), ..Stop::default() };
+    let w = run(dir.path(), &spec(Flow::Loop(lp), 3, stop), 0, &|| false).unwrap();
+    assert_eq!(w.repetition.stop, "bytes");
+    // 256 appends of 4 KiB each reach 1 MiB exactly: the worker stops right after.
+    assert_eq!(count(&w, "append"), 3 * 256);
+    assert_eq!(w.repetition.total.bytes, 3 << 20);
+}
+
+#[test]
+fn a_rate_caps_the_loops_and_records_every_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let stop = Stop {
+        duration: Some(Duration::from_millis(400)),
+        rate: Some(Rate { per_s: 100.0, unit: RateUnit::Loops }),
+        ..Stop::default()
+    };
+    let lp = vec![Op::Stat { fileset: 0, pick: Pick::RoundRobin }];
+    let w = run(dir.path(), &spec(Flow::Loop(lp), 2, stop), 0, &|| false).unwrap();
+    let r = &w.repetition;
+    // Start k of a worker is due k/100 s after its first: within the window at most
+    // rate × window + 1 start, and one more for a first start a little before the window's clock.
+    let cap = 2.0 * (100.0 * r.elapsed_s + 2.0);
+    assert!((r.loops as f64) <= cap, "{} loops in {} s", r.loops, r.elapsed_s);
+    assert!(r.loops >= 2, "every worker starts once at once");
+    let p = r.pace.as_ref().expect("pace figures under a rate");
+    assert_eq!((p.rate_per_s, p.unit.as_str()), (100.0, "loops"));
+    // A start the stop interrupts mid-loop is not a loop: at most one per worker.
+    assert!(p.starts >= r.loops && p.starts <= r.loops + 2, "{p:?}");
+    assert_eq!(p.lateness.count, p.starts);
+    assert!(p.lateness.max_ns >= p.lateness.p99_ns && p.lateness.mean_ns >= 0.0, "{p:?}");
+}
+
+#[test]
+fn a_worker_slower_than_its_rate_starts_at_once_and_its_lateness_grows() {
+    let dir = tempfile::tempdir().unwrap();
+    // Each loop sleeps 1 ms; the pace asks for one every 0.1 ms: start k begins at least
+    // k × 1 ms after the first and is due at k × 0.1 ms.
+    let stop = Stop { loops: Some(20), rate: Some(Rate { per_s: 10_000.0, unit: RateUnit::Ops }), ..Stop::default() };
+    let w =
+        run(dir.path(), &spec(Flow::Loop(vec![Op::Delay(Duration::from_millis(1))]), 1, stop), 0, &|| false).unwrap();
+    let p = w.repetition.pace.as_ref().unwrap();
+    assert_eq!(p.starts, 20);
+    assert!(p.behind >= 19, "{p:?}");
+    assert!(p.lateness.max_ns >= 19 * 900_000 * 99 / 100, "{p:?}");
+    assert_eq!(w.repetition.stop, "loops");
+}

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 use super::account::Account;
 use super::error::OpsError;
 use super::fileset::{FilesetState, Want};
-use super::outcome::{Ended, WorkerOut};
-use super::spec::{AppendLen, Flow, MAX_SLOTS, Op, Pick, ReadLen, Stop};
+use super::outcome::{Ended, WorkerOut, count_reached};
+use super::pace::Pacer;
+use super::spec::{AppendLen, Flow, MAX_SLOTS, Op, Pick, RateUnit, ReadLen, Stop};
 use super::sys::{self, Name};
 use crate::rng::SplitMix64;
 
@@ -80,10 +81,12 @@ impl<'a> Worker<'a> {
                 cpu_us: (0, 0),
                 end: Instant::now(),
                 replay: None,
+                pace: None,
             });
         }
+        let mut pace = limits.rate.map(Pacer::new);
         let cpu0 = sys::thread_cpu_us();
-        let result = r.run_loop(stop, limits);
+        let result = r.run_loop(stop, limits, pace.as_mut());
         let cpu1 = sys::thread_cpu_us();
         let end = Instant::now();
         r.close_all();
@@ -98,6 +101,7 @@ impl<'a> Worker<'a> {
                     cpu_us: (cpu1.0.saturating_sub(cpu0.0), cpu1.1.saturating_sub(cpu0.1)),
                     end,
                     replay: None,
+                    pace,
                 })
             }
             Err(e) => {
@@ -109,7 +113,10 @@ impl<'a> Worker<'a> {
 }
 
 impl Running<'_> {
-    fn run_loop(&mut self, stop: &AtomicBool, limits: Stop) -> Result<Ended, OpsError> {
+    fn run_loop(&mut self, stop: &AtomicBool, limits: Stop, mut pace: Option<&mut Pacer>) -> Result<Ended, OpsError> {
+        let pace_loops = pace.as_ref().is_some_and(|p| p.unit() == RateUnit::Loops);
+        let pace_ops = pace.as_ref().is_some_and(|p| p.unit() == RateUnit::Ops);
+        let counts = limits.ops.is_some() || limits.bytes.is_some();
         let flow = self.w.flow;
         let weights: Vec<f64> = match flow {
             Flow::Mix(txs) => txs.iter().map(|(w, _)| *w).collect(),
@@ -117,6 +124,9 @@ impl Running<'_> {
         };
         loop {
             if stop.load(Ordering::Relaxed) {
+                return Ok(Ended::Stopped);
+            }
+            if pace_loops && !pace.as_deref_mut().is_some_and(|p| p.start(stop)) {
                 return Ok(Ended::Stopped);
             }
             let t0 = Instant::now();
@@ -134,8 +144,14 @@ impl Running<'_> {
                 if stop.load(Ordering::Relaxed) {
                     return Ok(Ended::Stopped);
                 }
+                if pace_ops && !pace.as_deref_mut().is_some_and(|p| p.start(stop)) {
+                    return Ok(Ended::Stopped);
+                }
                 if let Step::OutOfFiles = self.exec(op)? {
                     return Ok(Ended::OutOfFiles);
+                }
+                if counts && let Some(ended) = count_reached(&self.acct, &limits) {
+                    return Ok(ended);
                 }
             }
             self.acct.loop_done(t0.elapsed());
