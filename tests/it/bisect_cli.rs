@@ -34,7 +34,11 @@ fn lists_that_cannot_be_bisected_exit_2_naming_why_and_nothing_is_created() {
         (vec![format!("--kernel=A={a}"), format!("--kernel=B={b}"), format!("--kernel=C={a}")], "same kernel booted"),
         (vec![format!("--kernel=A={a}"), format!("--kernel=A={b}")], "`A` is given twice"),
         // quota-qemu has 16 cells: one must be named.
-        (vec![format!("--kernel=A={a}"), format!("--kernel=B={b}")], "name it with --cell"),
+        (vec![format!("--kernel=A={a}"), format!("--kernel=B={b}")], "judge them all (Holm-adjusted) with --all-cells"),
+        (
+            vec![format!("--kernel=A={a}"), format!("--kernel=B={b}"), "--all-cells".into(), "--cell=x".into()],
+            "cannot be used with",
+        ),
         (vec![format!("--kernel=A={a}"), format!("--kernel=B={b}"), "--cell=nope".into()], "--cell nope: no such cell"),
     ];
     for (args, want) in cases {
@@ -69,6 +73,14 @@ fn the_estimate_counts_steps_and_boots_before_anything_boots() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("4 candidates: at most 4 steps"), "{stderr}");
     assert!(stderr.contains("12-70 guest boots a step"), "{stderr}");
+    assert!(!out.exists());
+    // Every cell of quota-qemu's quota-off half (8 cells): eight pair groups a step.
+    let (code, stderr) = bisect(
+        &["--kernels", list.to_str().unwrap(), "--only", "quota=off", "--all-cells", "--estimate", "--max-pairs", "32"],
+        &out,
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("96-560 guest boots a step"), "{stderr}");
     assert!(!out.exists());
 }
 
@@ -108,7 +120,7 @@ fn bisected(d: &std::path::Path) -> std::path::PathBuf {
         .map(|l| fsbench::qemu::parse_kernel_arg(&format!("{l}=/k/{l}")).unwrap())
         .collect();
     let spec = fsbench::runner::kernel_compare(&s, &["V0".into(), "V1".into()]).unwrap();
-    let mut log = fsbench::bisect::setup::new_log(&s, &cell, &spec, 5, &kernels);
+    let mut log = fsbench::bisect::setup::new_log(&s, std::slice::from_ref(&cell), &spec, 5, &kernels);
     let dir = fsbench::bisect::drive::create_dir(d, &s.name).unwrap();
     let c = fsbench::bisect::drive::run(&mut Truth, &mut log, &dir, true).unwrap();
     assert_eq!(c, fsbench::bisect::search::Conclusion::Culprit { candidate: 2 });
