@@ -16,9 +16,11 @@
 //! - [`estimate`]: what a bisection will cost, before it starts.
 //! - [`git`]: the candidates of a git range (`--git TREE --range GOOD..BAD`), a commit exported.
 //! - [`build_cache`]: candidates built by the user's command, cached by commit and build configuration.
+//! - [`build_prune`]: what a build cache holds, and pruning what fsbench made in it.
 //! - [`judge_build`]: steps whose candidates are built when the search first needs them.
 
 pub mod build_cache;
+pub mod build_prune;
 pub mod cells;
 pub mod drive;
 pub mod estimate;
