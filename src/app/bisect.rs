@@ -25,9 +25,14 @@ pub struct BisectArgs {
     #[arg(long = "kernels", value_name = "FILE", conflicts_with = "kernels")]
     pub kernels_file: Option<PathBuf>,
     /// The cell judged (its id without the kernel, as `plan` lists it), when the scenario
-    /// has several; several cells without it are refused.
+    /// has several; several cells without it (or `--all-cells`) are refused.
     #[arg(long, value_name = "ID")]
     pub cell: Option<String>,
+    /// Judge every cell of the scenario (after `--only`): a step is bad when any cell's
+    /// Holm-adjusted paired verdict is a regression, good when every cell is decided not
+    /// regressed, else unknown.
+    #[arg(long, conflicts_with = "cell")]
+    pub all_cells: bool,
     /// Fewest pairs a step takes (default 6; the scenario's `[compare]` is replaced).
     #[arg(long, value_name = "N")]
     pub min_pairs: Option<u32>,
@@ -96,10 +101,20 @@ pub fn bisect(args: &BisectArgs) -> anyhow::Result<i32> {
     let labels: Vec<String> = kernels.iter().map(|k| k.label.clone()).collect();
     let spec = crate::runner::kernel_compare(&s, &labels)?;
     let plan = crate::plan::plan_for(&s, &args.scenario_options.only)?;
-    let cell = setup::pick_cell(plan.cells, args.cell.as_deref())?;
+    let cell = setup::pick_cell(plan.cells, args.cell.as_deref(), args.all_cells)?;
     let done = resumed.as_ref().map_or(&[][..], |(_, log)| &log.steps[..]);
     let reruns = crate::plan::pair_reruns(&s.workload);
-    eprint!("{}", estimate::render(&estimate::estimate(kernels.len(), spec.min_pairs, spec.max_pairs, reruns, done)));
+    eprint!(
+        "{}",
+        estimate::render(&estimate::estimate(
+            kernels.len(),
+            spec.min_pairs,
+            spec.max_pairs,
+            reruns,
+            cell.len() as u32,
+            done
+        ))
+    );
     if let Some(b) = &builds {
         eprint!("{}", estimate::render_builds(kernels.len(), b.cached(), &b.cache.recorded_seconds()));
     }
@@ -114,19 +129,9 @@ pub fn bisect(args: &BisectArgs) -> anyhow::Result<i32> {
         }
     }
     let (dir, mut log) = match resumed {
-        Some((dir, log)) if log.scenario != s.name || log.cell != cell[0].id() => {
-            return Err(InputError::anyhow(format!(
-                "--resume {}: the bisection judged {} of scenario {}, not {} of {}",
-                dir.path.display(),
-                log.cell,
-                log.scenario,
-                cell[0].id(),
-                s.name
-            )));
-        }
-        Some(resumed) => resumed,
+        Some(resumed) => same_bisection(resumed, &s, &cell)?,
         None => {
-            let mut log = setup::new_log(&s, &cell[0], &spec, seed, &kernels);
+            let mut log = setup::new_log(&s, &cell, &spec, seed, &kernels);
             if let Some(b) = &builds {
                 b.annotate(&mut log);
             }
@@ -134,6 +139,26 @@ pub fn bisect(args: &BisectArgs) -> anyhow::Result<i32> {
         }
     };
     bisect_in(args, &s, &cell, &kernels, labels, dir, &mut log, builds.as_mut())
+}
+
+/// A resumed bisection, refused unless it judged the same cells of the same scenario.
+fn same_bisection(
+    resumed: (drive::BisectDir, bisect::log::BisectLog),
+    s: &crate::scenario::Scenario,
+    cells: &[crate::plan::Cell],
+) -> anyhow::Result<(drive::BisectDir, bisect::log::BisectLog)> {
+    let (dir, log) = resumed;
+    if log.scenario != s.name || log.cell != setup::cells_name(cells) {
+        return Err(InputError::anyhow(format!(
+            "--resume {}: the bisection judged {} of scenario {}, not {} of {}",
+            dir.path.display(),
+            crate::text::escape_control(&log.cell),
+            crate::text::escape_control(&log.scenario),
+            setup::cells_name(cells),
+            s.name
+        )));
+    }
+    Ok((dir, log))
 }
 
 /// The builds of a git range: `--git`'s, or a resumed log's when it bisected one.

@@ -11,6 +11,7 @@
 //! and `bundle run`) and [`output`] (the `--json` documents).
 
 pub mod bisect;
+pub mod bisect_cache;
 pub mod bundle;
 pub mod calibrate;
 pub mod checks;
@@ -130,6 +131,9 @@ pub enum Command {
     /// Filesets, processes and threads of flowops, `run N`: the subset that describes
     /// filebench's personalities; anything else is refused with its line.
     Import(import::ImportArgs),
+    /// List or prune `bisect --git`'s build cache (only what fsbench made is removed).
+    #[command(subcommand)]
+    BisectCache(bisect_cache::BisectCacheCommand),
     /// Pack, verify and run scenario bundles shared between labs.
     #[command(subcommand)]
     Bundle(bundle::BundleCommand),
@@ -226,6 +230,8 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::History(args) => history::history(&args),
         Command::Export(args) => export::export(&args),
         Command::Bisect(args) => bisect::bisect(&args),
+        Command::BisectCache(bisect_cache::BisectCacheCommand::List(args)) => bisect_cache::list(&args),
+        Command::BisectCache(bisect_cache::BisectCacheCommand::Prune(args)) => bisect_cache::prune(&args),
         Command::Bundle(bundle::BundleCommand::Pack(args)) => bundle::pack(&args),
         Command::Bundle(bundle::BundleCommand::Verify(args)) => bundle::verify(&args),
         Command::Bundle(bundle::BundleCommand::Run(args)) => bundle::run(&args),

@@ -118,6 +118,23 @@ pub fn parent_beneath(dir: impl AsFd, rel: &CStr, resolver: Resolver) -> io::Res
     }
 }
 
+/// Every name in the directory open at `dir` but `.` and `..` (a name that is not UTF-8
+/// is shown lossily, so it matches no name fsbench makes).
+pub fn list_names(dir: &std::os::fd::OwnedFd) -> io::Result<Vec<String>> {
+    use nix::fcntl::OFlag;
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+    let mut d = nix::dir::Dir::openat(dir, ".", flags, nix::sys::stat::Mode::empty())?;
+    let mut names = Vec::new();
+    for entry in d.iter() {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name != "." && name != ".." {
+            names.push(name);
+        }
+    }
+    Ok(names)
+}
+
 /// fstat(2) of an open fd.
 pub fn stat(fd: impl AsFd) -> io::Result<libc::stat> {
     // SAFETY: st is plain data; fstat fills it for a valid fd.

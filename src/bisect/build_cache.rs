@@ -10,7 +10,8 @@
 //!   and the `--config` file's sha256. It holds `vmlinuz`, optionally `modules/`,
 //!   `build.log` and `build.json` (commit, duration). It is trusted only when it is a
 //!   real directory of ours (opened beneath the cache's fd, no link followed) holding a
-//!   regular `vmlinuz` (no link) and its `build.json`.
+//!   regular `vmlinuz` (no link) and its `build.json`. Finding it refreshes its directory's
+//!   modification time: its last use, which `bisect-cache prune` reads ([`super::build_prune`]).
 //! - A build runs `sh -c CMD` in a fresh export of the commit (`git archive`, in a
 //!   scratch directory beside the entries) with `FSBENCH_COMMIT`, `FSBENCH_OUT` (a
 //!   temporary entry directory) and `FSBENCH_CONFIG` (a copy of the config file). Only a
@@ -130,6 +131,11 @@ impl BuildCache {
         Ok(BuildCache { dir, fd })
     }
 
+    /// Its fd (everything in it is opened beneath this).
+    pub fn fd(&self) -> &OwnedFd {
+        &self.fd
+    }
+
     /// Its path.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -155,6 +161,12 @@ impl BuildCache {
         let record: BuildRecord = serde_json::from_reader(std::io::Read::take(record, 1 << 16)).ok()?;
         let modules_flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
         let modules = beneath::open_beneath(&entry, c"modules", modules_flags, 0, Resolver::Auto).is_ok();
+        // Its last use, for `bisect-cache prune --keep N` (best effort: a read-only cache still serves).
+        let _ = nix::sys::stat::futimens(
+            &entry,
+            &nix::sys::time::TimeSpec::UTIME_NOW,
+            &nix::sys::time::TimeSpec::UTIME_NOW,
+        );
         let at = self.entry_dir(key);
         Some(Entry { image: at.join(IMAGE), modules: modules.then(|| at.join(MODULES)), seconds: record.seconds })
     }

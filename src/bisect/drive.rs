@@ -88,7 +88,7 @@ pub fn step_line(s: &StepRecord, labels: &[String]) -> String {
     let label = |i: usize| labels.get(i).map_or("?", String::as_str);
     let m = &s.measure;
     let dropped = if m.dropped > 0 { format!(" (+{} dropped)", m.dropped) } else { String::new() };
-    let why = m.reason.as_deref().map(|r| format!("; {r}")).unwrap_or_default();
+    let why = m.reason.as_deref().map(|r| format!("; {}", crate::text::escape_control(r))).unwrap_or_default();
     format!(
         "{} against {}: {}, ratio {} ({:.1}%), {} pairs{dropped}, {}{why}",
         crate::text::escape_control(label(s.candidate)),
@@ -99,6 +99,36 @@ pub fn step_line(s: &StepRecord, labels: &[String]) -> String {
         m.pairs,
         crate::text::human_duration(std::time::Duration::from_secs_f64(s.seconds)),
     )
+}
+
+/// A step judged over several cells (`--all-cells`): one line per cell, its Holm-adjusted
+/// verdict, its own paired verdict, ratio, pairs and adjusted p; none with one cell.
+pub fn cell_lines(s: &StepRecord) -> Vec<String> {
+    s.measure
+        .cells
+        .iter()
+        .map(|c| {
+            format!(
+                "{}: {} ({}), ratio {}, {} pairs, Holm p {} (threshold {:.1}%)",
+                crate::text::escape_control(&c.cell),
+                c.measure.verdict.name(),
+                crate::text::escape_control(&c.measure.paired_verdict),
+                c.measure.ratio_text(),
+                c.measure.pairs,
+                p_text(c.p_holm),
+                c.threshold * 100.0
+            )
+        })
+        .collect()
+}
+
+/// An adjusted p-value for a line: three decimals, `<0.001` below, `-` without one.
+pub fn p_text(p: Option<f64>) -> String {
+    match p {
+        None => "-".into(),
+        Some(p) if p < 0.001 => "<0.001".into(),
+        Some(p) => format!("{p:.3}"),
+    }
 }
 
 /// The conclusion in a sentence.
@@ -161,6 +191,9 @@ pub fn render(log: &BisectLog) -> String {
     );
     for (i, s) in log.steps.iter().enumerate() {
         out.push_str(&format!("  {:>2}. {:<9} {}\n", i + 1, role(s), step_line(s, &labels)));
+        for line in cell_lines(s) {
+            out.push_str(&format!("                cell {line}\n"));
+        }
     }
     out.push_str(&conclusion_line(log));
     out.push('\n');
@@ -223,6 +256,44 @@ mod tests {
         assert_eq!(last.steps.len(), 4, "endpoints, 2, 1, then 2 against 1: {:?}", last.steps);
         let text = render(&last);
         assert!(text.contains("first bad: C (position 3 of 6)"), "{text}");
+    }
+
+    #[test]
+    fn a_step_over_several_cells_is_stored_and_shown_per_cell() {
+        use crate::bisect::cells::{CellInput, combine};
+        use crate::catalogue::Direction;
+        let rule = (0.05, Direction::HigherIsBetter);
+        let one = |name: &str, d: &[f64]| {
+            let c = crate::stats::paired::change_of_log_ratios(d, 0.01);
+            let m = crate::bisect::step::StepMeasure::judge(
+                crate::model::pairing::PairStop::Regressed,
+                c,
+                0.01,
+                (d.len() as u32, 0),
+                rule,
+            );
+            CellInput { cell: name.into(), measure: m, rule }
+        };
+        let mut log = crate::bisect::log::tests::sample();
+        log.cell = "a-chown, b-open_close".into();
+        log.cells = vec!["a-chown".into(), "b-open_close".into()];
+        let flat = [0.01, -0.01, 0.012, -0.011, 0.009, -0.01];
+        let slow: Vec<f64> = flat.iter().map(|x| x + 0.7f64.ln()).collect();
+        log.steps[0].measure = combine(vec![one("a-chown", &flat), one("b-open_close\x1b[31m", &slow)]);
+        let out = tempfile::tempdir().unwrap();
+        let dir = create_dir(out.path(), "s").unwrap();
+        super::super::log::store(&dir.fd, &dir.path, &log).unwrap();
+        let (_, back) = open_dir(&dir.path).unwrap();
+        let verdicts = |l: &BisectLog| l.steps[0].measure.cells.iter().map(|c| c.measure.verdict).collect::<Vec<_>>();
+        assert_eq!((verdicts(&back), back.cells.clone()), (verdicts(&log), log.cells.clone()));
+        assert_eq!(back.steps[0].measure.cells[0].cell, "a-chown");
+        let text = render(&log);
+        assert!(text.contains("cell a-chown: good (unchanged)"), "{text}");
+        assert!(text.contains("cell b-open_close\\u{1b}[31m: bad (regressed)"), "{text}");
+        assert!(!text.contains('\x1b'), "{text}");
+        let report = crate::bisect::report::render(&back, true);
+        assert!(report.contains("## Cells") && report.contains("Holm p"), "{report}");
+        assert!(crate::bisect::report::email(&back, "d").contains("cell a-chown: good"));
     }
 
     #[test]

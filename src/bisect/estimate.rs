@@ -28,10 +28,10 @@ pub struct Estimate {
 }
 
 /// The estimate for `candidates` with steps of `min..=max` pairs and `reruns` void pairs
-/// allowed per step; `done` are steps already finished here, whose wall time per boot
-/// replaces the assumed figure.
-pub fn estimate(candidates: usize, min: u32, max: u32, reruns: u32, done: &[StepRecord]) -> Estimate {
-    let boots: u32 = done.iter().map(|s| 2 * (s.measure.pairs + s.measure.dropped)).sum();
+/// allowed per step, over `cells` judged cells (each its own pair group a step); `done`
+/// are steps already finished here, whose wall time per boot replaces the assumed figure.
+pub fn estimate(candidates: usize, min: u32, max: u32, reruns: u32, cells: u32, done: &[StepRecord]) -> Estimate {
+    let boots: u32 = done.iter().map(|s| s.measure.boots()).sum();
     let seconds: f64 = done.iter().map(|s| s.seconds).sum();
     let (secs_per_boot, measured) = if boots > 0 && seconds > 0.0 {
         let per = seconds / f64::from(boots);
@@ -42,8 +42,8 @@ pub fn estimate(candidates: usize, min: u32, max: u32, reruns: u32, done: &[Step
     Estimate {
         candidates,
         steps: most_steps(candidates),
-        boots_best: 2 * min,
-        boots_worst: 2 * (max + reruns),
+        boots_best: 2 * min * cells.max(1),
+        boots_worst: 2 * (max + reruns) * cells.max(1),
         secs_per_boot,
         measured,
     }
@@ -104,15 +104,18 @@ mod tests {
 
     #[test]
     fn the_estimate_counts_steps_and_boots_and_measures_the_boot_time_once_steps_ran() {
-        let e = estimate(16, 6, 32, 3, &[]);
+        let e = estimate(16, 6, 32, 3, 1, &[]);
         assert_eq!((e.steps, e.boots_best, e.boots_worst, e.measured), (6, 12, 70, false));
         let text = render(&e);
         assert!(text.contains("at most 6 steps") && text.contains("12-70 guest boots"), "{text}");
         let mut log = crate::bisect::log::tests::sample();
         log.steps[0].seconds = 120.0; // 6 pairs: 12 boots in 120 s
-        let e = estimate(16, 6, 32, 3, &log.steps);
+        let e = estimate(16, 6, 32, 3, 1, &log.steps);
         assert_eq!((e.secs_per_boot, e.measured), ((10.0, 10.0), true));
         assert!(render(&e).contains("10.0 s a boot, measured"));
+        // Three judged cells: three pair groups a step.
+        let e = estimate(16, 6, 32, 3, 3, &[]);
+        assert_eq!((e.boots_best, e.boots_worst), (36, 210));
         let b = render_builds(5, 1, &[]);
         assert!(b.contains("at most 4 of the 5 commits") && b.contains("1 already") && b.contains("not known"), "{b}");
         let b = render_builds(64, 0, &[60.0, 120.0]);

@@ -255,5 +255,6 @@ fn skipped(why: String) -> StepMeasure {
         stop: PairStop::MemberFailed,
         reason: Some(why),
         run: None,
+        cells: Vec::new(),
     }
 }

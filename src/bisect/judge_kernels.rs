@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use super::cells::{CellInput, combine};
 use super::search::StepJudge;
 use super::step::StepMeasure;
 use crate::catalogue::Direction;
@@ -18,11 +19,11 @@ use crate::qemu::member::KernelMembers;
 use crate::runner::{KernelPairedRequest, run_kernel_paired};
 use crate::scenario::Scenario;
 
-/// Every step a kernel-paired run of the judged cell.
+/// Every step a kernel-paired run of the judged cells.
 pub struct KernelJudge<'a> {
     /// The scenario (its `[compare]` says the pair bounds; its `[gate]` the threshold).
     pub scenario: &'a Scenario,
-    /// The judged cell (one plan cell, without a kernel).
+    /// The judged cells (plan cells, without a kernel): one, or all with `--all-cells`.
     pub cell: &'a [Cell],
     /// The candidates' labels, in order.
     pub labels: Vec<String>,
@@ -56,23 +57,26 @@ impl StepJudge for KernelJudge<'_> {
     }
 }
 
-/// The measure of a stored two-kernel paired run of one cell: its one comparison's paired
-/// change at the run's level, judged at its threshold.
+/// The measure of a stored two-kernel paired run: its one comparison's paired change at
+/// the run's level, judged at its threshold; with several cells (`--all-cells`), every
+/// comparison's, Holm-adjusted over them ([`super::cells::combine`]).
 pub fn read_step(dir: &Path) -> anyhow::Result<StepMeasure> {
     let run = crate::results::load_run(dir).with_context(|| format!("cannot read the step's run {}", dir.display()))?;
     let paired = crate::report::paired::paired_of("step", &run)
         .with_context(|| format!("{}: the step's run holds no pairs", dir.display()))?;
-    let c = paired
-        .comparisons
-        .first()
-        .with_context(|| format!("{}: the step's run holds no paired comparison", dir.display()))?;
-    let stop = c.stop.unwrap_or(PairStop::MaxPairs);
-    // lat_fs loops and fio IOPS, the workloads a kernel-paired run takes: higher is better.
-    let rule = (c.threshold, Direction::HigherIsBetter);
-    let counts = (c.pairs as u32, c.dropped.len() as u32);
-    let mut m = StepMeasure::judge(stop, c.change, 1.0 - paired.level, counts, rule);
-    if c.stop_reason.is_some() {
-        m.reason.clone_from(&c.stop_reason);
+    if paired.comparisons.is_empty() {
+        anyhow::bail!("{}: the step's run holds no paired comparison", dir.display());
     }
-    Ok(m)
+    let cells = paired.comparisons.iter().map(|c| {
+        let stop = c.stop.unwrap_or(PairStop::MaxPairs);
+        // lat_fs loops and fio IOPS, the workloads a kernel-paired run takes: higher is better.
+        let rule = (c.threshold, Direction::HigherIsBetter);
+        let counts = (c.pairs as u32, c.dropped.len() as u32);
+        let mut measure = StepMeasure::judge(stop, c.change, 1.0 - paired.level, counts, rule);
+        if c.stop_reason.is_some() {
+            measure.reason.clone_from(&c.stop_reason);
+        }
+        CellInput { cell: c.group.clone(), measure, rule }
+    });
+    Ok(combine(cells.collect()))
 }

@@ -21,6 +21,9 @@ pub const BISECT_SCHEMA_VERSION: u32 = 1;
 /// Most candidates (and steps) a log may hold: far beyond any bisection's.
 pub const MAX_CANDIDATES: usize = 100_000;
 
+/// Most cells a bisection judges together (`--all-cells`).
+pub const MAX_CELLS: usize = 10_000;
+
 /// One candidate kernel, in the order bisected.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -72,11 +75,16 @@ pub struct BisectLog {
     pub schema: u32,
     /// The scenario's name.
     pub scenario: String,
-    /// The judged cell (its id without the kernel).
+    /// The judged cell (its id without the kernel); with several (`--all-cells`), their
+    /// ids joined by `, `, each also in `cells`.
     pub cell: String,
+    /// With several judged cells (`--all-cells`): their ids; absent with one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cells: Vec<String>,
     /// The metric judged (`total_loops`, `iops`).
     pub metric: String,
-    /// The regression threshold, a fraction (0.05 = 5%).
+    /// The regression threshold, a fraction (0.05 = 5%); with several cells the smallest of
+    /// theirs (each step's `cells` say each one's).
     pub threshold: f64,
     /// Fewest pairs a step takes.
     pub min_pairs: u32,
@@ -123,6 +131,9 @@ impl BoundedFile for BisectLog {
         if !(2..=MAX_CANDIDATES).contains(&n) {
             return Err(("candidates".into(), format!("{n} candidates; a bisection has 2 to {MAX_CANDIDATES}")));
         }
+        if self.cells.len() > MAX_CELLS {
+            return Err(("cells".into(), format!("{} cells, more than {MAX_CELLS}", self.cells.len())));
+        }
         if self.steps.len() > MAX_CANDIDATES {
             return Err(("steps".into(), format!("{} steps, more than {MAX_CANDIDATES}", self.steps.len())));
         }
@@ -151,6 +162,20 @@ impl BoundedFile for BisectLog {
             }
             if m.pairs > 1000 || m.dropped > 1000 || !(0.0..=1.0).contains(&m.level) {
                 return Err((format!("{at}.measure.pairs"), "pair counts or level out of bounds".into()));
+            }
+            if m.cells.len() > MAX_CELLS {
+                return Err((format!("{at}.measure.cells"), format!("more than {MAX_CELLS} cells")));
+            }
+            for (j, c) in m.cells.iter().enumerate() {
+                let (cm, p) = (&c.measure, c.p_holm.unwrap_or(0.0));
+                let ratios = [cm.ratio, cm.ratio_low, cm.ratio_high];
+                let bad = ratios.iter().flatten().any(|v| !v.is_finite() || !(0.0..=MAX_VALUE).contains(v))
+                    || !(0.0..=1.0).contains(&p)
+                    || !(0.0..1.0).contains(&c.threshold)
+                    || !cm.cells.is_empty();
+                if bad {
+                    return Err((format!("{at}.measure.cells[{j}]"), "not a plausible cell measure".into()));
+                }
             }
         }
         let within = |p: usize| p < n;
@@ -212,11 +237,13 @@ pub(crate) mod tests {
             stop: PairStop::Regressed,
             reason: None,
             run: Some("s/r1".into()),
+            cells: Vec::new(),
         };
         BisectLog {
             schema: BISECT_SCHEMA_VERSION,
             scenario: "s".into(),
             cell: "ext4-S-qoff-t1-open_close".into(),
+            cells: Vec::new(),
             metric: "total_loops".into(),
             threshold: 0.05,
             min_pairs: 6,

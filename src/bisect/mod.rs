@@ -5,6 +5,7 @@
 //!   confirmed first, midpoints judged bad / good / unknown against the good endpoint,
 //!   skipped candidates stepped around, the culprit confirmed against its predecessor.
 //! - [`step`]: one step's three-valued answer from the paired verdict.
+//! - [`cells`]: a step judged over several cells, Holm-adjusted (`--all-cells`).
 //! - [`log`]: the bisect log (`bisect.json`), written after every step, read to resume.
 //! - [`judge_pairs`]: steps as in-memory pair groups through the runner's pair machinery.
 //! - [`judge_kernels`]: steps as kernel-paired runs in qemu, each stored in the bisection's
@@ -15,9 +16,12 @@
 //! - [`estimate`]: what a bisection will cost, before it starts.
 //! - [`git`]: the candidates of a git range (`--git TREE --range GOOD..BAD`), a commit exported.
 //! - [`build_cache`]: candidates built by the user's command, cached by commit and build configuration.
+//! - [`build_prune`]: what a build cache holds, and pruning what fsbench made in it.
 //! - [`judge_build`]: steps whose candidates are built when the search first needs them.
 
 pub mod build_cache;
+pub mod build_prune;
+pub mod cells;
 pub mod drive;
 pub mod estimate;
 pub mod git;

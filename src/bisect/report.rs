@@ -56,6 +56,29 @@ pub fn write(m: &mut dyn Markup, log: &BisectLog, plot: Option<&PlotImage>) {
     for s in log.steps.iter().filter(|s| s.measure.reason.is_some()) {
         m.note(&step_line(s, &labels));
     }
+    if log.steps.iter().any(|s| !s.measure.cells.is_empty()) {
+        m.heading(2, "Cells");
+        m.paragraph("Every cell of each step; a step is bad when any cell's Holm-adjusted verdict is bad, good when all are good.");
+        let rows: Vec<Vec<String>> = log
+            .steps
+            .iter()
+            .enumerate()
+            .flat_map(|(i, s)| s.measure.cells.iter().map(move |c| (i, c)))
+            .map(|(i, c)| {
+                vec![
+                    (i + 1).to_string(),
+                    escape_control(&c.cell),
+                    c.measure.verdict.name().to_string(),
+                    escape_control(&c.measure.paired_verdict),
+                    c.measure.ratio_text(),
+                    c.measure.pairs.to_string(),
+                    super::drive::p_text(c.p_holm),
+                ]
+            })
+            .collect();
+        let header = ["step", "cell", "verdict", "own verdict", "ratio [interval]", "pairs", "Holm p"];
+        m.table(&header.map(String::from), &rows);
+    }
     if let Some(p) = plot {
         m.figure(
             &p.svg,
@@ -174,6 +197,9 @@ pub fn email(log: &BisectLog, dir: &str) -> String {
     for (i, s) in log.steps.iter().enumerate() {
         let line = format!("{:>3}. {}", i + 1, step_line(s, &labels));
         let _ = writeln!(out, "{}", crate::text::wrap(&line, 80, "       "));
+        for c in super::drive::cell_lines(s) {
+            let _ = writeln!(out, "{}", crate::text::wrap(&format!("     cell {c}"), 80, "       "));
+        }
     }
     if let Some(c) = log.culprit.as_ref().and_then(|c| log.candidates.iter().find(|k| &k.label == c)) {
         let _ = writeln!(out, "\nculprit image: {}", escape_control(&c.image));

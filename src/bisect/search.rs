@@ -227,6 +227,7 @@ mod tests {
             stop,
             reason: None,
             run: None,
+            cells: Vec::new(),
         }
     }
 

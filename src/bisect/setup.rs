@@ -77,10 +77,10 @@ pub fn check_candidates(kernels: &[KernelSpec]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The one cell a bisection judges: the plan's only cell, or the one `--cell` names (by
-/// its id). Several cells without `--cell` are refused, listing them: one verdict per
-/// step needs one quantity.
-pub fn pick_cell(cells: Vec<Cell>, wanted: Option<&str>) -> anyhow::Result<Vec<Cell>> {
+/// The cells a bisection judges: the plan's only cell, the one `--cell` names (by its id),
+/// or with `all` every cell (each step Holm-adjusted over them, [`super::cells`]). Several
+/// cells with neither are refused, listing them.
+pub fn pick_cell(cells: Vec<Cell>, wanted: Option<&str>, all: bool) -> anyhow::Result<Vec<Cell>> {
     let ids: Vec<String> = cells.iter().map(Cell::id).collect();
     match wanted {
         Some(w) => {
@@ -95,24 +95,37 @@ pub fn pick_cell(cells: Vec<Cell>, wanted: Option<&str>) -> anyhow::Result<Vec<C
             Ok(vec![cell])
         }
         None if cells.len() == 1 => Ok(cells),
+        None if all && cells.len() > super::log::MAX_CELLS => Err(InputError::anyhow(format!(
+            "--all-cells: the scenario has {} cells, more than a bisection judges together ({}); narrow with --only",
+            cells.len(),
+            super::log::MAX_CELLS
+        ))),
+        None if all => Ok(cells),
         None => Err(InputError::anyhow(format!(
-            "the scenario has {} cells and a bisection judges one: name it with --cell ID (or narrow with --only): {}",
+            "the scenario has {} cells: name the one judged with --cell ID, judge them all (Holm-adjusted) with \
+             --all-cells, or narrow with --only: {}",
             cells.len(),
             crate::text::some_of(&ids.iter().map(String::as_str).collect::<Vec<_>>(), 20)
         ))),
     }
 }
 
+/// What the log calls the judged cells: the one id, or every id joined by `, `.
+pub fn cells_name(cells: &[Cell]) -> String {
+    cells.iter().map(Cell::id).collect::<Vec<_>>().join(", ")
+}
+
 /// The log a new bisection starts with.
-pub fn new_log(s: &Scenario, cell: &Cell, spec: &CompareSpec, seed: u64, kernels: &[KernelSpec]) -> BisectLog {
+pub fn new_log(s: &Scenario, cells: &[Cell], spec: &CompareSpec, seed: u64, kernels: &[KernelSpec]) -> BisectLog {
     // The metric the paired verdict reads, at the threshold a pair group decides with.
     let answers = crate::workload::kind::of(&s.workload);
     let metric = answers.kind().default_metric().name();
-    let threshold = answers.pair_threshold(&s.gate, &cell.params);
+    let threshold = cells.iter().map(|c| answers.pair_threshold(&s.gate, &c.params)).fold(f64::INFINITY, f64::min);
     BisectLog {
         schema: BISECT_SCHEMA_VERSION,
         scenario: s.name.clone(),
-        cell: cell.id(),
+        cell: cells_name(cells),
+        cells: if cells.len() > 1 { cells.iter().map(Cell::id).collect() } else { Vec::new() },
         metric: metric.into(),
         threshold,
         min_pairs: spec.min_pairs,
@@ -210,11 +223,13 @@ mod tests {
         )
         .unwrap();
         let cells = crate::plan::expand(&s).cells;
-        let e = pick_cell(cells.clone(), None).unwrap_err();
-        assert!(format!("{e:#}").contains("--cell"), "{e:#}");
-        let one = pick_cell(cells.clone(), Some("ext4-S-qoff-t1-open_close")).unwrap();
+        let e = pick_cell(cells.clone(), None, false).unwrap_err();
+        assert!(format!("{e:#}").contains("--cell") && format!("{e:#}").contains("--all-cells"), "{e:#}");
+        let one = pick_cell(cells.clone(), Some("ext4-S-qoff-t1-open_close"), false).unwrap();
         assert_eq!(one.len(), 1);
-        assert!(format!("{:#}", pick_cell(cells.clone(), Some("nope")).unwrap_err()).contains("no such cell"));
-        assert_eq!(pick_cell(cells[..1].to_vec(), None).unwrap().len(), 1);
+        assert!(format!("{:#}", pick_cell(cells.clone(), Some("nope"), false).unwrap_err()).contains("no such cell"));
+        assert_eq!(pick_cell(cells[..1].to_vec(), None, false).unwrap().len(), 1);
+        let all = pick_cell(cells.clone(), None, true).unwrap();
+        assert_eq!(cells_name(&all), "ext4-S-qoff-t1-chown, ext4-S-qoff-t1-open_close");
     }
 }

@@ -167,7 +167,8 @@ pub fn paired_once(cfg: &SimConfig, levels: Vec<f64>, cells: &[Cell], rng: &mut 
         direction: Direction::HigherIsBetter,
         max_reruns: 0,
     };
-    let mut judge = PairJudge { exec: &mut exec, cells, rules, value: &latfs_member_value, stop: &|| false };
+    let mut judge =
+        PairJudge { exec: &mut exec, cells: vec![cells], rules, value: &latfs_member_value, stop: &|| false };
     let mut record = |_: &StepRecord| Ok(());
     let done: [StepRecord; 0] = [];
     let c = bisect(cells.len(), &mut Search { judge: &mut judge, done: &done, record: &mut record })

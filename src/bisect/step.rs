@@ -69,6 +69,10 @@ pub struct StepMeasure {
     /// The step's paired run directory, relative to the bisection directory (`null` when
     /// the step ran in memory, as in the simulation).
     pub run: Option<String>,
+    /// With several judged cells (`--all-cells`): each cell's measure, its verdict the
+    /// Holm-adjusted one (the fields above are then the deciding cell's); absent with one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cells: Vec<super::cells::CellStep>,
 }
 
 impl StepMeasure {
@@ -111,6 +115,15 @@ impl StepMeasure {
             stop,
             reason,
             run: None,
+            cells: Vec::new(),
+        }
+    }
+
+    /// Guest boots the step took: two a pair (counted or dropped), over every judged cell.
+    pub fn boots(&self) -> u32 {
+        match self.cells.as_slice() {
+            [] => 2 * (self.pairs + self.dropped),
+            cells => cells.iter().map(|c| c.measure.boots()).sum(),
         }
     }
 

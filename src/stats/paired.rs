@@ -39,7 +39,7 @@
 
 use serde::Serialize;
 
-use super::distributions::t_critical;
+use super::distributions::{student_t_two_sided_p, t_critical};
 use super::ratio::Change;
 use super::summary::median;
 
@@ -87,6 +87,27 @@ pub fn change_of_log_ratios(d: &[f64], alpha: f64) -> Option<Change> {
     let sd = (d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
     let half = t_critical(alpha, (n - 1) as f64) * sd / (n as f64).sqrt();
     Some(Change { mean: point, ci_low: (mean - half).exp() - 1.0, ci_high: (mean + half).exp() - 1.0 })
+}
+
+/// The two-sided p-value of the paired t test of the mean log ratio against
+/// `ln(1 + bound)` (a ratio less 1, as a threshold is), read back from a paired change `c`
+/// whose interval [`change_of_log_ratios`] made at level `1 - alpha` from `n` pairs: it is
+/// below `alpha` exactly when that interval excludes `bound`, so Holm's adjustment
+/// ([`crate::stats::holm_adjust`]) can judge several paired verdicts together. `None`
+/// when the interval bounds nothing (fewer than two pairs).
+pub fn paired_p_against(c: Change, alpha: f64, n: usize, bound: f64) -> Option<f64> {
+    let (mean, high) = ((1.0 + c.mean).ln(), (1.0 + c.ci_high).ln());
+    let half = high - mean;
+    let crit = t_critical(alpha, n.checked_sub(1)? as f64);
+    if n < 2 || !half.is_finite() || !crit.is_finite() || !mean.is_finite() {
+        return None;
+    }
+    let distance = mean - (1.0 + bound).ln();
+    if half <= 0.0 {
+        // No spread: the interval is the point itself.
+        return Some(if distance == 0.0 { 1.0 } else { 0.0 });
+    }
+    Some(student_t_two_sided_p(distance / (half / crit), (n - 1) as f64))
 }
 
 /// Wilcoxon's signed-rank test with the Hodges–Lehmann interval, as ratios less 1.
@@ -232,6 +253,23 @@ pub fn alpha_per_look(min: u32, max: u32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_p_against_a_bound_is_below_alpha_exactly_when_the_interval_excludes_it() {
+        let d = [-0.12, -0.08, -0.10, -0.15, -0.05, -0.11, -0.09];
+        let alpha = 0.01;
+        let c = change_of_log_ratios(&d, alpha).unwrap();
+        for bound in [-0.2, -0.15, c.ci_low - 1e-6, c.ci_low + 1e-6, -0.1, c.ci_high - 1e-6, c.ci_high + 1e-6, 0.0] {
+            let p = paired_p_against(c, alpha, d.len(), bound).unwrap();
+            let excluded = bound < c.ci_low || bound > c.ci_high;
+            assert_eq!(p < alpha, excluded, "bound {bound}: p {p}, interval [{}, {}]", c.ci_low, c.ci_high);
+        }
+        // Against its own point estimate the test cannot reject.
+        assert!((paired_p_against(c, alpha, d.len(), c.mean).unwrap() - 1.0).abs() < 1e-9);
+        assert_eq!(paired_p_against(change_of_log_ratios(&[-0.1], alpha).unwrap(), alpha, 1, -0.05), None);
+        let flat = change_of_log_ratios(&[-0.1; 4], alpha).unwrap();
+        assert_eq!(paired_p_against(flat, alpha, 4, -0.05), Some(0.0));
+    }
 
     #[test]
     fn wilcoxon_critical_values_match_the_published_table() {

@@ -34,7 +34,11 @@ fn lists_that_cannot_be_bisected_exit_2_naming_why_and_nothing_is_created() {
         (vec![format!("--kernel=A={a}"), format!("--kernel=B={b}"), format!("--kernel=C={a}")], "same kernel booted"),
         (vec![format!("--kernel=A={a}"), format!("--kernel=A={b}")], "`A` is given twice"),
         // quota-qemu has 16 cells: one must be named.
-        (vec![format!("--kernel=A={a}"), format!("--kernel=B={b}")], "name it with --cell"),
+        (vec![format!("--kernel=A={a}"), format!("--kernel=B={b}")], "judge them all (Holm-adjusted) with --all-cells"),
+        (
+            vec![format!("--kernel=A={a}"), format!("--kernel=B={b}"), "--all-cells".into(), "--cell=x".into()],
+            "cannot be used with",
+        ),
         (vec![format!("--kernel=A={a}"), format!("--kernel=B={b}"), "--cell=nope".into()], "--cell nope: no such cell"),
     ];
     for (args, want) in cases {
@@ -69,6 +73,14 @@ fn the_estimate_counts_steps_and_boots_before_anything_boots() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("4 candidates: at most 4 steps"), "{stderr}");
     assert!(stderr.contains("12-70 guest boots a step"), "{stderr}");
+    assert!(!out.exists());
+    // Every cell of quota-qemu's quota-off half (8 cells): eight pair groups a step.
+    let (code, stderr) = bisect(
+        &["--kernels", list.to_str().unwrap(), "--only", "quota=off", "--all-cells", "--estimate", "--max-pairs", "32"],
+        &out,
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("96-560 guest boots a step"), "{stderr}");
     assert!(!out.exists());
 }
 
@@ -108,7 +120,7 @@ fn bisected(d: &std::path::Path) -> std::path::PathBuf {
         .map(|l| fsbench::qemu::parse_kernel_arg(&format!("{l}=/k/{l}")).unwrap())
         .collect();
     let spec = fsbench::runner::kernel_compare(&s, &["V0".into(), "V1".into()]).unwrap();
-    let mut log = fsbench::bisect::setup::new_log(&s, &cell, &spec, 5, &kernels);
+    let mut log = fsbench::bisect::setup::new_log(&s, std::slice::from_ref(&cell), &spec, 5, &kernels);
     let dir = fsbench::bisect::drive::create_dir(d, &s.name).unwrap();
     let c = fsbench::bisect::drive::run(&mut Truth, &mut log, &dir, true).unwrap();
     assert_eq!(c, fsbench::bisect::search::Conclusion::Culprit { candidate: 2 });
@@ -154,4 +166,71 @@ fn report_shows_a_bisection_as_a_table_a_plot_a_page_and_a_mail() {
     assert!(json.contains("\"culprit\": \"V2\""), "{json}");
     let csv = crate::support::fsbench().arg("report").arg(&dir).args(["--format", "csv"]).output().unwrap();
     assert_eq!(csv.status.code(), Some(2));
+}
+
+/// `fsbench bisect-cache ARGS --build-cache DIR`: exit code, stdout, stderr.
+fn cache_cmd(args: &[&str], dir: &std::path::Path) -> (Option<i32>, String, String) {
+    let o = fsbench().args(["bisect-cache"]).args(args).arg("--build-cache").arg(dir).output().unwrap();
+    (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+#[test]
+fn the_build_cache_is_listed_and_pruned_of_fsbench_builds_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("builds");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let key = |n: u8| format!("{n:064x}");
+    // Three builds used 1, 20 and 50 days ago, as `bisect --git` leaves them.
+    for (n, days) in [(1u8, 1u64), (2, 20), (3, 50)] {
+        let e = dir.join(key(n));
+        std::fs::create_dir(&e).unwrap();
+        std::fs::write(e.join("vmlinuz"), vec![0u8; 4096]).unwrap();
+        let record = format!(
+            "{{\"commit\": \"c{n}\", \"command\": \"make\", \"config_sha256\": null, \"seconds\": 1.0, \
+             \"finished\": \"2026-12-01T00:00:00Z\"}}"
+        );
+        std::fs::write(e.join("build.json"), record).unwrap();
+        std::fs::set_permissions(&e, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let t = std::time::SystemTime::now() - std::time::Duration::from_secs(days * 86_400);
+        std::fs::File::open(&e).unwrap().set_modified(t).unwrap();
+    }
+    // Someone else's things in the cache: never touched.
+    std::fs::write(dir.join("README"), "mine").unwrap();
+    std::fs::create_dir(dir.join(key(9))).unwrap();
+
+    let (code, out, err) = cache_cmd(&["list"], &dir);
+    assert_eq!(code, Some(0), "{err}");
+    let c1 = out.find("commit c1").expect(&out);
+    assert!(c1 < out.find("commit c2").unwrap() && out.find("commit c2").unwrap() < out.find("commit c3").unwrap());
+    assert!(out.contains("3 builds") && out.contains("2 other names"), "{out}");
+
+    let (code, out, err) = cache_cmd(&["prune", "--older-than", "30", "--dry-run"], &dir);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("would remove commit c3") && !out.contains("c2"), "{out}");
+    assert!(dir.join(key(3)).is_dir(), "a dry run removed a build");
+
+    let (code, out, err) = cache_cmd(&["prune", "--keep", "1"], &dir);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("removed 2 names") && out.contains("1 builds kept"), "{out}");
+    assert!(dir.join(key(1)).join("vmlinuz").is_file());
+    assert!(!dir.join(key(2)).exists() && !dir.join(key(3)).exists());
+    assert!(dir.join(key(9)).is_dir() && dir.join("README").is_file());
+
+    // Bad input: exit 2, naming what.
+    for (args, want) in [
+        (vec!["prune"], "--keep"),
+        (vec!["prune", "--older-than=-1"], "--older-than -1: days"),
+        (vec!["prune", "--keep", "1", "--older-than", "3"], "cannot be used with"),
+    ] {
+        let (code, _, err) = cache_cmd(&args, &dir);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: want {want:?} in {err}");
+    }
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let (code, _, err) = cache_cmd(&["prune", "--keep", "0"], &dir);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("mode 0777"), "{err}");
+    assert!(dir.join(key(1)).is_dir(), "a cache others may write was pruned");
 }

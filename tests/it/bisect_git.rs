@@ -101,7 +101,7 @@ fn bisect_range(
     let cell = fsbench::plan::expand(&s).cells.remove(0);
     let labels: Vec<String> = builds.kernels.iter().map(|k| k.label.clone()).collect();
     let spec = fsbench::runner::kernel_compare(&s, &labels).unwrap();
-    let mut log = fsbench::bisect::setup::new_log(&s, &cell, &spec, 5, &builds.kernels);
+    let mut log = fsbench::bisect::setup::new_log(&s, std::slice::from_ref(&cell), &spec, 5, &builds.kernels);
     builds.annotate(&mut log);
     let dir = fsbench::bisect::drive::create_dir(out, &s.name).unwrap();
     let mut judge = BuildingJudge { builds: &mut builds, inner: ReadsImages::default() };

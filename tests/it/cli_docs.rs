@@ -38,7 +38,9 @@ fn offers(shell: &str, script: &str, path: &[String]) -> bool {
     match shell {
         // A case branch from the parent's state: `fsbench__subcmd__bundle,pack)`.
         "bash" => {
-            let parent: String = parents.iter().map(|p| format!("__subcmd__{}", p.replace('-', "__"))).collect();
+            // clap_complete spells a `-` in a parent's name as `__subcmd__` too (`bisect-cache`).
+            let parent: String =
+                parents.iter().map(|p| format!("__subcmd__{}", p.replace('-', "__subcmd__"))).collect();
             script.lines().any(|l| l.trim() == format!("fsbench{parent},{name})"))
         }
         // A candidate with its description: `'pack:Pack a scenario...' \`.

@@ -152,7 +152,7 @@ fn run_key(fd: &OwnedFd) -> Option<RunKey> {
     if let Some(c) = cells.filter(|c| c.st_mode & libc::S_IFMT == libc::S_IFDIR) {
         add_status(&mut h, "cells", &c);
         let cells_fd = safe::open_subdir(fd, "cells").ok()?;
-        let mut names = entry_names(&cells_fd).ok()?;
+        let mut names = crate::beneath::list_names(&cells_fd).ok()?;
         names.sort();
         for name in names {
             let c = std::ffi::CString::new(name.as_bytes()).ok()?;
@@ -183,23 +183,6 @@ fn add_status(h: &mut Sha256, name: &str, st: &libc::stat) {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Every name in the directory open at `dir` but `.` and `..` (not only cell files: any change
-/// of what is there reads the run again).
-fn entry_names(dir: &OwnedFd) -> std::io::Result<Vec<String>> {
-    use nix::fcntl::OFlag;
-    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
-    let mut d = nix::dir::Dir::openat(dir, ".", flags, nix::sys::stat::Mode::empty())?;
-    let mut names = Vec::new();
-    for entry in d.iter() {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name != "." && name != ".." {
-            names.push(name);
-        }
-    }
-    Ok(names)
 }
 
 /// A run read from its directory (not from the index) and why.
