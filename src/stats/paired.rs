@@ -89,6 +89,21 @@ pub fn change_of_log_ratios(d: &[f64], alpha: f64) -> Option<Change> {
     Some(Change { mean: point, ci_low: (mean - half).exp() - 1.0, ci_high: (mean + half).exp() - 1.0 })
 }
 
+/// Two-sided p of the one-sample t test that the mean of paired differences `d` is 0
+/// (`t = mean / (s / √n)`, n-1 degrees of freedom): `None` below two differences; with no
+/// spread, 1 for a zero mean and 0 otherwise.
+pub fn mean_difference_p(d: &[f64]) -> Option<f64> {
+    if d.len() < 2 {
+        return None;
+    }
+    let s = super::summarize(d);
+    if s.stddev == 0.0 {
+        return Some(if s.mean == 0.0 { 1.0 } else { 0.0 });
+    }
+    let t = s.mean / (s.stddev / (s.n as f64).sqrt());
+    Some(super::student_t_two_sided_p(t, (s.n - 1) as f64))
+}
+
 /// Wilcoxon's signed-rank test with the Hodges–Lehmann interval, as ratios less 1.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SignedRank {
