@@ -29,6 +29,22 @@ pub const DEFAULT_FREQUENCY_HZ: u32 = 999;
 /// The run-directory folder of the folded stacks (`profiles/<cell-id>.folded`).
 pub const PROFILES_DIR: &str = "profiles";
 
+/// Most profiled members per cell of a paired run: one per pair for the first this many
+/// pairs of each group (both arms, in the pair schedule's order). Five pairs give the
+/// paired test of a function's share 4 degrees of freedom (t 2.78 at 95%) at the cost of
+/// one uncounted repetition per member in those pairs only; a run with fewer pairs has as
+/// many profiles as pairs.
+pub const PROFILED_PAIRS: u32 = 5;
+
+/// The file name, under [`PROFILES_DIR`], of a cell's folded stacks: `<id>.folded`, the
+/// off-CPU ones `<id>.offcpu.folded`; a paired run's later profiled members
+/// `<id>.pair<k>.folded` (`pair` 0 is the plain name). The one place the names are made.
+pub fn folded_name(cell_id: &str, pair: Option<u32>, offcpu: bool) -> String {
+    let pair = pair.filter(|&k| k > 0).map(|k| format!(".pair{k}")).unwrap_or_default();
+    let off = if offcpu { ".offcpu" } else { "" };
+    format!("{cell_id}{pair}{off}.folded")
+}
+
 /// One cell's profiled window, as plain values.
 #[derive(Debug, Clone)]
 pub struct WindowRequest<'a> {
@@ -38,8 +54,10 @@ pub struct WindowRequest<'a> {
     pub frequency_hz: u32,
     /// A scratch directory of the run for perf's data (removed afterwards).
     pub scratch: PathBuf,
-    /// The cell's id: its profile is stored as `profiles/<id>.folded`.
+    /// The cell's id: its profile is stored as `profiles/<id>.folded` ([`folded_name`]).
     pub cell_id: String,
+    /// Paired runs: the index of this profiled member of the cell ([`CellProfile::pair`]).
+    pub pair: Option<u32>,
     /// The workload runs in fsbench's own thread (one steps copy), not in workers.
     pub in_process: bool,
     /// `cpu+offcpu`: also where the workers were blocked ([`offcpu`]).
@@ -98,9 +116,10 @@ fn stored_offcpu(rec: &Recorder, req: &WindowRequest, off: Result<offcpu::OffCpu
         samples: c.samples,
         stacks: c.stacks,
         merged_stacks: c.merged,
-        file: Some(format!("{PROFILES_DIR}/{}.offcpu.folded", req.cell_id)),
+        file: Some(format!("{PROFILES_DIR}/{}", folded_name(&req.cell_id, req.pair, true))),
         folded: text,
         runnable_us: Some(o.runnable_us),
+        pair: req.pair,
         ..CellProfile::default()
     }
 }
@@ -118,12 +137,13 @@ fn stored(rec: &Recorder, req: &WindowRequest, folded: &folded::Folded) -> CellP
         samples: c.samples,
         stacks: c.stacks,
         merged_stacks: c.merged,
-        file: Some(format!("{PROFILES_DIR}/{}.folded", req.cell_id)),
+        file: Some(format!("{PROFILES_DIR}/{}", folded_name(&req.cell_id, req.pair, false))),
         folded: text,
         unreadable: None,
         weight: None,
         offcpu: None,
         runnable_us: None,
+        pair: req.pair,
     }
 }
 
