@@ -30,11 +30,14 @@ pub const DEFAULT_FREQUENCY_HZ: u32 = 999;
 pub const PROFILES_DIR: &str = "profiles";
 
 /// Most profiled members per cell of a paired run: one per pair for the first this many
-/// pairs of each group (both arms, in the pair schedule's order). Five pairs give the
-/// paired test of a function's share 4 degrees of freedom (t 2.78 at 95%) at the cost of
-/// one uncounted repetition per member in those pairs only; a run with fewer pairs has as
-/// many profiles as pairs.
-pub const PROFILED_PAIRS: u32 = 5;
+/// pairs of each group (both arms, in the pair schedule's order). The diff tests each
+/// function's change across these pairs with a t test, Holm-adjusted over the ~200
+/// functions a filesystem profile holds at 0.5% or more: at 5 pairs (4 degrees of freedom)
+/// a change needs t ≈ 10 to be listed, at 8 pairs t ≈ 6, which is what lets a
+/// 3-point function of a 1 s window of a loaded 2-CPU host (~350 samples) through
+/// (benches/README.md, "profile explanation"). The cost is one uncounted repetition per
+/// member in those pairs only; a group with fewer pairs has as many profiles as pairs.
+pub const PROFILED_PAIRS: u32 = 8;
 
 /// The file name, under [`PROFILES_DIR`], of a cell's folded stacks: `<id>.folded`, the
 /// off-CPU ones `<id>.offcpu.folded`; a paired run's later profiled members
