@@ -63,6 +63,8 @@ pub struct ProfileDiff {
     pub tested: usize,
     /// How the changes were told from the noise.
     pub judged: Judged,
+    /// How many functions grew and shrank beyond the noise, before the `top` cut.
+    pub beyond: (usize, usize),
 }
 
 /// How a [`ProfileDiff`] told its changes from the noise.
@@ -127,6 +129,7 @@ pub fn paired_diff(pairs: &[(&Folded, &Folded)], top: usize, samples: bool) -> P
             d.shrunk = all.into_iter().filter(|c| c.delta_pp <= -MIN_PP).collect();
             d.grown.sort_by(|x, y| y.delta_pp.total_cmp(&x.delta_pp).then_with(|| x.name.cmp(&y.name)));
             d.shrunk.sort_by(|x, y| x.delta_pp.total_cmp(&y.delta_pp).then_with(|| x.name.cmp(&y.name)));
+            d.beyond = (d.grown.len(), d.shrunk.len());
             d.grown.truncate(top);
             d.shrunk.truncate(top);
             return d;
@@ -194,9 +197,10 @@ fn ranked(mut changes: Vec<FunctionChange>, raw_p: &[Option<f64>], top: usize, b
     let mut shrunk: Vec<FunctionChange> = beyond.into_iter().filter(|c| c.delta_pp < 0.0).collect();
     grown.sort_by(|x, y| y.delta_pp.total_cmp(&x.delta_pp).then_with(|| x.name.cmp(&y.name)));
     shrunk.sort_by(|x, y| x.delta_pp.total_cmp(&y.delta_pp).then_with(|| x.name.cmp(&y.name)));
+    let beyond = (grown.len(), shrunk.len());
     grown.truncate(top);
     shrunk.truncate(top);
-    ProfileDiff { grown, shrunk, ..base }
+    ProfileDiff { grown, shrunk, beyond, ..base }
 }
 
 /// The differential folded stacks of A and B (`stack count_a count_b`), for

@@ -204,10 +204,11 @@ fn write_one(m: &mut dyn Markup, cd: &CellDiff, kind: Kind, flame_graphs: bool) 
     };
     m.heading(3, &format!("{what} of {}", cd.title));
     m.paragraph(&format!(
-        "{}; {} grew and {} shrank beyond the noise",
+        "{}; {} grew and {} shrank beyond the noise{}",
         judged_text(d, kind),
-        d.grown.len(),
-        d.shrunk.len()
+        d.beyond.0,
+        d.beyond.1,
+        if d.beyond.0.max(d.beyond.1) > TOP { format!(" (the {TOP} largest each way listed)") } else { String::new() }
     ));
     let (la, lb) = &cd.labels;
     let header = |what: &str| {

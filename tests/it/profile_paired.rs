@@ -1,7 +1,7 @@
 //! Profiles of a real paired run (`[compare] arms` with `--profile`): each arm profiled once
 //! per pair for the first pairs, stored per member, and the arms' profile diff judged
 //! across the pairs: ext4 `data=journal` against `data=ordered` on write_truncate grows the
-//! journalled write path; two identical arms list no function as changed.
+//! journalled write path (`ext4_write_begin`) and shrinks delayed allocation; two identical arms list no function as changed.
 
 use std::path::Path;
 
@@ -94,7 +94,11 @@ fn data_journal_arm_grows_the_journalled_write_path_across_pairs() {
     assert!(section.contains("across 5 pairs of profiles"), "{section}");
     let grown = &section[section.find("function (grew)").expect(section)..];
     let grown = &grown[..grown.find("\n\n").unwrap_or(grown.len())];
-    assert!(["ext4_journalled_write_end", "jbd2_"].iter().any(|f| grown.contains(f)), "{section}");
+    // The journalled write path's entry in place of the delayed-allocation one: ranked by
+    // points, its callers and the block mapping it brings fill the rest of the top 10, and
+    // ext4_journalled_write_end (+3 points) is usually below the 10th place
+    // (benches/README.md, "profile explanation").
+    assert!(grown.contains("ext4_write_begin"), "{section}");
     let shrunk = &section[section.find("function (shrank)").expect(section)..];
     assert!(shrunk.contains("ext4_da_write_begin") || shrunk.contains("ext4_da_write_end"), "{section}");
     // The gate's mail carries the same diff.
