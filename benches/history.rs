@@ -88,6 +88,7 @@ fn cell(params: CellParams, value: f64) -> CellResult {
         pairing: None,
         cgroup: None,
         profile: None,
+        pair_profiles: Vec::new(),
         fio: None,
         ops: None,
         started: "2025-01-01T00:00:00Z".into(),

@@ -62,6 +62,7 @@ fn cell(params: CellParams, seed: u64) -> CellResult {
         pairing: None,
         cgroup: None,
         profile: None,
+        pair_profiles: Vec::new(),
         started: "2025-01-01T00:00:00Z".into(),
         finished: "2025-01-01T00:00:01Z".into(),
     }

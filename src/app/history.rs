@@ -41,6 +41,10 @@ pub struct HistoryArgs {
     /// Change points: points examined together (longer series in windows overlapping by half).
     #[arg(long, default_value_t = 50, value_name = "N")]
     pub window: usize,
+    /// Instead of the metrics' series: this function's share of each profiled cell's samples,
+    /// run by run (total and self, percent; a paired run's cell: the mean over its profiles).
+    #[arg(long, value_name = "NAME")]
+    pub function: Option<String>,
     /// Print the history as JSON (`schemas/history.schema.json`).
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
@@ -123,6 +127,9 @@ pub fn history(args: &HistoryArgs) -> anyhow::Result<i32> {
     } else {
         args.scenario_or_dir.clone()
     };
+    if let Some(name) = &args.function {
+        return function_history(args, &req, &dir, name);
+    }
     let h = crate::history::history(&dir, &req).map_err(|e| match e {
         HistoryError::Io(..) => anyhow::Error::new(e),
         other => InputError::anyhow(other.to_string()),
@@ -141,6 +148,30 @@ pub fn history(args: &HistoryArgs) -> anyhow::Result<i32> {
     } else {
         print!("{}", crate::history::render::render_table(&h, super::print::output_width() as usize));
     }
+    Ok(exit::SUCCESS)
+}
+
+/// `history --function NAME`: the runs read whole (profiles are not in the index), the
+/// function's share per run and cell.
+fn function_history(
+    args: &HistoryArgs,
+    req: &HistoryRequest,
+    dir: &std::path::Path,
+    name: &str,
+) -> anyhow::Result<i32> {
+    if args.json || args.csv || args.html.is_some() {
+        return Err(InputError::anyhow("--function prints a table: not with --json, --csv or --html"));
+    }
+    let loaded = crate::history::load_history(dir, req).map_err(|e| match e {
+        HistoryError::Io(..) => anyhow::Error::new(e),
+        other => InputError::anyhow(other.to_string()),
+    })?;
+    let only = crate::history::load::cell_filter(&req.filter.only, &loaded.runs)?;
+    for why in &loaded.left_out {
+        eprintln!("note: left out: {why}");
+    }
+    let points = crate::history::function::function_history(&loaded.runs, &only, name);
+    print!("{}", crate::history::function::render_function(&points, name));
     Ok(exit::SUCCESS)
 }
 

@@ -2,7 +2,8 @@
 //! developer's inbox or a list: a `Subject:` naming the verdicts and the worst regression,
 //! what was gated against what, the verdict table, and (for two lat_fs runs) the
 //! comparison mail's `%stddev %change` table with the profile's most changed functions
-//! ([`crate::report::email`]), ending with how to reproduce the gate.
+//! ([`crate::report::email`]); for a paired run, each arm's profile diff against its
+//! group's baseline, judged across the pairs; ending with how to reproduce the gate.
 //! Pure: the report and its runs in, text out; names from result files are escaped.
 
 use std::fmt::Write as _;
@@ -69,6 +70,16 @@ pub fn render_email(rep: &GateReport, runs: &[(String, LoadedRun)], reproduce: &
     {
         let _ = writeln!(out, "\n{}\n", "-".repeat(WIDTH));
         out.push_str(&details[at..]);
+    }
+    // A paired run's arms: what changed in their profiles, judged across the pairs.
+    if rep.paired.is_some() {
+        for (_, run) in runs {
+            for cd in crate::report::profile_diff::between_arms(run, crate::report::profile_diff::Kind::OnCpu) {
+                let _ =
+                    writeln!(out, "\n{}", crate::text::wrap(&format!("perf-profile of {}:", cd.title), WIDTH, "  "));
+                crate::report::email::profile_rows(&mut out, cd.outcome);
+            }
+        }
     }
     out.push_str("\nThe gate:\n\n");
     out.push_str(&shell_lines(&escape_control(reproduce)));

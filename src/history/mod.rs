@@ -11,6 +11,7 @@
 
 pub mod change_points;
 pub mod detectable;
+pub mod function;
 pub mod html;
 pub mod index;
 pub mod json;

@@ -53,6 +53,10 @@ pub struct CellResult {
     /// Its profile (`[workload] profile`): how it was taken and where it is, or why not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<super::CellProfile>,
+    /// Paired runs: the profiles of its later profiled members (`pair` 1, 2, …; the first
+    /// is `profile`), each stored as `profiles/<cell-id>.pair<k>.folded`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pair_profiles: Vec<super::CellProfile>,
     /// Start, RFC 3339 UTC.
     pub started: String,
     /// End, RFC 3339 UTC.
@@ -79,6 +83,7 @@ impl CellResult {
             pairing: None,
             cgroup: None,
             profile: None,
+            pair_profiles: Vec::new(),
             started: started.to_string(),
             finished: started.to_string(),
         }

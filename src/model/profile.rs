@@ -87,6 +87,11 @@ pub struct CellProfile {
     /// (preempted: waiting for a CPU, not for the filesystem), not in the off-CPU stacks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runnable_us: Option<u64>,
+    /// Paired runs: which profiled member of its cell this is (0 for the first). The
+    /// members profiled k-th in the arms of one pair group ran in the same stretch of the
+    /// pair schedule, so the profile diff pairs them by this index; absent in unpaired runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair: Option<u32>,
 }
 
 /// [`CellProfile::weight`] of an off-CPU profile.

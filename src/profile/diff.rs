@@ -2,15 +2,25 @@
 //! whose total share (itself and its callees) changed most, in percentage points, and
 //! only those whose change is beyond the noise.
 //!
-//! Each side here is one profile (one profiled repetition per cell and run), so the only
-//! noise that can be judged is the profile's own sampling noise: a function's share is
-//! `k` of `n` samples, and a two-proportion z-test per function, Holm-adjusted over every
-//! function of the cell, keeps those with p < [`ALPHA`] and a change of at least
-//! [`MIN_PP`] points. The diff says it is a **single-profile difference**: a second
-//! profile of the same build may differ by more than sampling alone (run-to-run noise
-//! is not tested).
+//! - **Across pairs** ([`paired_diff`]): a paired run profiles each arm once per pair for
+//!   its first pairs ([`super::PROFILED_PAIRS`]), so a function's change is judged like
+//!   the metric's: per pair, B's share less A's; the mean of those differences with its
+//!   Student t 95% interval, and a one-sample t test per function
+//!   ([`crate::stats::paired::mean_difference_p`]), Holm-adjusted over the functions
+//!   tested. The run-to-run noise of a profile is in the test. Only functions with a mean
+//!   share of at least [`MIN_PP`] on one side are tested (no other can change by that
+//!   much), which keeps the Holm family to the functions that matter.
+//! - **Single profile** ([`diff`]): one profile per side (an unpaired run, or two runs
+//!   compared) leaves only the profile's own sampling noise to judge: a function's share
+//!   is `k` of `n` samples, and a two-proportion z-test per function, Holm-adjusted over
+//!   every function of the cell, keeps those with p < [`ALPHA`] and a change of at least
+//!   [`MIN_PP`] points. Such a diff is a **single-profile difference**: a second profile
+//!   of the same build may differ by more than sampling alone (run-to-run noise is not
+//!   tested), and reports say so. An off-CPU profile's weights are microseconds blocked,
+//!   not samples, so one such profile per side is not tested at all ([`Judged::Untested`]):
+//!   its changes of at least [`MIN_PP`] points are listed as they are, and said to be.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use super::folded::Folded;
 use super::shares::counts;
@@ -33,8 +43,10 @@ pub struct FunctionChange {
     pub delta_pp: f64,
     /// Self share in A and in B, percent.
     pub self_pct: (f64, f64),
-    /// Holm-adjusted p-value of the two-proportion test.
+    /// Holm-adjusted p-value: of the two-proportion test, or across pairs of the paired t test.
     pub p: f64,
+    /// Across pairs: the 95% t interval of the mean change, percentage points.
+    pub interval_pp: Option<(f64, f64)>,
 }
 
 /// What changed in one cell's profile from A to B.
@@ -46,32 +58,137 @@ pub struct ProfileDiff {
     pub grown: Vec<FunctionChange>,
     /// Functions whose share shrank beyond the noise, largest change first.
     pub shrunk: Vec<FunctionChange>,
-    /// Functions tested (present in either profile).
+    /// Functions tested (present in either profile; across pairs, those with a mean
+    /// share of at least [`MIN_PP`] on one side).
     pub tested: usize,
+    /// How the changes were told from the noise.
+    pub judged: Judged,
+    /// How many functions grew and shrank beyond the noise, before the `top` cut.
+    pub beyond: (usize, usize),
 }
 
-/// The diff of `a` and `b`, the `top` largest changes each way.
+/// How a [`ProfileDiff`] told its changes from the noise.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Judged {
+    /// One profile per side, by the sampling noise of its counts (two-proportion z-test).
+    #[default]
+    SingleProfile,
+    /// Across this many pairs of profiles (paired t test).
+    AcrossPairs(usize),
+    /// Not at all: one profile per side whose weights are not samples (an off-CPU
+    /// profile's microseconds blocked), so no sampling test applies; the changes of at
+    /// least [`MIN_PP`] points are listed as they are.
+    Untested,
+}
+
+/// The diff of `a` and `b`, the `top` largest changes each way (a single-profile difference).
 pub fn diff(a: &Folded, b: &Folded, top: usize) -> ProfileDiff {
+    let changes = diff_all(a, b);
+    let raw_p: Vec<Option<f64>> = changes.iter().map(|c| c.p.is_finite().then_some(c.p)).collect();
+    let base = ProfileDiff { samples: (a.samples(), b.samples()), tested: changes.len(), ..Default::default() };
+    ranked(changes, &raw_p, top, base)
+}
+
+/// Every function of `a` or `b` with its change and the unadjusted p of its
+/// two-proportion test (NaN where there is none).
+fn diff_all(a: &Folded, b: &Folded) -> Vec<FunctionChange> {
     let (na, nb) = (a.samples(), b.samples());
     let (ca, cb) = (counts(a), counts(b));
     let names: BTreeSet<&str> = ca.keys().chain(cb.keys()).copied().collect();
-    let pct = |k: u64, n: u64| if n == 0 { 0.0 } else { 100.0 * k as f64 / n as f64 };
-    let mut changes = Vec::with_capacity(names.len());
-    let mut raw_p = Vec::with_capacity(names.len());
-    for name in &names {
-        let (sa, ta) = ca.get(name).copied().unwrap_or_default();
-        let (sb, tb) = cb.get(name).copied().unwrap_or_default();
-        raw_p.push(crate::stats::two_proportion_p(ta, na, tb, nb));
+    names
+        .into_iter()
+        .map(|name| {
+            let (sa, ta) = ca.get(name).copied().unwrap_or_default();
+            let (sb, tb) = cb.get(name).copied().unwrap_or_default();
+            FunctionChange {
+                name: name.to_string(),
+                a_pct: pct(ta, na),
+                b_pct: pct(tb, nb),
+                delta_pp: pct(tb, nb) - pct(ta, na),
+                self_pct: (pct(sa, na), pct(sb, nb)),
+                p: crate::stats::two_proportion_p(ta, na, tb, nb).unwrap_or(f64::NAN),
+                interval_pp: None,
+            }
+        })
+        .collect()
+}
+
+/// The diff across pairs: `pairs[i]` is A's and B's profile of pair i. Fewer than two
+/// pairs judge nothing across pairs: the single-profile [`diff`] of the first, or with
+/// `samples` false (weights that are not samples) its [`Judged::Untested`] changes.
+pub fn paired_diff(pairs: &[(&Folded, &Folded)], top: usize, samples: bool) -> ProfileDiff {
+    match pairs {
+        [] => return ProfileDiff::default(),
+        [(a, b)] if samples => return diff(a, b, top),
+        [(a, b)] => {
+            let mut d = diff(a, b, usize::MAX);
+            d.judged = Judged::Untested;
+            // Every function, by the size of its change alone.
+            let all = diff_all(a, b);
+            d.grown = all.iter().filter(|c| c.delta_pp >= MIN_PP).cloned().collect();
+            d.shrunk = all.into_iter().filter(|c| c.delta_pp <= -MIN_PP).collect();
+            d.grown.sort_by(|x, y| y.delta_pp.total_cmp(&x.delta_pp).then_with(|| x.name.cmp(&y.name)));
+            d.shrunk.sort_by(|x, y| x.delta_pp.total_cmp(&y.delta_pp).then_with(|| x.name.cmp(&y.name)));
+            d.beyond = (d.grown.len(), d.shrunk.len());
+            d.grown.truncate(top);
+            d.shrunk.truncate(top);
+            return d;
+        }
+        _ => {}
+    }
+    // Per pair and side: (self, total) shares in percent by function.
+    let shares = |f: &Folded| {
+        let n = f.samples();
+        counts(f).into_iter().map(|(k, (s, t))| (k.to_string(), (pct(s, n), pct(t, n)))).collect()
+    };
+    let per_pair: Vec<(Shares, Shares)> = pairs.iter().map(|(a, b)| (shares(a), shares(b))).collect();
+    let names: BTreeSet<&str> =
+        per_pair.iter().flat_map(|(a, b)| a.keys().chain(b.keys())).map(String::as_str).collect();
+    let n = pairs.len() as f64;
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / n;
+    let mut changes = Vec::new();
+    let mut raw_p = Vec::new();
+    for name in names {
+        let side = |m: &Shares| m.get(name).copied().unwrap_or_default();
+        let a: Vec<(f64, f64)> = per_pair.iter().map(|(a, _)| side(a)).collect();
+        let b: Vec<(f64, f64)> = per_pair.iter().map(|(_, b)| side(b)).collect();
+        let total = |v: &[(f64, f64)]| mean(&v.iter().map(|x| x.1).collect::<Vec<_>>());
+        let own = |v: &[(f64, f64)]| mean(&v.iter().map(|x| x.0).collect::<Vec<_>>());
+        let (a_pct, b_pct) = (total(&a), total(&b));
+        if a_pct.max(b_pct) < MIN_PP {
+            continue;
+        }
+        let d: Vec<f64> = a.iter().zip(&b).map(|(x, y)| y.1 - x.1).collect();
+        let s = crate::stats::summarize(&d);
+        raw_p.push(crate::stats::paired::mean_difference_p(&d));
         changes.push(FunctionChange {
             name: name.to_string(),
-            a_pct: pct(ta, na),
-            b_pct: pct(tb, nb),
-            delta_pp: pct(tb, nb) - pct(ta, na),
-            self_pct: (pct(sa, na), pct(sb, nb)),
+            a_pct,
+            b_pct,
+            delta_pp: s.mean,
+            self_pct: (own(&a), own(&b)),
             p: 1.0,
+            interval_pp: Some((s.ci95_low, s.ci95_high)),
         });
     }
-    for (c, p) in changes.iter_mut().zip(crate::stats::holm_adjust(&raw_p)) {
+    let samples = pairs.iter().fold((0, 0), |(x, y), (a, b)| (x + a.samples(), y + b.samples()));
+    let base =
+        ProfileDiff { samples, tested: changes.len(), judged: Judged::AcrossPairs(pairs.len()), ..Default::default() };
+    ranked(changes, &raw_p, top, base)
+}
+
+/// A profile's (self, total) shares in percent, by function.
+type Shares = HashMap<String, (f64, f64)>;
+
+/// Percent of `n`, 0 of nothing.
+fn pct(k: u64, n: u64) -> f64 {
+    if n == 0 { 0.0 } else { 100.0 * k as f64 / n as f64 }
+}
+
+/// `base` with the changes beyond the noise: Holm over `raw_p` (one per change), p <
+/// [`ALPHA`] and at least [`MIN_PP`] points, the `top` largest each way.
+fn ranked(mut changes: Vec<FunctionChange>, raw_p: &[Option<f64>], top: usize, base: ProfileDiff) -> ProfileDiff {
+    for (c, p) in changes.iter_mut().zip(crate::stats::holm_adjust(raw_p)) {
         c.p = p.unwrap_or(1.0);
     }
     let beyond: Vec<FunctionChange> =
@@ -80,9 +197,10 @@ pub fn diff(a: &Folded, b: &Folded, top: usize) -> ProfileDiff {
     let mut shrunk: Vec<FunctionChange> = beyond.into_iter().filter(|c| c.delta_pp < 0.0).collect();
     grown.sort_by(|x, y| y.delta_pp.total_cmp(&x.delta_pp).then_with(|| x.name.cmp(&y.name)));
     shrunk.sort_by(|x, y| x.delta_pp.total_cmp(&y.delta_pp).then_with(|| x.name.cmp(&y.name)));
+    let beyond = (grown.len(), shrunk.len());
     grown.truncate(top);
     shrunk.truncate(top);
-    ProfileDiff { samples: (na, nb), grown, shrunk, tested: names.len() }
+    ProfileDiff { grown, shrunk, beyond, ..base }
 }
 
 /// The differential folded stacks of A and B (`stack count_a count_b`), for
@@ -149,5 +267,59 @@ mod tests {
         assert_eq!(d.tested, 2);
         let svg = differential_svg(&a, &b, "t").unwrap();
         assert!(svg.contains("<svg"));
+    }
+
+    /// Five pairs of A and B profiles with sampling jitter: the journalled path grows in
+    /// every pair and is listed with its interval; a function that moves either way from
+    /// pair to pair is not, however large one pair's difference.
+    #[test]
+    fn across_pairs_a_consistent_change_is_listed_and_a_pair_to_pair_swing_is_not() {
+        let jitter = [0u64, 7, 3, 11, 5];
+        let swing = [300u64, 0, 280, 10, 150];
+        let mut pairs_owned = Vec::new();
+        for i in 0..5 {
+            let a = f(&[
+                ("w;vfs_write;ext4_da_write_begin", 600 + jitter[i]),
+                ("w;do_truncate", 200),
+                ("w;swing", 10 + swing[i]),
+            ]);
+            let b = f(&[
+                ("w;vfs_write;ext4_write_begin", 400 + jitter[4 - i]),
+                ("w;vfs_write;ext4_journalled_write_end", 200 + jitter[i]),
+                ("w;do_truncate", 200),
+                ("w;swing", 10 + swing[4 - i] / 2 + if i % 2 == 0 { 150 } else { 0 }),
+            ]);
+            pairs_owned.push((a, b));
+        }
+        let pairs: Vec<(&Folded, &Folded)> = pairs_owned.iter().map(|(a, b)| (a, b)).collect();
+        let d = paired_diff(&pairs, 10, true);
+        assert_eq!(d.judged, Judged::AcrossPairs(5));
+        let grown: Vec<&str> = d.grown.iter().map(|c| c.name.as_str()).collect();
+        let shrunk: Vec<&str> = d.shrunk.iter().map(|c| c.name.as_str()).collect();
+        assert!(grown.contains(&"ext4_journalled_write_end") && grown.contains(&"ext4_write_begin"), "{d:?}");
+        assert!(shrunk.contains(&"ext4_da_write_begin"), "{d:?}");
+        assert!(!grown.contains(&"swing") && !shrunk.contains(&"swing"), "{d:?}");
+        let j = d.grown.iter().find(|c| c.name == "ext4_journalled_write_end").unwrap();
+        let (lo, hi) = j.interval_pp.unwrap();
+        assert!(lo > 0.0 && lo <= j.delta_pp && j.delta_pp <= hi, "{j:?}");
+        // Functions below the smallest listed change on both sides are not tested.
+        assert!(d.tested < 8, "{d:?}");
+    }
+
+    #[test]
+    fn across_pairs_identical_arms_have_no_change_and_one_pair_is_a_single_profile_diff() {
+        let a = f(&[("w;x", 500), ("w;y", 500)]);
+        let b = f(&[("w;x", 480), ("w;y", 520)]);
+        let c = f(&[("w;x", 520), ("w;y", 480)]);
+        let d = paired_diff(&[(&a, &b), (&b, &a), (&a, &c), (&c, &a)], 10, true);
+        assert!(d.grown.is_empty() && d.shrunk.is_empty(), "{d:?}");
+        assert_eq!((d.judged, d.tested), (Judged::AcrossPairs(4), 2));
+        let single = paired_diff(&[(&a, &b)], 10, true);
+        assert_eq!(single, diff(&a, &b, 10));
+        assert_eq!(single.judged, Judged::SingleProfile);
+        // Weights that are not samples: the 2-point changes listed, untested.
+        let untested = paired_diff(&[(&a, &b)], 10, false);
+        assert_eq!(untested.judged, Judged::Untested);
+        assert_eq!(untested.grown.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["y"]);
     }
 }

@@ -29,6 +29,25 @@ pub const DEFAULT_FREQUENCY_HZ: u32 = 999;
 /// The run-directory folder of the folded stacks (`profiles/<cell-id>.folded`).
 pub const PROFILES_DIR: &str = "profiles";
 
+/// Most profiled members per cell of a paired run: one per pair for the first this many
+/// pairs of each group (both arms, in the pair schedule's order). The diff tests each
+/// function's change across these pairs with a t test, Holm-adjusted over the ~200
+/// functions a filesystem profile holds at 0.5% or more: at 5 pairs (4 degrees of freedom)
+/// a change needs t ≈ 10 to be listed, at 8 pairs t ≈ 6, which is what lets a
+/// 3-point function of a 1 s window of a loaded 2-CPU host (~350 samples) through
+/// (benches/README.md, "profile explanation"). The cost is one uncounted repetition per
+/// member in those pairs only; a group with fewer pairs has as many profiles as pairs.
+pub const PROFILED_PAIRS: u32 = 8;
+
+/// The file name, under [`PROFILES_DIR`], of a cell's folded stacks: `<id>.folded`, the
+/// off-CPU ones `<id>.offcpu.folded`; a paired run's later profiled members
+/// `<id>.pair<k>.folded` (`pair` 0 is the plain name). The one place the names are made.
+pub fn folded_name(cell_id: &str, pair: Option<u32>, offcpu: bool) -> String {
+    let pair = pair.filter(|&k| k > 0).map(|k| format!(".pair{k}")).unwrap_or_default();
+    let off = if offcpu { ".offcpu" } else { "" };
+    format!("{cell_id}{pair}{off}.folded")
+}
+
 /// One cell's profiled window, as plain values.
 #[derive(Debug, Clone)]
 pub struct WindowRequest<'a> {
@@ -38,8 +57,10 @@ pub struct WindowRequest<'a> {
     pub frequency_hz: u32,
     /// A scratch directory of the run for perf's data (removed afterwards).
     pub scratch: PathBuf,
-    /// The cell's id: its profile is stored as `profiles/<id>.folded`.
+    /// The cell's id: its profile is stored as `profiles/<id>.folded` ([`folded_name`]).
     pub cell_id: String,
+    /// Paired runs: the index of this profiled member of the cell ([`CellProfile::pair`]).
+    pub pair: Option<u32>,
     /// The workload runs in fsbench's own thread (one steps copy), not in workers.
     pub in_process: bool,
     /// `cpu+offcpu`: also where the workers were blocked ([`offcpu`]).
@@ -98,9 +119,10 @@ fn stored_offcpu(rec: &Recorder, req: &WindowRequest, off: Result<offcpu::OffCpu
         samples: c.samples,
         stacks: c.stacks,
         merged_stacks: c.merged,
-        file: Some(format!("{PROFILES_DIR}/{}", folded_name(&req.cell_id, true))),
+        file: Some(format!("{PROFILES_DIR}/{}", folded_name(&req.cell_id, req.pair, true))),
         folded: text,
         runnable_us: Some(o.runnable_us),
+        pair: req.pair,
         ..CellProfile::default()
     }
 }
@@ -118,30 +140,25 @@ fn stored(rec: &Recorder, req: &WindowRequest, folded: &folded::Folded) -> CellP
         samples: c.samples,
         stacks: c.stacks,
         merged_stacks: c.merged,
-        file: Some(format!("{PROFILES_DIR}/{}", folded_name(&req.cell_id, false))),
+        file: Some(format!("{PROFILES_DIR}/{}", folded_name(&req.cell_id, req.pair, false))),
         folded: text,
         unreadable: None,
         weight: None,
         offcpu: None,
         runnable_us: None,
+        pair: req.pair,
     }
-}
-
-/// The name of cell `cell_id`'s folded stacks in [`PROFILES_DIR`]: `<id>.folded`, the
-/// off-CPU ones `<id>.offcpu.folded`. Named after the cell's id, so a stored file is
-/// found by the cell that owns it, never by a path a cell file states.
-pub fn folded_name(cell_id: &str, offcpu: bool) -> String {
-    format!("{cell_id}{}.folded", if offcpu { ".offcpu" } else { "" })
 }
 
 /// Point `p`'s `file` fields at cell `cell_id`'s folded stacks (a guest's cell adopted
 /// under the host's id is stored under that id).
 pub fn name_files(p: &mut CellProfile, cell_id: &str) {
     if p.file.is_some() {
-        p.file = Some(format!("{PROFILES_DIR}/{}", folded_name(cell_id, false)));
+        p.file = Some(format!("{PROFILES_DIR}/{}", folded_name(cell_id, p.pair, false)));
     }
+    let pair = p.pair;
     if let Some(o) = p.offcpu.as_mut().filter(|o| o.file.is_some()) {
-        o.file = Some(format!("{PROFILES_DIR}/{}", folded_name(cell_id, true)));
+        o.file = Some(format!("{PROFILES_DIR}/{}", folded_name(cell_id, pair, true)));
     }
 }
 

@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 
 use crate::model::{CellResult, LatfsRepetition};
 use crate::profile::diff;
+use crate::profile::folded::Folded;
 use crate::results::LoadedRun;
 
 /// Widest line.
@@ -92,6 +93,33 @@ fn machine(run: &LoadedRun) -> String {
     )
 }
 
+/// The `%change` rows of a profile diff (`perf-profile.children.FUNCTION`), the most grown
+/// and the most shrunk, and a sentence on how they were judged; or why there is none.
+pub fn profile_rows(out: &mut String, outcome: Result<(diff::ProfileDiff, Folded, Folded), String>) {
+    let d = match outcome {
+        Ok((d, _, _)) => d,
+        Err(why) => {
+            let _ = writeln!(out, "\n{}", crate::text::wrap(&format!("perf-profile: {why}"), WIDTH, "  "));
+            return;
+        }
+    };
+    let few = |v: &[diff::FunctionChange]| v.iter().take(PROFILE_ROWS).cloned().collect::<Vec<_>>();
+    for c in few(&d.grown).iter().chain(&few(&d.shrunk)) {
+        let name = format!("perf-profile.children.{}", c.name);
+        row(out, value(c.a_pct, None), format!("{:+.1}", c.delta_pp), value(c.b_pct, None), &name);
+    }
+    if d.grown.is_empty() && d.shrunk.is_empty() {
+        out.push_str("perf-profile: no function's share changed beyond the noise\n");
+    }
+    out.push('\n');
+    let how = super::profile_diff::judged_text(&d, super::profile_diff::Kind::OnCpu);
+    let _ = writeln!(
+        out,
+        "{}",
+        crate::text::wrap(&format!("perf-profile: % of the samples, change in points; {how}."), WIDTH, "")
+    );
+}
+
 /// The email of `runs` (the baseline first, the candidate second): `Err` says why there is none.
 pub fn render(runs: &[(&str, &LoadedRun)]) -> Result<String, String> {
     let [(la, a), (lb, b)] = runs else {
@@ -152,35 +180,10 @@ pub fn render(runs: &[(&str, &LoadedRun)]) -> Result<String, String> {
     for ((name, va), (_, vb)) in monitors(ca).into_iter().zip(monitors(cb)) {
         series_row(&mut out, &va, &vb, name);
     }
-    let profiles = ca.profile.as_ref().zip(cb.profile.as_ref());
-    match profiles.map(|(pa, pb)| (super::profiles::folded_of(pa), super::profiles::folded_of(pb))) {
-        Some((Ok(fa), Ok(fb))) => {
-            let d = diff::diff(&fa, &fb, PROFILE_ROWS);
-            for c in d.grown.iter().chain(&d.shrunk) {
-                let name = format!("perf-profile.children.{}", c.name);
-                row(&mut out, value(c.a_pct, None), format!("{:+.1}", c.delta_pp), value(c.b_pct, None), &name);
-            }
-            out.push('\n');
-            let _ = writeln!(
-                out,
-                "{}",
-                crate::text::wrap(
-                    &format!(
-                        "perf-profile: % of {} and {} samples, change in points; only changes beyond \
-                         sampling noise (two-proportion z-test, Holm, p < {}); one profile per side.",
-                        d.samples.0,
-                        d.samples.1,
-                        diff::ALPHA
-                    ),
-                    WIDTH,
-                    ""
-                )
-            );
-        }
-        Some((Err(why), _)) | Some((_, Err(why))) => {
-            let _ = writeln!(out, "\n{}", crate::text::wrap(&format!("perf-profile: {why}"), WIDTH, "  "));
-        }
-        None => out.push_str("\nperf-profile: not recorded (run with --profile)\n"),
+    if ca.profile.is_none() || cb.profile.is_none() {
+        out.push_str("\nperf-profile: not recorded (run with --profile)\n");
+    } else {
+        profile_rows(&mut out, super::profile_diff::judge((ca, la), (cb, lb), super::profile_diff::Kind::OnCpu, false));
     }
     if pairs.len() > 1 {
         let _ = writeln!(out, "\n{} other cells compared: fsbench compare for all of them.", pairs.len() - 1);

@@ -29,7 +29,7 @@ mod not_measured;
 pub mod ops;
 pub mod paired;
 pub mod plot;
-mod profile_diff;
+pub mod profile_diff;
 pub mod profiles;
 pub mod runs;
 pub mod steps;

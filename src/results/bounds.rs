@@ -321,6 +321,7 @@ mod tests {
             steps: None,
             cgroup: None,
             profile: None,
+            pair_profiles: Vec::new(),
             fio: None,
             ops: None,
             pairing: Some(CellPairing {

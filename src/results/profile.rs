@@ -1,5 +1,6 @@
 //! A cell's folded stacks (`profiles/<cell-id>.folded`, and `<cell-id>.offcpu.folded` of
-//! a `cpu+offcpu` profile), read back beside its result.
+//! a `cpu+offcpu` profile; a paired run's later profiled members `<cell-id>.pair<k>.…`),
+//! read back beside its result.
 //!
 //! Leniently: a profile is an explanation, not a measurement, so a missing, linked,
 //! oversized or garbled file makes the cell's profile "unreadable" with why, and the
@@ -14,13 +15,33 @@ use crate::model::CellResult;
 use crate::profile::folded::{self, MAX_READ_BYTES};
 
 /// Fill `cell.profile.folded` from its file, or say in `unreadable` why it cannot be used.
+/// A paired run's later profiled members too (at most [`MAX_PAIR_PROFILES`] of them, each
+/// index once: a cell file may say anything).
 pub(super) fn attach(dir_fd: &OwnedFd, cell: &mut CellResult) {
-    let Some(p) = cell.profile.as_mut() else { return };
-    fill(dir_fd, p, &crate::profile::folded_name(&cell.id, false));
-    // The off-CPU stacks of the same window (`cpu+offcpu`), by the same rules.
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(p) = cell.profile.as_mut() {
+        seen.insert(p.pair.unwrap_or(0));
+        attach_one(dir_fd, &cell.id, p);
+    }
+    cell.pair_profiles.truncate(MAX_PAIR_PROFILES);
+    cell.pair_profiles.retain(|p| p.pair.is_some_and(|k| k > 0 && seen.insert(k)));
+    for p in &mut cell.pair_profiles {
+        attach_one(dir_fd, &cell.id, p);
+    }
+}
+
+/// Most later profiled members read back per cell (a run stores
+/// [`crate::profile::PROFILED_PAIRS`] at most).
+const MAX_PAIR_PROFILES: usize = 64;
+
+/// One profile's stacks, and the off-CPU stacks of the same window (`cpu+offcpu`), by the
+/// same rules; the names from the cell's id and the profile's index.
+fn attach_one(dir_fd: &OwnedFd, id: &str, p: &mut crate::model::CellProfile) {
+    fill(dir_fd, p, &crate::profile::folded_name(id, p.pair, false));
+    let pair = p.pair;
     if let Some(o) = p.offcpu.as_mut() {
         o.offcpu = None;
-        fill(dir_fd, o, &crate::profile::folded_name(&cell.id, true));
+        fill(dir_fd, o, &crate::profile::folded_name(id, pair, true));
     }
 }
 

@@ -163,19 +163,23 @@ impl RunWriter {
         let name = format!("{}.json", cell.id);
         let path = self.dir.join(CELLS_DIR).join(&name);
         // The folded stacks first, so that a cell file never names a profile not yet written.
-        if let Some(p) = cell.profile.as_ref().filter(|p| !p.folded.is_empty()) {
-            self.write_profile(&crate::profile::folded_name(&cell.id, false), p.folded.as_bytes())?;
-        }
-        if let Some(o) = cell.profile.as_ref().and_then(|p| p.offcpu.as_ref()).filter(|o| !o.folded.is_empty()) {
-            self.write_profile(&crate::profile::folded_name(&cell.id, true), o.folded.as_bytes())?;
+        // A paired run's later profiled members too (`<id>.pair<k>.folded`).
+        for p in cell.profile.iter().chain(&cell.pair_profiles) {
+            let name = |offcpu| crate::profile::folded_name(&cell.id, p.pair, offcpu);
+            if !p.folded.is_empty() {
+                self.write_profile(&name(false), p.folded.as_bytes())?;
+            }
+            if let Some(o) = p.offcpu.as_ref().filter(|o| !o.folded.is_empty()) {
+                self.write_profile(&name(true), o.folded.as_bytes())?;
+            }
         }
         let bytes = serde_json::to_vec_pretty(cell).map_err(|e| ResultsError::Serialize(path.clone(), e))?;
         safe::write_at(&self.cells_fd, &name, &bytes).map_err(|e| io(&path, "write", e))?;
         Ok(path)
     }
 
-    /// Store a cell's folded stacks as `<run-dir>/profiles/<name>` (`<id>.folded`, the
-    /// off-CPU ones `<id>.offcpu.folded`; temp file, rename).
+    /// Store a cell's folded stacks as `<run-dir>/profiles/<name>`
+    /// ([`crate::profile::folded_name`]; temp file, rename).
     fn write_profile(&self, name: &str, folded: &[u8]) -> Result<(), ResultsError> {
         let dir = self.dir.join(crate::profile::PROFILES_DIR);
         let fd =

@@ -156,7 +156,7 @@ fn run_provisioned(ctx: &mut RunContext, cell: &Cell, r: &mut CellResult, phase:
     let member = ctx.pair_members.then(|| answers.pair_member()).flatten();
     let outcome = member.as_ref().map_or(answers, crate::workload::kind::of).run_cell(&mut at, r);
     if outcome.is_ok() {
-        super::profiled::profile_cell(s, profiling, workdir, &mut at, r);
+        super::profiled::profile_cell(s, profiling, workdir, ctx.pair_members, &mut at, r);
     }
     // What the workload kept there (fio's job file, JSON and stderr) was read into the
     // cell's result, failures included: nothing of it outlives the cell (the kind's

@@ -2,12 +2,15 @@
 //! workload (one iteration of a steps cell) on the same filesystems and in the same
 //! cgroup, after the timed ones, under the profiler. Its numbers are thrown away: a
 //! profile never counts toward, nor disturbs, the statistics it explains. Once per cell
-//! and run: later rounds and pair members of the cell are not profiled again.
+//! and run (later rounds are not profiled again), except in a paired run: there each of
+//! the first [`crate::profile::PROFILED_PAIRS`] members of a cell is profiled after its
+//! timed member, so the arms of a group have one profile per pair, taken in the pair
+//! schedule's ABBA order, and the profile diff can judge a function's change across pairs.
 //!
 //! The mechanism is [`crate::profile`]; the workload says how it runs once
 //! ([`crate::workload::kind::WorkloadAnswers::profiled_once`]); this file only runs it.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::model::{CellResult, CellStatus};
@@ -20,24 +23,30 @@ use crate::workload::kind::CellRun;
 pub(super) struct ProfileState {
     /// The profiler, or why this host has none.
     pub(super) recorder: Option<Result<crate::profile::Recorder, String>>,
-    /// Cells already profiled in this run (one profiled repetition per cell).
-    pub(super) done: BTreeSet<String>,
+    /// Profiled repetitions per cell so far in this run.
+    pub(super) done: BTreeMap<String, u32>,
 }
 
 /// Run the cell's profiled repetition into `r.profile`, when the scenario asks for one
-/// and the cell has none yet in this run. `at` is the cell as its timed repetitions ran
-/// it; its progress and monitors are left out of the profiled one. Never fails the cell:
-/// a failure is its `not_profiled` reason.
+/// and the cell has none yet in this run (a pair `member`: fewer than
+/// [`crate::profile::PROFILED_PAIRS`]). `at` is the cell as its timed repetitions ran it;
+/// its progress and monitors are left out of the profiled one. Never fails the cell: a
+/// failure is its `not_profiled` reason.
 pub(super) fn profile_cell(
     s: &Scenario,
     state: &mut ProfileState,
     workdir: &Path,
+    member: bool,
     at: &mut CellRun<'_>,
     r: &mut CellResult,
 ) {
-    if s.profile.is_none() || !state.done.insert(at.params.id()) {
+    let most = if member { crate::profile::PROFILED_PAIRS } else { 1 };
+    let done = state.done.entry(at.params.id()).or_default();
+    if s.profile.is_none() || *done >= most {
         return;
     }
+    let pair = member.then_some(*done);
+    *done += 1;
     let answers = crate::workload::kind::of(&s.workload);
     let Some(once) = answers.profiled_once() else { return };
     (at.phase)("profiled repetition (not counted)");
@@ -49,6 +58,7 @@ pub(super) fn profile_cell(
         // Removed with the session; a directory of its own so that nothing is left in the run's.
         scratch: workdir.join(format!("profile-{id}")),
         cell_id: id.clone(),
+        pair,
         in_process: answers.runs_in_process(at.params.tasks, at.in_cgroup),
         offcpu: s.profile == Some(crate::model::ProfileMode::CpuOffcpu),
         threads: answers.worker_threads(),

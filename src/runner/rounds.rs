@@ -214,8 +214,14 @@ fn wants_round(r: &CellResult, rounds: u32) -> bool {
 pub(super) fn absorb_round(earlier: CellResult, next: CellResult, round: u32) -> CellResult {
     let mut r = earlier;
     r.finished = next.finished;
-    // A cell is profiled once per run, in whichever round ran first here.
-    r.profile = r.profile.take().or(next.profile);
+    // A cell is profiled once per run, in whichever round ran first here; a paired run's
+    // later profiled members keep theirs beside the first.
+    match (&r.profile, next.profile) {
+        (None, p) => r.profile = p,
+        (Some(_), Some(p)) => r.pair_profiles.push(p),
+        (Some(_), None) => {}
+    }
+    r.pair_profiles.extend(next.pair_profiles);
     // The noise notes are said over all rounds: both sides' give way to those of the whole.
     let stale: Vec<String> = [&r.latfs, &next.latfs]
         .into_iter()

@@ -110,6 +110,21 @@ pub fn paired_p_against(c: Change, alpha: f64, n: usize, bound: f64) -> Option<f
     Some(student_t_two_sided_p(distance / (half / crit), (n - 1) as f64))
 }
 
+/// Two-sided p of the one-sample t test that the mean of paired differences `d` is 0
+/// (`t = mean / (s / √n)`, n-1 degrees of freedom): `None` below two differences; with no
+/// spread, 1 for a zero mean and 0 otherwise.
+pub fn mean_difference_p(d: &[f64]) -> Option<f64> {
+    if d.len() < 2 {
+        return None;
+    }
+    let s = super::summarize(d);
+    if s.stddev == 0.0 {
+        return Some(if s.mean == 0.0 { 1.0 } else { 0.0 });
+    }
+    let t = s.mean / (s.stddev / (s.n as f64).sqrt());
+    Some(super::student_t_two_sided_p(t, (s.n - 1) as f64))
+}
+
 /// Wilcoxon's signed-rank test with the Hodges–Lehmann interval, as ratios less 1.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SignedRank {

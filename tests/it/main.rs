@@ -50,6 +50,7 @@ mod ops_personalities;
 mod ops_run;
 mod paired_run;
 mod profile_hostile;
+mod profile_paired;
 mod profile_run;
 mod provision_faults;
 mod provision_layouts;

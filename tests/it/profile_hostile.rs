@@ -237,3 +237,38 @@ fn gate_email_is_a_mail_of_the_verdicts_and_their_details() {
     let tail = &text[text.find("The gate:").expect("the gate's command line")..];
     assert!(tail.contains("        fsbench gate --baseline") && tail.contains(" \\\n"), "{tail}");
 }
+
+/// `history --function NAME`: a function's share per run and cell from the stored
+/// profiles; a garbled profile says so in its row and the rest are listed.
+#[test]
+fn history_lists_a_functions_share_per_run() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("hostile-profiles");
+    let runs = [
+        b"w;vfs_write;jbd2_journal_get_write_access 30\nw;other 70\n".to_vec(),
+        b"w;vfs_write;jbd2_journal_get_write_access 60\nw;other 40\n".to_vec(),
+        b"garbage\n".to_vec(),
+    ];
+    for (i, bytes) in runs.iter().enumerate() {
+        let run = run_with_profiles(&dir.join(format!("run{i}")), &[(1, Some(bytes.clone()))]);
+        // Distinct runs, in order.
+        let meta = run.join("run.json");
+        let text = std::fs::read_to_string(&meta).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["run_id"] = format!("2010111{i}T120000Z-host").into();
+        v["started"] = format!("2010-11-1{i}T12:00:00Z").into();
+        std::fs::write(&meta, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    }
+    let out = fsbench()
+        .args(["history", "--no-index", "--function", "jbd2_journal_get_write_access"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains("ext4-S-qoff-t1-write_truncate")).collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    assert!(rows[0].contains("30.00") && rows[1].contains("60.00") && rows[2].contains("no profile"), "{text}");
+    let out = fsbench().args(["history", "--function", "x", "--json"]).arg(&dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

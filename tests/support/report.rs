@@ -136,6 +136,7 @@ pub fn latfs_cell(params: CellParams, samples: &[f64]) -> CellResult {
         pairing: None,
         cgroup: None,
         profile: None,
+        pair_profiles: Vec::new(),
         started: "2010-11-11T12:00:00Z".into(),
         finished: "2010-11-11T12:00:05Z".into(),
     }
@@ -309,6 +310,7 @@ pub fn steps_cell(fs: &str, iterations: Vec<Vec<StepTiming>>) -> CellResult {
         pairing: None,
         cgroup: None,
         profile: None,
+        pair_profiles: Vec::new(),
         started: "2003-02-28T12:00:00Z".into(),
         finished: "2003-02-28T12:05:00Z".into(),
     }

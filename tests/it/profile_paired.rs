@@ -1,0 +1,126 @@
+//! Profiles of a real paired run (`[compare] arms` with `--profile`): each arm profiled once
+//! per pair for the first pairs, stored per member, and the arms' profile diff judged
+//! across the pairs: ext4 `data=journal` against `data=ordered` on write_truncate grows the
+//! journalled write path (`ext4_write_begin`) and shrinks delayed allocation; two identical arms list no function as changed.
+
+use std::path::Path;
+
+use crate::support::kernel::assert_no_leaks;
+use crate::support::sandbox::Sandbox;
+use crate::support::skip;
+
+/// A paired write_truncate scenario of two ext4 arms with these mount options; five pairs
+/// (the profiled ones), 1 s windows, every sample kept.
+fn scenario(dir: &Path, a: (&str, &str), b: (&str, &str)) -> std::path::PathBuf {
+    let path = dir.join("arms.toml");
+    let text = format!(
+        r#"schema = 1
+name = "arms"
+[matrix]
+fs = ["{}", "{}"]
+layout = ["S"]
+tasks = [1]
+test = ["write_truncate"]
+[filesystems.{}]
+type = "ext4"
+mount = {}
+[filesystems.{}]
+type = "ext4"
+mount = {}
+[backing]
+kind = "tmpfs-loop"
+image_size = "64MiB"
+[workload]
+kind = "lat_fs"
+warmup = "20ms"
+duration = "1s"
+repetitions = 1
+disturbance = "off"
+profile = "cpu"
+[compare]
+arms = "fs"
+pairs = {{ min = 5, max = 5 }}
+seed = 3
+[gate]
+threshold = "2%"
+"#,
+        a.0, b.0, a.0, a.1, b.0, b.1
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn perf_works() -> Result<(), String> {
+    fsbench::profile::detect(&fsbench::profile::Probe::host()).map(drop)
+}
+
+/// Run the scenario; its run directory and `report`'s text.
+fn run(sb: &Sandbox, scenario: &Path) -> (std::path::PathBuf, String) {
+    let out = sb.fsbench(&["run", scenario.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_no_leaks(sb.path());
+    let run = sb.runs().pop().unwrap();
+    let report = crate::support::fsbench().arg("report").arg(&run).output().unwrap();
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    (run, String::from_utf8_lossy(&report.stdout).into_owned())
+}
+
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn data_journal_arm_grows_the_journalled_write_path_across_pairs() {
+    skip_unless_root!();
+    if let Err(why) = perf_works() {
+        return skip(&test_name!(), &format!("no profiler here: {why}"));
+    }
+    let sb = Sandbox::new("fsbench-prof-pair-");
+    let s = scenario(
+        sb.path(),
+        ("ordered", r#"["barrier=0", "data=ordered"]"#),
+        ("journal", r#"["barrier=0", "data=journal"]"#),
+    );
+    let (run, text) = run(&sb, &s);
+    // One profile per member of each of the five pairs, stored per member.
+    let cell: fsbench::model::CellResult = serde_json::from_str(
+        &std::fs::read_to_string(run.join("cells/journal-S-qoff-t1-write_truncate.json")).unwrap(),
+    )
+    .unwrap();
+    let pairs: Vec<Option<u32>> = cell.profile.iter().chain(&cell.pair_profiles).map(|p| p.pair).collect();
+    assert_eq!(pairs, (0..5).map(Some).collect::<Vec<_>>(), "{:?}", cell.notes);
+    assert!(run.join("profiles/journal-S-qoff-t1-write_truncate.pair4.folded").is_file());
+    // The timed members are the pairs' only repetitions.
+    assert_eq!(cell.latfs.as_ref().unwrap().repetitions.len(), 5);
+    let at = text.find("Profile diff of S-qoff-t1-write_truncate (ordered → journal)").expect(&text);
+    let section = &text[at..];
+    assert!(section.contains("across 5 pairs of profiles"), "{section}");
+    let grown = &section[section.find("function (grew)").expect(section)..];
+    let grown = &grown[..grown.find("\n\n").unwrap_or(grown.len())];
+    // The journalled write path's entry in place of the delayed-allocation one: ranked by
+    // points, its callers and the block mapping it brings fill the rest of the top 10, and
+    // ext4_journalled_write_end (+3 points) is usually below the 10th place
+    // (benches/README.md, "profile explanation").
+    assert!(grown.contains("ext4_write_begin"), "{section}");
+    let shrunk = &section[section.find("function (shrank)").expect(section)..];
+    assert!(shrunk.contains("ext4_da_write_begin") || shrunk.contains("ext4_da_write_end"), "{section}");
+    // The gate's mail carries the same diff.
+    let mail = sb.path().join("mail.txt");
+    let gate = crate::support::fsbench().arg("gate").arg(&run).arg("--email").arg(&mail).output().unwrap();
+    assert!(matches!(gate.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&gate.stderr));
+    let mail = std::fs::read_to_string(mail).unwrap();
+    assert!(mail.contains("perf-profile of S-qoff-t1-write_truncate") && mail.contains("across 5 pairs"), "{mail}");
+    assert!(mail.lines().all(|l| l.chars().count() <= 80), "{mail}");
+}
+
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn identical_arms_list_no_function_change_across_pairs() {
+    skip_unless_root!();
+    if let Err(why) = perf_works() {
+        return skip(&test_name!(), &format!("no profiler here: {why}"));
+    }
+    let sb = Sandbox::new("fsbench-prof-aa-");
+    let s = scenario(sb.path(), ("plain", r#"["barrier=0"]"#), ("same", r#"["barrier=0"]"#));
+    let (_, text) = run(&sb, &s);
+    let at = text.find("Profile diff of S-qoff-t1-write_truncate (plain → same)").expect(&text);
+    let section = &text[at..];
+    assert!(section.contains("across 5 pairs of profiles") && section.contains("0 grew and 0 shrank"), "{section}");
+}
