@@ -47,6 +47,7 @@ impl StepJudge for KernelJudge<'_> {
             environment: None,
         };
         let only_these = |m: &KernelMembers| m.recorded().into_iter().filter(|k| labels.contains(&k.label)).collect();
+        self.members.start_run();
         let outcome = run_kernel_paired(req, &mut self.members, &only_these)?;
         if outcome.interrupted {
             return Ok(None);

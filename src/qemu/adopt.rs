@@ -79,14 +79,16 @@ fn kernel_note(k: &KernelSpec, accel: Accel) -> String {
 
 /// The one cell a member's guest ran (`want`, the plan's cell without its kernel), read
 /// from the guest's results unpacked under `scratch` (removed again), as the member of
-/// kernel `k`: its id and params name the kernel, a note says how it ran. Errors: the
-/// results hold no run, or not that cell.
+/// kernel `k`: its id and params name the kernel, a note says how it ran, and its profile
+/// (taken in the guest) is the arm's profiled member `pair`. Errors: the results hold no
+/// run, or not that cell.
 pub(super) fn adopt_member(
     tar_gz: &[u8],
     scratch: &Path,
     want: &CellParams,
     k: &KernelSpec,
     accel: Accel,
+    pair: Option<u32>,
 ) -> anyhow::Result<CellResult> {
     let stage = tempfile::Builder::new()
         .prefix(".fsbench-member-")
@@ -103,6 +105,7 @@ pub(super) fn adopt_member(
     cell.id = cell.params.id();
     // Profiled in the guest (with the guest kernel's symbols): stored under the host's id.
     if let Some(p) = cell.profile.as_mut() {
+        p.pair = pair;
         crate::profile::name_files(p, &cell.id);
     }
     cell.notes.push(kernel_note(k, accel));

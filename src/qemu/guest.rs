@@ -43,10 +43,13 @@ pub struct GuestConfig {
     pub modules: Vec<String>,
     /// Extra environment for the runner (`LD_LIBRARY_PATH`, ...).
     pub env: Vec<(String, String)>,
+    /// The scenario profiles, but not in this guest (a paired member past the profiled pairs).
+    #[serde(default)]
+    pub unprofiled: bool,
 }
 
 /// The guest's `fsbench run` arguments: the scenario, the kernel's label, and the host
-/// run's `--only` filters and `--order`.
+/// run's `--only` filters and `--order`, and profiling turned off where the host says so.
 fn run_args(cfg: &GuestConfig) -> Vec<String> {
     let mut a: Vec<String> =
         ["run", &cfg.scenario, "--out", GUEST_RESULTS, "--label", &cfg.label].map(String::from).into();
@@ -55,6 +58,9 @@ fn run_args(cfg: &GuestConfig) -> Vec<String> {
     }
     if let Some(seed) = cfg.order_seed {
         a.extend(["--order".into(), "random".into(), "--seed".into(), seed.to_string()]);
+    }
+    if cfg.unprofiled {
+        a.extend(["--set".into(), "workload.profile=\"off\"".into()]);
     }
     a
 }
@@ -273,6 +279,7 @@ mod tests {
             order_seed: None,
             modules: Vec::new(),
             env: Vec::new(),
+            unprofiled: false,
         };
         let a = run_args(&cfg);
         assert_eq!(a[..6], ["run", "/fsbench.d/s.toml", "--out", GUEST_RESULTS, "--label", "v6.1"]);
@@ -283,6 +290,10 @@ mod tests {
         let old: GuestConfig =
             serde_json::from_str(r#"{"label":"a","scenario":"s","only":[],"modules":[],"env":[]}"#).unwrap();
         assert_eq!(old.order_seed, None);
+        assert!(!old.unprofiled);
+        // A member past the profiled pairs: the guest's run turns the profile off.
+        cfg.unprofiled = true;
+        assert!(run_args(&cfg).ends_with(&["--set".into(), "workload.profile=\"off\"".into()]));
     }
 
     #[test]

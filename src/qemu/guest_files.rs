@@ -55,7 +55,7 @@ pub(super) fn build_initramfs(s: &Scenario, k: &KernelSpec, req: &KernelsRequest
     }
     // A profiling scenario profiles in the guest, with the host's perf: the guest's own
     // /proc/kallsyms names the guest kernel's functions (the host could only name its own).
-    if s.profile.is_some() {
+    if s.profile.is_some() && req.profile {
         match crate::provision::mkfs::find_tool("perf") {
             Some(perf) => c.programs.push((perf, GUEST_PERF.into())),
             None => eprintln!("fsbench: warning: perf is not installed on the host, so the guest cannot profile"),
@@ -114,6 +114,7 @@ pub(super) fn build_initramfs(s: &Scenario, k: &KernelSpec, req: &KernelsRequest
         },
         modules: guest_modules,
         env: vec![("LD_LIBRARY_PATH".into(), initramfs::library_dirs(&libs).join(":"))],
+        unprofiled: !req.profile,
     };
     c.data.push((GUEST_CONFIG.into(), serde_json::to_vec_pretty(&cfg)?));
     Ok(initramfs::write(&c, dest)?)

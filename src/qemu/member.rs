@@ -29,6 +29,9 @@ pub struct KernelMembers<'a> {
     accel: Option<Accel>,
     /// The accelerator each kernel's guests ran with, by label.
     used: BTreeMap<String, Accel>,
+    /// Profiled members so far per cell id (an arm of a group): the first
+    /// [`crate::profile::PROFILED_PAIRS`] are profiled in their guests, as on the host.
+    profiled: BTreeMap<String, u32>,
     quiet: bool,
 }
 
@@ -36,7 +39,15 @@ impl<'a> KernelMembers<'a> {
     /// The members of `scenario`'s cells under `kernels`, booted with the qemu binary `qemu`.
     pub fn new(scenario: &'a Scenario, kernels: &'a [KernelSpec], qemu: &Path, quiet: bool) -> KernelMembers<'a> {
         let kernels = kernels.to_vec();
-        KernelMembers { scenario, kernels, qemu: qemu.to_path_buf(), accel: None, used: BTreeMap::new(), quiet }
+        KernelMembers {
+            scenario,
+            kernels,
+            qemu: qemu.to_path_buf(),
+            accel: None,
+            used: BTreeMap::new(),
+            profiled: BTreeMap::new(),
+            quiet,
+        }
     }
 
     /// Replace the kernel labelled as `k` is (a candidate of a git range, once built: its
@@ -45,6 +56,12 @@ impl<'a> KernelMembers<'a> {
         if let Some(slot) = self.kernels.iter_mut().find(|o| o.label == k.label) {
             *slot = k;
         }
+    }
+
+    /// A new paired run with the same guests (a bisection's next step): its arms' first
+    /// pairs are profiled again.
+    pub fn start_run(&mut self) {
+        self.profiled.clear();
     }
 
     /// What `run.json` records of the kernels: label, image and, once a guest of it ran,
@@ -71,6 +88,9 @@ impl<'a> KernelMembers<'a> {
         let only = member_filters(&cell.params);
         // The guest's results are unpacked here, not under the results root: only the
         // member's cell is kept, in the paired run.
+        // Profiled as on the host: the arm's first pairs, each profile stored under its index.
+        let done = self.profiled.get(&cell.params.id()).copied().unwrap_or(0);
+        let profile = self.scenario.profile.is_some() && done < crate::profile::PROFILED_PAIRS;
         let tmp = crate::provision::workroot::scratch_run_dir("member-")
             .context("cannot create a scratch directory for the guest's results")?;
         // The guest's chatter stays in the guest: the pair progress is the display here.
@@ -82,6 +102,7 @@ impl<'a> KernelMembers<'a> {
             cells: 1,
             out: tmp.path(),
             quiet: true,
+            profile,
         };
         let first = self.accel.is_none();
         let guest = boot_guest(&req, k, &self.qemu, &mut self.accel)?;
@@ -94,7 +115,14 @@ impl<'a> KernelMembers<'a> {
         }
         match (guest.end, guest.results) {
             (Ok(GuestEnd::Interrupted), _) => anyhow::bail!("interrupted"),
-            (_, Some(bytes)) => adopt_member(&bytes, req.out, &cell.params, k, guest.accel),
+            (_, Some(bytes)) => {
+                let pair = profile.then_some(done);
+                let r = adopt_member(&bytes, req.out, &cell.params, k, guest.accel, pair)?;
+                if r.profile.is_some() {
+                    self.profiled.insert(cell.params.id(), done + 1);
+                }
+                Ok(r)
+            }
             (Ok(GuestEnd::Exited(code)), None) => {
                 anyhow::bail!("the guest's fsbench run exited with {code} and sent no results")
             }

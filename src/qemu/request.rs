@@ -20,4 +20,7 @@ pub struct KernelsRequest<'a> {
     pub out: &'a Path,
     /// No progress lines from the guests.
     pub quiet: bool,
+    /// The guests profile as the scenario says; `false` turns a profiling scenario's
+    /// profiled repetition off (a paired member past [`crate::profile::PROFILED_PAIRS`]).
+    pub profile: bool,
 }
