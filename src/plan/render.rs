@@ -106,6 +106,10 @@ pub fn render_plan_table(
         total - skip_count,
     )));
     out.push('\n');
+    if let Some(note) = crate::workload::kind::of(&s.workload).plan_note() {
+        out.push_str(&wrap(&note));
+        out.push('\n');
+    }
     out.push_str(&wrap("layout M: one filesystem per task; layout S: one filesystem shared by all tasks."));
     out.push('\n');
     if matches!(s.backing, Backing::Dir { .. }) {

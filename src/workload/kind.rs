@@ -107,6 +107,12 @@ pub trait WorkloadAnswers {
     /// directory (no root needed for the filesystems).
     fn add_needs(&self, _needs: &mut Vec<String>, _dir_backing: bool) {}
 
+    /// A line `plan` prints under its table about what one cell of this workload builds
+    /// and costs (an op mix's files, bytes, memory and build time); `None`: nothing to add.
+    fn plan_note(&self) -> Option<String> {
+        None
+    }
+
     /// Why the host cannot run this cell (`root` says whether fsbench runs as root), found
     /// without touching anything; `None` when the workload has no objection.
     fn cannot_run(&self, _p: &CellParams, _root: bool) -> Option<SkipReason> {

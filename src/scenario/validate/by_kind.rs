@@ -27,7 +27,11 @@ pub(super) fn workload(
     Ok(match kind {
         "lat_fs" => Workload::Latfs(validate_latfs(ctx, w)?),
         "fio" => Workload::Fio(validate_fio(ctx, w, base_dir)?),
-        "ops" => Workload::Ops(super::ops::validate_ops(ctx, w, &f.matrix, backing, base_dir)?),
+        "ops" => {
+            let ops = super::ops::validate_ops(ctx, w, &f.matrix, backing, base_dir)?;
+            super::ops_inodes::inodes_fit(ctx, &ops, f, backing)?;
+            Workload::Ops(ops)
+        }
         _ => Workload::Steps(validate_steps(ctx, w, archive)?),
     })
 }

@@ -21,6 +21,7 @@ mod latfs;
 pub(crate) mod loadfile;
 mod matrix;
 mod ops;
+mod ops_inodes;
 #[cfg(test)]
 mod ops_tests;
 mod steps;

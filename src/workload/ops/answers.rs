@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::spec::OpsWorkload;
 use crate::catalogue::Metric;
-use crate::model::{CellResult, CellStatus, OPS_METRICS, OpsMetric, OpsRepetition, OpsResult};
+use crate::model::{CellParams, CellResult, CellStatus, OPS_METRICS, OpsMetric, OpsRepetition, OpsResult, SkipReason};
 use crate::workload::kind::{CellRun, KindAnswers, OpsKind, WorkloadAnswers};
 
 impl KindAnswers for OpsKind {
@@ -26,6 +26,24 @@ impl KindAnswers for OpsKind {
     }
 }
 
+/// fsbench's own memory per fileset entry while an op-mix cell runs, in bytes: the
+/// layout's entry (directory, name, size: 24 bytes), its state word (4), and what building
+/// and the directories add. `benches/ops_scale.sh` measured 42.7 for a 1,000,000-entry
+/// fileset (the whole peak resident set over the entries; 26.6 above a 1,000-entry run,
+/// benches/README.md), rounded up.
+pub const BYTES_PER_ENTRY: u64 = 48;
+
+/// The entries of every fileset of `w`.
+fn entries(w: &OpsWorkload) -> u64 {
+    w.spec.filesets.iter().map(|f| f.entries).sum()
+}
+
+/// fsbench's own memory for the filesets of `w` (not the filesystem's: an image on tmpfs
+/// holds its data in memory too, which `validate` weighs against the image size).
+pub fn fileset_memory(w: &OpsWorkload) -> u64 {
+    entries(w).saturating_mul(BYTES_PER_ENTRY)
+}
+
 /// Rough cost of building the filesets: 20 µs per file plus the bytes at 500 MB/s.
 fn build_estimate(w: &OpsWorkload) -> Duration {
     let files: u64 = w.spec.filesets.iter().map(|f| f.entries * f.prealloc_percent as u64 / 100).sum();
@@ -41,6 +59,40 @@ fn window(w: &OpsWorkload) -> Duration {
 impl WorkloadAnswers for OpsWorkload {
     fn kind(&self) -> &'static dyn KindAnswers {
         &OpsKind
+    }
+
+    /// The filesets' size and cost, so that a huge one is seen before it is built.
+    fn plan_note(&self) -> Option<String> {
+        let files: u64 = self.spec.filesets.iter().map(|f| f.entries * f.prealloc_percent as u64 / 100).sum();
+        let (pre, all) = self.fileset_bytes();
+        Some(format!(
+            "op mix: {} entries in {} fileset(s), about {} preallocated ({}; {} with every entry at its size); \
+             fsbench's own memory for them about {} ({BYTES_PER_ENTRY} B per entry); building about {} per repetition",
+            entries(self),
+            self.spec.filesets.len(),
+            files,
+            crate::text::bytes_short(pre as u64),
+            crate::text::bytes_short(all as u64),
+            crate::text::bytes_short(fileset_memory(self)),
+            crate::text::human_duration(build_estimate(self)),
+        ))
+    }
+
+    /// fsbench keeps a few words per entry: a fileset whose entries would not fit in the
+    /// memory this host can give is refused before anything is built.
+    fn cannot_run(&self, _p: &CellParams, _root: bool) -> Option<SkipReason> {
+        let need = fileset_memory(self);
+        let avail = crate::host::memory::mem_available().ok()?;
+        (need > avail).then(|| SkipReason {
+            reason: format!(
+                "the filesets' {} entries need about {} of fsbench's memory ({BYTES_PER_ENTRY} B each), more than this \
+                 host's MemAvailable {}",
+                entries(self),
+                crate::text::bytes_short(need),
+                crate::text::bytes_short(avail)
+            ),
+            remedy: Some("lower `workload.scale` or the filesets' `entries`".into()),
+        })
     }
 
     fn cell_estimate(&self) -> Duration {
@@ -148,4 +200,34 @@ pub fn absorb_round(earlier: OpsResult, next: OpsResult, round: u32) -> OpsResul
     }
     summarise(&mut r);
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Workload;
+
+    #[test]
+    fn the_plan_says_what_a_ten_million_entry_fileset_costs() {
+        let text = "schema = 1\nname = \"big\"\n[matrix]\nfs = [\"tmpfs\"]\n[backing]\nkind = \"dir\"\n\
+                    [workload]\nkind = \"ops\"\nduration = \"10s\"\n[[workload.fileset]]\nname = \"f\"\n\
+                    entries = 10000000\ndir_width = 20\nsize = \"1KiB\"\nprealloc = 50\n[[workload.group]]\n\
+                    name = \"s\"\nthreads = 1\nloop = [ { op = \"stat\", fileset = \"f\" } ]\n";
+        let Workload::Ops(w) = crate::scenario::parse_str(text, "big.toml").unwrap().workload else { panic!() };
+        let note = w.plan_note().unwrap();
+        assert!(
+            note.contains("10000000 entries in 1 fileset(s), about 5000000 preallocated (4.8 GiB; 9.5 GiB"),
+            "{note}"
+        );
+        assert!(
+            note.contains(&format!(
+                "about {} ({BYTES_PER_ENTRY} B per entry)",
+                crate::text::bytes_short(10_000_000 * BYTES_PER_ENTRY)
+            )),
+            "{note}"
+        );
+        // 20 µs per file and the bytes at 500 MB/s.
+        assert!(note.contains("building about 1m50s per repetition"), "{note}");
+        assert_eq!(fileset_memory(&w), 10_000_000 * BYTES_PER_ENTRY);
+    }
 }

@@ -2,10 +2,11 @@
 //! and the picking rules of filebench (`fileset_pick`): an existing file by a
 //! round-robin pointer per worker, a not-yet-existing one from a separate pool by a
 //! shared pointer, a busy entry skipped for the next one, so no two workers operate on
-//! one entry at once; uniform and Zipf picking as options. One lock per fileset, held
-//! only to pick and to release, never across a system call.
+//! one entry at once; uniform and Zipf picking as options. Picking and releasing take no
+//! lock: one atomic word per entry (its flags and open count).
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::layout::{DirNode, FileNode};
@@ -13,9 +14,11 @@ use super::spec::Pick;
 use super::sys::Name;
 use crate::rng::SplitMix64;
 
-const EXISTS: u8 = 1;
-const BUSY: u8 = 2;
-const SYMLINK: u8 = 4;
+const EXISTS: u32 = 1;
+const BUSY: u32 = 2;
+const SYMLINK: u32 = 4;
+/// The open count lives above the flags in an entry's word.
+const OPEN_SHIFT: u32 = 16;
 
 /// What an existing-file pick needs of the entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,10 +29,16 @@ pub enum Want {
     Closed,
 }
 
-struct Table {
-    flags: Vec<u8>,
-    open: Vec<u16>,
-    free_rotor: usize,
+impl Want {
+    /// Whether an entry whose word is `v` is one to pick, busy or not.
+    #[inline]
+    fn fits(self, v: u32) -> bool {
+        v & EXISTS != 0
+            && match self {
+                Want::Regular => v & SYMLINK == 0,
+                Want::Closed => v >> OPEN_SHIFT == 0,
+            }
+    }
 }
 
 /// A built fileset, shared by the workers.
@@ -45,7 +54,13 @@ pub struct FilesetState {
     /// The directories holding files (where workers make and read directories).
     pub leaf_dirs: Vec<u32>,
     dir_fds: Vec<OwnedFd>,
-    table: Mutex<Table>,
+    /// Per entry, one word: the flags (exists, busy, a link fsbench made) and, from bit 16,
+    /// how many workers hold it open. A worker takes an entry by setting BUSY with a
+    /// compare-and-swap, so picking takes no lock and costs no system call; the open count
+    /// only grows while its entry is busy, so a pick that sees it zero and sets BUSY in the
+    /// same swap has a closed entry.
+    words: Vec<AtomicU32>,
+    free_rotor: AtomicUsize,
     zipf: Mutex<Vec<(u64, Arc<Vec<f64>>)>>,
 }
 
@@ -63,8 +78,8 @@ impl FilesetState {
         let mut leaf_dirs: Vec<u32> = files.iter().map(|f| f.dir).collect();
         leaf_dirs.sort_unstable();
         leaf_dirs.dedup();
-        let flags = exists.iter().map(|&e| if e { EXISTS } else { 0 }).collect();
-        let open = vec![0; files.len()];
+        leaf_dirs.shrink_to_fit();
+        let words = exists.iter().map(|&e| AtomicU32::new(if e { EXISTS } else { 0 })).collect();
         FilesetState {
             name,
             read_only,
@@ -72,7 +87,8 @@ impl FilesetState {
             files,
             leaf_dirs,
             dir_fds,
-            table: Mutex::new(Table { flags, open, free_rotor: 0 }),
+            words,
+            free_rotor: AtomicUsize::new(0),
             zipf: Mutex::new(Vec::new()),
         }
     }
@@ -83,6 +99,7 @@ impl FilesetState {
     }
 
     /// Directory fd and name of entry `i`.
+    #[inline]
     pub fn entry(&self, i: usize) -> (RawFd, Name) {
         let f = &self.files[i];
         (self.dir_fd(f.dir), Name::serial(f.serial))
@@ -110,7 +127,21 @@ impl FilesetState {
     /// Entries that exist now.
     #[cfg(test)]
     pub fn existing(&self) -> usize {
-        self.table.lock().expect("fileset lock").flags.iter().filter(|&&f| f & EXISTS != 0).count()
+        self.words.iter().filter(|w| w.load(Ordering::Relaxed) & EXISTS != 0).count()
+    }
+
+    /// Mark entry `i` busy if its word satisfies `ok` and it is idle; whether it was.
+    #[inline]
+    fn take(&self, i: usize, ok: impl Fn(u32) -> bool) -> bool {
+        let w = &self.words[i];
+        let mut v = w.load(Ordering::Relaxed);
+        while v & BUSY == 0 && ok(v) {
+            match w.compare_exchange_weak(v, v | BUSY, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(now) => v = now,
+            }
+        }
+        false
     }
 
     /// Pick an existing, idle entry that satisfies `want` and mark it busy.
@@ -124,72 +155,74 @@ impl FilesetState {
             Pick::Uniform => rng.below(n as u64) as usize,
             Pick::Zipf(s) => self.zipf_index(s, rng),
         };
-        let mut t = self.table.lock().expect("fileset lock");
-        let ok = |t: &Table, i: usize| {
-            let f = t.flags[i];
-            f & EXISTS != 0
-                && f & BUSY == 0
-                && match want {
-                    Want::Regular => f & SYMLINK == 0,
-                    Want::Closed => t.open[i] == 0,
+        let mut i = start;
+        for _ in 0..n {
+            if self.take(i, |v| want.fits(v)) {
+                if pick == Pick::RoundRobin {
+                    *rotor = i + 1;
                 }
-        };
-        let i = (0..n).map(|k| (start + k) % n).find(|&i| ok(&t, i))?;
-        t.flags[i] |= BUSY;
-        if pick == Pick::RoundRobin {
-            *rotor = i + 1;
+                return Some(i);
+            }
+            i += 1;
+            if i == n {
+                i = 0;
+            }
         }
-        Some(i)
+        None
     }
 
     /// Whether an entry that satisfies `want` exists, busy or not: a pick that found none
     /// idle waits for it (another worker's op ends soon) instead of running out of files.
     pub fn any_existing(&self, want: Want) -> bool {
-        let t = self.table.lock().expect("fileset lock");
-        (0..self.files.len()).any(|i| {
-            let f = t.flags[i];
-            f & EXISTS != 0
-                && match want {
-                    Want::Regular => f & SYMLINK == 0,
-                    Want::Closed => t.open[i] == 0,
-                }
-        })
+        self.words.iter().any(|w| want.fits(w.load(Ordering::Relaxed)))
     }
 
     /// Pick an entry that does not exist and is idle (the shared pointer) and mark it busy.
     pub fn pick_free(&self) -> Option<usize> {
         let n = self.files.len();
-        let mut t = self.table.lock().expect("fileset lock");
-        let start = t.free_rotor % n.max(1);
-        let i = (0..n).map(|k| (start + k) % n).find(|&i| t.flags[i] & (EXISTS | BUSY) == 0)?;
-        t.flags[i] |= BUSY;
-        t.free_rotor = i + 1;
-        Some(i)
+        if n == 0 {
+            return None;
+        }
+        let mut i = self.free_rotor.load(Ordering::Relaxed) % n;
+        for _ in 0..n {
+            if self.take(i, |v| v & EXISTS == 0) {
+                self.free_rotor.store(i + 1, Ordering::Relaxed);
+                return Some(i);
+            }
+            i += 1;
+            if i == n {
+                i = 0;
+            }
+        }
+        None
     }
 
     /// Release a busy entry: whether it exists now (and is a link), and the change of its open count.
     pub fn release(&self, i: usize, exists: bool, symlink: bool, open_delta: i32) {
-        let mut t = self.table.lock().expect("fileset lock");
-        let mut f = t.flags[i] & !(BUSY | EXISTS | SYMLINK);
+        let mut f = 0;
         if exists {
             f |= EXISTS;
         }
         if symlink {
             f |= SYMLINK;
         }
-        t.flags[i] = f;
-        t.open[i] = (t.open[i] as i32 + open_delta).max(0) as u16;
+        // Only closes (which lower the count) race with this: retry until the word holds still.
+        let _ = self.words[i].fetch_update(Ordering::Release, Ordering::Relaxed, |v| {
+            let open = ((v >> OPEN_SHIFT) as i32 + open_delta).clamp(0, u16::MAX as i32) as u32;
+            Some(open << OPEN_SHIFT | f)
+        });
     }
 
     /// Whether entry `i` is a symbolic link fsbench made.
     pub fn is_symlink(&self, i: usize) -> bool {
-        self.table.lock().expect("fileset lock").flags[i] & SYMLINK != 0
+        self.words[i].load(Ordering::Relaxed) & SYMLINK != 0
     }
 
-    /// Drop one open reference of a (not busy) entry: a close.
+    /// Drop one open reference of an entry: a close.
     pub fn closed(&self, i: usize) {
-        let mut t = self.table.lock().expect("fileset lock");
-        t.open[i] = t.open[i].saturating_sub(1);
+        let _ = self.words[i].fetch_update(Ordering::Release, Ordering::Relaxed, |v| {
+            Some(if v >> OPEN_SHIFT == 0 { v } else { v - (1 << OPEN_SHIFT) })
+        });
     }
 
     fn zipf_index(&self, s: f64, rng: &mut SplitMix64) -> usize {

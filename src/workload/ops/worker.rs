@@ -12,7 +12,7 @@ use super::fileset::{FilesetState, Want};
 use super::outcome::{Ended, WorkerOut, count_reached};
 use super::pace::Pacer;
 use super::spec::{AppendLen, Flow, MAX_SLOTS, Op, Pick, RateUnit, ReadLen, Stop};
-use super::sys::{self, Name};
+use super::sys::{self, Name, Tick};
 use crate::rng::SplitMix64;
 
 struct Held {
@@ -122,14 +122,19 @@ impl Running<'_> {
             Flow::Mix(txs) => txs.iter().map(|(w, _)| *w).collect(),
             Flow::Loop(_) | Flow::Loadfile(_) => Vec::new(),
         };
+        // A loop's end is the next one's start: one clock read per loop.
+        let mut t0 = Tick::now();
         loop {
             if stop.load(Ordering::Relaxed) {
                 return Ok(Ended::Stopped);
             }
-            if pace_loops && !pace.as_deref_mut().is_some_and(|p| p.start(stop)) {
-                return Ok(Ended::Stopped);
+            if pace_loops {
+                if !pace.as_deref_mut().is_some_and(|p| p.start(stop)) {
+                    return Ok(Ended::Stopped);
+                }
+                // The wait for the schedule is not the loop's time.
+                t0 = Tick::now();
             }
-            let t0 = Instant::now();
             let ops = match flow {
                 Flow::Loop(ops) => ops,
                 Flow::Mix(txs) => &txs[self.rng.weighted(&weights)].1,
@@ -154,7 +159,9 @@ impl Running<'_> {
                     return Ok(ended);
                 }
             }
-            self.acct.loop_done(t0.elapsed());
+            let t1 = Tick::now();
+            self.acct.loop_done(t1 - t0);
+            t0 = t1;
             if limits.loops.is_some_and(|n| self.acct.loops >= n) {
                 return Ok(Ended::Loops);
             }
@@ -189,13 +196,15 @@ impl Running<'_> {
     /// released, up to a second, rather than end the worker `out_of_files`: a busy entry is
     /// held for one op only. `None`: none exists (or none came free in that time).
     fn pick(&mut self, set: usize, want: Want, pick: Pick) -> Option<usize> {
-        let deadline = Instant::now() + Duration::from_secs(1);
+        // The clock is read only once a pick has failed: not on every op's path.
+        let mut deadline = None;
         loop {
             let s = &self.w.sets[set];
             if let Some(i) = s.pick_existing(want, pick, &mut self.rotors[set], &mut self.rng) {
                 return Some(i);
             }
-            if !s.any_existing(want) || Instant::now() >= deadline {
+            let now = Instant::now();
+            if !s.any_existing(want) || now >= *deadline.get_or_insert(now + Duration::from_secs(1)) {
                 return None;
             }
             std::thread::sleep(Duration::from_micros(50));
@@ -221,7 +230,7 @@ impl Running<'_> {
                 let s = &sets[fileset];
                 let Some(i) = s.pick_free() else { return Ok(Step::OutOfFiles) };
                 let (dir, name) = s.entry(i);
-                let t = Instant::now();
+                let t = Tick::now();
                 let r = sys::openat(dir, name.as_cstr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o644);
                 let d = t.elapsed();
                 match r {
@@ -241,7 +250,7 @@ impl Running<'_> {
                 let s = &sets[fileset];
                 let (dir, name) = s.entry(i);
                 let flags = self.open_flags(fileset);
-                let t = Instant::now();
+                let t = Tick::now();
                 let r = sys::openat(dir, name.as_cstr(), flags, 0);
                 let d = t.elapsed();
                 match r {
@@ -259,7 +268,7 @@ impl Running<'_> {
             Op::Close { slot } => {
                 let h = self.slots[slot].take();
                 let Some(h) = h else { return Err(self.held(op, slot).err().expect("slot is empty")) };
-                let t = Instant::now();
+                let t = Tick::now();
                 drop(h.fd);
                 self.acct.record(k, t.elapsed(), 0);
                 sets[h.set].closed(h.entry);
@@ -270,7 +279,7 @@ impl Running<'_> {
                     ReadLen::Whole => u64::MAX,
                     ReadLen::Bytes(n) => n,
                 };
-                let t = Instant::now();
+                let t = Tick::now();
                 let r = sys::read_from_start(fd, &mut self.rbuf, want, io_size as usize);
                 let d = t.elapsed();
                 let n = r.map_err(|e| self.fail(op, self.slot_path(slot), e))?;
@@ -279,7 +288,7 @@ impl Running<'_> {
             Op::WriteWhole { slot, io_size } => {
                 let h = self.held(op, slot)?;
                 let (fd, size) = (h.fd.as_raw_fd(), sets[h.set].files[h.entry].size);
-                let t = Instant::now();
+                let t = Tick::now();
                 let r = sys::write_from_start(fd, self.w.wbuf, size, io_size as usize);
                 let d = t.elapsed();
                 let n = r.map_err(|e| self.fail(op, self.slot_path(slot), e))?;
@@ -302,7 +311,7 @@ impl Running<'_> {
                     AppendLen::Fixed(n) => n,
                     AppendLen::Uniform(n) => 1 + self.rng.below(n.max(1)),
                 };
-                let t = Instant::now();
+                let t = Tick::now();
                 let r = sys::append(fd, self.w.wbuf, n, self.w.wbuf.len());
                 let d = t.elapsed();
                 let n = r.map_err(|e| self.fail(op, self.slot_path(slot), e))?;
@@ -310,7 +319,7 @@ impl Running<'_> {
             }
             Op::Fsync { slot } | Op::Fdatasync { slot } => {
                 let fd = self.held(op, slot)?.fd.as_raw_fd();
-                let t = Instant::now();
+                let t = Tick::now();
                 let r = sys::sync(fd, matches!(op, Op::Fdatasync { .. }));
                 let d = t.elapsed();
                 r.map_err(|e| self.fail(op, self.slot_path(slot), e))?;
@@ -318,7 +327,7 @@ impl Running<'_> {
             }
             Op::Truncate { slot, size } => {
                 let fd = self.held(op, slot)?.fd.as_raw_fd();
-                let t = Instant::now();
+                let t = Tick::now();
                 let r = sys::truncate(fd, size);
                 let d = t.elapsed();
                 r.map_err(|e| self.fail(op, self.slot_path(slot), e))?;
@@ -343,7 +352,7 @@ impl Running<'_> {
                 // Nothing idle and closed to delete: filebench skips the op, so do we.
                 let Some(i) = self.pick(fileset, Want::Closed, Pick::RoundRobin) else { return Ok(Step::Done) };
                 let (dir, name) = s.entry(i);
-                let t = Instant::now();
+                let t = Tick::now();
                 let r = sys::unlink_at(dir, name.as_cstr(), false);
                 let d = t.elapsed();
                 s.release(i, r.is_err(), false, 0);
@@ -360,7 +369,7 @@ impl Running<'_> {
                 };
                 let src_link = s.is_symlink(src);
                 let ((sd, sn), (dd, dn)) = (s.entry(src), s.entry(dst));
-                let t = Instant::now();
+                let t = Tick::now();
                 let r = match op {
                     Op::Rename { .. } => sys::rename_at(sd, sn.as_cstr(), dd, dn.as_cstr()),
                     Op::Link { .. } => sys::link_at(sd, sn.as_cstr(), dd, dn.as_cstr()),
@@ -383,7 +392,7 @@ impl Running<'_> {
                 self.dir_rotor += 1;
                 let n = self.made_count;
                 let name = Name::worker_dir(self.w.index, n);
-                let t = Instant::now();
+                let t = Tick::now();
                 let r = sys::mkdir_at(s.dir_fd(dir), name.as_cstr(), 0o755);
                 let d = t.elapsed();
                 r.map_err(|e| self.fail(op, format!("{}/w{}.{n}", s.dir_path(dir), self.w.index), e))?;
@@ -396,7 +405,7 @@ impl Running<'_> {
                 let (_, dir, n) = self.made.remove(pos);
                 let s = &sets[fileset];
                 let name = Name::worker_dir(self.w.index, n);
-                let t = Instant::now();
+                let t = Tick::now();
                 let r = sys::unlink_at(s.dir_fd(dir), name.as_cstr(), true);
                 let d = t.elapsed();
                 r.map_err(|e| self.fail(op, format!("{}/w{}.{n}", s.dir_path(dir), self.w.index), e))?;
@@ -409,14 +418,14 @@ impl Running<'_> {
                 }
                 let dir = s.leaf_dirs[self.dir_rotor % s.leaf_dirs.len()];
                 self.dir_rotor += 1;
-                let t = Instant::now();
+                let t = Tick::now();
                 let r = sys::read_dir(s.dir_fd(dir), &mut self.rbuf);
                 let d = t.elapsed();
                 r.map_err(|e| self.fail(op, s.dir_path(dir), e))?;
                 self.acct.record(k, d, 0);
             }
             Op::Delay(d) => {
-                let t = Instant::now();
+                let t = Tick::now();
                 std::thread::sleep(d);
                 self.acct.record(k, t.elapsed(), 0);
             }
@@ -436,7 +445,7 @@ impl Running<'_> {
         let Some(i) = self.pick(set, want, pick) else { return Ok(Step::OutOfFiles) };
         let s = &self.w.sets[set];
         let (dir, name) = s.entry(i);
-        let t = Instant::now();
+        let t = Tick::now();
         let r = call(dir, name.as_cstr());
         let d: Duration = t.elapsed();
         s.release(i, true, false, 0);
