@@ -175,24 +175,20 @@ pub(crate) fn run_under_kernels(run: &KernelRun<'_>, order: crate::runner::CellO
     let qemu_bin = crate::qemu::prepare(scenario, kernels, allow_device)?;
     // Validate the plan (and --only) on the host, before any boot.
     let plan = crate::plan::plan_for(scenario, only)?;
-    let req = crate::qemu::KernelsRequest { scenario, kernels, only, order, cells: plan.cells.len(), out, quiet, profile: true };
-    let mut worst = exit::SUCCESS;
+    let req = crate::qemu::KernelsRequest {
+        scenario,
+        kernels,
+        only,
+        order,
+        cells: plan.cells.len(),
+        out,
+        quiet,
+        profile: true,
+    };
     // qemu's scratch is journaled under the same work root as a host run's.
     crate::provision::workroot::set_scratch_root(&options.workroot());
     let runs = crate::qemu::run_kernels(&req, &qemu_bin)?;
-    for k in &runs {
-        let code = match &k.end {
-            Ok(crate::qemu::GuestEnd::Interrupted) => exit::INTERRUPTED,
-            Ok(crate::qemu::GuestEnd::Exited(code)) => *code,
-            Err(e) => {
-                eprintln!("fsbench: kernel {}: {e:#}", k.label);
-                exit::FAILURE
-            }
-        };
-        if code != exit::SUCCESS && worst != exit::INTERRUPTED && (worst == exit::SUCCESS || k.end.is_ok()) {
-            worst = code;
-        }
-    }
+    let worst = worst_guest_exit(&runs);
     let mut skipped = 0;
     let mut written = Vec::new();
     for k in &runs {
@@ -228,6 +224,26 @@ pub(crate) fn run_under_kernels(run: &KernelRun<'_>, order: crate::runner::CellO
         print_outcome(code, &written);
     }
     Ok(code)
+}
+
+/// The exit code of the worst guest (an interruption first; a guest's own code before a
+/// failure to run it), each guest that could not run said on stderr.
+fn worst_guest_exit(runs: &[crate::qemu::KernelRun]) -> i32 {
+    let mut worst = exit::SUCCESS;
+    for k in runs {
+        let code = match &k.end {
+            Ok(crate::qemu::GuestEnd::Interrupted) => exit::INTERRUPTED,
+            Ok(crate::qemu::GuestEnd::Exited(code)) => *code,
+            Err(e) => {
+                eprintln!("fsbench: kernel {}: {e:#}", k.label);
+                exit::FAILURE
+            }
+        };
+        if code != exit::SUCCESS && worst != exit::INTERRUPTED && (worst == exit::SUCCESS || k.end.is_ok()) {
+            worst = code;
+        }
+    }
+    worst
 }
 
 /// One paired run whose arms are `kernels` (the first the baseline), each member one cell
