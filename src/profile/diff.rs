@@ -22,8 +22,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use super::carried::{self, CallChanges};
 use super::folded::Folded;
-use super::shares::counts;
+use super::shares::{below_counts, counts};
 
 /// Family-wise error rate of the per-function tests of one cell.
 pub const ALPHA: f64 = 0.05;
@@ -47,6 +48,9 @@ pub struct FunctionChange {
     pub p: f64,
     /// Across pairs: the 95% t interval of the mean change, percentage points.
     pub interval_pp: Option<(f64, f64)>,
+    /// The callers whose change this function carries, nearest first: its call path up to
+    /// where the change stops showing ([`super::carried`]).
+    pub carries: Vec<String>,
 }
 
 /// What changed in one cell's profile from A to B.
@@ -65,6 +69,9 @@ pub struct ProfileDiff {
     pub judged: Judged,
     /// How many functions grew and shrank beyond the noise, before the `top` cut.
     pub beyond: (usize, usize),
+    /// Of those, how many are callers whose change one callee carries, shown on its call
+    /// path instead of on their own ([`super::carried`]).
+    pub carried: (usize, usize),
 }
 
 /// How a [`ProfileDiff`] told its changes from the noise.
@@ -86,7 +93,26 @@ pub fn diff(a: &Folded, b: &Folded, top: usize) -> ProfileDiff {
     let changes = diff_all(a, b);
     let raw_p: Vec<Option<f64>> = changes.iter().map(|c| c.p.is_finite().then_some(c.p)).collect();
     let base = ProfileDiff { samples: (a.samples(), b.samples()), tested: changes.len(), ..Default::default() };
-    ranked(changes, &raw_p, top, base)
+    ranked(changes, &raw_p, top, base, &call_changes(&[(a, b)]))
+}
+
+/// For each function within [`carried::REACH`] frames below another, the mean change
+/// over `pairs` (one pair: its change) of the share of samples with it there, in points,
+/// and the nearest it was below.
+fn call_changes(pairs: &[(&Folded, &Folded)]) -> CallChanges {
+    let mut out = CallChanges::new();
+    let n = pairs.len() as f64;
+    for (a, b) in pairs {
+        for (f, sign) in [(a, -1.0), (b, 1.0)] {
+            let all = f.samples();
+            for ((caller, callee), below) in below_counts(f, carried::REACH) {
+                let e = out.entry((caller.to_string(), callee.to_string())).or_insert((0.0, below.nearest));
+                e.0 += sign * pct(below.samples, all) / n;
+                e.1 = e.1.min(below.nearest);
+            }
+        }
+    }
+    out
 }
 
 /// Every function of `a` or `b` with its change and the unadjusted p of its
@@ -108,6 +134,7 @@ fn diff_all(a: &Folded, b: &Folded) -> Vec<FunctionChange> {
                 self_pct: (pct(sa, na), pct(sb, nb)),
                 p: crate::stats::two_proportion_p(ta, na, tb, nb).unwrap_or(f64::NAN),
                 interval_pp: None,
+                carries: Vec::new(),
             }
         })
         .collect()
@@ -121,18 +148,16 @@ pub fn paired_diff(pairs: &[(&Folded, &Folded)], top: usize, samples: bool) -> P
         [] => return ProfileDiff::default(),
         [(a, b)] if samples => return diff(a, b, top),
         [(a, b)] => {
-            let mut d = diff(a, b, usize::MAX);
-            d.judged = Judged::Untested;
             // Every function, by the size of its change alone.
             let all = diff_all(a, b);
-            d.grown = all.iter().filter(|c| c.delta_pp >= MIN_PP).cloned().collect();
-            d.shrunk = all.into_iter().filter(|c| c.delta_pp <= -MIN_PP).collect();
-            d.grown.sort_by(|x, y| y.delta_pp.total_cmp(&x.delta_pp).then_with(|| x.name.cmp(&y.name)));
-            d.shrunk.sort_by(|x, y| x.delta_pp.total_cmp(&y.delta_pp).then_with(|| x.name.cmp(&y.name)));
-            d.beyond = (d.grown.len(), d.shrunk.len());
-            d.grown.truncate(top);
-            d.shrunk.truncate(top);
-            return d;
+            let base = ProfileDiff {
+                samples: (a.samples(), b.samples()),
+                tested: all.len(),
+                judged: Judged::Untested,
+                ..Default::default()
+            };
+            let big = all.into_iter().filter(|c| c.delta_pp.abs() >= MIN_PP).collect();
+            return listed(big, top, base, &call_changes(&[(a, b)]));
         }
         _ => {}
     }
@@ -169,12 +194,13 @@ pub fn paired_diff(pairs: &[(&Folded, &Folded)], top: usize, samples: bool) -> P
             self_pct: (own(&a), own(&b)),
             p: 1.0,
             interval_pp: Some((s.ci95_low, s.ci95_high)),
+            carries: Vec::new(),
         });
     }
     let samples = pairs.iter().fold((0, 0), |(x, y), (a, b)| (x + a.samples(), y + b.samples()));
     let base =
         ProfileDiff { samples, tested: changes.len(), judged: Judged::AcrossPairs(pairs.len()), ..Default::default() };
-    ranked(changes, &raw_p, top, base)
+    ranked(changes, &raw_p, top, base, &call_changes(pairs))
 }
 
 /// A profile's (self, total) shares in percent, by function.
@@ -186,21 +212,33 @@ fn pct(k: u64, n: u64) -> f64 {
 }
 
 /// `base` with the changes beyond the noise: Holm over `raw_p` (one per change), p <
-/// [`ALPHA`] and at least [`MIN_PP`] points, the `top` largest each way.
-fn ranked(mut changes: Vec<FunctionChange>, raw_p: &[Option<f64>], top: usize, base: ProfileDiff) -> ProfileDiff {
+/// [`ALPHA`] and at least [`MIN_PP`] points ([`listed`]).
+fn ranked(
+    mut changes: Vec<FunctionChange>,
+    raw_p: &[Option<f64>],
+    top: usize,
+    base: ProfileDiff,
+    calls: &CallChanges,
+) -> ProfileDiff {
     for (c, p) in changes.iter_mut().zip(crate::stats::holm_adjust(raw_p)) {
         c.p = p.unwrap_or(1.0);
     }
-    let beyond: Vec<FunctionChange> =
-        changes.into_iter().filter(|c| c.p < ALPHA && c.delta_pp.abs() >= MIN_PP).collect();
-    let mut grown: Vec<FunctionChange> = beyond.iter().filter(|c| c.delta_pp > 0.0).cloned().collect();
-    let mut shrunk: Vec<FunctionChange> = beyond.into_iter().filter(|c| c.delta_pp < 0.0).collect();
+    let beyond = changes.into_iter().filter(|c| c.p < ALPHA && c.delta_pp.abs() >= MIN_PP).collect();
+    listed(beyond, top, base, calls)
+}
+
+/// `base` with the changes `beyond` the noise, each way: the callers a callee carries
+/// folded into its call path ([`carried::fold`]), the `top` largest of the rest.
+fn listed(beyond: Vec<FunctionChange>, top: usize, base: ProfileDiff, calls: &CallChanges) -> ProfileDiff {
+    let (up, down): (Vec<FunctionChange>, Vec<FunctionChange>) = beyond.into_iter().partition(|c| c.delta_pp > 0.0);
+    let beyond = (up.len(), down.len());
+    let (mut grown, carried_up) = carried::fold(up, calls);
+    let (mut shrunk, carried_down) = carried::fold(down, calls);
     grown.sort_by(|x, y| y.delta_pp.total_cmp(&x.delta_pp).then_with(|| x.name.cmp(&y.name)));
     shrunk.sort_by(|x, y| x.delta_pp.total_cmp(&y.delta_pp).then_with(|| x.name.cmp(&y.name)));
-    let beyond = (grown.len(), shrunk.len());
     grown.truncate(top);
     shrunk.truncate(top);
-    ProfileDiff { grown, shrunk, beyond, ..base }
+    ProfileDiff { grown, shrunk, beyond, carried: (carried_up, carried_down), ..base }
 }
 
 /// The differential folded stacks of A and B (`stack count_a count_b`), for

@@ -9,6 +9,7 @@
 //! why in its `profile.not_profiled`: a profile never fails a cell.
 
 pub mod capability;
+pub mod carried;
 pub mod diff;
 pub mod flame;
 pub mod folded;

@@ -42,6 +42,42 @@ pub fn counts(f: &Folded) -> HashMap<&str, (u64, u64)> {
     out
 }
 
+/// Samples with one function below another on the stack, and how near below.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Below {
+    /// Samples with the callee below the caller within the reach (once per sample).
+    pub samples: u64,
+    /// The fewest frames between them in any such sample: 1 for a direct call.
+    pub nearest: usize,
+}
+
+/// For every (caller, callee) with `callee` at most `reach` frames below `caller` on a
+/// stack (1: direct calls only): the samples in which it is, counted once per sample
+/// however often it recurs, and the nearest it was. Of the same samples as [`counts`]
+/// (the root frame and the remainder are not functions).
+pub fn below_counts(f: &Folded, reach: usize) -> HashMap<(&str, &str), Below> {
+    let mut out: HashMap<(&str, &str), Below> = HashMap::new();
+    for (frames, n) in &f.stacks {
+        if frames.first().map(String::as_str) == Some(REMAINDER) || frames.len() < 3 {
+            continue;
+        }
+        let functions = &frames[1..];
+        let mut seen: HashMap<(&str, &str), usize> = HashMap::new();
+        for (i, caller) in functions.iter().enumerate() {
+            for (d, callee) in functions.iter().enumerate().skip(i + 1).take(reach).map(|(j, c)| (j - i, c)) {
+                let near = seen.entry((caller.as_str(), callee.as_str())).or_insert(d);
+                *near = (*near).min(d);
+            }
+        }
+        for (pair, d) in seen {
+            let b = out.entry(pair).or_insert(Below { samples: 0, nearest: d });
+            b.samples += n;
+            b.nearest = b.nearest.min(d);
+        }
+    }
+    out
+}
+
 /// Every function's shares, by total share (then name) descending.
 pub fn shares(f: &Folded) -> Vec<FunctionShare> {
     let all = f.samples();
@@ -99,5 +135,17 @@ mod tests {
             ["ext4_da_write_begin", "copy_page"]
         );
         assert_eq!(top_total(&s, 1)[0].name, "main");
+        let calls = below_counts(&p, 1);
+        assert_eq!(calls[&("main", "vfs_write")], Below { samples: 80, nearest: 1 });
+        assert_eq!(calls[&("vfs_write", "vfs_write")].samples, 20, "a recursive call once per sample");
+        assert_eq!(calls[&("vfs_write", "ext4_da_write_begin")].samples, 60);
+        assert!(!calls.contains_key(&("fsbench", "main")), "the root frame is not a function");
+        assert_eq!(calls.len(), 4);
+        // Further below: main above copy_page two frames down, counted once per sample.
+        let below = below_counts(&p, 3);
+        assert_eq!(below[&("main", "copy_page")], Below { samples: 20, nearest: 3 });
+        assert_eq!(below[&("main", "ext4_da_write_begin")], Below { samples: 60, nearest: 2 });
+        assert_eq!(below[&("vfs_write", "copy_page")], Below { samples: 20, nearest: 1 });
+        assert!(!below_counts(&p, 2).contains_key(&("main", "copy_page")));
     }
 }

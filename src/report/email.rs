@@ -116,7 +116,14 @@ pub fn profile_rows(out: &mut String, outcome: Result<(diff::ProfileDiff, Folded
     let _ = writeln!(
         out,
         "{}",
-        crate::text::wrap(&format!("perf-profile: % of the samples, change in points; {how}."), WIDTH, "")
+        crate::text::wrap(
+            &format!(
+                "perf-profile: % of the samples, change in points; {how}{}.",
+                super::profile_diff::carried_text(&d, "not listed")
+            ),
+            WIDTH,
+            ""
+        )
     );
 }
 

@@ -163,6 +163,45 @@ fn rows(changes: &[FunctionChange], judged: Judged) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// A change with the callers it carries, nearest first: `f ← g ← h …+N`, six at most.
+fn call_path(c: &FunctionChange) -> String {
+    const SHOWN: usize = 6;
+    let mut s = c.name.clone();
+    for f in c.carries.iter().take(SHOWN) {
+        s.push_str(" ← ");
+        s.push_str(f);
+    }
+    if c.carries.len() > SHOWN {
+        s.push_str(&format!(" …+{}", c.carries.len() - SHOWN));
+    }
+    s
+}
+
+/// Below the tables of changes, the call path of each listed change that carries callers.
+fn call_paths(m: &mut dyn Markup, d: &ProfileDiff) {
+    let carrying: Vec<&FunctionChange> = d.grown.iter().chain(&d.shrunk).filter(|c| !c.carries.is_empty()).collect();
+    if carrying.is_empty() {
+        return;
+    }
+    m.paragraph("Call paths: each listed change with the callers whose change it carries, nearest first.");
+    for c in carrying {
+        m.item(&call_path(c));
+    }
+}
+
+/// The clause on the changes left off the tables because a callee carries them
+/// ([`crate::profile::carried`]), saying `where` they are shown; or nothing.
+pub fn carried_text(d: &ProfileDiff, shown: &str) -> String {
+    match d.carried {
+        (0, 0) => String::new(),
+        (up, down) => format!(
+            "; {up} grown and {down} shrunk are callers whose change one callee carries (at least {:.0}% of it in the \
+             samples with that callee below them), {shown}",
+            100.0 * crate::profile::carried::CARRIED
+        ),
+    }
+}
+
 /// How a diff's changes were judged, in a sentence.
 pub fn judged_text(d: &ProfileDiff, kind: Kind) -> String {
     let unit = match kind {
@@ -204,11 +243,16 @@ fn write_one(m: &mut dyn Markup, cd: &CellDiff, kind: Kind, flame_graphs: bool) 
     };
     m.heading(3, &format!("{what} of {}", cd.title));
     m.paragraph(&format!(
-        "{}; {} grew and {} shrank beyond the noise{}",
+        "{}; {} grew and {} shrank beyond the noise{}{}",
         judged_text(d, kind),
         d.beyond.0,
         d.beyond.1,
-        if d.beyond.0.max(d.beyond.1) > TOP { format!(" (the {TOP} largest each way listed)") } else { String::new() }
+        carried_text(d, "listed below the tables on the callee's call path instead of on their own"),
+        if d.grown.len().max(d.shrunk.len()) >= TOP && (d.beyond.0 - d.carried.0).max(d.beyond.1 - d.carried.1) > TOP {
+            format!(" (the {TOP} largest each way listed)")
+        } else {
+            String::new()
+        }
     ));
     let (la, lb) = &cd.labels;
     let header = |what: &str| {
@@ -226,6 +270,7 @@ fn write_one(m: &mut dyn Markup, cd: &CellDiff, kind: Kind, flame_graphs: bool) 
     if !d.shrunk.is_empty() {
         m.table(&header("shrank"), &rows(&d.shrunk, d.judged));
     }
+    call_paths(m, d);
     if flame_graphs && let Some(svg) = diff::differential_svg(fa, fb, &format!("fsbench {what}: {}", cd.title)) {
         m.figure(&flame::as_image(&svg), &format!("Differential flame graph of {}: red grew, blue shrank", cd.title));
     }
