@@ -21,27 +21,6 @@ impl std::fmt::Display for LoadfileError {
     }
 }
 
-/// The ops fsbench replays, by dbench's names (the keys of a loadfile line).
-pub const LINE_OPS: &[&str] = &[
-    "NTCreateX",
-    "Close",
-    "Rename",
-    "Unlink",
-    "Deltree",
-    "Mkdir",
-    "Rmdir",
-    "QUERY_PATH_INFORMATION",
-    "QUERY_FILE_INFORMATION",
-    "QUERY_FS_INFORMATION",
-    "SET_FILE_INFORMATION",
-    "FIND_FIRST",
-    "WriteX",
-    "ReadX",
-    "LockX",
-    "UnlockX",
-    "Flush",
-];
-
 /// Parse `text` (read from `origin`). Blank lines and `#` comments are skipped.
 pub fn parse(text: &str, origin: &str) -> Result<Loadfile, LoadfileError> {
     if text.len() as u64 > MAX_LOADFILE_BYTES {
@@ -183,8 +162,9 @@ fn parse_line(l: &str) -> Result<Option<(Call, bool)>, String> {
             }
         }
         other => {
-            let hint = crate::scenario::error::did_you_mean(other, LINE_OPS)
-                .unwrap_or_else(|| format!("ops: {}", LINE_OPS.join(", ")));
+            let keys: Vec<&str> = crate::scenario::op_kinds::LOADFILE_OPS.iter().map(|(key, _)| *key).collect();
+            let hint = crate::scenario::error::did_you_mean(other, &keys)
+                .unwrap_or_else(|| format!("ops: {}", keys.join(", ")));
             return Err(format!("unknown op `{other}` ({hint})"));
         }
     };

@@ -1,5 +1,5 @@
 use super::*;
-use crate::scenario::op_kinds::LOADFILE_OP_NAMES;
+use crate::scenario::op_kinds::LOADFILE_OPS;
 
 fn one(line: &str) -> Result<LoadOp, LoadfileError> {
     let lf = parse(line, "t.txt")?;
@@ -65,11 +65,13 @@ fn every_op_parses_to_its_call() {
         let op = one(line).unwrap_or_else(|e| panic!("{line}: {e}"));
         assert_eq!(op.call, call, "{line}");
         assert_eq!(op.expect_ok, !line.ends_with("NO_SUCH_FILE"), "{line}");
+        // The table's key at the call's kind is the line's op: one table of keys and names.
+        assert_eq!(LOADFILE_OPS[op.call.index()].0, line.split_whitespace().next().unwrap(), "{line}");
         seen.push(op.call.index());
     }
     seen.sort_unstable();
     seen.dedup();
-    assert_eq!(seen.len(), LOADFILE_OP_NAMES.len(), "every kind has a case");
+    assert_eq!(seen.len(), LOADFILE_OPS.len(), "every kind has a case");
 }
 
 #[test]

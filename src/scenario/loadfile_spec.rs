@@ -78,7 +78,7 @@ pub enum Call {
 }
 
 impl Call {
-    /// Index of its kind in [`LOADFILE_OP_NAMES`].
+    /// Index of its kind in [`LOADFILE_OPS`](crate::scenario::op_kinds::LOADFILE_OPS).
     pub fn index(&self) -> usize {
         match self {
             Call::Create { .. } => 0,
