@@ -76,7 +76,7 @@ def table(title):
     i = sec.find(title)
     if i < 0:
         return []
-    rows = sec[i:].split("\n\n")[0].splitlines()[2:]
+    rows = sec[i:].split("\n\n")[0].splitlines()[1:]
     return [r.split()[0] for r in rows if r.strip()]
 grown, shrunk = table("function (grew)")[:10], table("function (shrank)")
 j = [f for f in grown if f == "ext4_journalled_write_end" or f.startswith("jbd2_")]

@@ -9,8 +9,9 @@ use crate::support::kernel::assert_no_leaks;
 use crate::support::sandbox::Sandbox;
 use crate::support::skip;
 
-/// A paired write_truncate scenario of two ext4 arms with these mount options; five pairs
-/// (the profiled ones), 1 s windows, every sample kept.
+/// A paired write_truncate scenario of two ext4 arms, each a name and the TOML of its
+/// filesystem after `type` (its mount options, a cgroup limit); five pairs (the profiled
+/// ones), 1 s windows, every sample kept.
 fn scenario(dir: &Path, a: (&str, &str), b: (&str, &str)) -> std::path::PathBuf {
     let path = dir.join("arms.toml");
     let text = format!(
@@ -23,10 +24,10 @@ tasks = [1]
 test = ["write_truncate"]
 [filesystems.{}]
 type = "ext4"
-mount = {}
+{}
 [filesystems.{}]
 type = "ext4"
-mount = {}
+{}
 [backing]
 kind = "tmpfs-loop"
 image_size = "64MiB"
@@ -75,8 +76,8 @@ fn data_journal_arm_grows_the_journalled_write_path_across_pairs() {
     let sb = Sandbox::new("fsbench-prof-pair-");
     let s = scenario(
         sb.path(),
-        ("ordered", r#"["barrier=0", "data=ordered"]"#),
-        ("journal", r#"["barrier=0", "data=journal"]"#),
+        ("ordered", r#"mount = ["barrier=0", "data=ordered"]"#),
+        ("journal", r#"mount = ["barrier=0", "data=journal"]"#),
     );
     let (run, text) = run(&sb, &s);
     // One profile per member of each of the five pairs, stored per member.
@@ -119,9 +120,46 @@ fn identical_arms_list_no_function_change_across_pairs() {
         return skip(&test_name!(), &format!("no profiler here: {why}"));
     }
     let sb = Sandbox::new("fsbench-prof-aa-");
-    let s = scenario(sb.path(), ("plain", r#"["barrier=0"]"#), ("same", r#"["barrier=0"]"#));
+    let s = scenario(sb.path(), ("plain", r#"mount = ["barrier=0"]"#), ("same", r#"mount = ["barrier=0"]"#));
     let (_, text) = run(&sb, &s);
     let at = text.find("Profile diff of S-qoff-t1-write_truncate (plain → same)").expect(&text);
     let section = &text[at..];
     assert!(section.contains("across 5 pairs of profiles") && section.contains("0 grew and 0 shrank"), "{section}");
+}
+
+/// An injected slowdown (the candidate arm's workers limited to 20% of one CPU by its
+/// cgroup's `cpu.max`) makes the arm slower but runs the same code: its workers ran less
+/// (fewer samples in the same windows), and no function of the code it ran is listed as
+/// changed. (That the paired gate calls such an arm regressed is `paired_run`'s test.)
+///
+/// One change is real and allowed: the profiled worker process's start (the dynamic
+/// loader, about a dozen samples a profile in either arm) weighs more among the throttled
+/// arm's fewer samples, so the process's root frame (`std::rt::lang_start`, every other
+/// sample) shrinks by about a point.
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn a_cgroup_slowdown_runs_less_but_changes_no_function() {
+    skip_unless_root!();
+    if let Err(why) = perf_works() {
+        return skip(&test_name!(), &format!("no profiler here: {why}"));
+    }
+    let sb = Sandbox::new("fsbench-prof-slow-");
+    let s = scenario(
+        sb.path(),
+        ("full", "mount = [\"barrier=0\"]\ncgroup = { \"cpu.max\" = \"max\" }"),
+        ("throttled", "mount = [\"barrier=0\"]\ncgroup = { \"cpu.max\" = \"20000 100000\" }"),
+    );
+    let (_, text) = run(&sb, &s);
+    let at = text.find("Profile diff of S-qoff-t1-write_truncate (full → throttled)").expect(&text);
+    let section = &text[at..];
+    assert!(section.contains("across 5 pairs of profiles") && section.contains("0 grew and "), "{section}");
+    if let Some(at) = section.find("function (shrank)") {
+        let rows = section[at..].split("\n\n").next().unwrap().lines().skip(1);
+        let names: Vec<&str> = rows.filter_map(|r| r.split_whitespace().next()).collect();
+        assert!(names.iter().all(|n| *n == "std::rt::lang_start" || *n == "main"), "{section}");
+    }
+    // "(N → M samples in all)": the limit held the throttled arm's workers to less CPU time.
+    let counts = &section[section.find("profiles (").expect(section) + "profiles (".len()..];
+    let n: Vec<u64> = counts.split(" samples").next().unwrap().split(" → ").map(|x| x.parse().unwrap()).collect();
+    assert!(n[1] < n[0], "the throttled arm sampled {} against {}: {section}", n[1], n[0]);
 }
