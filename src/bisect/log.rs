@@ -302,6 +302,23 @@ pub(crate) mod tests {
         store(&fd, dir.path(), &log).unwrap();
         let e = load(dir.path()).unwrap_err().to_string();
         assert!(e.contains("steps[0].candidate"), "{e}");
+        // A step's profile entry longer than the log keeps (someone else's bytes).
+        let mut log = sample();
+        let shift = crate::bisect::step_profile::FunctionShift { function: "f".into(), change_pp: 1.0, p: 0.01 };
+        let diff = crate::bisect::step_profile::StepProfileDiff {
+            cell: "c".into(),
+            judged: "across_pairs".into(),
+            pairs: 8,
+            samples: [1, 1],
+            beyond: [6, 0],
+            grown: vec![shift; crate::bisect::step_profile::LOG_TOP + 1],
+            shrunk: Vec::new(),
+        };
+        log.steps[0].measure.profile =
+            Some(crate::bisect::step_profile::StepProfile { profiled: true, why_not: None, diffs: vec![diff] });
+        store(&fd, dir.path(), &log).unwrap();
+        let e = load(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("steps[0].measure.profile.diffs[0]"), "{e}");
         let mut log = sample();
         log.candidates.truncate(1);
         store(&fd, dir.path(), &log).unwrap();
