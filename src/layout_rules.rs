@@ -158,6 +158,8 @@ fn only_the_command_layer_the_gate_and_the_merge_read_the_report() {
         "src/history/html.rs",
         "src/history/paired.rs",
         "src/bisect/judge_kernels.rs",
+        // A step's profile summary in the log is the report's arm profile diff, cut short.
+        "src/bisect/step_profile.rs",
         // A bisection's report (steps, plot, mail) renders with the report's markup and plots.
         "src/bisect/report.rs",
     ];

@@ -228,10 +228,11 @@ fn report_bisection(dir: &Path, out: &RenderArgs) -> anyhow::Result<i32> {
         .map_err(|e| InputError::anyhow(e.to_string()))?
         .ok_or_else(|| InputError::anyhow(format!("{}: no bisect.json", dir.display())))?;
     let shown = crate::text::escape_control(&dir.display().to_string());
+    let runs = crate::bisect::step_profile::load_step_runs(dir, &log);
     match (out.format, out.json) {
         (_, true) | (ReportFormat::Json, _) => print!("{}", to_json(&log)),
-        (ReportFormat::Email, _) => print!("{}", crate::bisect::report::email(&log, &shown)),
-        (f, _) => print!("{}", crate::bisect::report::render(&log, f == ReportFormat::Markdown)),
+        (ReportFormat::Email, _) => print!("{}", crate::bisect::report::email(&log, &runs, &shown)),
+        (f, _) => print!("{}", crate::bisect::report::render(&log, &runs, f == ReportFormat::Markdown)),
     }
     if let Some(plots) = &out.plot {
         let p = crate::bisect::report::plot(&log)?;
@@ -239,7 +240,7 @@ fn report_bisection(dir: &Path, out: &RenderArgs) -> anyhow::Result<i32> {
         eprintln!("wrote bisect.png and bisect.svg to {}", plots.display());
     }
     if let Some(file) = &out.html {
-        write_atomic(file, crate::bisect::report::html(&log)?.as_bytes())?;
+        write_atomic(file, crate::bisect::report::html(&log, &runs)?.as_bytes())?;
         eprintln!("wrote {}", file.display());
     }
     Ok(exit::SUCCESS)

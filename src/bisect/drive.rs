@@ -83,14 +83,16 @@ pub fn run(judge: &mut dyn StepJudge, log: &mut BisectLog, dir: &BisectDir, quie
     Ok(conclusion)
 }
 
-/// One step in a line: `V4 against V0: bad, ratio 0.903 [0.871, 0.936] (99%), 14 pairs, 3m12s`.
+/// One step in a line: `V4 against V0: bad, ratio 0.903 [0.871, 0.936] (99%), 14 pairs, 3m12s`,
+/// and where its run's arms were profiled, their largest change (`; profile: check_object +46.6 pp`).
 pub fn step_line(s: &StepRecord, labels: &[String]) -> String {
     let label = |i: usize| labels.get(i).map_or("?", String::as_str);
     let m = &s.measure;
     let dropped = if m.dropped > 0 { format!(" (+{} dropped)", m.dropped) } else { String::new() };
     let why = m.reason.as_deref().map(|r| format!("; {}", crate::text::escape_control(r))).unwrap_or_default();
+    let profile = m.profile.as_ref().and_then(|p| p.headline()).map(|h| format!("; profile: {h}")).unwrap_or_default();
     format!(
-        "{} against {}: {}, ratio {} ({:.1}%), {} pairs{dropped}, {}{why}",
+        "{} against {}: {}, ratio {} ({:.1}%), {} pairs{dropped}, {}{why}{profile}",
         crate::text::escape_control(label(s.candidate)),
         crate::text::escape_control(label(s.baseline)),
         m.verdict.name(),
@@ -137,8 +139,7 @@ pub fn conclusion_line(log: &BisectLog) -> String {
     match &log.conclusion {
         None => "not finished: interrupted (finish it with `fsbench bisect --resume DIR`)".into(),
         Some(Conclusion::Culprit { candidate }) => {
-            let confirm =
-                log.steps.iter().rev().find(|s| s.candidate == *candidate && s.measure.verdict.name() == "bad");
+            let confirm = log.confirmation().map(|i| &log.steps[i]);
             let ratio = confirm.map(|s| format!(": ratio {} against {}", s.measure.ratio_text(), label(s.baseline)));
             format!(
                 "first bad: {} (position {} of {}){}",
@@ -291,9 +292,9 @@ mod tests {
         assert!(text.contains("cell a-chown: good (unchanged)"), "{text}");
         assert!(text.contains("cell b-open_close\\u{1b}[31m: bad (regressed)"), "{text}");
         assert!(!text.contains('\x1b'), "{text}");
-        let report = crate::bisect::report::render(&back, true);
+        let report = crate::bisect::report::render(&back, &[], true);
         assert!(report.contains("## Cells") && report.contains("Holm p"), "{report}");
-        assert!(crate::bisect::report::email(&back, "d").contains("cell a-chown: good"));
+        assert!(crate::bisect::report::email(&back, &[], "d").contains("cell a-chown: good"));
     }
 
     #[test]

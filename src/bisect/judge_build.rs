@@ -256,5 +256,6 @@ fn skipped(why: String) -> StepMeasure {
         reason: Some(why),
         run: None,
         cells: Vec::new(),
+        profile: None,
     }
 }

@@ -12,6 +12,7 @@ use anyhow::Context;
 use super::cells::{CellInput, combine};
 use super::search::StepJudge;
 use super::step::StepMeasure;
+use super::step_profile::StepProfile;
 use crate::catalogue::Direction;
 use crate::model::pairing::PairStop;
 use crate::plan::Cell;
@@ -52,15 +53,22 @@ impl StepJudge for KernelJudge<'_> {
         if outcome.interrupted {
             return Ok(None);
         }
-        let mut m = read_step(&outcome.dir)?;
-        m.run = outcome.dir.strip_prefix(&self.dir).ok().map(|p| p.display().to_string());
-        Ok(Some(m))
+        step_of_run(&self.dir, &outcome.dir).map(Some)
     }
+}
+
+/// The measure of a step whose kernel-paired run is stored at `run` under the bisection
+/// directory `dir`: [`read_step`], with the run's path relative to `dir`.
+pub fn step_of_run(dir: &Path, run: &Path) -> anyhow::Result<StepMeasure> {
+    let mut m = read_step(run)?;
+    m.run = run.strip_prefix(dir).ok().map(|p| p.display().to_string());
+    Ok(m)
 }
 
 /// The measure of a stored two-kernel paired run: its one comparison's paired change at
 /// the run's level, judged at its threshold; with several cells (`--all-cells`), every
-/// comparison's, Holm-adjusted over them ([`super::cells::combine`]).
+/// comparison's, Holm-adjusted over them ([`super::cells::combine`]); and what its
+/// profiles say ([`StepProfile::of_run`]).
 pub fn read_step(dir: &Path) -> anyhow::Result<StepMeasure> {
     let run = crate::results::load_run(dir).with_context(|| format!("cannot read the step's run {}", dir.display()))?;
     let paired = crate::report::paired::paired_of("step", &run)
@@ -79,5 +87,7 @@ pub fn read_step(dir: &Path) -> anyhow::Result<StepMeasure> {
         }
         CellInput { cell: c.group.clone(), measure, rule }
     });
-    Ok(combine(cells.collect()))
+    let mut m = combine(cells.collect());
+    m.profile = Some(StepProfile::of_run(&run));
+    Ok(m)
 }

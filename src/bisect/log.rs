@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::search::{Conclusion, StepRecord};
+use super::step::StepVerdict;
 use crate::results::bounds::{MAX_VALUE, Violation};
 use crate::results::{BoundedFile, ResultsError};
 
@@ -113,6 +114,13 @@ impl BisectLog {
         self.candidates.get(position).map_or("?", |c| c.label.as_str())
     }
 
+    /// The index of the step that confirmed the culprit: the last that found it bad (against
+    /// its predecessor, or against the good endpoint when that is its predecessor).
+    pub fn confirmation(&self) -> Option<usize> {
+        let Some(Conclusion::Culprit { candidate }) = &self.conclusion else { return None };
+        self.steps.iter().rposition(|s| s.candidate == *candidate && s.measure.verdict == StepVerdict::Bad)
+    }
+
     /// Set the conclusion (and the culprit's label from it).
     pub fn conclude(&mut self, c: Conclusion) {
         self.culprit = match &c {
@@ -163,6 +171,9 @@ impl BoundedFile for BisectLog {
             if m.pairs > 1000 || m.dropped > 1000 || !(0.0..=1.0).contains(&m.level) {
                 return Err((format!("{at}.measure.pairs"), "pair counts or level out of bounds".into()));
             }
+            if let Some((field, why)) = m.profile.as_ref().and_then(|p| p.violation()) {
+                return Err((format!("{at}.measure.profile.{field}"), why));
+            }
             if m.cells.len() > MAX_CELLS {
                 return Err((format!("{at}.measure.cells"), format!("more than {MAX_CELLS} cells")));
             }
@@ -172,7 +183,8 @@ impl BoundedFile for BisectLog {
                 let bad = ratios.iter().flatten().any(|v| !v.is_finite() || !(0.0..=MAX_VALUE).contains(v))
                     || !(0.0..=1.0).contains(&p)
                     || !(0.0..1.0).contains(&c.threshold)
-                    || !cm.cells.is_empty();
+                    || !cm.cells.is_empty()
+                    || cm.profile.is_some();
                 if bad {
                     return Err((format!("{at}.measure.cells[{j}]"), "not a plausible cell measure".into()));
                 }
@@ -212,7 +224,7 @@ pub fn load(dir: &Path) -> Result<Option<BisectLog>, ResultsError> {
 pub(crate) mod tests {
     use super::*;
     use crate::bisect::search::StepRole;
-    use crate::bisect::step::{StepMeasure, StepVerdict};
+    use crate::bisect::step::StepMeasure;
     use crate::model::pairing::PairStop;
 
     pub(crate) fn sample() -> BisectLog {
@@ -238,6 +250,7 @@ pub(crate) mod tests {
             reason: None,
             run: Some("s/r1".into()),
             cells: Vec::new(),
+            profile: None,
         };
         BisectLog {
             schema: BISECT_SCHEMA_VERSION,
@@ -289,6 +302,23 @@ pub(crate) mod tests {
         store(&fd, dir.path(), &log).unwrap();
         let e = load(dir.path()).unwrap_err().to_string();
         assert!(e.contains("steps[0].candidate"), "{e}");
+        // A step's profile entry longer than the log keeps (someone else's bytes).
+        let mut log = sample();
+        let shift = crate::bisect::step_profile::FunctionShift { function: "f".into(), change_pp: 1.0, p: 0.01 };
+        let diff = crate::bisect::step_profile::StepProfileDiff {
+            cell: "c".into(),
+            judged: "across_pairs".into(),
+            pairs: 8,
+            samples: [1, 1],
+            beyond: [6, 0],
+            grown: vec![shift; crate::bisect::step_profile::LOG_TOP + 1],
+            shrunk: Vec::new(),
+        };
+        log.steps[0].measure.profile =
+            Some(crate::bisect::step_profile::StepProfile { profiled: true, why_not: None, diffs: vec![diff] });
+        store(&fd, dir.path(), &log).unwrap();
+        let e = load(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("steps[0].measure.profile.diffs[0]"), "{e}");
         let mut log = sample();
         log.candidates.truncate(1);
         store(&fd, dir.path(), &log).unwrap();

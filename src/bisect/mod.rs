@@ -10,6 +10,7 @@
 //! - [`judge_pairs`]: steps as in-memory pair groups through the runner's pair machinery.
 //! - [`judge_kernels`]: steps as kernel-paired runs in qemu, each stored in the bisection's
 //!   directory.
+//! - [`step_profile`]: what a step's stored run says of its profiles, in the log; the step's run opened.
 //! - [`setup`]: the candidates, the judged cell and the first log, checked before anything boots.
 //! - [`simulate`]: the simulation the benchmark and the tests run (no root, no qemu).
 //! - [`drive`]: a bisection run to its conclusion, its directory and its summary text.
@@ -34,6 +35,7 @@ pub mod search;
 pub mod setup;
 pub mod simulate;
 pub mod step;
+pub mod step_profile;
 
 /// Fewest pairs a bisection step takes by default.
 pub const DEFAULT_MIN_PAIRS: u32 = 6;

@@ -2,8 +2,12 @@
 //! (its role, the candidate and its baseline, the verdict, the paired ratio with its
 //! interval, pairs, time), the conclusion, and a plot of each step's ratio against the
 //! candidate's position (whiskers: the interval; the threshold drawn) as text, Markdown,
-//! HTML, PNG and SVG; and the culprit's mail (`--format email`), 80 columns.
-//! Pure: the log in, text out; every string from the log is escaped where it is read.
+//! HTML, PNG and SVG; and the culprit's mail (`--format email`), 80 columns. Where a
+//! step's stored run holds profiles on both arms, the profile diff of its arms (candidate
+//! against baseline, the report's [`profile_diff`]): the culprit's confirmation step's
+//! first, as the "why", then every other step's.
+//! Pure: the log and the steps' runs in, text out; every string from the log is escaped
+//! where it is read.
 
 use std::fmt::Write as _;
 
@@ -12,12 +16,62 @@ use plotters::prelude::*;
 
 use super::drive::{conclusion_line, step_line};
 use super::log::BisectLog;
+use super::search::StepRecord;
+use super::step_profile::StepProfile;
 use crate::report::markup::{Markdown, Markup, Plain};
 use crate::report::plot::{PlotError, PlotImage, render_with};
+use crate::report::profile_diff::{self, Kind};
+use crate::results::LoadedRun;
 use crate::text::escape_control;
 
-/// The report's blocks, in any markup.
-pub fn write(m: &mut dyn Markup, log: &BisectLog, plot: Option<&PlotImage>) {
+/// Each step's stored run, by step ([`super::step_profile::load_step_runs`]): `None` for a
+/// step with none, an unreadable one with why.
+pub type StepRuns = [Option<Result<LoadedRun, String>>];
+
+/// `step 4 (culprit): V2 against V1, bad`.
+fn step_title(i: usize, s: &StepRecord, log: &BisectLog) -> String {
+    format!(
+        "step {} ({}): {} against {}, {}",
+        i + 1,
+        format!("{:?}", s.role).to_lowercase(),
+        escape_control(log.label(s.candidate)),
+        escape_control(log.label(s.baseline)),
+        s.measure.verdict.name()
+    )
+}
+
+/// The profile diffs of step `i`'s arms (on-CPU, then off-CPU), under a heading of `what`;
+/// when none could be made, why in a line (a cell's `not profiled: …`); nothing when its
+/// run has no profile record at all (the scenario does not profile).
+fn write_step_profiles(m: &mut dyn Markup, log: &BisectLog, runs: &StepRuns, i: usize, what: &str, flames: bool) {
+    let title = step_title(i, &log.steps[i], log);
+    let run = match runs.get(i) {
+        Some(Some(Ok(run))) => run,
+        Some(Some(Err(why))) => {
+            return m.paragraph(&format!("{title}: no profile diff: its run cannot be read: {why}"));
+        }
+        _ => return,
+    };
+    let diffs: Vec<_> = [Kind::OnCpu, Kind::OffCpu]
+        .into_iter()
+        .flat_map(|k| profile_diff::between_arms(run, k).into_iter().map(move |d| (k, d)))
+        .collect();
+    if !diffs.iter().any(|(_, d)| d.outcome.is_ok()) {
+        let why = diffs.iter().find_map(|(_, d)| d.outcome.as_ref().err().cloned());
+        if let Some(why) = why.or_else(|| StepProfile::of_run(run).why_not) {
+            m.paragraph(&format!("{title}: no profile diff: {why}"));
+        }
+        return;
+    }
+    m.heading(2, &format!("{what}{title}"));
+    for (kind, d) in &diffs {
+        profile_diff::write_one(m, d, *kind, flames);
+    }
+}
+
+/// The report's blocks, in any markup: `runs` the steps' runs, whose profile diffs are
+/// shown; `flames` draws the culprit step's differential flame graph (HTML).
+pub fn write(m: &mut dyn Markup, log: &BisectLog, plot: Option<&PlotImage>, runs: &StepRuns, flames: bool) {
     m.heading(1, &format!("Bisection of {} ({})", escape_control(&log.scenario), escape_control(&log.cell)));
     m.paragraph(&format!(
         "metric {}, threshold {:.1}%, {}..{} pairs a step, seed {}, started {}; every step a kernel-paired run of \
@@ -31,9 +85,13 @@ pub fn write(m: &mut dyn Markup, log: &BisectLog, plot: Option<&PlotImage>) {
     ));
     m.heading(2, "Conclusion");
     m.paragraph(&conclusion_line(log));
+    let why = log.confirmation();
+    if let Some(i) = why {
+        write_step_profiles(m, log, runs, i, "Why: the profile diff of the culprit's ", flames);
+    }
     m.heading(2, "Steps");
     let labels: Vec<String> = log.candidates.iter().map(|c| c.label.clone()).collect();
-    let rows: Vec<Vec<String>> = log
+    let mut rows: Vec<Vec<String>> = log
         .steps
         .iter()
         .enumerate()
@@ -51,8 +109,19 @@ pub fn write(m: &mut dyn Markup, log: &BisectLog, plot: Option<&PlotImage>) {
             ]
         })
         .collect();
-    let header = ["step", "role", "candidate", "against", "verdict", "ratio [interval]", "pairs", "time"];
-    m.table(&header.map(String::from), &rows);
+    let mut header = ["step", "role", "candidate", "against", "verdict", "ratio [interval]", "pairs", "time"]
+        .map(String::from)
+        .to_vec();
+    // Where the steps' runs say anything of profiles: each step's largest change.
+    if log.steps.iter().any(|s| s.measure.profile.is_some()) {
+        header.push("profile: largest change".into());
+        for (row, s) in rows.iter_mut().zip(&log.steps) {
+            let p = s.measure.profile.as_ref();
+            let not = || if p.is_some_and(|p| p.why_not.is_some()) { "not profiled" } else { "-" }.to_string();
+            row.push(p.and_then(StepProfile::headline).unwrap_or_else(not));
+        }
+    }
+    m.table(&header, &rows);
     for s in log.steps.iter().filter(|s| s.measure.reason.is_some()) {
         m.note(&step_line(s, &labels));
     }
@@ -86,6 +155,9 @@ pub fn write(m: &mut dyn Markup, log: &BisectLog, plot: Option<&PlotImage>) {
              dashed: 1 and 1 ± threshold. Red: bad, green: good, grey: unknown or skipped.",
         );
     }
+    for i in (0..log.steps.len()).filter(|i| Some(*i) != why) {
+        write_step_profiles(m, log, runs, i, "Profile diff of ", false);
+    }
     m.heading(2, "Candidates");
     let rows: Vec<Vec<String>> = log
         .candidates
@@ -99,17 +171,18 @@ pub fn write(m: &mut dyn Markup, log: &BisectLog, plot: Option<&PlotImage>) {
 }
 
 /// The report as text (`Format::Table`) or Markdown, with no plot.
-pub fn render(log: &BisectLog, markdown: bool) -> String {
+pub fn render(log: &BisectLog, runs: &StepRuns, markdown: bool) -> String {
     let mut m: Box<dyn Markup> = if markdown { Box::new(Markdown::default()) } else { Box::new(Plain::default()) };
-    write(m.as_mut(), log, None);
+    write(m.as_mut(), log, None, runs, false);
     m.finish()
 }
 
-/// The report as one self-contained HTML page, its plot inline.
-pub fn html(log: &BisectLog) -> Result<String, PlotError> {
+/// The report as one self-contained HTML page, its plot inline, the culprit step's
+/// differential flame graph drawn.
+pub fn html(log: &BisectLog, runs: &StepRuns) -> Result<String, PlotError> {
     let p = plot(log)?;
     let mut m: Box<dyn Markup> = Box::new(crate::report::html::Html::default());
-    write(m.as_mut(), log, Some(&p));
+    write(m.as_mut(), log, Some(&p), runs, true);
     Ok(m.finish())
 }
 
@@ -176,9 +249,57 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, log: &BisectLog) -> Re
     root.present().map_err(|x| e(&x))
 }
 
+/// The mail's "why": the culprit's confirmation step's most changed functions (from its
+/// run, else as the log recorded them), or why it has none; nothing when it was not
+/// profiled and says nothing.
+fn email_why(log: &BisectLog, runs: &StepRuns) -> Vec<String> {
+    let Some(i) = log.confirmation() else { return Vec::new() };
+    let s = &log.steps[i];
+    let summary = match runs.get(i) {
+        Some(Some(Ok(run))) => Some(StepProfile::of_run(run)),
+        _ => s.measure.profile.clone(),
+    };
+    let Some(p) = summary else { return Vec::new() };
+    let what = format!(
+        "step {} ({} against {})",
+        i + 1,
+        escape_control(log.label(s.candidate)),
+        escape_control(log.label(s.baseline))
+    );
+    if !p.profiled {
+        return p.why_not.map(|w| vec![format!("why: no profile diff of {what}: {w}")]).unwrap_or_default();
+    }
+    let mut out = Vec::new();
+    for d in &p.diffs {
+        let how = match d.judged.as_str() {
+            "across_pairs" => format!("across {} pairs of profiles", d.pairs),
+            _ => "one profile a side (sampling noise only)".into(),
+        };
+        out.push(format!(
+            "why: the profile of {what}, {}, {how}: total share of samples, points, beyond the noise (Holm p < 0.05):",
+            d.cell
+        ));
+        if d.grown.is_empty() && d.shrunk.is_empty() {
+            out.push("  no function changed beyond the noise".into());
+        }
+        for f in d.grown.iter().chain(&d.shrunk) {
+            let p = if f.p < 1e-4 { "<0.0001".to_string() } else { format!("{:.4}", f.p) };
+            let head = format!("  {:>+6.1}  p {p:<7}  ", f.change_pp);
+            out.push(format!("{head}{}", crate::text::first_line_cut(&f.function, 80 - head.chars().count())));
+        }
+        let more = (d.beyond[0] as usize).saturating_sub(d.grown.len())
+            + (d.beyond[1] as usize).saturating_sub(d.shrunk.len());
+        if more > 0 {
+            out.push(format!("  and {more} more beyond the noise (fsbench report shows them)"));
+        }
+    }
+    out
+}
+
 /// The culprit's mail, at most 80 columns: a subject naming the culprit (or what the
-/// bisection found instead), the conclusion, the steps, the candidates, how to reproduce.
-pub fn email(log: &BisectLog, dir: &str) -> String {
+/// bisection found instead), the conclusion, why (the culprit step's profile diff, where
+/// profiled), the steps, the candidates, how to reproduce.
+pub fn email(log: &BisectLog, runs: &StepRuns, dir: &str) -> String {
     let mut out = String::new();
     let subject = match &log.culprit {
         Some(c) => format!(
@@ -191,6 +312,14 @@ pub fn email(log: &BisectLog, dir: &str) -> String {
     };
     let _ = writeln!(out, "Subject: {}\n", crate::text::first_line_cut(&subject, 71));
     let _ = writeln!(out, "{}\n", crate::text::wrap(&conclusion_line(log), 80, ""));
+    let why = email_why(log, runs);
+    for line in &why {
+        let indent = if line.starts_with("  ") { "  " } else { "    " };
+        let _ = writeln!(out, "{}", crate::text::wrap(line, 80, indent));
+    }
+    if !why.is_empty() {
+        let _ = writeln!(out);
+    }
     let _ = writeln!(out, "{}", crate::text::wrap(&format!("cell: {}", escape_control(&log.cell)), 80, "  "));
     let labels: Vec<String> = log.candidates.iter().map(|c| c.label.clone()).collect();
     let _ = writeln!(out, "\nsteps (each a kernel-paired run in qemu, ratio candidate/baseline):\n");

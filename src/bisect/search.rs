@@ -228,6 +228,7 @@ mod tests {
             reason: None,
             run: None,
             cells: Vec::new(),
+            profile: None,
         }
     }
 

@@ -73,6 +73,12 @@ pub struct StepMeasure {
     /// Holm-adjusted one (the fields above are then the deciding cell's); absent with one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cells: Vec<super::cells::CellStep>,
+    /// What the step's run says of its profiles (a kernel-paired step, docs/bisect.md):
+    /// whether its arms were profiled and each judged cell's most changed functions,
+    /// candidate against baseline; absent for a step with no stored run (the simulation)
+    /// and in logs written before profiles were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<super::step_profile::StepProfile>,
 }
 
 impl StepMeasure {
@@ -116,6 +122,7 @@ impl StepMeasure {
             reason,
             run: None,
             cells: Vec::new(),
+            profile: None,
         }
     }
 

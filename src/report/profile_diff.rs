@@ -231,8 +231,8 @@ pub fn judged_text(d: &ProfileDiff, kind: Kind) -> String {
 }
 
 /// One diff: its sentence, its grown and shrunk tables and, in HTML, its differential
-/// flame graph.
-fn write_one(m: &mut dyn Markup, cd: &CellDiff, kind: Kind, flame_graphs: bool) {
+/// flame graph (a bisection's report writes each step's arm diffs with it).
+pub fn write_one(m: &mut dyn Markup, cd: &CellDiff, kind: Kind, flame_graphs: bool) {
     let what = if kind == Kind::OnCpu { "Profile diff" } else { "Off-CPU profile diff" };
     let (d, fa, fb) = match &cd.outcome {
         Ok(x) => x,

@@ -15,6 +15,7 @@ mod support;
 mod bad_input;
 mod bisect_cli;
 mod bisect_git;
+mod bisect_profiles;
 mod bundle_fio_hostile;
 mod bundle_fio_job;
 mod bundle_hostile;
