@@ -10,8 +10,7 @@
 //! and with the same sign, a change of the samples in which one callee is below it (a
 //! direct call, or up to [`REACH`] frames down: a system call's entry and dispatch frames
 //! serve every system call and do not change themselves) is **carried** by that callee:
-//! it is shown on the callee's call path ([`FunctionChange::carries`], nearest caller
-//! first) instead of as a change of its own; of several such callees, the nearest below.
+//! it is shown on the callee's call path (nearest caller first) instead of as a change of its own; of several such callees, the nearest below.
 //! Only a callee whose own change is beyond the noise carries (a change is never hidden
 //! behind one that is not listed).
 //! What is left are the functions where a change starts: in their own code, or split
@@ -20,8 +19,6 @@
 //! carried by the larger one only when that one call moved as much as the function).
 
 use std::collections::{BTreeSet, HashMap};
-
-use super::diff::FunctionChange;
 
 /// The part of a caller's change that must be in the samples with one callee below it for
 /// that callee to carry it.
@@ -34,10 +31,10 @@ pub const REACH: usize = 4;
 /// most [`REACH`] frames below the caller, in points, and the fewest frames between them.
 pub type CallChanges = HashMap<(String, String), (f64, usize)>;
 
-/// `beyond` (the changes beyond the noise, of one sign or both) without the carried ones,
-/// each left with the callers it carries, and how many were carried.
-pub fn fold(beyond: Vec<FunctionChange>, calls: &CallChanges) -> (Vec<FunctionChange>, usize) {
-    let delta: HashMap<&str, f64> = beyond.iter().map(|c| (c.name.as_str(), c.delta_pp)).collect();
+/// For each of `beyond` (the changes beyond the noise: function and change in points):
+/// `None` when a callee carries it, else the callers it carries, nearest first.
+pub fn fold(beyond: &[(&str, f64)], calls: &CallChanges) -> Vec<Option<Vec<String>>> {
+    let delta: HashMap<&str, f64> = beyond.iter().copied().collect();
     // By caller: its calls, for one lookup per caller.
     let mut by_caller: HashMap<&str, Vec<(&str, f64, usize)>> = HashMap::new();
     for ((caller, callee), (d, near)) in calls {
@@ -74,25 +71,25 @@ pub fn fold(beyond: Vec<FunctionChange>, calls: &CallChanges) -> (Vec<FunctionCh
     for callers in carried_by.values_mut() {
         callers.sort_by(|x, y| delta[y].abs().total_cmp(&delta[x].abs()).then_with(|| x.cmp(y)));
     }
-    let folded = carrier.len();
-    let kept: Vec<FunctionChange> = beyond
+    beyond
         .iter()
-        .filter(|c| !carrier.contains_key(c.name.as_str()))
-        .map(|c| {
+        .map(|&(name, _)| {
+            if carrier.contains_key(name) {
+                return None;
+            }
             // Up the path: the largest carried caller of the last one, never one seen twice
             // (recursion between two functions would otherwise go round).
             let mut path = Vec::new();
-            let mut seen = BTreeSet::from([c.name.as_str()]);
-            let mut at = c.name.as_str();
+            let mut seen = BTreeSet::from([name]);
+            let mut at = name;
             while let Some(&next) = carried_by.get(at).and_then(|v| v.iter().find(|f| !seen.contains(*f))) {
                 seen.insert(next);
                 path.push(next.to_string());
                 at = next;
             }
-            FunctionChange { carries: path, ..c.clone() }
+            Some(path)
         })
-        .collect();
-    (kept, folded)
+        .collect()
 }
 
 /// Whether `from`'s carriers lead to `to` (a carry that would close a circle is not made:
@@ -115,17 +112,23 @@ fn reaches(carrier: &HashMap<&str, &str>, from: &str, to: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn change(name: &str, delta_pp: f64) -> FunctionChange {
-        FunctionChange {
-            name: name.into(),
-            a_pct: 0.0,
-            b_pct: delta_pp.max(0.0),
-            delta_pp,
-            self_pct: (0.0, 0.0),
-            p: 0.001,
-            interval_pp: None,
-            carries: Vec::new(),
-        }
+    fn change(name: &'static str, delta_pp: f64) -> (&'static str, f64) {
+        (name, delta_pp)
+    }
+
+    /// A kept change: its name and the callers it carries.
+    #[derive(Debug)]
+    struct Kept {
+        name: &'static str,
+        carries: Vec<String>,
+    }
+
+    /// The kept changes of `beyond` and how many were folded.
+    fn fold_all(beyond: Vec<(&'static str, f64)>, calls: &CallChanges) -> (Vec<Kept>, usize) {
+        let out = fold(&beyond, calls);
+        let folded = out.iter().filter(|o| o.is_none()).count();
+        let kept = beyond.iter().zip(out).filter_map(|(&(name, _), o)| Some(Kept { name, carries: o? })).collect();
+        (kept, folded)
     }
 
     /// Direct calls.
@@ -151,8 +154,8 @@ mod tests {
             ("perform", "da_write_begin", -27.0),
             ("perform", "journalled_end", 7.3),
         ]);
-        let (kept, folded) = fold(beyond, &c);
-        let names: Vec<&str> = kept.iter().map(|k| k.name.as_str()).collect();
+        let (kept, folded) = fold_all(beyond, &c);
+        let names: Vec<&str> = kept.iter().map(|k| k.name).collect();
         assert_eq!(names, ["write_begin", "journalled_end", "da_write_begin"]);
         assert_eq!(folded, 3);
         assert_eq!(kept[0].carries, ["perform", "vfs_write", "sys"]);
@@ -164,13 +167,13 @@ mod tests {
         // Half through each of two callees: the caller is where the change starts.
         let beyond = vec![change("f", 10.0), change("g", 5.0), change("h", 5.0), change("k", 3.0)];
         let c = calls(&[("f", "g", 5.0), ("f", "h", 5.0), ("k", "quiet", 3.0), ("k", "k", 3.0)]);
-        let (kept, folded) = fold(beyond, &c);
+        let (kept, folded) = fold_all(beyond, &c);
         assert_eq!(folded, 0);
         assert_eq!(kept.len(), 4);
         // `quiet` is not beyond the noise: `k` is not hidden behind it, nor behind itself.
         assert!(kept.iter().all(|k| k.carries.is_empty()));
         // A callee that moved the other way carries nothing.
-        let (kept, folded) = fold(vec![change("f", 10.0), change("g", -10.0)], &calls(&[("f", "g", -10.0)]));
+        let (kept, folded) = fold_all(vec![change("f", 10.0), change("g", -10.0)], &calls(&[("f", "g", -10.0)]));
         assert_eq!((kept.len(), folded), (2, 0));
     }
 
@@ -182,7 +185,7 @@ mod tests {
         let mut c = calls(&[("libc", "entry", -17.0), ("sys_ftruncate", "setattr", -15.5)]);
         c.insert(("libc".into(), "sys_ftruncate".into()), (-16.0, 3));
         c.insert(("libc".into(), "setattr".into()), (-15.5, 4));
-        let (kept, folded) = fold(beyond, &c);
+        let (kept, folded) = fold_all(beyond, &c);
         assert_eq!(folded, 2);
         assert_eq!(kept.len(), 1);
         assert_eq!(kept[0].name, "setattr");
@@ -193,16 +196,16 @@ mod tests {
     fn mutual_recursion_does_not_loop() {
         let beyond = vec![change("a", 10.0), change("b", 10.0), change("c", 10.0)];
         let c = calls(&[("a", "b", 10.0), ("b", "a", 10.0), ("b", "c", 9.5)]);
-        let (kept, folded) = fold(beyond.clone(), &c);
+        let (kept, folded) = fold_all(beyond.clone(), &c);
         // `a` is carried by `b` (first by name); `b` back by `a` would close a circle, so
         // `b` is carried by `c`, the other callee that holds its change.
-        let names: Vec<&str> = kept.iter().map(|k| k.name.as_str()).collect();
+        let names: Vec<&str> = kept.iter().map(|k| k.name).collect();
         assert_eq!((names, folded), (vec!["c"], 2));
         assert_eq!(kept[0].carries, ["b", "a"]);
         // Without `c` to carry it, `b` stays (folding both would show their change nowhere).
         let c = calls(&[("a", "b", 10.0), ("b", "a", 10.0), ("b", "c", 5.0)]);
-        let (kept, folded) = fold(beyond, &c);
-        let names: Vec<&str> = kept.iter().map(|k| k.name.as_str()).collect();
+        let (kept, folded) = fold_all(beyond, &c);
+        let names: Vec<&str> = kept.iter().map(|k| k.name).collect();
         assert_eq!((names, folded), (vec!["b", "c"], 1));
         assert_eq!(kept[0].carries, ["a"]);
     }

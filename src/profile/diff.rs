@@ -227,13 +227,24 @@ fn ranked(
     listed(beyond, top, base, calls)
 }
 
+/// `changes` without those a callee carries ([`carried::fold`]), each left with the callers
+/// it carries, and how many were folded.
+fn fold(changes: Vec<FunctionChange>, calls: &CallChanges) -> (Vec<FunctionChange>, usize) {
+    let named: Vec<(&str, f64)> = changes.iter().map(|c| (c.name.as_str(), c.delta_pp)).collect();
+    let paths = carried::fold(&named, calls);
+    let folded = paths.iter().filter(|p| p.is_none()).count();
+    let kept =
+        changes.iter().zip(paths).filter_map(|(c, p)| Some(FunctionChange { carries: p?, ..c.clone() })).collect();
+    (kept, folded)
+}
+
 /// `base` with the changes `beyond` the noise, each way: the callers a callee carries
 /// folded into its call path ([`carried::fold`]), the `top` largest of the rest.
 fn listed(beyond: Vec<FunctionChange>, top: usize, base: ProfileDiff, calls: &CallChanges) -> ProfileDiff {
     let (up, down): (Vec<FunctionChange>, Vec<FunctionChange>) = beyond.into_iter().partition(|c| c.delta_pp > 0.0);
     let beyond = (up.len(), down.len());
-    let (mut grown, carried_up) = carried::fold(up, calls);
-    let (mut shrunk, carried_down) = carried::fold(down, calls);
+    let (mut grown, carried_up) = fold(up, calls);
+    let (mut shrunk, carried_down) = fold(down, calls);
     grown.sort_by(|x, y| y.delta_pp.total_cmp(&x.delta_pp).then_with(|| x.name.cmp(&y.name)));
     shrunk.sort_by(|x, y| x.delta_pp.total_cmp(&y.delta_pp).then_with(|| x.name.cmp(&y.name)));
     grown.truncate(top);
