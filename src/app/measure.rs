@@ -175,7 +175,16 @@ pub(crate) fn run_under_kernels(run: &KernelRun<'_>, order: crate::runner::CellO
     let qemu_bin = crate::qemu::prepare(scenario, kernels, allow_device)?;
     // Validate the plan (and --only) on the host, before any boot.
     let plan = crate::plan::plan_for(scenario, only)?;
-    let req = crate::qemu::KernelsRequest { scenario, kernels, only, order, cells: plan.cells.len(), out, quiet, profile: true };
+    let req = crate::qemu::KernelsRequest {
+        scenario,
+        kernels,
+        only,
+        order,
+        cells: plan.cells.len(),
+        out,
+        quiet,
+        profile: true,
+    };
     let mut worst = exit::SUCCESS;
     // qemu's scratch is journaled under the same work root as a host run's.
     crate::provision::workroot::set_scratch_root(&options.workroot());

@@ -161,9 +161,10 @@ pub enum Op {
     Read { slot: Slot, len: ReadLen, io_size: u64 },
     /// Write the entry's declared size from offset 0 in `io_size` chunks.
     WriteWhole { slot: Slot, io_size: u64 },
-    /// Seek to the end and write. With a fileset, an empty slot is first filled by
-    /// opening one of its files (untimed, as filebench does for its shared log).
-    Append { slot: Slot, len: AppendLen, fileset: Option<usize> },
+    /// Seek to the end and write, in `io_size` chunks (the append's size when not
+    /// declared: one call). With a fileset, an empty slot is first filled by opening one
+    /// of its files (untimed, as filebench does for its shared log).
+    Append { slot: Slot, len: AppendLen, io_size: u64, fileset: Option<usize> },
     /// fsync(2) a slot.
     Fsync { slot: Slot },
     /// fdatasync(2) a slot.

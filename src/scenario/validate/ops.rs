@@ -455,7 +455,9 @@ fn op(ctx: &Ctx, at: &[Seg], o: &OpFile, sets: &[&str]) -> Result<Op, ScenarioEr
                 return Err(ctx.value(&key("size"), format!("an append is 1 byte to {}", format_size(MAX_CHUNK))));
             }
             let len = if o.random.unwrap_or(true) { AppendLen::Uniform(n) } else { AppendLen::Fixed(n) };
-            Op::Append { slot: slot()?, len, fileset: fileset(false)? }
+            // Not declared: the whole append in one call.
+            let io_size = if o.io_size.is_some() { io_size()? } else { n };
+            Op::Append { slot: slot()?, len, io_size, fileset: fileset(false)? }
         }
         "fsync" => Op::Fsync { slot: slot()? },
         "fdatasync" => Op::Fdatasync { slot: slot()? },

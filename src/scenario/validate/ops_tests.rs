@@ -158,3 +158,29 @@ fn a_count_alone_needs_no_duration() {
     .replace("duration = \"1s\"\n", "");
     assert_eq!(ok(&text).spec.stop.duration, None);
 }
+
+#[test]
+fn an_append_takes_an_io_size_and_a_bad_one_names_its_key_and_group() {
+    let group = |append: &str| {
+        format!(
+            "{SET}[[workload.group]]\nname = \"pm\"\nthreads = 1\nloop = [\n  {{ op = \"open\", fileset = \"set\", fd = 1 }},\n  \
+             {{ op = \"append\", fd = 1, size = \"10000B\"{append} }},\n  {{ op = \"close\", fd = 1 }},\n]\n"
+        )
+    };
+    let append = |o: &OpsWorkload| match &o.spec.groups[0].flow {
+        Flow::Loop(ops) => ops[1].clone(),
+        other => panic!("{other:?}"),
+    };
+    let o = ok(&scenario("1GiB", &group(", io_size = \"512B\"")));
+    assert_eq!(append(&o), Op::Append { slot: 1, len: AppendLen::Uniform(10000), io_size: 512, fileset: None });
+    // Not declared: the whole append in one call, as before.
+    let o = ok(&scenario("1GiB", &group(", random = false")));
+    assert_eq!(append(&o), Op::Append { slot: 1, len: AppendLen::Fixed(10000), io_size: 10000, fileset: None });
+    for (io_size, says) in
+        [("\"0\"", "io_size is outside 1..=16MiB"), ("\"17MiB\"", "io_size is outside 1..=16MiB"), ("\"lots\"", "")]
+    {
+        let e = err(&scenario("1GiB", &group(&format!(", io_size = {io_size}"))));
+        assert!(e.starts_with("t.toml:21:"), "{io_size}: {e}");
+        assert!(e.contains(says) && e.contains("workload.group[0].loop[1].io_size"), "{io_size}: {e}");
+    }
+}

@@ -27,7 +27,7 @@ fn fileserver_loop() -> Vec<Op> {
         Op::WriteWhole { slot: 1, io_size: 1 << 20 },
         Op::Close { slot: 1 },
         Op::Open { fileset: 0, slot: 1, pick: Pick::RoundRobin },
-        Op::Append { slot: 1, len: AppendLen::Uniform(16 << 10), fileset: None },
+        Op::Append { slot: 1, len: AppendLen::Uniform(16 << 10), io_size: 16 << 10, fileset: None },
         Op::Close { slot: 1 },
         Op::Open { fileset: 0, slot: 1, pick: Pick::RoundRobin },
         Op::Read { slot: 1, len: ReadLen::Whole, io_size: 1 << 20 },
@@ -126,7 +126,7 @@ fn every_op_kind_runs_and_is_counted() {
     let lp = vec![
         Op::Open { fileset: 0, slot: 0, pick: Pick::Uniform },
         Op::Read { slot: 0, len: ReadLen::Bytes(100), io_size: 10 },
-        Op::Append { slot: 0, len: AppendLen::Fixed(10), fileset: None },
+        Op::Append { slot: 0, len: AppendLen::Fixed(10), io_size: 10, fileset: None },
         Op::Fsync { slot: 0 },
         Op::Fdatasync { slot: 0 },
         Op::Truncate { slot: 0, size: 5 },
@@ -254,7 +254,7 @@ fn a_count_of_bytes_stops_each_worker_once_it_has_moved_them() {
     let dir = tempfile::tempdir().unwrap();
     let lp = vec![
         Op::Open { fileset: 0, slot: 1, pick: Pick::RoundRobin },
-        Op::Append { slot: 1, len: AppendLen::Fixed(4096), fileset: None },
+        Op::Append { slot: 1, len: AppendLen::Fixed(4096), io_size: 4096, fileset: None },
         Op::Close { slot: 1 },
     ];
     let stop = Stop { bytes: Some(1 << 20), duration: Some(Duration::from_secs(600)), ..Stop::default() };
@@ -302,4 +302,51 @@ fn a_worker_slower_than_its_rate_starts_at_once_and_its_lateness_grows() {
     assert!(p.behind >= 19, "{p:?}");
     assert!(p.lateness.max_ns >= 19 * 900_000 * 99 / 100, "{p:?}");
     assert_eq!(w.repetition.stop, "loops");
+}
+
+/// Every regular file beneath `dir`, read whole.
+fn files_beneath(dir: &std::path::Path) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let t = e.file_type().unwrap();
+        if t.is_dir() {
+            out.extend(files_beneath(&e.path()));
+        } else if t.is_file() {
+            out.push(std::fs::read(e.path()).unwrap());
+        }
+    }
+    out
+}
+
+#[test]
+fn an_append_with_an_io_size_writes_in_chunks_of_it_and_counts_as_one_op() {
+    // Each write(2) of a chunk starts at the start of the engine's write pattern, so a
+    // file's bytes show where the calls began: 1,300 bytes in chunks of 512 are the
+    // pattern's first 512, 512 and 276 bytes (three calls); without an io_size, one call
+    // writes the pattern's first 1,300.
+    let pattern = build::pattern(1300);
+    for (io_size, want) in [
+        (512, [&pattern[..512], &pattern[..512], &pattern[..276]].concat()),
+        (1300, pattern.clone()),
+        (100, pattern[..100].repeat(13)),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let lp = vec![
+            Op::Create { fileset: 0, slot: 0 },
+            Op::Append { slot: 0, len: AppendLen::Fixed(1300), io_size, fileset: None },
+            Op::Close { slot: 0 },
+        ];
+        let mut s = spec(Flow::Loop(lp), 2, Stop { loops: Some(5), ..Stop::default() });
+        s.filesets[0].prealloc_percent = 0;
+        let w = run(dir.path(), &s, 0, &|| false).unwrap();
+        assert_eq!(count(&w, "append"), 10, "io_size {io_size}: one op per append, whatever its calls");
+        let append = w.repetition.ops.iter().find(|o| o.op == "append").unwrap();
+        assert_eq!(append.bytes, 10 * 1300, "io_size {io_size}");
+        let files = files_beneath(&dir.path().join("bigfileset"));
+        assert_eq!(files.len(), 10, "io_size {io_size}");
+        for f in &files {
+            assert!(f == &want, "io_size {io_size}: a file of {} bytes is not the chunks' pattern", f.len());
+        }
+    }
 }

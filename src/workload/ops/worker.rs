@@ -294,7 +294,7 @@ impl Running<'_> {
                 let n = r.map_err(|e| self.fail(op, self.slot_path(slot), e))?;
                 self.acct.record(k, d, n);
             }
-            Op::Append { slot, len, fileset } => {
+            Op::Append { slot, len, io_size, fileset } => {
                 if self.slots[slot].is_none()
                     && let Some(set) = fileset
                 {
@@ -312,7 +312,7 @@ impl Running<'_> {
                     AppendLen::Uniform(n) => 1 + self.rng.below(n.max(1)),
                 };
                 let t = Tick::now();
-                let r = sys::append(fd, self.w.wbuf, n, self.w.wbuf.len());
+                let r = sys::append(fd, self.w.wbuf, n, io_size as usize);
                 let d = t.elapsed();
                 let n = r.map_err(|e| self.fail(op, self.slot_path(slot), e))?;
                 self.acct.record(k, d, n);
