@@ -243,6 +243,10 @@ pub struct Stop {
     pub first_done: bool,
     /// Each worker's open-loop pace; `None`: as fast as it goes.
     pub rate: Option<Rate>,
+    /// Run this long before the window (dbench's warm-up): every figure the workers made
+    /// in it is dropped and `duration` counts from its end. Only with a `duration` and
+    /// no count.
+    pub warmup: Option<Duration>,
 }
 
 /// An open-loop pace per worker: start `k` of a worker is scheduled at `k / per_s`

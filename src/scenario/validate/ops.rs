@@ -49,7 +49,6 @@ pub(super) fn validate_ops(
             ("per_task_uid", w.per_task_uid.is_some()),
             ("quota_refs", w.quota_refs.is_some()),
             ("open_for_write", w.open_for_write.is_some()),
-            ("warmup", w.warmup.is_some()),
             ("rounds", w.rounds.is_some()),
             ("max_reruns", w.max_reruns.is_some()),
             ("pin", w.pin.is_some()),
@@ -161,7 +160,21 @@ pub(super) fn validate_ops(
         (None, true) => None,
         _ => Some(duration_in(ctx, "workload.duration", &w.duration, "10s", false)?),
     };
-    let stop = Stop { duration, loops, ops, bytes, first_done: w.first_done.unwrap_or(false), rate };
+    let warmup = match &w.warmup {
+        None => None,
+        Some(_) => {
+            let d = duration_in(ctx, "workload.warmup", &w.warmup, "0s", true)?;
+            if counted || w.first_done == Some(true) {
+                return Err(ctx.value_help(
+                    &p("workload.warmup"),
+                    "`workload.warmup` is a time before a `duration` window: not with `loops`, `ops`, `bytes` or `first_done`",
+                    "a warm-up drops the figures of its time; counts would count work it dropped",
+                ));
+            }
+            Some(d).filter(|d| !d.is_zero())
+        }
+    };
+    let stop = Stop { duration, loops, ops, bytes, first_done: w.first_done.unwrap_or(false), rate, warmup };
     let repetitions = match &w.repetitions {
         None => 3,
         Some(toml::Value::Integer(n)) => int_in(ctx, "workload.repetitions", Some(*n), 3, 1, 1000)?,

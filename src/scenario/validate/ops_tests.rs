@@ -184,3 +184,16 @@ fn an_append_takes_an_io_size_and_a_bad_one_names_its_key_and_group() {
         assert!(e.contains(says) && e.contains("workload.group[0].loop[1].io_size"), "{io_size}: {e}");
     }
 }
+
+#[test]
+fn a_warm_up_goes_before_a_duration_and_not_with_counts() {
+    let stat = "[[workload.group]]\nthreads = 1\nloop = [{ op = \"stat\", fileset = \"set\" }]\n";
+    let o = ok(&scenario("1GiB", &format!("warmup = \"4s\"\n{SET}{stat}")));
+    assert_eq!(o.spec.stop.warmup, Some(std::time::Duration::from_secs(4)));
+    assert_eq!(o.spec.stop.duration, Some(std::time::Duration::from_secs(1)));
+    assert_eq!(ok(&scenario("1GiB", &format!("warmup = \"0s\"\n{SET}{stat}"))).spec.stop.warmup, None);
+    for line in ["warmup = \"4s\"\nloops = 10", "warmup = \"4s\"\nfirst_done = true", "warmup = \"soon\""] {
+        let e = err(&scenario("1GiB", &format!("{line}\n{SET}{stat}")));
+        assert!(e.starts_with("t.toml:11:") && e.contains("workload.warmup"), "{line}: {e}");
+    }
+}

@@ -350,3 +350,75 @@ fn an_append_with_an_io_size_writes_in_chunks_of_it_and_counts_as_one_op() {
         }
     }
 }
+
+#[test]
+fn what_workers_do_in_the_warm_up_is_not_in_the_window() {
+    // Five entries and a loop of creates: every worker runs out of files long before an
+    // hour's warm-up ends, so everything they did was warm-up, and none of it is counted.
+    let dir = tempfile::tempdir().unwrap();
+    let lp = vec![Op::Create { fileset: 0, slot: 0 }, Op::Close { slot: 0 }];
+    let stop =
+        Stop { duration: Some(Duration::from_secs(1)), warmup: Some(Duration::from_secs(3600)), ..Stop::default() };
+    let mut s = spec(Flow::Loop(lp), 2, stop);
+    s.filesets[0].entries = 5;
+    s.filesets[0].prealloc_percent = 0;
+    let w = run(dir.path(), &s, 0, &|| false).unwrap();
+    assert_eq!(files_beneath(&dir.path().join("bigfileset")).len(), 5, "the warm-up made the files");
+    let r = &w.repetition;
+    assert_eq!((count(&w, "create"), count(&w, "close"), r.loops, r.total.count), (0, 0, 0, 0));
+    assert_eq!((r.elapsed_s, r.warmup_s), (0.0, Some(3600.0)));
+    assert_eq!(r.stop, "out_of_files");
+}
+
+#[test]
+fn the_window_after_a_warm_up_runs_its_whole_duration() {
+    let dir = tempfile::tempdir().unwrap();
+    let lp = vec![Op::Stat { fileset: 0, pick: Pick::RoundRobin }];
+    let stop = Stop {
+        duration: Some(Duration::from_millis(200)),
+        warmup: Some(Duration::from_millis(200)),
+        ..Stop::default()
+    };
+    let w = run(dir.path(), &spec(Flow::Loop(lp), 2, stop), 0, &|| false).unwrap();
+    let r = &w.repetition;
+    assert_eq!(r.warmup_s, Some(0.2));
+    // The duration counts from the end of the warm-up: the window is at least that long.
+    assert!(r.elapsed_s >= 0.2, "{} s", r.elapsed_s);
+    assert!(count(&w, "stat") > 0 && r.total.count == count(&w, "stat") && r.loops == count(&w, "stat"));
+}
+
+#[test]
+fn a_loadfile_client_after_a_warm_up_counts_only_the_window() {
+    let text = "NTCreateX \"\\clients\\client1\\f\" 0x0 0x5 1 NT_STATUS_OK\n\
+                WriteX 1 0 4096 4096 NT_STATUS_OK\n\
+                ReadX 1 0 4096 4096 NT_STATUS_OK\n\
+                Close 1 NT_STATUS_OK\n\
+                QUERY_PATH_INFORMATION \"\\clients\\client1\\g\" 1004 NT_STATUS_OBJECT_NAME_NOT_FOUND\n";
+    let lf = crate::scenario::loadfile_parse::parse(text, "t.txt").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("clients/client1")).unwrap();
+    std::fs::create_dir_all(dir.path().join("clients/client2")).unwrap();
+    let stop = Stop {
+        duration: Some(Duration::from_millis(200)),
+        warmup: Some(Duration::from_millis(200)),
+        ..Stop::default()
+    };
+    let s = OpsSpec {
+        filesets: vec![],
+        groups: vec![ThreadGroup { name: "dbench".into(), threads: 2, flow: Flow::Loadfile(std::sync::Arc::new(lf)) }],
+        stop,
+        seed: 1,
+    };
+    let w = run(dir.path(), &s, 0, &|| false).unwrap();
+    let r = &w.repetition;
+    assert_eq!(r.warmup_s, Some(0.2));
+    assert!(r.elapsed_s >= 0.2, "{} s", r.elapsed_s);
+    // The client's own counts start afresh with its account: the same ops, bytes and
+    // expected errors (one in five ops) in both.
+    let l = r.loadfile.as_ref().unwrap();
+    assert!(l.ops > 0);
+    assert_eq!(l.ops, r.total.count);
+    assert_eq!(l.clients.iter().map(|c| c.bytes).sum::<u64>(), r.total.bytes);
+    assert_eq!(l.expected_errors, count(&w, "Qpathinfo"));
+    assert_eq!(l.status_mismatches, 0);
+}
