@@ -92,6 +92,10 @@ pub struct OpFile {
     /// append: a uniform 1..=size bytes (filebench's `appendfilerand`); default true.
     #[serde(default)]
     pub random: Option<bool>,
+    /// append, instead of `size`: a uniform 1..=(up_to − the file's size) bytes, none once
+    /// the file has up_to (postmark's append, never past its largest file size).
+    #[serde(default)]
+    pub up_to: Option<String>,
     /// How an existing file is picked: `round-robin` (default), `uniform` or `zipf(1.1)`.
     #[serde(default)]
     pub pick: Option<String>,

@@ -134,6 +134,18 @@ pub enum AppendLen {
     Fixed(u64),
     /// Uniform in 1..=N bytes (filebench's `appendfilerand`).
     Uniform(u64),
+    /// Uniform in 1..=(N − the file's size) bytes, none once the file has N (postmark's
+    /// append, which never takes a file past its largest size).
+    UpTo(u64),
+}
+
+impl AppendLen {
+    /// The most bytes one append writes.
+    pub fn max(self) -> u64 {
+        match self {
+            AppendLen::Fixed(n) | AppendLen::Uniform(n) | AppendLen::UpTo(n) => n,
+        }
+    }
 }
 
 /// How an op picks an existing file from its fileset.

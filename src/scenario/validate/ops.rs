@@ -463,11 +463,20 @@ fn op(ctx: &Ctx, at: &[Seg], o: &OpFile, sets: &[&str]) -> Result<Op, ScenarioEr
         }
         "write" => Op::WriteWhole { slot: slot()?, io_size: io_size()? },
         "append" => {
-            let n = size_of("size", &o.size, 16 << 10)?;
-            if n == 0 || n > MAX_CHUNK {
-                return Err(ctx.value(&key("size"), format!("an append is 1 byte to {}", format_size(MAX_CHUNK))));
+            let (k, v) = if o.up_to.is_some() { ("up_to", &o.up_to) } else { ("size", &o.size) };
+            if o.up_to.is_some() && (o.size.is_some() || o.random.is_some()) {
+                let other = if o.size.is_some() { "size" } else { "random" };
+                return Err(ctx.at(&key(other), true, format!("`up_to` and `{other}` exclude each other"), None));
             }
-            let len = if o.random.unwrap_or(true) { AppendLen::Uniform(n) } else { AppendLen::Fixed(n) };
+            let n = size_of(k, v, 16 << 10)?;
+            if n == 0 || n > MAX_CHUNK {
+                return Err(ctx.value(&key(k), format!("an append is 1 byte to {}", format_size(MAX_CHUNK))));
+            }
+            let len = match (&o.up_to, o.random.unwrap_or(true)) {
+                (Some(_), _) => AppendLen::UpTo(n),
+                (None, true) => AppendLen::Uniform(n),
+                (None, false) => AppendLen::Fixed(n),
+            };
             // Not declared: the whole append in one call.
             let io_size = if o.io_size.is_some() { io_size()? } else { n };
             Op::Append { slot: slot()?, len, io_size, fileset: fileset(false)? }

@@ -197,3 +197,24 @@ fn a_warm_up_goes_before_a_duration_and_not_with_counts() {
         assert!(e.starts_with("t.toml:11:") && e.contains("workload.warmup"), "{line}: {e}");
     }
 }
+
+#[test]
+fn an_append_up_to_a_size_excludes_size_and_random() {
+    let group = |append: &str| {
+        format!(
+            "{SET}[[workload.group]]\nthreads = 1\nloop = [\n  {{ op = \"open\", fileset = \"set\", fd = 1 }},\n  \
+             {{ op = \"append\", fd = 1{append} }},\n  {{ op = \"close\", fd = 1 }},\n]\n"
+        )
+    };
+    let o = ok(&scenario("1GiB", &group(", up_to = \"10000B\", io_size = \"512B\"")));
+    let Flow::Loop(ops) = &o.spec.groups[0].flow else { panic!() };
+    assert_eq!(ops[1], Op::Append { slot: 1, len: AppendLen::UpTo(10000), io_size: 512, fileset: None });
+    for (extra, says) in [
+        (", up_to = \"10000B\", size = \"1KiB\"", "`up_to` and `size` exclude each other"),
+        (", up_to = \"10000B\", random = false", "`up_to` and `random` exclude each other"),
+        (", up_to = \"0\"", "an append is 1 byte to 16MiB"),
+    ] {
+        let e = err(&scenario("1GiB", &group(extra)));
+        assert!(e.starts_with("t.toml:20:") && e.contains(says), "{extra}: {e}");
+    }
+}

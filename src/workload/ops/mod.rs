@@ -39,7 +39,7 @@ use account::Account;
 use outcome::{Ended, WorkerOut};
 use replay::Client;
 use spec::Flow;
-use spec::{AppendLen, Op};
+use spec::Op;
 use worker::Worker;
 
 use crate::model::{ClientFigures, FilesetRecord, LoadfileFigures, OpsRepetition};
@@ -316,7 +316,7 @@ fn write_chunk(spec: &OpsSpec) -> usize {
         for op in g.flow.ops() {
             n = n.max(match op {
                 Op::WriteWhole { io_size, .. } => *io_size,
-                Op::Append { len: AppendLen::Fixed(l) | AppendLen::Uniform(l), .. } => *l,
+                Op::Append { len, .. } => len.max(),
                 _ => 0,
             });
         }

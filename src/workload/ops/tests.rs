@@ -422,3 +422,28 @@ fn a_loadfile_client_after_a_warm_up_counts_only_the_window() {
     assert_eq!(l.expected_errors, count(&w, "Qpathinfo"));
     assert_eq!(l.status_mismatches, 0);
 }
+
+#[test]
+fn an_append_up_to_a_size_never_takes_a_file_past_it() {
+    // postmark's append: 1..=(limit − size) bytes, none once the file has the limit.
+    for (start, appended_some) in [(9000, true), (10_000, false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let lp = vec![
+            Op::Open { fileset: 0, slot: 0, pick: Pick::RoundRobin },
+            Op::Append { slot: 0, len: AppendLen::UpTo(10_000), io_size: 512, fileset: None },
+            Op::Close { slot: 0 },
+        ];
+        let mut s = spec(Flow::Loop(lp), 1, Stop { loops: Some(60), ..Stop::default() });
+        s.filesets[0].entries = 20;
+        s.filesets[0].prealloc_percent = 100;
+        s.filesets[0].size = SizeDist::Fixed(start);
+        let w = run(dir.path(), &s, 0, &|| false).unwrap();
+        assert_eq!(count(&w, "append"), 60);
+        let sizes: Vec<u64> = files_beneath(&dir.path().join("bigfileset")).iter().map(|f| f.len() as u64).collect();
+        assert_eq!(sizes.len(), 20);
+        assert!(sizes.iter().all(|&n| (start..=10_000).contains(&n)), "{sizes:?}");
+        let appended = w.repetition.ops.iter().find(|o| o.op == "append").unwrap().bytes;
+        assert_eq!(appended, sizes.iter().map(|n| n - start).sum::<u64>());
+        assert_eq!(appended > 0, appended_some, "{appended} bytes from {start}");
+    }
+}

@@ -358,12 +358,20 @@ impl Running<'_> {
                     self.hold(slot, fd, set, i);
                 }
                 let fd = self.held(op, slot)?.fd.as_raw_fd();
-                let n = match len {
+                // Drawn before the clock, but for `up_to`, which needs the size the seek finds.
+                let pre = match len {
                     AppendLen::Fixed(n) => n,
                     AppendLen::Uniform(n) => 1 + self.rng.below(n.max(1)),
+                    AppendLen::UpTo(_) => 0,
+                };
+                let rng = &mut self.rng;
+                let n_of = |size: u64| match len {
+                    AppendLen::UpTo(limit) if size < limit => 1 + rng.below(limit - size),
+                    AppendLen::UpTo(_) => 0,
+                    _ => pre,
                 };
                 let t = Tick::now();
-                let r = sys::append(fd, self.w.wbuf, n, io_size as usize);
+                let r = sys::append(fd, self.w.wbuf, n_of, io_size as usize);
                 let d = t.elapsed();
                 let n = r.map_err(|e| self.fail(op, self.slot_path(slot), e))?;
                 self.acct.record(k, d, n);
