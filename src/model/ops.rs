@@ -38,8 +38,13 @@ impl OpsResult {
 pub struct OpsRepetition {
     /// 0-based repetition number.
     pub index: u32,
-    /// Wall time from the start barrier to the last worker's stop, seconds.
+    /// Wall time from the start barrier (or the end of the warm-up) to the last worker's
+    /// stop, seconds.
     pub elapsed_s: f64,
+    /// The warm-up the workers ran before the window (`workload.warmup`), seconds; its
+    /// figures are not in any of this repetition's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_s: Option<f64>,
     /// Workers (threads over all groups).
     pub threads: u32,
     /// Loops (or mix transactions) completed, over all workers.

@@ -302,7 +302,8 @@ pub struct WorkloadFile {
     #[serde(default)]
     pub open_for_write: Option<bool>,
     /// lat_fs: untimed warm-up before each timed window. Default `"300ms"`. fio: its `ramp_time`
-    /// (default none).
+    /// (default none). ops: the workers run this long before the `duration` window, their
+    /// figures of it dropped (dbench's warm-up; default none).
     #[serde(default)]
     pub warmup: Option<String>,
     /// lat_fs: length of each timed window. Default `"1s"`. fio: `runtime` with `time_based`

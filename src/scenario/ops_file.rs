@@ -81,7 +81,8 @@ pub struct OpFile {
     /// The worker's fd slot (0..15) the op opens into or works on.
     #[serde(default)]
     pub fd: Option<i64>,
-    /// Size of each read or write system call; default 1MiB.
+    /// Size of each read, write or append system call (1 byte to 16MiB); default 1MiB for
+    /// read and write, the append's size (one call) for append.
     #[serde(default)]
     pub io_size: Option<String>,
     /// read: bytes to read (default the whole file); append: bytes (with `random`, the
@@ -91,6 +92,10 @@ pub struct OpFile {
     /// append: a uniform 1..=size bytes (filebench's `appendfilerand`); default true.
     #[serde(default)]
     pub random: Option<bool>,
+    /// append, instead of `size`: a uniform 1..=(up_to − the file's size) bytes, none once
+    /// the file has up_to (postmark's append, never past its largest file size).
+    #[serde(default)]
+    pub up_to: Option<String>,
     /// How an existing file is picked: `round-robin` (default), `uniform` or `zipf(1.1)`.
     #[serde(default)]
     pub pick: Option<String>,

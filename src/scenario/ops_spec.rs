@@ -134,6 +134,18 @@ pub enum AppendLen {
     Fixed(u64),
     /// Uniform in 1..=N bytes (filebench's `appendfilerand`).
     Uniform(u64),
+    /// Uniform in 1..=(N − the file's size) bytes, none once the file has N (postmark's
+    /// append, which never takes a file past its largest size).
+    UpTo(u64),
+}
+
+impl AppendLen {
+    /// The most bytes one append writes.
+    pub fn max(self) -> u64 {
+        match self {
+            AppendLen::Fixed(n) | AppendLen::Uniform(n) | AppendLen::UpTo(n) => n,
+        }
+    }
 }
 
 /// How an op picks an existing file from its fileset.
@@ -161,9 +173,10 @@ pub enum Op {
     Read { slot: Slot, len: ReadLen, io_size: u64 },
     /// Write the entry's declared size from offset 0 in `io_size` chunks.
     WriteWhole { slot: Slot, io_size: u64 },
-    /// Seek to the end and write. With a fileset, an empty slot is first filled by
-    /// opening one of its files (untimed, as filebench does for its shared log).
-    Append { slot: Slot, len: AppendLen, fileset: Option<usize> },
+    /// Seek to the end and write, in `io_size` chunks (the append's size when not
+    /// declared: one call). With a fileset, an empty slot is first filled by opening one
+    /// of its files (untimed, as filebench does for its shared log).
+    Append { slot: Slot, len: AppendLen, io_size: u64, fileset: Option<usize> },
     /// fsync(2) a slot.
     Fsync { slot: Slot },
     /// fdatasync(2) a slot.
@@ -242,6 +255,10 @@ pub struct Stop {
     pub first_done: bool,
     /// Each worker's open-loop pace; `None`: as fast as it goes.
     pub rate: Option<Rate>,
+    /// Run this long before the window (dbench's warm-up): every figure the workers made
+    /// in it is dropped and `duration` counts from its end. Only with a `duration` and
+    /// no count.
+    pub warmup: Option<Duration>,
 }
 
 /// An open-loop pace per worker: start `k` of a worker is scheduled at `k / per_s`

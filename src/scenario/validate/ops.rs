@@ -49,7 +49,6 @@ pub(super) fn validate_ops(
             ("per_task_uid", w.per_task_uid.is_some()),
             ("quota_refs", w.quota_refs.is_some()),
             ("open_for_write", w.open_for_write.is_some()),
-            ("warmup", w.warmup.is_some()),
             ("rounds", w.rounds.is_some()),
             ("max_reruns", w.max_reruns.is_some()),
             ("pin", w.pin.is_some()),
@@ -161,7 +160,21 @@ pub(super) fn validate_ops(
         (None, true) => None,
         _ => Some(duration_in(ctx, "workload.duration", &w.duration, "10s", false)?),
     };
-    let stop = Stop { duration, loops, ops, bytes, first_done: w.first_done.unwrap_or(false), rate };
+    let warmup = match &w.warmup {
+        None => None,
+        Some(_) => {
+            let d = duration_in(ctx, "workload.warmup", &w.warmup, "0s", true)?;
+            if counted || w.first_done == Some(true) {
+                return Err(ctx.value_help(
+                    &p("workload.warmup"),
+                    "`workload.warmup` is a time before a `duration` window: not with `loops`, `ops`, `bytes` or `first_done`",
+                    "a warm-up drops the figures of its time; counts would count work it dropped",
+                ));
+            }
+            Some(d).filter(|d| !d.is_zero())
+        }
+    };
+    let stop = Stop { duration, loops, ops, bytes, first_done: w.first_done.unwrap_or(false), rate, warmup };
     let repetitions = match &w.repetitions {
         None => 3,
         Some(toml::Value::Integer(n)) => int_in(ctx, "workload.repetitions", Some(*n), 3, 1, 1000)?,
@@ -450,12 +463,23 @@ fn op(ctx: &Ctx, at: &[Seg], o: &OpFile, sets: &[&str]) -> Result<Op, ScenarioEr
         }
         "write" => Op::WriteWhole { slot: slot()?, io_size: io_size()? },
         "append" => {
-            let n = size_of("size", &o.size, 16 << 10)?;
-            if n == 0 || n > MAX_CHUNK {
-                return Err(ctx.value(&key("size"), format!("an append is 1 byte to {}", format_size(MAX_CHUNK))));
+            let (k, v) = if o.up_to.is_some() { ("up_to", &o.up_to) } else { ("size", &o.size) };
+            if o.up_to.is_some() && (o.size.is_some() || o.random.is_some()) {
+                let other = if o.size.is_some() { "size" } else { "random" };
+                return Err(ctx.at(&key(other), true, format!("`up_to` and `{other}` exclude each other"), None));
             }
-            let len = if o.random.unwrap_or(true) { AppendLen::Uniform(n) } else { AppendLen::Fixed(n) };
-            Op::Append { slot: slot()?, len, fileset: fileset(false)? }
+            let n = size_of(k, v, 16 << 10)?;
+            if n == 0 || n > MAX_CHUNK {
+                return Err(ctx.value(&key(k), format!("an append is 1 byte to {}", format_size(MAX_CHUNK))));
+            }
+            let len = match (&o.up_to, o.random.unwrap_or(true)) {
+                (Some(_), _) => AppendLen::UpTo(n),
+                (None, true) => AppendLen::Uniform(n),
+                (None, false) => AppendLen::Fixed(n),
+            };
+            // Not declared: the whole append in one call.
+            let io_size = if o.io_size.is_some() { io_size()? } else { n };
+            Op::Append { slot: slot()?, len, io_size, fileset: fileset(false)? }
         }
         "fsync" => Op::Fsync { slot: slot()? },
         "fdatasync" => Op::Fdatasync { slot: slot()? },

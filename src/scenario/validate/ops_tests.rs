@@ -158,3 +158,63 @@ fn a_count_alone_needs_no_duration() {
     .replace("duration = \"1s\"\n", "");
     assert_eq!(ok(&text).spec.stop.duration, None);
 }
+
+#[test]
+fn an_append_takes_an_io_size_and_a_bad_one_names_its_key_and_group() {
+    let group = |append: &str| {
+        format!(
+            "{SET}[[workload.group]]\nname = \"pm\"\nthreads = 1\nloop = [\n  {{ op = \"open\", fileset = \"set\", fd = 1 }},\n  \
+             {{ op = \"append\", fd = 1, size = \"10000B\"{append} }},\n  {{ op = \"close\", fd = 1 }},\n]\n"
+        )
+    };
+    let append = |o: &OpsWorkload| match &o.spec.groups[0].flow {
+        Flow::Loop(ops) => ops[1].clone(),
+        other => panic!("{other:?}"),
+    };
+    let o = ok(&scenario("1GiB", &group(", io_size = \"512B\"")));
+    assert_eq!(append(&o), Op::Append { slot: 1, len: AppendLen::Uniform(10000), io_size: 512, fileset: None });
+    // Not declared: the whole append in one call, as before.
+    let o = ok(&scenario("1GiB", &group(", random = false")));
+    assert_eq!(append(&o), Op::Append { slot: 1, len: AppendLen::Fixed(10000), io_size: 10000, fileset: None });
+    for (io_size, says) in
+        [("\"0\"", "io_size is outside 1..=16MiB"), ("\"17MiB\"", "io_size is outside 1..=16MiB"), ("\"lots\"", "")]
+    {
+        let e = err(&scenario("1GiB", &group(&format!(", io_size = {io_size}"))));
+        assert!(e.starts_with("t.toml:21:"), "{io_size}: {e}");
+        assert!(e.contains(says) && e.contains("workload.group[0].loop[1].io_size"), "{io_size}: {e}");
+    }
+}
+
+#[test]
+fn a_warm_up_goes_before_a_duration_and_not_with_counts() {
+    let stat = "[[workload.group]]\nthreads = 1\nloop = [{ op = \"stat\", fileset = \"set\" }]\n";
+    let o = ok(&scenario("1GiB", &format!("warmup = \"4s\"\n{SET}{stat}")));
+    assert_eq!(o.spec.stop.warmup, Some(std::time::Duration::from_secs(4)));
+    assert_eq!(o.spec.stop.duration, Some(std::time::Duration::from_secs(1)));
+    assert_eq!(ok(&scenario("1GiB", &format!("warmup = \"0s\"\n{SET}{stat}"))).spec.stop.warmup, None);
+    for line in ["warmup = \"4s\"\nloops = 10", "warmup = \"4s\"\nfirst_done = true", "warmup = \"soon\""] {
+        let e = err(&scenario("1GiB", &format!("{line}\n{SET}{stat}")));
+        assert!(e.starts_with("t.toml:11:") && e.contains("workload.warmup"), "{line}: {e}");
+    }
+}
+
+#[test]
+fn an_append_up_to_a_size_excludes_size_and_random() {
+    let group = |append: &str| {
+        format!(
+            "{SET}[[workload.group]]\nthreads = 1\nloop = [\n  {{ op = \"open\", fileset = \"set\", fd = 1 }},\n  \
+             {{ op = \"append\", fd = 1{append} }},\n  {{ op = \"close\", fd = 1 }},\n]\n"
+        )
+    };
+    let o = ok(&scenario("1GiB", &group(", up_to = \"10000B\", io_size = \"512B\"")));
+    let Flow::Loop(ops) = &o.spec.groups[0].flow else { panic!() };
+    assert_eq!(ops[1], Op::Append { slot: 1, len: AppendLen::UpTo(10000), io_size: 512, fileset: None });
+    for (extra, says) in [
+        (", up_to = \"10000B\", size = \"1KiB\"", "`up_to` and `size` exclude each other"),
+        (", up_to = \"10000B\", random = false", "`up_to` and `random` exclude each other"),
+        (", up_to = \"0\"", "an append is 1 byte to 16MiB"),
+    ] {
+        let e = err(&scenario("1GiB", &group(extra)));
+        assert!(e.starts_with("t.toml:20:") && e.contains(says), "{extra}: {e}");
+    }
+}

@@ -51,9 +51,9 @@ fn build_estimate(w: &OpsWorkload) -> Duration {
     Duration::from_secs_f64(files as f64 * 20e-6 + bytes / 500e6)
 }
 
-/// A window: its duration, or a guess of a second when it stops on loops alone.
+/// A window: its warm-up and duration, or a guess of a second when it stops on loops alone.
 fn window(w: &OpsWorkload) -> Duration {
-    w.spec.stop.duration.unwrap_or(Duration::from_secs(1))
+    w.spec.stop.warmup.unwrap_or_default() + w.spec.stop.duration.unwrap_or(Duration::from_secs(1))
 }
 
 impl WorkloadAnswers for OpsWorkload {

@@ -39,7 +39,7 @@ use account::Account;
 use outcome::{Ended, WorkerOut};
 use replay::Client;
 use spec::Flow;
-use spec::{AppendLen, Op};
+use spec::Op;
 use worker::Worker;
 
 use crate::model::{ClientFigures, FilesetRecord, LoadfileFigures, OpsRepetition};
@@ -99,6 +99,7 @@ pub fn run(cell_dir: &Path, spec: &OpsSpec, index: u32, cancel: &dyn Fn() -> boo
     let wbuf = build::pattern(write_chunk(spec));
     let rbuf_len = read_chunk(spec);
     let stop = AtomicBool::new(false);
+    let warming = AtomicBool::new(spec.stop.warmup.is_some());
     let gate = Gate::default();
     let mut outs: Vec<Result<WorkerOut, OpsError>> = Vec::new();
     let mut t0 = Instant::now();
@@ -125,7 +126,7 @@ pub fn run(cell_dir: &Path, spec: &OpsSpec, index: u32, cancel: &dyn Fn() -> boo
                     used: used.clone(),
                     seed: spec.seed.wrapping_add((n as u64 + 1).wrapping_mul(1_000_003)).wrapping_add(index as u64),
                 };
-                let (stop, gate, limits) = (&stop, &gate, spec.stop);
+                let (stop, warming, gate, limits) = (&stop, &warming, &gate, spec.stop);
                 let replay = match &g.flow {
                     Flow::Loadfile(lf) => {
                         client += 1;
@@ -138,8 +139,8 @@ pub fn run(cell_dir: &Path, spec: &OpsSpec, index: u32, cancel: &dyn Fn() -> boo
                     .stack_size(256 << 10)
                     .spawn_scoped(scope, move || {
                         let r = match replay {
-                            Some(c) => c.run(stop, limits, || gate.arrive_and_wait()),
-                            None => w.run(stop, limits, || gate.arrive_and_wait()),
+                            Some(c) => c.run(stop, warming, limits, || gate.arrive_and_wait()),
+                            None => w.run(stop, warming, limits, || gate.arrive_and_wait()),
                         };
                         gate.finished();
                         r
@@ -158,15 +159,36 @@ pub fn run(cell_dir: &Path, spec: &OpsSpec, index: u32, cancel: &dyn Fn() -> boo
         let spawned = handles.len();
         gate.open_when(spawned);
         t0 = Instant::now();
-        let deadline = spec.stop.duration.map(|d| t0 + d);
-        while !gate.all_finished(spawned, Duration::from_millis(20)) {
+        // With a warm-up, the window (and its duration) starts when the warm-up ends.
+        let mut warm_end = spec.stop.warmup.map(|w| t0 + w);
+        let mut deadline = if warm_end.is_some() { None } else { spec.stop.duration.map(|d| t0 + d) };
+        loop {
+            let wait = warm_end.map_or(Duration::from_millis(20), |e| {
+                e.saturating_duration_since(Instant::now()).min(Duration::from_millis(20))
+            });
+            if gate.all_finished(spawned, wait) {
+                break;
+            }
             if cancel() {
                 interrupted = true;
                 stop.store(true, Ordering::Relaxed);
             }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            let now = Instant::now();
+            if let Some(e) = warm_end
+                && now >= e
+            {
+                warming.store(false, Ordering::Relaxed);
+                t0 = now;
+                deadline = spec.stop.duration.map(|d| now + d);
+                warm_end = None;
+            }
+            if deadline.is_some_and(|d| now >= d) {
                 stop.store(true, Ordering::Relaxed);
             }
+        }
+        if let Some(e) = warm_end {
+            // Every worker stopped within the warm-up: an empty window.
+            t0 = e;
         }
         for h in handles {
             outs.push(h.join().unwrap_or_else(|_| {
@@ -197,6 +219,7 @@ fn summarize(spec: &OpsSpec, index: u32, order: &[usize], t0: Instant, done: &[W
     OpsRepetition {
         index,
         elapsed_s: secs,
+        warmup_s: spec.stop.warmup.map(|w| w.as_secs_f64()),
         threads: done.len() as u32,
         loops: acct.loops,
         stop: stop.to_string(),
@@ -293,7 +316,7 @@ fn write_chunk(spec: &OpsSpec) -> usize {
         for op in g.flow.ops() {
             n = n.max(match op {
                 Op::WriteWhole { io_size, .. } => *io_size,
-                Op::Append { len: AppendLen::Fixed(l) | AppendLen::Uniform(l), .. } => *l,
+                Op::Append { len, .. } => len.max(),
                 _ => 0,
             });
         }

@@ -32,6 +32,11 @@ impl Pacer {
         Pacer { rate, first: None, starts: 0, behind: 0, lateness: latency::histogram() }
     }
 
+    /// The schedule started again, nothing recorded (the end of a warm-up).
+    pub fn restart(&mut self) {
+        *self = Pacer::new(self.rate);
+    }
+
     /// What it paces.
     pub fn unit(&self) -> RateUnit {
         self.rate.unit

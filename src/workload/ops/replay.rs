@@ -18,6 +18,7 @@ use super::outcome::{Ended, ReplayOut, WorkerOut, count_reached};
 use super::pace::Pacer;
 use super::spec::{RateUnit, Stop};
 use super::sys;
+use super::worker::Warm;
 use crate::scenario::loadfile_spec::{Call, Handle, LoadOp, LoadPath, Loadfile, MAX_OPEN_HANDLES};
 
 /// A client before it runs.
@@ -41,7 +42,13 @@ enum Outcome {
 
 impl Client<'_> {
     /// Replay until `stop` or `limits` says so (a pass is a loop); `ready` as [`super::worker::Worker::run`].
-    pub fn run(self, stop: &AtomicBool, limits: Stop, ready: impl FnOnce() -> bool) -> Result<WorkerOut, OpsError> {
+    pub fn run(
+        self,
+        stop: &AtomicBool,
+        warming: &AtomicBool,
+        limits: Stop,
+        ready: impl FnOnce() -> bool,
+    ) -> Result<WorkerOut, OpsError> {
         let mut used: Vec<usize> = self.loadfile.ops.iter().map(|o| o.call.kind()).collect();
         used.sort_unstable();
         used.dedup();
@@ -61,7 +68,7 @@ impl Client<'_> {
         }
         let mut pace = limits.rate.map(Pacer::new);
         let pace_unit = pace.as_ref().map(Pacer::unit);
-        let cpu0 = sys::thread_cpu_us();
+        let mut warm = Warm { flag: warming, on: warming.load(Ordering::Relaxed), cpu0: sys::thread_cpu_us() };
         let ended = 'passes: loop {
             if pace_unit == Some(RateUnit::Loops) && !pace.as_mut().is_some_and(|p| p.start(stop)) {
                 break 'passes Ended::Stopped;
@@ -70,6 +77,13 @@ impl Client<'_> {
             for op in &self.loadfile.ops {
                 if stop.load(Ordering::Relaxed) {
                     break 'passes Ended::Stopped;
+                }
+                if warm.ended() {
+                    acct = Account::new(&used);
+                    out = ReplayOut { client: self.number, ..Default::default() };
+                    if let Some(p) = pace.as_mut() {
+                        p.restart();
+                    }
                 }
                 if pace_unit == Some(RateUnit::Ops) && !pace.as_mut().is_some_and(|p| p.start(stop)) {
                     break 'passes Ended::Stopped;
@@ -96,6 +110,14 @@ impl Client<'_> {
             }
         };
         handles.clear();
+        if warm.on {
+            // Stopped within the warm-up: nothing of it is the window's.
+            acct = Account::new(&used);
+            out = ReplayOut { client: self.number, ..Default::default() };
+            pace = limits.rate.map(Pacer::new);
+            warm.cpu0 = sys::thread_cpu_us();
+        }
+        let cpu0 = warm.cpu0;
         let cpu1 = sys::thread_cpu_us();
         let end = Instant::now();
         if limits.first_done && ended != Ended::Stopped {

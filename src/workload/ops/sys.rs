@@ -148,12 +148,15 @@ pub fn write_from_start(fd: RawFd, buf: &[u8], len: u64, chunk: usize) -> io::Re
     Ok(off)
 }
 
-/// lseek(2) to the end, then write(2) `len` bytes in `chunk`-sized calls, as filebench's append.
-pub fn append(fd: RawFd, buf: &[u8], len: u64, chunk: usize) -> io::Result<u64> {
+/// lseek(2) to the end, then write(2) `len(size)` bytes in `chunk`-sized calls, as
+/// filebench's append; `size` is the file's size the seek found.
+pub fn append(fd: RawFd, buf: &[u8], len: impl FnOnce(u64) -> u64, chunk: usize) -> io::Result<u64> {
     // SAFETY: plain syscall on an fd we hold.
-    if unsafe { libc::lseek(fd, 0, libc::SEEK_END) } < 0 {
+    let end = unsafe { libc::lseek(fd, 0, libc::SEEK_END) };
+    if end < 0 {
         return Err(io::Error::last_os_error());
     }
+    let len = len(end as u64);
     let chunk = chunk.min(buf.len()).max(1);
     let mut done: u64 = 0;
     while done < len {

@@ -27,7 +27,7 @@ fn fileserver_loop() -> Vec<Op> {
         Op::WriteWhole { slot: 1, io_size: 1 << 20 },
         Op::Close { slot: 1 },
         Op::Open { fileset: 0, slot: 1, pick: Pick::RoundRobin },
-        Op::Append { slot: 1, len: AppendLen::Uniform(16 << 10), fileset: None },
+        Op::Append { slot: 1, len: AppendLen::Uniform(16 << 10), io_size: 16 << 10, fileset: None },
         Op::Close { slot: 1 },
         Op::Open { fileset: 0, slot: 1, pick: Pick::RoundRobin },
         Op::Read { slot: 1, len: ReadLen::Whole, io_size: 1 << 20 },
@@ -126,7 +126,7 @@ fn every_op_kind_runs_and_is_counted() {
     let lp = vec![
         Op::Open { fileset: 0, slot: 0, pick: Pick::Uniform },
         Op::Read { slot: 0, len: ReadLen::Bytes(100), io_size: 10 },
-        Op::Append { slot: 0, len: AppendLen::Fixed(10), fileset: None },
+        Op::Append { slot: 0, len: AppendLen::Fixed(10), io_size: 10, fileset: None },
         Op::Fsync { slot: 0 },
         Op::Fdatasync { slot: 0 },
         Op::Truncate { slot: 0, size: 5 },
@@ -254,7 +254,7 @@ fn a_count_of_bytes_stops_each_worker_once_it_has_moved_them() {
     let dir = tempfile::tempdir().unwrap();
     let lp = vec![
         Op::Open { fileset: 0, slot: 1, pick: Pick::RoundRobin },
-        Op::Append { slot: 1, len: AppendLen::Fixed(4096), fileset: None },
+        Op::Append { slot: 1, len: AppendLen::Fixed(4096), io_size: 4096, fileset: None },
         Op::Close { slot: 1 },
     ];
     let stop = Stop { bytes: Some(1 << 20), duration: Some(Duration::from_secs(600)), ..Stop::default() };
@@ -302,4 +302,148 @@ fn a_worker_slower_than_its_rate_starts_at_once_and_its_lateness_grows() {
     assert!(p.behind >= 19, "{p:?}");
     assert!(p.lateness.max_ns >= 19 * 900_000 * 99 / 100, "{p:?}");
     assert_eq!(w.repetition.stop, "loops");
+}
+
+/// Every regular file beneath `dir`, read whole.
+fn files_beneath(dir: &std::path::Path) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let t = e.file_type().unwrap();
+        if t.is_dir() {
+            out.extend(files_beneath(&e.path()));
+        } else if t.is_file() {
+            out.push(std::fs::read(e.path()).unwrap());
+        }
+    }
+    out
+}
+
+#[test]
+fn an_append_with_an_io_size_writes_in_chunks_of_it_and_counts_as_one_op() {
+    // Each write(2) of a chunk starts at the start of the engine's write pattern, so a
+    // file's bytes show where the calls began: 1,300 bytes in chunks of 512 are the
+    // pattern's first 512, 512 and 276 bytes (three calls); without an io_size, one call
+    // writes the pattern's first 1,300.
+    let pattern = build::pattern(1300);
+    for (io_size, want) in [
+        (512, [&pattern[..512], &pattern[..512], &pattern[..276]].concat()),
+        (1300, pattern.clone()),
+        (100, pattern[..100].repeat(13)),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let lp = vec![
+            Op::Create { fileset: 0, slot: 0 },
+            Op::Append { slot: 0, len: AppendLen::Fixed(1300), io_size, fileset: None },
+            Op::Close { slot: 0 },
+        ];
+        let mut s = spec(Flow::Loop(lp), 2, Stop { loops: Some(5), ..Stop::default() });
+        s.filesets[0].prealloc_percent = 0;
+        let w = run(dir.path(), &s, 0, &|| false).unwrap();
+        assert_eq!(count(&w, "append"), 10, "io_size {io_size}: one op per append, whatever its calls");
+        let append = w.repetition.ops.iter().find(|o| o.op == "append").unwrap();
+        assert_eq!(append.bytes, 10 * 1300, "io_size {io_size}");
+        let files = files_beneath(&dir.path().join("bigfileset"));
+        assert_eq!(files.len(), 10, "io_size {io_size}");
+        for f in &files {
+            assert!(f == &want, "io_size {io_size}: a file of {} bytes is not the chunks' pattern", f.len());
+        }
+    }
+}
+
+#[test]
+fn what_workers_do_in_the_warm_up_is_not_in_the_window() {
+    // Five entries and a loop of creates: every worker runs out of files long before an
+    // hour's warm-up ends, so everything they did was warm-up, and none of it is counted.
+    let dir = tempfile::tempdir().unwrap();
+    let lp = vec![Op::Create { fileset: 0, slot: 0 }, Op::Close { slot: 0 }];
+    let stop =
+        Stop { duration: Some(Duration::from_secs(1)), warmup: Some(Duration::from_secs(3600)), ..Stop::default() };
+    let mut s = spec(Flow::Loop(lp), 2, stop);
+    s.filesets[0].entries = 5;
+    s.filesets[0].prealloc_percent = 0;
+    let w = run(dir.path(), &s, 0, &|| false).unwrap();
+    assert_eq!(files_beneath(&dir.path().join("bigfileset")).len(), 5, "the warm-up made the files");
+    let r = &w.repetition;
+    assert_eq!((count(&w, "create"), count(&w, "close"), r.loops, r.total.count), (0, 0, 0, 0));
+    assert_eq!((r.elapsed_s, r.warmup_s), (0.0, Some(3600.0)));
+    assert_eq!(r.stop, "out_of_files");
+}
+
+#[test]
+fn the_window_after_a_warm_up_runs_its_whole_duration() {
+    let dir = tempfile::tempdir().unwrap();
+    let lp = vec![Op::Stat { fileset: 0, pick: Pick::RoundRobin }];
+    let stop = Stop {
+        duration: Some(Duration::from_millis(200)),
+        warmup: Some(Duration::from_millis(200)),
+        ..Stop::default()
+    };
+    let w = run(dir.path(), &spec(Flow::Loop(lp), 2, stop), 0, &|| false).unwrap();
+    let r = &w.repetition;
+    assert_eq!(r.warmup_s, Some(0.2));
+    // The duration counts from the end of the warm-up: the window is at least that long.
+    assert!(r.elapsed_s >= 0.2, "{} s", r.elapsed_s);
+    assert!(count(&w, "stat") > 0 && r.total.count == count(&w, "stat") && r.loops == count(&w, "stat"));
+}
+
+#[test]
+fn a_loadfile_client_after_a_warm_up_counts_only_the_window() {
+    let text = "NTCreateX \"\\clients\\client1\\f\" 0x0 0x5 1 NT_STATUS_OK\n\
+                WriteX 1 0 4096 4096 NT_STATUS_OK\n\
+                ReadX 1 0 4096 4096 NT_STATUS_OK\n\
+                Close 1 NT_STATUS_OK\n\
+                QUERY_PATH_INFORMATION \"\\clients\\client1\\g\" 1004 NT_STATUS_OBJECT_NAME_NOT_FOUND\n";
+    let lf = crate::scenario::loadfile_parse::parse(text, "t.txt").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("clients/client1")).unwrap();
+    std::fs::create_dir_all(dir.path().join("clients/client2")).unwrap();
+    let stop = Stop {
+        duration: Some(Duration::from_millis(200)),
+        warmup: Some(Duration::from_millis(200)),
+        ..Stop::default()
+    };
+    let s = OpsSpec {
+        filesets: vec![],
+        groups: vec![ThreadGroup { name: "dbench".into(), threads: 2, flow: Flow::Loadfile(std::sync::Arc::new(lf)) }],
+        stop,
+        seed: 1,
+    };
+    let w = run(dir.path(), &s, 0, &|| false).unwrap();
+    let r = &w.repetition;
+    assert_eq!(r.warmup_s, Some(0.2));
+    assert!(r.elapsed_s >= 0.2, "{} s", r.elapsed_s);
+    // The client's own counts start afresh with its account: the same ops, bytes and
+    // expected errors (one in five ops) in both.
+    let l = r.loadfile.as_ref().unwrap();
+    assert!(l.ops > 0);
+    assert_eq!(l.ops, r.total.count);
+    assert_eq!(l.clients.iter().map(|c| c.bytes).sum::<u64>(), r.total.bytes);
+    assert_eq!(l.expected_errors, count(&w, "Qpathinfo"));
+    assert_eq!(l.status_mismatches, 0);
+}
+
+#[test]
+fn an_append_up_to_a_size_never_takes_a_file_past_it() {
+    // postmark's append: 1..=(limit − size) bytes, none once the file has the limit.
+    for (start, appended_some) in [(9000, true), (10_000, false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let lp = vec![
+            Op::Open { fileset: 0, slot: 0, pick: Pick::RoundRobin },
+            Op::Append { slot: 0, len: AppendLen::UpTo(10_000), io_size: 512, fileset: None },
+            Op::Close { slot: 0 },
+        ];
+        let mut s = spec(Flow::Loop(lp), 1, Stop { loops: Some(60), ..Stop::default() });
+        s.filesets[0].entries = 20;
+        s.filesets[0].prealloc_percent = 100;
+        s.filesets[0].size = SizeDist::Fixed(start);
+        let w = run(dir.path(), &s, 0, &|| false).unwrap();
+        assert_eq!(count(&w, "append"), 60);
+        let sizes: Vec<u64> = files_beneath(&dir.path().join("bigfileset")).iter().map(|f| f.len() as u64).collect();
+        assert_eq!(sizes.len(), 20);
+        assert!(sizes.iter().all(|&n| (start..=10_000).contains(&n)), "{sizes:?}");
+        let appended = w.repetition.ops.iter().find(|o| o.op == "append").unwrap().bytes;
+        assert_eq!(appended, sizes.iter().map(|n| n - start).sum::<u64>());
+        assert_eq!(appended > 0, appended_some, "{appended} bytes from {start}");
+    }
 }

@@ -46,6 +46,31 @@ pub struct Worker<'a> {
     pub seed: u64,
 }
 
+/// A worker's warm-up: `on` until the shared flag falls; the CPU time it started
+/// counting from.
+pub struct Warm<'a> {
+    /// Raised while the warm-up runs.
+    pub flag: &'a AtomicBool,
+    /// This worker still in it.
+    pub on: bool,
+    /// Its CPU time (user, system µs) when its window began.
+    pub cpu0: (u64, u64),
+}
+
+impl Warm<'_> {
+    /// Whether the warm-up ended just now (once): the caller starts its figures afresh.
+    /// After that, no load of the shared flag.
+    #[inline]
+    pub fn ended(&mut self) -> bool {
+        if self.on && !self.flag.load(Ordering::Relaxed) {
+            self.on = false;
+            self.cpu0 = sys::thread_cpu_us();
+            return true;
+        }
+        false
+    }
+}
+
 struct Running<'a> {
     w: Worker<'a>,
     slots: [Option<Held>; MAX_SLOTS],
@@ -60,8 +85,15 @@ struct Running<'a> {
 
 impl<'a> Worker<'a> {
     /// Run until `stop` is raised or `limits` says so; `ready` is called once set up, and
-    /// returns false when the run was called off before it started.
-    pub fn run(self, stop: &AtomicBool, limits: Stop, ready: impl FnOnce() -> bool) -> Result<WorkerOut, OpsError> {
+    /// returns false when the run was called off before it started. While `warming` is
+    /// raised the worker is in its warm-up: once it falls, the figures are started afresh.
+    pub fn run(
+        self,
+        stop: &AtomicBool,
+        warming: &AtomicBool,
+        limits: Stop,
+        ready: impl FnOnce() -> bool,
+    ) -> Result<WorkerOut, OpsError> {
         let n_sets = self.sets.len();
         let mut r = Running {
             rng: SplitMix64::new(self.seed),
@@ -85,8 +117,15 @@ impl<'a> Worker<'a> {
             });
         }
         let mut pace = limits.rate.map(Pacer::new);
-        let cpu0 = sys::thread_cpu_us();
-        let result = r.run_loop(stop, limits, pace.as_mut());
+        let mut warm = Warm { flag: warming, on: warming.load(Ordering::Relaxed), cpu0: sys::thread_cpu_us() };
+        let result = r.run_loop(stop, &mut warm, limits, pace.as_mut());
+        if warm.on {
+            // Stopped within the warm-up: nothing of it is the window's.
+            r.acct = Account::new(&r.w.used);
+            pace = limits.rate.map(Pacer::new);
+            warm.cpu0 = sys::thread_cpu_us();
+        }
+        let cpu0 = warm.cpu0;
         let cpu1 = sys::thread_cpu_us();
         let end = Instant::now();
         r.close_all();
@@ -113,7 +152,13 @@ impl<'a> Worker<'a> {
 }
 
 impl Running<'_> {
-    fn run_loop(&mut self, stop: &AtomicBool, limits: Stop, mut pace: Option<&mut Pacer>) -> Result<Ended, OpsError> {
+    fn run_loop(
+        &mut self,
+        stop: &AtomicBool,
+        warm: &mut Warm,
+        limits: Stop,
+        mut pace: Option<&mut Pacer>,
+    ) -> Result<Ended, OpsError> {
         let pace_loops = pace.as_ref().is_some_and(|p| p.unit() == RateUnit::Loops);
         let pace_ops = pace.as_ref().is_some_and(|p| p.unit() == RateUnit::Ops);
         let counts = limits.ops.is_some() || limits.bytes.is_some();
@@ -148,6 +193,12 @@ impl Running<'_> {
             for op in ops {
                 if stop.load(Ordering::Relaxed) {
                     return Ok(Ended::Stopped);
+                }
+                if warm.ended() {
+                    self.acct = Account::new(&self.w.used);
+                    if let Some(p) = pace.as_deref_mut() {
+                        p.restart();
+                    }
                 }
                 if pace_ops && !pace.as_deref_mut().is_some_and(|p| p.start(stop)) {
                     return Ok(Ended::Stopped);
@@ -294,7 +345,7 @@ impl Running<'_> {
                 let n = r.map_err(|e| self.fail(op, self.slot_path(slot), e))?;
                 self.acct.record(k, d, n);
             }
-            Op::Append { slot, len, fileset } => {
+            Op::Append { slot, len, io_size, fileset } => {
                 if self.slots[slot].is_none()
                     && let Some(set) = fileset
                 {
@@ -307,12 +358,20 @@ impl Running<'_> {
                     self.hold(slot, fd, set, i);
                 }
                 let fd = self.held(op, slot)?.fd.as_raw_fd();
-                let n = match len {
+                // Drawn before the clock, but for `up_to`, which needs the size the seek finds.
+                let pre = match len {
                     AppendLen::Fixed(n) => n,
                     AppendLen::Uniform(n) => 1 + self.rng.below(n.max(1)),
+                    AppendLen::UpTo(_) => 0,
+                };
+                let rng = &mut self.rng;
+                let n_of = |size: u64| match len {
+                    AppendLen::UpTo(limit) if size < limit => 1 + rng.below(limit - size),
+                    AppendLen::UpTo(_) => 0,
+                    _ => pre,
                 };
                 let t = Tick::now();
-                let r = sys::append(fd, self.w.wbuf, n, self.w.wbuf.len());
+                let r = sys::append(fd, self.w.wbuf, n_of, io_size as usize);
                 let d = t.elapsed();
                 let n = r.map_err(|e| self.fail(op, self.slot_path(slot), e))?;
                 self.acct.record(k, d, n);
