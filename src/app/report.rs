@@ -228,7 +228,7 @@ fn report_bisection(dir: &Path, out: &RenderArgs) -> anyhow::Result<i32> {
         .map_err(|e| InputError::anyhow(e.to_string()))?
         .ok_or_else(|| InputError::anyhow(format!("{}: no bisect.json", dir.display())))?;
     let shown = crate::text::escape_control(&dir.display().to_string());
-    let runs = crate::bisect::step_profile::load_step_runs(dir, &log);
+    let runs = crate::bisect::log::load_step_runs(dir, &log);
     match (out.format, out.json) {
         (_, true) | (ReportFormat::Json, _) => print!("{}", to_json(&log)),
         (ReportFormat::Email, _) => print!("{}", crate::bisect::report::email(&log, &runs, &shown)),

@@ -18,30 +18,12 @@
 //! stop but not after Holm leaves the step unknown (never a guess): a larger `--min-pairs`
 //! gives Holm room.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
-use super::step::{StepMeasure, StepVerdict};
+use super::step::{CellStep, StepMeasure, StepVerdict};
 use crate::catalogue::Direction;
 use crate::model::pairing::PairStop;
 use crate::stats::Change;
 use crate::stats::holm_adjust;
 use crate::stats::paired::paired_p_against;
-
-/// One cell of a step judged over several cells.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CellStep {
-    /// The cell's id (as `plan` lists it, without the kernel).
-    pub cell: String,
-    /// The threshold it was judged at (a fraction).
-    pub threshold: f64,
-    /// The Holm-adjusted p-value of its paired test against the threshold (`null` with
-    /// fewer than two pairs: counted as 1).
-    pub p_holm: Option<f64>,
-    /// Its measure; `verdict` is the Holm-adjusted one, `paired_verdict` the cell's own.
-    pub measure: StepMeasure,
-}
 
 /// One cell's measure as its own paired verdict made it, with the rule it was judged by.
 pub struct CellInput {

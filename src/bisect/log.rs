@@ -22,8 +22,7 @@ pub const BISECT_SCHEMA_VERSION: u32 = 1;
 /// Most candidates (and steps) a log may hold: far beyond any bisection's.
 pub const MAX_CANDIDATES: usize = 100_000;
 
-/// Most cells a bisection judges together (`--all-cells`).
-pub const MAX_CELLS: usize = 10_000;
+pub use super::MAX_CELLS;
 
 /// One candidate kernel, in the order bisected.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -218,6 +217,12 @@ pub fn store(dir: &std::os::fd::OwnedFd, shown: &Path, log: &BisectLog) -> Resul
 /// directory, capped, escaped, its version and bounds checked); `Ok(None)` without one.
 pub fn load(dir: &Path) -> Result<Option<BisectLog>, ResultsError> {
     crate::results::read_beside_runs(dir, LOG_FILE)
+}
+
+/// Each step's stored run (`None` for a step with none, as a simulated one), read
+/// beneath the bisection directory `dir`; an unreadable one says why.
+pub fn load_step_runs(dir: &Path, log: &BisectLog) -> Vec<Option<Result<crate::results::LoadedRun, String>>> {
+    log.steps.iter().map(|s| s.measure.run.as_deref().map(|run| super::step_profile::load_step_run(dir, run))).collect()
 }
 
 #[cfg(test)]

@@ -43,3 +43,6 @@ pub const DEFAULT_MIN_PAIRS: u32 = 6;
 /// Most pairs a bisection step takes by default (its budget for an `unknown` to become
 /// decided); a scenario's `[compare] arms = "kernel"` pairs or `--max-pairs` set another.
 pub const DEFAULT_MAX_PAIRS: u32 = 192;
+
+/// Most cells a bisection judges together (`--all-cells`).
+pub const MAX_CELLS: usize = 10_000;

@@ -24,7 +24,7 @@ use crate::report::profile_diff::{self, Kind};
 use crate::results::LoadedRun;
 use crate::text::escape_control;
 
-/// Each step's stored run, by step ([`super::step_profile::load_step_runs`]): `None` for a
+/// Each step's stored run, by step ([`super::log::load_step_runs`]): `None` for a
 /// step with none, an unreadable one with why.
 pub type StepRuns = [Option<Result<LoadedRun, String>>];
 

@@ -72,7 +72,7 @@ pub struct StepMeasure {
     /// With several judged cells (`--all-cells`): each cell's measure, its verdict the
     /// Holm-adjusted one (the fields above are then the deciding cell's); absent with one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub cells: Vec<super::cells::CellStep>,
+    pub cells: Vec<CellStep>,
     /// What the step's run says of its profiles (a kernel-paired step, docs/bisect.md):
     /// whether its arms were profiled and each judged cell's most changed functions,
     /// candidate against baseline; absent for a step with no stored run (the simulation)
@@ -149,6 +149,21 @@ fn not_worse(c: Change, threshold: f64, direction: Direction) -> bool {
         Direction::HigherIsBetter => c.ci_low >= -t,
         Direction::LowerIsBetter => c.ci_high <= t,
     }
+}
+
+/// One cell of a step judged over several cells.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CellStep {
+    /// The cell's id (as `plan` lists it, without the kernel).
+    pub cell: String,
+    /// The threshold it was judged at (a fraction).
+    pub threshold: f64,
+    /// The Holm-adjusted p-value of its paired test against the threshold (`null` with
+    /// fewer than two pairs: counted as 1).
+    pub p_holm: Option<f64>,
+    /// Its measure; `verdict` is the Holm-adjusted one, `paired_verdict` the cell's own.
+    pub measure: StepMeasure,
 }
 
 #[cfg(test)]

@@ -130,8 +130,8 @@ impl StepProfile {
     /// The log's bounds of a step's profile entry: `None` when within them, else the
     /// field and why.
     pub fn violation(&self) -> Option<(String, String)> {
-        if self.diffs.len() > super::log::MAX_CELLS {
-            return Some(("diffs".into(), format!("more than {} cells", super::log::MAX_CELLS)));
+        if self.diffs.len() > super::MAX_CELLS {
+            return Some(("diffs".into(), format!("more than {} cells", super::MAX_CELLS)));
         }
         for (i, d) in self.diffs.iter().enumerate() {
             if d.grown.len() > LOG_TOP || d.shrunk.len() > LOG_TOP || d.pairs > 1000 {
@@ -186,12 +186,6 @@ pub fn load_step_run(dir: &Path, run: &str) -> Result<LoadedRun, String> {
         fd = safe::open_subdir(&fd, part).map_err(|e| what(&e))?;
     }
     crate::results::load_run_at(&fd, &shown).map_err(|e| what(&e))
-}
-
-/// Each step's stored run (`None` for a step with none, as a simulated one), read
-/// beneath the bisection directory `dir`; an unreadable one says why.
-pub fn load_step_runs(dir: &Path, log: &super::log::BisectLog) -> Vec<Option<Result<LoadedRun, String>>> {
-    log.steps.iter().map(|s| s.measure.run.as_deref().map(|run| load_step_run(dir, run))).collect()
 }
 
 #[cfg(test)]
