@@ -155,3 +155,49 @@ fn a_kernel_without_init_panics_and_the_panic_reaches_the_user() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("Kernel panic"), "{stderr}");
 }
+
+/// Seed 000 explained (`scenarios/quota-explain.toml`): under a kernel with quota format v2,
+/// quota off against on as the arms of one paired run, every pair profiled in the guest;
+/// the profile diff of chown and of create_unlink has the quota code at its top.
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn quota_on_is_explained_by_the_quota_code_in_the_profile_diff() {
+    let Some(kernel) = kernel_or_skip(&test_name!()) else { return };
+    if let Err(why) = fsbench::profile::detect(&fsbench::profile::Probe::host()) {
+        return skip(&test_name!(), &format!("no profiler here: {why}"));
+    }
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("results");
+    let scenario = crate_root().join("scenarios/quota-explain.toml");
+    let deb = format!("DEB={}", kernel.display());
+    let guest = run_fsbench(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--workdir",
+        t.path().join("work").to_str().unwrap(),
+        "--kernel",
+        &deb,
+        "-q",
+        "--set",
+        "workload.disturbance=off",
+    ]);
+    assert_eq!(guest.status.code(), Some(0), "guest run failed");
+    let runs: Vec<PathBuf> = std::fs::read_dir(out.join("quota-explain")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let report = crate::support::fsbench().arg("report").arg(&runs[0]).output().unwrap();
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    let text = String::from_utf8_lossy(&report.stdout).into_owned();
+    for test in ["chown", "create_unlink"] {
+        let title = format!("Profile diff of ext4-S-t1-{test} (off → on)");
+        let at = text.find(&title).unwrap_or_else(|| panic!("no {title}:\n{text}"));
+        let section = &text[at..];
+        let section =
+            &section[..section[title.len()..].find("Profile diff of").map_or(section.len(), |i| i + title.len())];
+        assert!(section.contains("across 8 pairs of profiles"), "{section}");
+        let grown = section.find("function (grew)").unwrap_or_else(|| panic!("nothing grew:\n{section}"));
+        let top = section[grown..].lines().nth(1).and_then(|l| l.split_whitespace().next()).unwrap_or("");
+        assert!(top.contains("dquot") || top.starts_with("dq"), "{test}: the top grown function is {top}:\n{section}");
+    }
+}
