@@ -124,7 +124,17 @@ fn identical_arms_list_no_function_change_across_pairs() {
     let (_, text) = run(&sb, &s);
     let at = text.find("Profile diff of S-qoff-t1-write_truncate (plain → same)").expect(&text);
     let section = &text[at..];
-    assert!(section.contains("across 5 pairs of profiles") && section.contains("0 grew and 0 shrank"), "{section}");
+    assert!(section.contains("across 5 pairs of profiles"), "{section}");
+    // Holm keeps the chance of any false change at 5% over the ~140 functions tested, so
+    // an A/A run lists one now and then (a fresh-clone CI run once listed
+    // ext4_buffered_write_iter at -1.5 points, p 0.02): at most one, and small.
+    let listed: Vec<f64> = ["function (grew)", "function (shrank)"]
+        .iter()
+        .filter_map(|t| section.find(t))
+        .flat_map(|at| section[at..].split("\n\n").next().unwrap().lines().skip(1))
+        .filter_map(|r| r.split_whitespace().nth(3)?.parse::<f64>().ok())
+        .collect();
+    assert!(listed.len() <= 1 && listed.iter().all(|pp| pp.abs() < 3.0), "{section}");
 }
 
 /// An injected slowdown (the candidate arm's workers limited to 20% of one CPU by its
