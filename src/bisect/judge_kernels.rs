@@ -13,7 +13,6 @@ use super::cells::{CellInput, combine};
 use super::search::StepJudge;
 use super::step::StepMeasure;
 use super::step_profile::StepProfile;
-use crate::catalogue::Direction;
 use crate::model::pairing::PairStop;
 use crate::plan::Cell;
 use crate::qemu::member::KernelMembers;
@@ -76,10 +75,12 @@ pub fn read_step(dir: &Path) -> anyhow::Result<StepMeasure> {
     if paired.comparisons.is_empty() {
         anyhow::bail!("{}: the step's run holds no paired comparison", dir.display());
     }
+    // The metric the pairs were compared on (`paired_of`'s), and so which way is worse:
+    // lat_fs loops and fio IOPS fall, step times and op-mix latencies rise.
+    let direction = crate::workload::kind::of_kind(run.meta.workload).default_metric().direction();
     let cells = paired.comparisons.iter().map(|c| {
         let stop = c.stop.unwrap_or(PairStop::MaxPairs);
-        // lat_fs loops and fio IOPS, the workloads a kernel-paired run takes: higher is better.
-        let rule = (c.threshold, Direction::HigherIsBetter);
+        let rule = (c.threshold, direction);
         let counts = (c.pairs as u32, c.dropped.len() as u32);
         let mut measure = StepMeasure::judge(stop, c.change, 1.0 - paired.level, counts, rule);
         if c.stop_reason.is_some() {
