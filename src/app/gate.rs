@@ -131,12 +131,16 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
     for w in &rep.warnings {
         eprintln!("{}", crate::text::wrap(&format!("warning: {w}"), width, "  "));
     }
+    // The profile changes behind the verdicts, where both sides were profiled.
+    let diffs =
+        if !args.json || args.markdown.is_some() { crate::gate::why::profile_diffs(&rep, &runs) } else { Vec::new() };
     if args.json {
         print!("{}", super::output::to_json(&super::output::GateJson::of(rep.clone())));
     } else {
         print!("{}", render_table(&rep, super::print::output_width()));
+        print!("{}", crate::gate::why::render_text(&diffs, width));
     }
-    write_reports(&rep, &runs, args)?;
+    write_reports(&rep, &runs, &diffs, args)?;
     let code = exit_code(&rep, args.inconclusive, args.bisect, args.allow_missing);
     if let Some(line) = inconclusive_warning(&rep, args, code) {
         eprintln!("{}", crate::text::wrap(&line, width, "  "));
@@ -173,14 +177,19 @@ fn nothing_to_compare(rep: &GateReport) -> String {
 }
 
 /// Write the `--markdown`, `--junit` and `--html` reports asked for.
-fn write_reports(rep: &GateReport, runs: &[(String, LoadedRun)], args: &GateArgs) -> anyhow::Result<()> {
+fn write_reports(
+    rep: &GateReport,
+    runs: &[(String, LoadedRun)],
+    diffs: &[crate::report::profile_diff::CellDiff],
+    args: &GateArgs,
+) -> anyhow::Result<()> {
     // What fails the exit status fails in the CI reports too (`exit_code`).
     let fails = crate::gate::Fails {
         inconclusive: args.inconclusive == InconclusivePolicy::Fail && !args.bisect,
         missing: !args.allow_missing && !args.bisect,
     };
     if let Some(p) = &args.markdown {
-        write_atomic(p, render_markdown(rep, fails).as_bytes())?;
+        write_atomic(p, render_markdown(rep, fails, diffs).as_bytes())?;
     }
     if let Some(p) = &args.junit {
         write_atomic(p, render_junit(rep, fails).as_bytes())?;

@@ -73,12 +73,9 @@ pub fn render_email(rep: &GateReport, runs: &[(String, LoadedRun)], reproduce: &
     }
     // A paired run's arms: what changed in their profiles, judged across the pairs.
     if rep.paired.is_some() {
-        for (_, run) in runs {
-            for cd in crate::report::profile_diff::between_arms(run, crate::report::profile_diff::Kind::OnCpu) {
-                let _ =
-                    writeln!(out, "\n{}", crate::text::wrap(&format!("perf-profile of {}:", cd.title), WIDTH, "  "));
-                crate::report::email::profile_rows(&mut out, cd.outcome);
-            }
+        for cd in super::why::profile_diffs(rep, runs) {
+            let _ = writeln!(out, "\n{}", crate::text::wrap(&format!("perf-profile of {}:", cd.title), WIDTH, "  "));
+            crate::report::email::profile_rows(&mut out, cd.outcome);
         }
     }
     out.push_str("\nThe gate:\n\n");

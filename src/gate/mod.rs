@@ -63,6 +63,7 @@ pub mod history;
 mod paired;
 mod render;
 mod unmeasured;
+pub mod why;
 
 /// Why the gate cannot run.
 #[derive(Debug, thiserror::Error)]

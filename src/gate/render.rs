@@ -139,7 +139,7 @@ pub fn render_table(rep: &GateReport, width: u16) -> String {
 }
 
 /// A Markdown summary for a CI job summary or a PR comment.
-pub fn render_markdown(rep: &GateReport, fails: Fails) -> String {
+pub fn render_markdown(rep: &GateReport, fails: Fails, diffs: &[crate::report::profile_diff::CellDiff]) -> String {
     let mut s = String::new();
     let status = if rep.count(Verdict::Regressed) > 0 {
         "❌ regression"
@@ -188,6 +188,10 @@ pub fn render_markdown(rep: &GateReport, fails: Fails) -> String {
     }
     if let Some(p) = &rep.paired {
         let _ = write!(s, "\n{}", crate::report::paired::section_text(p, true));
+    }
+    let why = super::why::render_markdown(diffs);
+    if !why.is_empty() {
+        let _ = write!(s, "\n{why}");
     }
     s
 }

@@ -18,7 +18,7 @@ use crate::results::LoadedRun;
 /// Widest line.
 pub const WIDTH: usize = 80;
 /// Profile rows: the most grown and the most shrunk functions, each.
-const PROFILE_ROWS: usize = 5;
+pub const PROFILE_ROWS: usize = 5;
 
 /// Mean and relative standard deviation (percent) of some values.
 fn mean_sd(v: &[f64]) -> Option<(f64, Option<f64>)> {

@@ -238,6 +238,46 @@ fn gate_email_is_a_mail_of_the_verdicts_and_their_details() {
     assert!(tail.contains("        fsbench gate --baseline") && tail.contains(" \\\n"), "{tail}");
 }
 
+/// `gate` prints the profile changes behind its verdicts under its table and writes them
+/// into the `--markdown` summary: the journalled write path grew, delalloc's shrank, each
+/// line within the output's width, a frame's control characters escaped.
+#[test]
+fn gate_shows_the_profile_changes_in_the_terminal_and_the_markdown_summary() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = ordered_and_journal_runs(d.path());
+    // A hostile frame in the candidate's profile: an escape sequence in a function name.
+    let hostile = b"w;vfs_write;ext4_write_begin 300\nw;vfs_write;ext4_journalled_write_end;jbd2_journal_get_write_access 300\nw;do_truncate 300\nw;evil\x1b[2Jname 100\n";
+    std::fs::write(b.join("profiles/ext4-S-qoff-t1-write_truncate.folded"), hostile).unwrap();
+    let md = d.path().join("summary.md");
+    let out = fsbench()
+        .args(["gate", "--baseline"])
+        .arg(&a)
+        .arg("--candidate")
+        .arg(&b)
+        .arg("--markdown")
+        .arg(&md)
+        .output()
+        .unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let at = text.find("Profile changes:").unwrap_or_else(|| panic!("no profile changes under the table: {text}"));
+    let why = &text[at..];
+    assert!(why.contains("ext4-S-qoff-t1-write_truncate (ordered → journal)"), "{why}");
+    assert!(why.contains("one profile a side") && why.contains("(1 caller carried by"), "{why}");
+    let line = |f: &str| why.lines().find(|l| l.ends_with(&format!(" {f}"))).unwrap_or_else(|| panic!("{f}: {why}"));
+    assert!(line("jbd2_journal_get_write_access").trim_start().starts_with("grew "), "{why}");
+    assert!(line("ext4_da_write_begin").trim_start().starts_with("shrank "), "{why}");
+    assert!(!why.contains('\x1b') && why.contains("evil\\u{1b}[2Jname"), "{why}");
+    // Piped: laid out for 100 columns.
+    for l in why.lines() {
+        assert!(l.chars().count() <= 100, "{} columns: {l}", l.chars().count());
+    }
+    let md = std::fs::read_to_string(&md).unwrap();
+    let at = md.find("### Profile diff of ext4-S-qoff-t1-write_truncate").unwrap_or_else(|| panic!("{md}"));
+    assert!(md[at..].contains("| function (grew) |") && md[at..].contains("| jbd2_journal_get_write_access |"), "{md}");
+    assert!(!md.contains('\x1b'), "{md}");
+}
+
 /// `history --function NAME`: a function's share per run and cell from the stored
 /// profiles; a garbled profile says so in its row and the rest are listed.
 #[test]

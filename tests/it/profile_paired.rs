@@ -109,6 +109,12 @@ fn data_journal_arm_grows_the_journalled_write_path_across_pairs() {
     assert!(matches!(gate.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&gate.stderr));
     let mail = std::fs::read_to_string(mail).unwrap();
     assert!(mail.contains("perf-profile of S-qoff-t1-write_truncate") && mail.contains("across 5 pairs"), "{mail}");
+    // And its terminal output, under the verdicts, with each change's interval across the pairs.
+    let out = String::from_utf8_lossy(&gate.stdout);
+    let why = &out[out.find("Profile changes:").unwrap_or_else(|| panic!("{out}"))..];
+    assert!(why.contains("S-qoff-t1-write_truncate (ordered → journal)"), "{why}");
+    assert!(why.contains("across 5 pairs of profiles, 95% interval"), "{why}");
+    assert!(why.lines().any(|l| l.trim_start().starts_with("grew ") && l.contains(", +")), "{why}");
     assert!(mail.lines().all(|l| l.chars().count() <= 80), "{mail}");
 }
 

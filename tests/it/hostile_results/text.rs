@@ -137,7 +137,7 @@ fn render_everything(what: &str, run: &fsbench::results::LoadedRun) {
     let opts = GateOptions { threshold: None, metric: None, allow_missing: true };
     match evaluate(run, run, &opts) {
         Ok(rep) => {
-            assert_markdown_safe(what, &render_markdown(&rep, Default::default()));
+            assert_markdown_safe(what, &render_markdown(&rep, Default::default(), &[]));
             assert_terminal_safe(what, &render_table(&rep, 100));
         }
         Err(e) => assert_terminal_safe(what, &format!("{e:#}")),
