@@ -178,6 +178,7 @@ pub fn run(req: RunRequest) -> anyhow::Result<RunOutcome> {
     let cells = req.cells;
     let workdir::Opened { mut writer, mut stored, workdir } = workdir::open(req.target, scenario, &cells, &workroot)?;
     let mut ctx = RunContext::new(scenario, &workdir, req.allow_device.as_deref(), req.untrusted_archives)?;
+    ctx.profiling = profiled::ProfileState::resumed(&stored);
 
     let (ran, previously_done) = match &scenario.compare {
         Some(spec) => {

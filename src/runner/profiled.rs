@@ -27,6 +27,23 @@ pub(super) struct ProfileState {
     pub(super) done: BTreeMap<String, u32>,
 }
 
+impl ProfileState {
+    /// The state of a resumed run: each stored cell's profiles count as done, so its next
+    /// pair member is profiled under the next pair index (not 0 again, overwriting the
+    /// first pair's profile), and a cell profiled once is not profiled again.
+    pub(super) fn resumed(stored: &BTreeMap<String, CellResult>) -> ProfileState {
+        let done = stored
+            .iter()
+            .filter_map(|(id, c)| {
+                let profiles: Vec<_> = c.profile.iter().chain(&c.pair_profiles).collect();
+                let next = profiles.iter().filter_map(|p| p.pair).max().map_or(profiles.len() as u32, |k| k + 1);
+                (next > 0).then(|| (id.clone(), next.max(profiles.len() as u32)))
+            })
+            .collect();
+        ProfileState { recorder: None, done }
+    }
+}
+
 /// Run the cell's profiled repetition into `r.profile`, when the scenario asks for one
 /// and the cell has none yet in this run (a pair `member`: fewer than
 /// [`crate::profile::PROFILED_PAIRS`]). `at` is the cell as its timed repetitions ran it;

@@ -179,3 +179,57 @@ fn a_cgroup_slowdown_runs_less_but_changes_no_function() {
     let n: Vec<u64> = counts.split(" samples").next().unwrap().split(" → ").map(|x| x.parse().unwrap()).collect();
     assert!(n[1] < n[0], "the throttled arm sampled {} against {}: {section}", n[1], n[0]);
 }
+
+/// The profile files of `run`, by name, with their bytes.
+fn profile_files(run: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let Ok(dir) = std::fs::read_dir(run.join("profiles")) else { return Default::default() };
+    dir.flatten().map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap())).collect()
+}
+
+/// A paired profiled run stopped by Ctrl-C once three profiles are stored, then resumed:
+/// the resumed members are profiled under the pair indexes that follow the stored ones,
+/// so every stored profile is kept as it was, and each arm ends with one profile per pair.
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn a_resumed_paired_run_profiles_the_pairs_it_had_not_and_keeps_the_stored_ones() {
+    skip_unless_root!();
+    if let Err(why) = perf_works() {
+        return skip(&test_name!(), &format!("no profiler here: {why}"));
+    }
+    let sb = Sandbox::new("fsbench-prof-resume-");
+    let s = scenario(sb.path(), ("plain", r#"mount = ["barrier=0"]"#), ("same", r#"mount = ["barrier=0"]"#));
+    let mut child = sb
+        .fsbench(&["run", s.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Three of the ten profiles stored: seven members (each a 1 s window and a profiled
+    // one) are still to run when Ctrl-C arrives.
+    let run = crate::support::poll(std::time::Duration::from_secs(300), std::time::Duration::from_millis(20), || {
+        sb.runs().into_iter().find(|r| profile_files(r).len() >= 3)
+    })
+    .expect("three profiles stored");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "the run was stopped before its last pair");
+    let before = profile_files(&run);
+    assert!(before.len() < 10, "{:?}", before.keys());
+    let out = sb.fsbench(&["run", "--resume", run.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_no_leaks(sb.path());
+    let after = profile_files(&run);
+    for (name, bytes) in &before {
+        assert!(after.get(name) == Some(bytes), "{name}: the stored profile was rewritten by the resumed run");
+    }
+    for arm in ["plain", "same"] {
+        let id = format!("{arm}-S-qoff-t1-write_truncate");
+        let cell: fsbench::model::CellResult =
+            serde_json::from_str(&std::fs::read_to_string(run.join(format!("cells/{id}.json"))).unwrap()).unwrap();
+        let pairs: Vec<Option<u32>> = cell.profile.iter().chain(&cell.pair_profiles).map(|p| p.pair).collect();
+        assert_eq!(pairs, (0..5).map(Some).collect::<Vec<_>>(), "{id}: {:?}", cell.notes);
+        for k in 1..5 {
+            assert!(after.contains_key(&format!("{id}.pair{k}.folded")), "{id} pair {k}: {:?}", after.keys());
+        }
+    }
+}
