@@ -132,10 +132,9 @@ fn gate_inner(args: &GateArgs) -> anyhow::Result<i32> {
         eprintln!("{}", crate::text::wrap(&format!("warning: {w}"), width, "  "));
     }
     // The profile changes behind the verdicts, where both sides were profiled.
-    let diffs =
-        if !args.json || args.markdown.is_some() { crate::gate::why::profile_diffs(&rep, &runs) } else { Vec::new() };
+    let diffs = crate::gate::why::profile_diffs(&rep, &runs);
     if args.json {
-        print!("{}", super::output::to_json(&super::output::GateJson::of(rep.clone())));
+        print!("{}", super::output::to_json(&super::output::GateJson::of(rep.clone(), &diffs)));
     } else {
         print!("{}", render_table(&rep, super::print::output_width()));
         print!("{}", crate::gate::why::render_text(&diffs, width));

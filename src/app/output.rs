@@ -116,6 +116,10 @@ pub struct GateJson {
     pub counts: GateCounts,
     /// Every comparison.
     pub report: GateReport,
+    /// The profile changes behind the verdicts: per cell profiled on both sides, its most
+    /// grown and shrunk functions beyond the noise (absent when nothing was profiled).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub profile_diffs: Vec<crate::report::profile_summary::ProfileDiffSummary>,
 }
 
 /// How many comparisons got each verdict.
@@ -134,8 +138,8 @@ pub struct GateCounts {
 }
 
 impl GateJson {
-    /// The document of a gate report.
-    pub fn of(report: GateReport) -> GateJson {
+    /// The document of a gate report and the profile diffs behind it.
+    pub fn of(report: GateReport, diffs: &[crate::report::profile_diff::CellDiff]) -> GateJson {
         use crate::gate::Verdict;
         let counts = GateCounts {
             regressed: report.count(Verdict::Regressed),
@@ -144,7 +148,8 @@ impl GateJson {
             inconclusive: report.count(Verdict::Inconclusive),
             missing: report.count(Verdict::Missing),
         };
-        GateJson { schema: OUTPUT_SCHEMA_VERSION, regressed: counts.regressed > 0, counts, report }
+        let profile_diffs = diffs.iter().filter_map(|d| crate::report::profile_summary::summarize(d).ok()).collect();
+        GateJson { schema: OUTPUT_SCHEMA_VERSION, regressed: counts.regressed > 0, counts, report, profile_diffs }
     }
 }
 

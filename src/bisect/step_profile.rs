@@ -12,15 +12,13 @@ use std::path::Path;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::profile::diff::{FunctionChange, Judged};
 use crate::report::profile_diff::{CellDiff, Kind, between_arms};
 use crate::results::LoadedRun;
 
 /// Most functions each way a step's log entry keeps.
-pub const LOG_TOP: usize = 5;
+pub use crate::report::profile_summary::TOP as LOG_TOP;
 
-/// Longest function name a step's log entry keeps, in characters (a longer one is cut).
-pub const NAME_CHARS: usize = 200;
+pub use crate::report::profile_summary::{FunctionShift, NAME_CHARS, ProfileDiffSummary as StepProfileDiff};
 
 /// Longest reason a step's log entry keeps, in characters.
 const WHY_CHARS: usize = 300;
@@ -42,64 +40,15 @@ pub struct StepProfile {
     pub diffs: Vec<StepProfileDiff>,
 }
 
-/// One cell's on-CPU profile diff of a step, cut to its [`LOG_TOP`] changes each way.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct StepProfileDiff {
-    /// The cell (its pair group: the id without the kernel).
-    pub cell: String,
-    /// How the noise was judged: `across_pairs` (paired t test over the profiled pairs,
-    /// Holm) or `single_profile` (one profile per side, sampling noise only).
-    pub judged: String,
-    /// Profiled pairs compared (1 for a single-profile difference).
-    pub pairs: u32,
-    /// Samples of the baseline's profiles and of the candidate's, summed over the pairs.
-    pub samples: [u64; 2],
-    /// How many functions grew and how many shrank beyond the noise (before the cut).
-    pub beyond: [u32; 2],
-    /// The functions that grew most beyond the noise, largest first.
-    pub grown: Vec<FunctionShift>,
-    /// The functions that shrank most beyond the noise, largest first.
-    pub shrunk: Vec<FunctionShift>,
-}
-
-/// One function's change of total share (itself and its callees) from baseline to candidate.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FunctionShift {
-    /// The function (escaped, at most [`NAME_CHARS`] characters).
-    pub function: String,
-    /// Change of its total share, percentage points (candidate less baseline).
-    pub change_pp: f64,
-    /// Its Holm-adjusted p-value.
-    pub p: f64,
-}
-
 impl StepProfile {
     /// The summary of a step's on-CPU arm diffs ([`between_arms`] of its run).
     pub fn of_diffs(diffs: &[CellDiff]) -> StepProfile {
         let mut why_not = None;
         let mut out = Vec::new();
         for cd in diffs {
-            match &cd.outcome {
-                Ok((d, _, _)) => out.push(StepProfileDiff {
-                    cell: cut(&cd.title, NAME_CHARS),
-                    judged: match d.judged {
-                        Judged::AcrossPairs(_) => "across_pairs",
-                        Judged::SingleProfile => "single_profile",
-                        Judged::Untested => "untested",
-                    }
-                    .into(),
-                    pairs: match d.judged {
-                        Judged::AcrossPairs(n) => n as u32,
-                        _ => 1,
-                    },
-                    samples: [d.samples.0, d.samples.1],
-                    beyond: [d.beyond.0 as u32, d.beyond.1 as u32],
-                    grown: shifts(&d.grown),
-                    shrunk: shifts(&d.shrunk),
-                }),
-                Err(why) => _ = why_not.get_or_insert_with(|| cut(why, WHY_CHARS)),
+            match crate::report::profile_summary::summarize(cd) {
+                Ok(d) => out.push(d),
+                Err(why) => _ = why_not.get_or_insert_with(|| cut(&why, WHY_CHARS)),
             }
         }
         StepProfile { profiled: !out.is_empty(), why_not, diffs: out }
@@ -149,23 +98,7 @@ impl StepProfile {
     }
 }
 
-fn shifts(changes: &[FunctionChange]) -> Vec<FunctionShift> {
-    changes
-        .iter()
-        .take(LOG_TOP)
-        .map(|c| FunctionShift { function: cut(&c.name, NAME_CHARS), change_pp: c.delta_pp, p: c.p })
-        .collect()
-}
-
-/// `text` (already escaped) cut to `max` characters, `…` marking a cut.
-fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut s: String = text.chars().take(max - 1).collect();
-    s.push('…');
-    s
-}
+use crate::report::profile_summary::cut;
 
 /// The stored run of a step, `run` as its log names it (relative to the bisection
 /// directory `dir`): every component a plain name opened beneath the directory without

@@ -30,6 +30,7 @@ pub mod ops;
 pub mod paired;
 pub mod plot;
 pub mod profile_diff;
+pub mod profile_summary;
 pub mod profiles;
 pub mod runs;
 pub mod steps;

@@ -276,6 +276,18 @@ fn gate_shows_the_profile_changes_in_the_terminal_and_the_markdown_summary() {
     let at = md.find("### Profile diff of ext4-S-qoff-t1-write_truncate").unwrap_or_else(|| panic!("{md}"));
     assert!(md[at..].contains("| function (grew) |") && md[at..].contains("| jbd2_journal_get_write_access |"), "{md}");
     assert!(!md.contains('\x1b'), "{md}");
+    // And `--json`: each cell's diff cut to its largest changes, named and escaped.
+    let out = fsbench().args(["gate", "--json", "--baseline"]).arg(&a).arg("--candidate").arg(&b).output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = crate::schemas::conforming("gate.schema.json", &out.stdout, "gate --json");
+    let diff = &doc["profile_diffs"][0];
+    assert_eq!(diff["judged"], "single_profile", "{diff:#}");
+    let names = |way: &str| -> Vec<String> {
+        diff[way].as_array().unwrap().iter().map(|f| f["function"].as_str().unwrap().to_string()).collect()
+    };
+    assert!(names("grown").contains(&"jbd2_journal_get_write_access".to_string()), "{diff:#}");
+    assert!(names("grown").contains(&"evil\\u{1b}[2Jname".to_string()), "{diff:#}");
+    assert_eq!(names("shrunk")[0], "ext4_da_write_begin", "{diff:#}");
 }
 
 /// `history --function NAME`: a function's share per run and cell from the stored
