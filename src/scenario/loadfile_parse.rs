@@ -40,7 +40,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Loadfile, LoadfileError> {
     if ops.is_empty() {
         return Err(whole("has no ops".into()));
     }
-    Ok(Loadfile { origin: origin.to_string(), ops })
+    Ok(Loadfile { origin: origin.to_string(), ops, resolve: Default::default() })
 }
 
 fn whole(message: String) -> LoadfileError {

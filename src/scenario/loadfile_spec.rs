@@ -12,6 +12,40 @@ pub struct Loadfile {
     pub origin: String,
     /// The ops in file order.
     pub ops: Vec<LoadOp>,
+    /// How its clients look a path up before an op that names one (the group's `resolve`).
+    pub resolve: Resolve,
+}
+
+/// How a client looks up the path of an op that names one before the op's own call, as
+/// dbench's fileio backend models a file server's name lookup (Samba's
+/// `pvfs_resolve_name`); the lookup is part of the op, timed with it. With `full` or
+/// `stat`, an NTCreateX that opened a file also `fstat`s it and SET_FILE_INFORMATION reads
+/// the times before setting them, as that backend does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Resolve {
+    /// `stat` the path and, when that fails, read its directory for a name that matches
+    /// case-insensitively (dbench's default).
+    #[default]
+    Full,
+    /// `stat` the path only (`dbench --no-resolve`).
+    Stat,
+    /// No lookup: each op is its own system call alone.
+    None,
+}
+
+impl Resolve {
+    /// The TOML names, in order.
+    pub const NAMES: [&'static str; 3] = ["full", "stat", "none"];
+
+    /// The mode `name` names.
+    pub fn from_name(name: &str) -> Option<Resolve> {
+        match name {
+            "full" => Some(Resolve::Full),
+            "stat" => Some(Resolve::Stat),
+            "none" => Some(Resolve::None),
+            _ => None,
+        }
+    }
 }
 
 /// A path beneath the cell: `/`-separated plain components. The first two components

@@ -56,6 +56,11 @@ pub struct GroupFile {
     /// (relative to the scenario's directory, or absolute).
     #[serde(default)]
     pub loadfile: Option<String>,
+    /// With a `loadfile`: how a client looks up an op's path first, as dbench's fileio
+    /// backend does: `full` (a `stat`, and on failure a case-insensitive read of the
+    /// directory; the default), `stat` (dbench's `--no-resolve`) or `none`.
+    #[serde(default)]
+    pub resolve: Option<String>,
 }
 
 /// One weighted transaction of a mix.

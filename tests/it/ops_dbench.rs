@@ -178,3 +178,114 @@ fn a_bundle_may_not_name_a_loadfile_of_this_machine() {
         assert!(!stderr.contains("hunter2"), "{file}: {stderr}");
     }
 }
+
+/// What `strace` saw of one pass of a small loadfile by one client under `resolve`:
+/// stats of the loadfile's names, stats of fds, and the loadfile's directories opened.
+#[derive(Debug, PartialEq)]
+struct Calls {
+    name_stats: usize,
+    fd_stats: usize,
+    dirs_opened: usize,
+}
+
+fn traced_pass(resolve: &str) -> Calls {
+    let sb = Sandbox::new("fsbench-dbench-resolve-");
+    std::fs::write(
+        sb.path().join("client.txt"),
+        concat!(
+            "Mkdir \"\\clients\" NT_STATUS_OK\n",
+            "NTCreateX \"\\clients\\client1\" 0x1 0x2 1 NT_STATUS_OK\n",
+            "Close 1 NT_STATUS_OK\n",
+            "NTCreateX \"\\clients\\client1\\a.txt\" 0x40 0x5 2 NT_STATUS_OK\n",
+            "SET_FILE_INFORMATION 2 1004 NT_STATUS_OK\n",
+            "Close 2 NT_STATUS_OK\n",
+            "QUERY_PATH_INFORMATION \"\\clients\\client1\\A.TXT\" 1004 NT_STATUS_OBJECT_NAME_NOT_FOUND\n",
+            "Rename \"\\clients\\client1\\a.txt\" \"\\clients\\client1\\b.txt\" NT_STATUS_OK\n",
+            "Unlink \"\\clients\\client1\\b.txt\" NT_STATUS_OK\n",
+        ),
+    )
+    .unwrap();
+    let text = SCENARIO
+        .replace("STOP", "loops = 1")
+        .replace("threads = 2", "threads = 1")
+        .replace("LOADFILE\"", &format!("client.txt\"\nresolve = \"{resolve}\""));
+    let scenario = sb.path().join("resolve.toml");
+    std::fs::write(&scenario, text).unwrap();
+    let trace = sb.path().join("trace");
+    let out = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-y", "-e", "trace=newfstatat,fstat,statx,openat", "-o"])
+        .arg(&trace)
+        .arg(crate::support::exe())
+        .args(["run", "--quiet", "--out"])
+        .arg(sb.path().join("results"))
+        .arg("--workdir")
+        .arg(sb.path().join("work"))
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let trace = std::fs::read_to_string(&trace).unwrap();
+    let stat = |l: &&str| l.contains("stat");
+    Calls {
+        name_stats: trace.lines().filter(stat).filter(|l| l.contains("\"clients")).count(),
+        // `-y` shows the path of each fd: the fds of the loadfile's files.
+        fd_stats: trace
+            .lines()
+            .filter(stat)
+            .filter(|l| l.contains("/clients/client1") && (l.contains("AT_EMPTY_PATH") || l.contains("fstat(")))
+            .count(),
+        dirs_opened: trace
+            .lines()
+            .filter(|l| l.contains("openat(") && l.contains("O_DIRECTORY") && l.contains("\"clients"))
+            .count(),
+    }
+}
+
+/// A client looks an op's path up first as dbench's fileio backend does (its model of a
+/// file server's name lookup), counted under `strace`: `stat` adds a stat of every path
+/// an op names (Mkdir, two NTCreateX, Rename's two, Unlink; QUERY_PATH_INFORMATION's is
+/// the op itself) and an fstat after each open and before SET_FILE_INFORMATION; `full`
+/// adds, for each lookup that failed and has a directory above it, a read of that
+/// directory (the two created names, the wrongly cased query and the rename's target).
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn resolve_adds_dbench_s_lookups_to_the_ops() {
+    skip_unless_root!();
+    if std::process::Command::new("strace").arg("-V").output().is_err() {
+        return crate::support::skip(&test_name!(), "strace is not installed (scripts/test.sh installs it)");
+    }
+    let none = traced_pass("none");
+    let stat = traced_pass("stat");
+    let full = traced_pass("full");
+    assert_eq!(stat.name_stats, none.name_stats + 6, "{none:?} {stat:?}");
+    assert_eq!(stat.fd_stats, none.fd_stats + 3, "{none:?} {stat:?}");
+    assert_eq!(stat.dirs_opened, none.dirs_opened, "{none:?} {stat:?}");
+    assert_eq!((full.name_stats, full.fd_stats), (stat.name_stats, stat.fd_stats), "{stat:?} {full:?}");
+    assert_eq!(full.dirs_opened, stat.dirs_opened + 4, "{stat:?} {full:?}");
+}
+
+/// `resolve` is a loadfile group's, with one of its three names.
+#[test]
+fn a_bad_resolve_is_an_input_error_naming_it() {
+    let sb = Sandbox::new("fsbench-dbench-resolve-bad-");
+    std::fs::write(sb.path().join("client.txt"), "Mkdir \"\\clients\" NT_STATUS_OK\n").unwrap();
+    for (group, want) in [
+        ("loadfile = \"client.txt\"\nresolve = \"fast\"", "resolve `fast`: use one of full, stat, none"),
+        (
+            "loop = [{ op = \"stat\", fileset = \"f\" }]\nresolve = \"stat\"\n[[workload.fileset]]\nname = \"f\"\n\
+             entries = 1\nsize = \"1KiB\"",
+            "`resolve` is for a group with a `loadfile`",
+        ),
+    ] {
+        let text = format!(
+            "schema = 1\nname = \"r\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"dir\"\n[workload]\nkind = \"ops\"\n\
+             loops = 1\n[[workload.group]]\nthreads = 1\n{group}\n"
+        );
+        let file = sb.path().join("r.toml");
+        std::fs::write(&file, text).unwrap();
+        let out = crate::support::fsbench().arg("validate").arg(&file).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(want) && err.contains("r.toml:"), "{err}");
+    }
+}

@@ -10,6 +10,7 @@ use super::{disturbance_of, int_in, reject_foreign};
 use crate::scenario::diagnose::{Ctx, Seg, p, with};
 use crate::scenario::error::did_you_mean;
 use crate::scenario::file::{MatrixFile, WorkloadFile};
+use crate::scenario::loadfile_spec::Resolve;
 use crate::scenario::op_kinds::OP_NAMES;
 use crate::scenario::ops_file::{FilesetFile, GroupFile, OpFile};
 use crate::scenario::ops_spec::*;
@@ -346,8 +347,17 @@ fn group(
                 None,
             ));
         }
-        let lf = super::loadfile::read_loadfile(ctx, &at_group(g, "loadfile"), file, base_dir)?;
+        let mut lf = super::loadfile::read_loadfile(ctx, &at_group(g, "loadfile"), file, base_dir)?;
+        if let Some(r) = &gf.resolve {
+            let names = Resolve::NAMES.join(", ");
+            let mode = Resolve::from_name(r)
+                .ok_or_else(|| ctx.value(&at_group(g, "resolve"), format!("resolve `{r}`: use one of {names}")))?;
+            std::sync::Arc::make_mut(&mut lf).resolve = mode;
+        }
         return Ok(ThreadGroup { name, threads: gf.threads as u32, flow: Flow::Loadfile(lf) });
+    }
+    if gf.resolve.is_some() {
+        return Err(ctx.at(&at_group(g, "resolve"), true, "`resolve` is for a group with a `loadfile`", None));
     }
     let flow = match (&gf.ops_loop, &gf.mix) {
         (Some(_), Some(_)) => {

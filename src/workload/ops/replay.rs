@@ -1,11 +1,13 @@
 //! One dbench client: replays a parsed loadfile, pass after pass, in its own directory
-//! (`clients/client<N>` beneath the cell), each op one system call (Deltree: a tree's
-//! worth) on a path relative to the cell's directory fd. Handles map to fds in a table
-//! of the client's own. An op's failure never ends the run: it is compared with the
-//! status the loadfile recorded and counted.
+//! (`clients/client<N>` beneath the cell), each op the system calls dbench's fileio
+//! backend makes for it on a path relative to the cell's directory fd: the op's own call
+//! (Deltree: a tree's worth), after the lookup of its path the loadfile's `resolve` asks
+//! for ([`Resolve`]), all timed as the op. Handles map to fds in a table of the client's
+//! own. An op's failure never ends the run: it is compared with the status the loadfile
+//! recorded and counted.
 
 use std::collections::HashMap;
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
@@ -19,7 +21,7 @@ use super::pace::Pacer;
 use super::spec::{RateUnit, Stop};
 use super::sys;
 use super::worker::Warm;
-use crate::scenario::loadfile_spec::{Call, Handle, LoadOp, LoadPath, Loadfile, MAX_OPEN_HANDLES};
+use crate::scenario::loadfile_spec::{Call, Handle, LoadOp, LoadPath, Loadfile, MAX_OPEN_HANDLES, Resolve};
 
 /// A client before it runs.
 pub struct Client<'a> {
@@ -150,6 +152,29 @@ impl Client<'_> {
         CString::new(s).expect("no NUL in a loadfile path")
     }
 
+    /// Look `name` up before its op, as the loadfile's `resolve` says: nothing (`none`), a
+    /// `stat` (`stat`), and with `full` when that fails, a read of its directory until an
+    /// entry matches its last component case-insensitively. The `stat`'s outcome (`Ok`
+    /// when there is no lookup).
+    fn resolve(&self, name: &CStr, buf: &mut [u8]) -> io::Result<()> {
+        if self.loadfile.resolve == Resolve::None {
+            return Ok(());
+        }
+        let r = sys::stat_at(self.cell, name).map(drop);
+        if r.is_ok() || self.loadfile.resolve == Resolve::Stat {
+            return r;
+        }
+        let bytes = name.to_bytes();
+        let Some(slash) = bytes.iter().rposition(|&b| b == b'/') else { return r };
+        let (dir, last) = (&bytes[..slash], &bytes[slash + 1..]);
+        let Ok(dir) = CString::new(dir) else { return r };
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        if let Ok(fd) = sys::openat(self.cell, &dir, flags, 0) {
+            let _ = each_entry(fd.as_raw_fd(), buf, &mut |entry| entry.eq_ignore_ascii_case(last));
+        }
+        r
+    }
+
     fn exec(&self, op: &LoadOp, handles: &mut HashMap<Handle, OwnedFd>, rbuf: &mut [u8], stop: &AtomicBool) -> Outcome {
         let cell = self.cell;
         let fd_of = |handles: &HashMap<Handle, OwnedFd>, h: &Handle| handles.get(h).map(|f| f.as_raw_fd());
@@ -163,7 +188,12 @@ impl Client<'_> {
             Call::Create { path, directory, disposition, handle } => {
                 let name = self.path(path);
                 let t = Instant::now();
+                let _ = self.resolve(&name, rbuf);
                 let r = create(cell, &name, *directory, *disposition);
+                if let (Ok(fd), false) = (&r, self.loadfile.resolve == Resolve::None) {
+                    // As the fileio backend, which reads what it opened.
+                    let _ = fstat(fd.as_raw_fd());
+                }
                 let took = t.elapsed();
                 let ok = match r {
                     Ok(fd) if handles.len() < MAX_OPEN_HANDLES || handles.contains_key(handle) => {
@@ -186,25 +216,38 @@ impl Client<'_> {
             },
             Call::Rename { from, to } => {
                 let (a, b) = (self.path(from), self.path(to));
-                timed(&mut || sys::rename_at(cell, &a, cell, &b).map(|_| 0))
+                timed(&mut || {
+                    let _ = self.resolve(&a, rbuf);
+                    let _ = self.resolve(&b, rbuf);
+                    sys::rename_at(cell, &a, cell, &b).map(|_| 0)
+                })
             }
             Call::Unlink { path } => {
                 let n = self.path(path);
-                timed(&mut || sys::unlink_at(cell, &n, false).map(|_| 0))
+                timed(&mut || {
+                    let _ = self.resolve(&n, rbuf);
+                    sys::unlink_at(cell, &n, false).map(|_| 0)
+                })
             }
             Call::Rmdir { path } => {
                 let n = self.path(path);
-                timed(&mut || sys::unlink_at(cell, &n, true).map(|_| 0))
+                timed(&mut || {
+                    let _ = self.resolve(&n, rbuf);
+                    sys::unlink_at(cell, &n, true).map(|_| 0)
+                })
             }
             Call::Mkdir { path } => {
                 let n = self.path(path);
                 // An existing directory is success (the `\clients` every client makes).
-                timed(&mut || match sys::mkdir_at(cell, &n, 0o755) {
-                    Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
-                        let st = sys::stat_at(cell, &n)?;
-                        if st.st_mode & libc::S_IFMT == libc::S_IFDIR { Ok(0) } else { Err(e) }
+                timed(&mut || {
+                    let _ = self.resolve(&n, rbuf);
+                    match sys::mkdir_at(cell, &n, 0o755) {
+                        Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                            let st = sys::stat_at(cell, &n)?;
+                            if st.st_mode & libc::S_IFMT == libc::S_IFDIR { Ok(0) } else { Err(e) }
+                        }
+                        r => r.map(|_| 0),
                     }
-                    r => r.map(|_| 0),
                 })
             }
             Call::Deltree { path } => {
@@ -222,7 +265,11 @@ impl Client<'_> {
             }
             Call::QueryPath { path } => {
                 let n = self.path(path);
-                timed(&mut || sys::stat_at(cell, &n).map(|_| 0))
+                // The lookup is the op (dbench's QUERY_PATH_INFORMATION); without one, a stat.
+                timed(&mut || match self.loadfile.resolve {
+                    Resolve::None => sys::stat_at(cell, &n).map(|_| 0),
+                    _ => self.resolve(&n, rbuf).map(|_| 0),
+                })
             }
             Call::QueryFs => timed(&mut || {
                 // SAFETY: st is plain data filled by the kernel.
@@ -231,18 +278,20 @@ impl Client<'_> {
             }),
             Call::Find { dir, pattern } => {
                 let n = self.path(dir);
-                timed(&mut || find(cell, &n, pattern, rbuf).map(|_| 0))
+                // The pattern's own path is looked up first, as the fileio backend does.
+                let whole = CString::new([n.as_bytes(), b"/", pattern.as_bytes()].concat()).ok();
+                timed(&mut || {
+                    if let Some(w) = &whole {
+                        let _ = self.resolve(w, rbuf);
+                    }
+                    find(cell, &n, pattern, rbuf).map(|_| 0)
+                })
             }
             Call::QueryFile { handle } | Call::SetFile { handle } | Call::Flush { handle } => {
                 let Some(fd) = fd_of(handles, handle) else { return Outcome::UnknownHandle };
                 timed(&mut || match &op.call {
-                    Call::QueryFile { .. } => {
-                        // SAFETY: st is plain data filled by the kernel.
-                        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                        check(unsafe { libc::fstat(fd, &mut st) }).map(|_| 0)
-                    }
-                    // SAFETY: a null times pointer sets both times to now.
-                    Call::SetFile { .. } => check(unsafe { libc::futimens(fd, std::ptr::null()) }).map(|_| 0),
+                    Call::QueryFile { .. } => fstat(fd).map(|_| 0),
+                    Call::SetFile { .. } => set_times(fd, self.loadfile.resolve),
                     _ => sys::sync(fd, false).map(|_| 0),
                 })
             }
@@ -336,16 +385,27 @@ fn create(cell: RawFd, name: &CString, directory: bool, disposition: u32) -> io:
 /// matches the pattern (NT_STATUS_NO_SUCH_FILE).
 fn find(cell: RawFd, dir: &CString, pattern: &str, buf: &mut [u8]) -> io::Result<()> {
     let fd = sys::openat(cell, dir, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0)?;
-    let raw = fd.as_raw_fd();
     let mut found = false;
+    each_entry(fd.as_raw_fd(), buf, &mut |name| {
+        if !found && name != b"." && name != b".." {
+            found = crate::scenario::loadfile_parse::matches(pattern, &String::from_utf8_lossy(name));
+        }
+        false
+    })?;
+    if found { Ok(()) } else { Err(io::Error::from_raw_os_error(libc::ENOENT)) }
+}
+
+/// Read the directory open at `fd` entry by entry (into `buf`) until `stop` says so on
+/// an entry's name, or to its end.
+fn each_entry(fd: RawFd, buf: &mut [u8], stop: &mut dyn FnMut(&[u8]) -> bool) -> io::Result<()> {
     loop {
         // SAFETY: buf is writable for its length; getdents64 fills at most that.
-        let n = unsafe { libc::syscall(libc::SYS_getdents64, raw, buf.as_mut_ptr(), buf.len()) };
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) };
         if n < 0 {
             return Err(io::Error::last_os_error());
         }
         if n == 0 {
-            break;
+            return Ok(());
         }
         let mut off = 0usize;
         while off + 19 < n as usize {
@@ -356,11 +416,31 @@ fn find(cell: RawFd, dir: &CString, pattern: &str, buf: &mut [u8]) -> io::Result
             }
             let name = &buf[off + 19..off + reclen];
             let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-            if !found && name != b"." && name != b".." {
-                found = crate::scenario::loadfile_parse::matches(pattern, &String::from_utf8_lossy(name));
+            if stop(name) {
+                return Ok(());
             }
             off += reclen;
         }
     }
-    if found { Ok(()) } else { Err(io::Error::from_raw_os_error(libc::ENOENT)) }
+}
+
+fn fstat(fd: RawFd) -> io::Result<libc::stat> {
+    // SAFETY: st is plain data filled by the kernel.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    check(unsafe { libc::fstat(fd, &mut st) })?;
+    Ok(st)
+}
+
+/// SET_FILE_INFORMATION: the times set to now (`resolve = "none"`), or as the fileio
+/// backend sets them: read first, then access 10 s and modification 12 s earlier.
+fn set_times(fd: RawFd, resolve: Resolve) -> io::Result<u64> {
+    if resolve == Resolve::None {
+        // SAFETY: a null times pointer sets both times to now.
+        return check(unsafe { libc::futimens(fd, std::ptr::null()) }).map(|_| 0);
+    }
+    let st = fstat(fd)?;
+    let at = |sec: libc::time_t| libc::timespec { tv_sec: sec, tv_nsec: 0 };
+    let times = [at(st.st_atime - 10), at(st.st_mtime - 12)];
+    // SAFETY: times holds the two timespecs futimens reads.
+    check(unsafe { libc::futimens(fd, times.as_ptr()) }).map(|_| 0)
 }
