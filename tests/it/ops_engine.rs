@@ -55,7 +55,7 @@ fn varmail(entries: u64, mean: f64) -> OpsSpec {
             reuse: false,
             read_only: false,
         }],
-        groups: vec![ThreadGroup { name: "filereader".into(), threads: 16, flow: Flow::Loop(lp) }],
+        groups: vec![ThreadGroup { name: "filereader".into(), threads: 16, processes: None, flow: Flow::Loop(lp) }],
         stop: Stop { duration: Some(Duration::from_millis(500)), ..Stop::default() },
         seed: 1,
     }
