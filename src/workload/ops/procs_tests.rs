@@ -174,3 +174,26 @@ fn an_op_failing_in_a_worker_process_names_the_op_the_worker_and_the_file() {
     assert_eq!(source.raw_os_error(), Some(libc::EBADF), "{msg}");
     assert!(worker_children().is_empty());
 }
+
+#[test]
+fn a_group_of_threads_and_a_group_of_processes_share_one_window() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let create = vec![Op::Create { fileset: 0, slot: 1 }, Op::Close { slot: 1 }, Op::Delete { fileset: 0 }];
+    let stat = vec![Op::Stat { fileset: 0, pick: Pick::Uniform }];
+    let s = OpsSpec {
+        filesets: vec![fileset(64, 50)],
+        groups: vec![
+            ThreadGroup { name: "t".into(), threads: 2, processes: None, flow: Flow::Loop(create.clone()) },
+            ThreadGroup { name: "p".into(), threads: 1, processes: Some(2), flow: Flow::Loop(create) },
+            ThreadGroup { name: "s".into(), threads: 1, processes: Some(1), flow: Flow::Loop(stat) },
+        ],
+        stop: Stop { loops: Some(200), ..Stop::default() },
+        seed: 3,
+    };
+    let w = run(dir.path(), &s, 0, &|| false).unwrap();
+    let r = &w.repetition;
+    assert_eq!((r.threads, r.processes, r.loops), (5, Some(3), 1000));
+    assert_eq!((count(&w, "create"), count(&w, "delete"), count(&w, "stat")), (800, 800, 200));
+    assert!(worker_children().is_empty());
+}
