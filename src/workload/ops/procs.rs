@@ -111,6 +111,8 @@ impl Procs {
             .map(|p| libc::pollfd { fd: p.as_raw_fd(), events: libc::POLLIN, revents: 0 })
             .collect();
         if pfds.is_empty() {
+            // Every child is done: wait as a poll would (fsbench's own threads may still run).
+            std::thread::sleep(wait);
             return;
         }
         // SAFETY: pfds is a valid array of its length.
