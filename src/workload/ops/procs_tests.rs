@@ -197,3 +197,30 @@ fn a_group_of_threads_and_a_group_of_processes_share_one_window() {
     assert_eq!((count(&w, "create"), count(&w, "delete"), count(&w, "stat")), (800, 800, 200));
     assert!(worker_children().is_empty());
 }
+
+#[test]
+fn worker_processes_keep_the_warm_up_out_of_the_window() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    // As threads do: five entries, creates only, an hour's warm-up: every worker in every
+    // process runs out of files within it, and nothing of it is counted.
+    let ops = vec![Op::Create { fileset: 0, slot: 0 }, Op::Close { slot: 0 }];
+    let stop =
+        Stop { duration: Some(Duration::from_secs(1)), warmup: Some(Duration::from_secs(3600)), ..Stop::default() };
+    let w = run(dir.path(), &spec(5, 0, 2, 2, ops, stop), 0, &|| false).unwrap();
+    let r = &w.repetition;
+    assert_eq!((count(&w, "create"), r.loops, r.total.count), (0, 0, 0));
+    assert_eq!((r.warmup_s, r.stop.as_str(), r.processes), (Some(3600.0), "out_of_files", Some(2)));
+    // The warm-up's end reaches the processes: the window after it is counted.
+    let ops = vec![Op::Stat { fileset: 0, pick: Pick::RoundRobin }];
+    let stop = Stop {
+        duration: Some(Duration::from_millis(200)),
+        warmup: Some(Duration::from_millis(200)),
+        ..Stop::default()
+    };
+    let w = run(dir.path(), &spec(20, 100, 2, 1, ops, stop), 0, &|| false).unwrap();
+    let r = &w.repetition;
+    assert!(r.elapsed_s >= 0.2, "{} s", r.elapsed_s);
+    assert!(count(&w, "stat") > 0 && r.loops == count(&w, "stat"));
+    assert!(worker_children().is_empty());
+}
