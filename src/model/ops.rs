@@ -45,8 +45,12 @@ pub struct OpsRepetition {
     /// figures are not in any of this repetition's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup_s: Option<f64>,
-    /// Workers (threads over all groups).
+    /// Workers (threads over all groups and their processes).
     pub threads: u32,
+    /// Worker processes that ran the groups with `processes` (each a distinct pid that
+    /// reported figures); absent when every worker was a thread of fsbench.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<u32>,
     /// Loops (or mix transactions) completed, over all workers.
     pub loops: u64,
     /// Why the workers stopped: `duration`, `loops`, `ops`, `bytes`, `first_done`, `out_of_files`.

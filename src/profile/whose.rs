@@ -20,6 +20,12 @@ impl Whose {
     /// stack is not the cell's.
     pub fn root(&self, pid: u32, comm: &str) -> Option<String> {
         if pid != self.pid {
+            // The op mix's worker processes (`processes`) name their threads alike.
+            if let Some(prefix) = self.threads
+                && comm.starts_with(prefix)
+            {
+                return Some(prefix.trim_end_matches('-').to_string());
+            }
             return Some(comm.to_string());
         }
         match (self.own_process, self.threads) {
@@ -27,5 +33,19 @@ impl Whose {
             (true, None) => Some(comm.to_string()),
             (true, Some(prefix)) => comm.starts_with(prefix).then(|| prefix.trim_end_matches('-').to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_threads_merge_in_fsbench_and_in_its_worker_processes() {
+        let w = Whose { pid: 100, own_process: true, threads: Some("ops-") };
+        assert_eq!(w.root(100, "ops-3").as_deref(), Some("ops"));
+        assert_eq!(w.root(100, "fsbench"), None);
+        assert_eq!(w.root(4242, "ops-17").as_deref(), Some("ops"));
+        assert_eq!(w.root(4242, "kworker/0:1").as_deref(), Some("kworker/0:1"));
     }
 }

@@ -500,11 +500,12 @@ impl Parser {
         }
         for g in &self.groups {
             let _ = writeln!(t, "\n[[workload.group]]\nname = \"{}\"", g.name);
+            let _ = writeln!(t, "threads = {}", g.threads);
             if g.processes > 1 {
-                // One process of threads × processes workers: fsbench's workers are threads.
-                let _ = writeln!(t, "# filebench: {} processes of {} threads each", g.processes, g.threads);
+                // filebench's process instances: as many forked worker processes.
+                let _ = writeln!(t, "processes = {}", g.processes);
             }
-            let _ = writeln!(t, "threads = {}\nloop = [", g.threads * g.processes);
+            let _ = writeln!(t, "loop = [");
             for op in &g.ops {
                 let _ = writeln!(t, "  {op},");
             }

@@ -91,3 +91,16 @@ fn system_commands_are_noted_never_carried() {
     assert!(!imported.text.contains("rm -rf"), "{}", imported.text);
     assert!(imported.notes.iter().any(|n| n.contains("`system` command not carried")));
 }
+
+#[test]
+fn process_instances_become_worker_processes() {
+    let f =
+        VARMAIL_F.replace("define process name=filereader,instances=1", "define process name=filereader,instances=3");
+    let imported = import(&f, "varmail-p").unwrap();
+    let s = crate::scenario::parse_str(&imported.text, "varmail-p.toml")
+        .unwrap_or_else(|e| panic!("{e}\n{}", imported.text));
+    let Workload::Ops(o) = &s.workload else { panic!() };
+    assert_eq!((o.spec.groups[0].threads, o.spec.groups[0].processes), (16, Some(3)), "{}", imported.text);
+    let one = import(VARMAIL_F, "varmail-f").unwrap();
+    assert!(!one.text.contains("processes"), "{}", one.text);
+}

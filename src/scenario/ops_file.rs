@@ -44,8 +44,13 @@ pub struct GroupFile {
     /// Its name (reports, errors); default `group<N>`.
     #[serde(default)]
     pub name: Option<String>,
-    /// Worker threads.
+    /// Worker threads (in each process, with `processes`).
     pub threads: i64,
+    /// Worker processes, each running `threads` threads (filebench's process instances):
+    /// forked, each with its own fd table and address space. Default: the threads run in
+    /// fsbench's own process.
+    #[serde(default)]
+    pub processes: Option<i64>,
     /// The ops each worker runs in order, over and over.
     #[serde(default, rename = "loop")]
     pub ops_loop: Option<Vec<OpFile>>,

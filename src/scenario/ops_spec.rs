@@ -83,10 +83,21 @@ impl SizeDist {
 pub struct ThreadGroup {
     /// Its name, for reports and errors.
     pub name: String,
-    /// Workers (threads).
+    /// Worker threads (in each process, with `processes`).
     pub threads: u32,
+    /// Worker processes, each running `threads` threads (filebench's process instances):
+    /// forked, with their own fd table and address space. `None`: the threads run in
+    /// fsbench's own process.
+    pub processes: Option<u32>,
     /// What each worker runs, over and over.
     pub flow: Flow,
+}
+
+impl ThreadGroup {
+    /// Its workers: threads times processes.
+    pub fn workers(&self) -> u32 {
+        self.threads.saturating_mul(self.processes.unwrap_or(1))
+    }
 }
 
 /// What a worker repeats.

@@ -55,7 +55,7 @@ fn varmail(entries: u64, mean: f64) -> OpsSpec {
             reuse: false,
             read_only: false,
         }],
-        groups: vec![ThreadGroup { name: "filereader".into(), threads: 16, flow: Flow::Loop(lp) }],
+        groups: vec![ThreadGroup { name: "filereader".into(), threads: 16, processes: None, flow: Flow::Loop(lp) }],
         stop: Stop { duration: Some(Duration::from_millis(500)), ..Stop::default() },
         seed: 1,
     }
@@ -98,5 +98,31 @@ fn a_full_filesystem_fails_the_window_naming_op_worker_and_file() {
     if let OpsError::Op { op, worker, .. } = &e {
         assert!(["create", "append"].contains(op), "{msg}");
         assert!(worker.starts_with("filereader#"), "{msg}");
+    }
+}
+
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn a_full_filesystem_fails_a_worker_process_naming_op_worker_and_file() {
+    skip_unless_root!();
+    // As above, with the 16 workers in 4 processes of 4 threads: the error comes back
+    // from the child over its pipe and names the worker as group#process.thread.
+    let fs = Tmpfs::new("2m");
+    let mut s = varmail(100, 16384.0);
+    s.stop.duration = Some(Duration::from_secs(60));
+    (s.groups[0].threads, s.groups[0].processes) = (4, Some(4));
+    let e = run(fs.path(), &s, 0, &|| false).err().expect("ENOSPC");
+    let msg = e.to_string();
+    assert!(msg.contains("No space left on device"), "{msg}");
+    assert!(msg.contains("bigfileset/00000001/00000001/"), "{msg}");
+    match &e {
+        OpsError::Op { op, worker, .. } => {
+            assert!(["create", "append"].contains(op), "{msg}");
+            let (p, t) = worker.strip_prefix("filereader#").and_then(|w| w.split_once('.')).expect(&msg);
+            assert!(p.parse::<u32>().unwrap() < 4 && t.parse::<u32>().unwrap() < 4, "{msg}");
+        }
+        // The fileset itself did not fit.
+        OpsError::Build { .. } => {}
+        other => panic!("{other}"),
     }
 }

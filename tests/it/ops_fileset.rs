@@ -27,6 +27,7 @@ fn build(size: SizeDist, entries: u64, seed: u64) -> (Vec<[u64; 2]>, Vec<u64>) {
         groups: vec![ThreadGroup {
             name: "g".into(),
             threads: 1,
+            processes: None,
             flow: Flow::Loop(vec![Op::Stat { fileset: 0, pick: Pick::RoundRobin }]),
         }],
         stop: Stop { loops: Some(1), ..Stop::default() },

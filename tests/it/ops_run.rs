@@ -171,3 +171,38 @@ fn paired_varmail_a_a_does_not_gate_regressed() {
     assert_ne!(code, Some(1), "{text}");
     assert!(!text.contains("1 regressed"), "{text}");
 }
+
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn a_group_of_worker_processes_runs_through_the_binary_and_records_its_layout() {
+    skip_unless_root!();
+    let text = VARMAIL_SMALL.replace("threads = 4\n", "threads = 2\nprocesses = 3\n");
+    let sb = Sandbox::new("fsbench-ops-procs-");
+    let file = sb.path().join("ops-procs.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = sb.fsbench(&["run", file.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = &sb.runs()[0];
+    let c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
+    assert_eq!(c["status"], "ok", "{c}");
+    for rep in c["ops"]["repetitions"].as_array().unwrap() {
+        assert_eq!((rep["threads"].as_u64(), rep["processes"].as_u64()), (Some(6), Some(3)), "{rep}");
+        assert!(rep["total"]["count"].as_u64().unwrap() > 0, "{rep}");
+    }
+    let report = crate::support::fsbench().args(["report", run.to_str().unwrap()]).output().unwrap();
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    // The binary has exited: no worker process of it is left (one would hold a
+    // directory of this sandbox open).
+    let mut left = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let p = e.path();
+        if std::fs::read_to_string(p.join("comm")).is_ok_and(|c| c.trim_end() == "fsbench-ops") {
+            let fds = std::fs::read_dir(p.join("fd")).into_iter().flatten().flatten();
+            if fds.filter_map(|f| std::fs::read_link(f.path()).ok()).any(|l| l.starts_with(sb.path())) {
+                left.push(p);
+            }
+        }
+    }
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -105,11 +105,12 @@ pub(super) fn validate_ops(
     let mut workers = 0u32;
     for (g, gf) in groups_file.iter().enumerate() {
         let group = group(ctx, g, gf, &names, base_dir)?;
-        workers = workers.saturating_add(group.threads);
+        workers = workers.saturating_add(group.workers());
         if workers > MAX_WORKERS {
+            let key = if group.processes.is_some() { "processes" } else { "threads" };
             return Err(ctx.value_help(
-                &at_group(g, "threads"),
-                format!("the groups have more than {MAX_WORKERS} workers together"),
+                &at_group(g, key),
+                format!("the groups have more than {MAX_WORKERS} workers together (threads × processes)"),
                 "an op mix with more threads measures the scheduler; use fewer",
             ));
         }
@@ -333,6 +334,13 @@ fn group(
     if !(1..=MAX_WORKERS as i64).contains(&gf.threads) {
         return Err(ctx.value(&at_group(g, "threads"), format!("threads {} is outside 1..={MAX_WORKERS}", gf.threads)));
     }
+    let processes = match gf.processes {
+        None => None,
+        Some(p) if (1..=MAX_WORKERS as i64).contains(&p) => Some(p as u32),
+        Some(p) => {
+            return Err(ctx.value(&at_group(g, "processes"), format!("processes {p} is outside 1..={MAX_WORKERS}")));
+        }
+    };
     let name = gf.name.clone().unwrap_or_else(|| format!("group{g}"));
     if name.is_empty() || name.len() > 64 || name.chars().any(|c| c.is_control()) {
         return Err(ctx.value(&at_group(g, "name"), "a group name is 1 to 64 printable characters"));
@@ -347,6 +355,13 @@ fn group(
                 None,
             ));
         }
+        if processes.is_some() {
+            return Err(ctx.value_help(
+                &at_group(g, "processes"),
+                "`processes` is not supported with a `loadfile` group",
+                "a loadfile's clients run as threads of fsbench: drop `processes` and set the clients with `threads`",
+            ));
+        }
         let mut lf = super::loadfile::read_loadfile(ctx, &at_group(g, "loadfile"), file, base_dir)?;
         if let Some(r) = &gf.resolve {
             let names = Resolve::NAMES.join(", ");
@@ -354,7 +369,7 @@ fn group(
                 .ok_or_else(|| ctx.value(&at_group(g, "resolve"), format!("resolve `{r}`: use one of {names}")))?;
             std::sync::Arc::make_mut(&mut lf).resolve = mode;
         }
-        return Ok(ThreadGroup { name, threads: gf.threads as u32, flow: Flow::Loadfile(lf) });
+        return Ok(ThreadGroup { name, threads: gf.threads as u32, processes, flow: Flow::Loadfile(lf) });
     }
     if gf.resolve.is_some() {
         return Err(ctx.at(&at_group(g, "resolve"), true, "`resolve` is for a group with a `loadfile`", None));
@@ -394,7 +409,7 @@ fn group(
     if flow.ops().is_empty() {
         return Err(ctx.value(&at_group(g, "loop"), "a loop needs at least one op"));
     }
-    Ok(ThreadGroup { name, threads: gf.threads as u32, flow })
+    Ok(ThreadGroup { name, threads: gf.threads as u32, processes, flow })
 }
 
 fn ops_of(ctx: &Ctx, base: &[Seg], list: &[OpFile], sets: &[&str]) -> Result<Vec<Op>, ScenarioError> {

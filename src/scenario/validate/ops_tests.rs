@@ -218,3 +218,37 @@ fn an_append_up_to_a_size_excludes_size_and_random() {
         assert!(e.starts_with("t.toml:20:") && e.contains(says), "{extra}: {e}");
     }
 }
+
+#[test]
+fn processes_multiply_the_threads_within_the_worker_cap() {
+    let group = |extra: &str| {
+        scenario(
+            "1GiB",
+            &format!("{SET}[[workload.group]]\nthreads = 2\n{extra}loop = [{{ op = \"stat\", fileset = \"set\" }}]\n"),
+        )
+    };
+    let o = ok(&group("processes = 3\n"));
+    assert_eq!((o.spec.groups[0].threads, o.spec.groups[0].processes, o.spec.groups[0].workers()), (2, Some(3), 6));
+    assert_eq!(ok(&group("")).spec.groups[0].processes, None);
+    let e = err(&group("processes = 0\n"));
+    assert!(e.contains("processes 0 is outside 1..=4096"), "{e}");
+    assert!(e.contains("t.toml:"), "{e}");
+    let e = err(&group("processes = 2049\n"));
+    assert!(e.contains("more than 4096 workers together (threads × processes)"), "{e}");
+    assert!(e.contains("t.toml:") && e.contains("workload.group[0].processes"), "{e}");
+}
+
+#[test]
+fn processes_are_refused_for_a_loadfile_group() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("client.txt"), "0 Close 1 NT_STATUS_OK\n").unwrap();
+    let text = scenario(
+        "1GiB",
+        &format!(
+            "[[workload.group]]\nthreads = 2\nprocesses = 2\nloadfile = \"{}\"\n",
+            dir.path().join("client.txt").display()
+        ),
+    );
+    let e = err(&text);
+    assert!(e.contains("`processes` is not supported with a `loadfile` group"), "{e}");
+}

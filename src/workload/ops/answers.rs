@@ -122,12 +122,12 @@ impl WorkloadAnswers for OpsWorkload {
         Some(crate::scenario::Workload::Ops(one))
     }
 
-    /// The op mix's workers are threads of fsbench...
+    /// The op mix's workers are threads of fsbench (or of its forked worker processes)...
     fn runs_in_process(&self, _tasks: u32, _in_cgroup: bool) -> bool {
         true
     }
 
-    /// ...named `ops-N` ([`super::run`]): the supervising thread is left out.
+    /// ...named `ops-N` ([`super::run`]) in either: the supervising thread is left out.
     fn worker_threads(&self) -> Option<&'static str> {
         Some(super::WORKER_THREAD_PREFIX)
     }
@@ -138,7 +138,7 @@ impl WorkloadAnswers for OpsWorkload {
         let n = self.repetitions;
         for i in 0..n {
             (at.phase)(&format!("repetition {}/{n}", i + 1));
-            let workers: u32 = self.spec.groups.iter().map(|g| g.threads).sum();
+            let workers: u32 = self.spec.groups.iter().map(|g| g.workers()).sum();
             let judge = self.disturbance.map(|t| (t, crate::host::cpu::Window::start(std::process::id())));
             let before = at.watch.map(crate::monitor::Watch::snapshot);
             let w = super::run(dir, &self.spec, i, at.cancel)?;

@@ -79,7 +79,8 @@ pub fn build(
         exists[i] = true;
     }
     let record = record(spec, seed, &layout, &exists, bytes, false, started);
-    let state = FilesetState::new(spec.name.clone(), spec.read_only, layout.dirs, layout.files, fds, &exists);
+    let state = FilesetState::new(spec.name.clone(), spec.read_only, layout.dirs, layout.files, fds, &exists)
+        .map_err(|e| err(spec, "map", "its pick state", e))?;
     Ok(Built { state, record })
 }
 
@@ -113,7 +114,8 @@ fn reuse(
     }
     let record = record(spec, seed, layout, &exists, bytes, true, started);
     let state =
-        FilesetState::new(spec.name.clone(), spec.read_only, layout.dirs.clone(), layout.files.clone(), fds, &exists);
+        FilesetState::new(spec.name.clone(), spec.read_only, layout.dirs.clone(), layout.files.clone(), fds, &exists)
+            .map_err(|e| err(spec, "map", "its pick state", e))?;
     Ok(Some(Built { state, record }))
 }
 

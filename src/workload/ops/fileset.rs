@@ -3,13 +3,15 @@
 //! round-robin pointer per worker, a not-yet-existing one from a separate pool by a
 //! shared pointer, a busy entry skipped for the next one, so no two workers operate on
 //! one entry at once; uniform and Zipf picking as options. Picking and releasing take no
-//! lock: one atomic word per entry (its flags and open count).
+//! lock: one atomic word per entry (its flags and open count), in a shared mapping so
+//! that workers in forked processes (`processes`) pick by the same rules.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::layout::{DirNode, FileNode};
+use super::shm::Shm;
 use super::spec::Pick;
 use super::sys::Name;
 use crate::rng::SplitMix64;
@@ -58,15 +60,16 @@ pub struct FilesetState {
     /// how many workers hold it open. A worker takes an entry by setting BUSY with a
     /// compare-and-swap, so picking takes no lock and costs no system call; the open count
     /// only grows while its entry is busy, so a pick that sees it zero and sets BUSY in the
-    /// same swap has a closed entry.
-    words: Vec<AtomicU32>,
-    free_rotor: AtomicUsize,
+    /// same swap has a closed entry. Shared with forked worker processes.
+    words: Shm<AtomicU32>,
+    /// The free pool's shared pointer (one word, shared like `words`).
+    free_rotor: Shm<AtomicUsize>,
     zipf: Mutex<Vec<(u64, Arc<Vec<f64>>)>>,
 }
 
 impl FilesetState {
     /// A fileset over built directories (`dir_fds[i]` opened on `dirs[i]`) and entries whose
-    /// existence is `exists[i]`.
+    /// existence is `exists[i]`; fails when the shared mapping of its words cannot be made.
     pub fn new(
         name: String,
         read_only: bool,
@@ -74,13 +77,18 @@ impl FilesetState {
         files: Vec<FileNode>,
         dir_fds: Vec<OwnedFd>,
         exists: &[bool],
-    ) -> FilesetState {
+    ) -> std::io::Result<FilesetState> {
         let mut leaf_dirs: Vec<u32> = files.iter().map(|f| f.dir).collect();
         leaf_dirs.sort_unstable();
         leaf_dirs.dedup();
         leaf_dirs.shrink_to_fit();
-        let words = exists.iter().map(|&e| AtomicU32::new(if e { EXISTS } else { 0 })).collect();
-        FilesetState {
+        let words: Shm<AtomicU32> = Shm::zeroed(exists.len())?;
+        for (w, &e) in words.iter().zip(exists) {
+            if e {
+                w.store(EXISTS, Ordering::Relaxed);
+            }
+        }
+        Ok(FilesetState {
             name,
             read_only,
             dirs,
@@ -88,9 +96,9 @@ impl FilesetState {
             leaf_dirs,
             dir_fds,
             words,
-            free_rotor: AtomicUsize::new(0),
+            free_rotor: Shm::zeroed(1)?,
             zipf: Mutex::new(Vec::new()),
-        }
+        })
     }
 
     /// The fd of directory `d`.
@@ -183,10 +191,10 @@ impl FilesetState {
         if n == 0 {
             return None;
         }
-        let mut i = self.free_rotor.load(Ordering::Relaxed) % n;
+        let mut i = self.free_rotor[0].load(Ordering::Relaxed) % n;
         for _ in 0..n {
             if self.take(i, |v| v & EXISTS == 0) {
-                self.free_rotor.store(i + 1, Ordering::Relaxed);
+                self.free_rotor[0].store(i + 1, Ordering::Relaxed);
                 return Some(i);
             }
             i += 1;
@@ -264,6 +272,7 @@ mod tests {
     fn state(n: usize, exists: &[bool]) -> FilesetState {
         let files = (0..n).map(|i| FileNode { dir: 0, serial: i as u32 + 1, size: 1, prealloc: true }).collect();
         FilesetState::new("s".into(), false, vec![DirNode { parent: u32::MAX, serial: 0 }], files, Vec::new(), exists)
+            .unwrap()
     }
 
     #[test]

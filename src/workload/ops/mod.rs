@@ -13,20 +13,25 @@ pub mod answers;
 mod build;
 mod error;
 mod fileset;
+mod gate;
 mod layout;
 mod outcome;
 mod pace;
+mod procs;
+#[cfg(test)]
+mod procs_tests;
 /// The declared op mix: its types live with the other kinds' specs in the scenario.
 pub use crate::scenario::ops_spec as spec;
 mod replay;
+mod shm;
 mod sys;
 #[cfg(test)]
 mod tests;
+mod wire;
 mod worker;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 pub use crate::scenario::op_kinds::OP_NAMES;
@@ -36,10 +41,12 @@ pub use spec::OpsSpec;
 
 use crate::scenario::loadfile_spec::Call;
 use account::Account;
+use gate::Control;
 use outcome::{Ended, WorkerOut};
+use procs::Procs;
 use replay::Client;
-use spec::Flow;
 use spec::Op;
+use spec::{Flow, ThreadGroup};
 use worker::Worker;
 
 use crate::model::{ClientFigures, FilesetRecord, LoadfileFigures, OpsRepetition};
@@ -87,8 +94,8 @@ pub fn run(cell_dir: &Path, spec: &OpsSpec, index: u32, cancel: &dyn Fn() -> boo
         .iter()
         .map(|g| match &g.flow {
             // The handle table at its fullest, plus Find's directory fd.
-            Flow::Loadfile(lf) => g.threads as u64 * (replay::peak_handles(lf) as u64 + 2),
-            _ => g.threads as u64 * (spec::MAX_SLOTS as u64 + 1),
+            Flow::Loadfile(lf) => g.workers() as u64 * (replay::peak_handles(lf) as u64 + 2),
+            _ => g.workers() as u64 * (spec::MAX_SLOTS as u64 + 1),
         })
         .sum();
     let need = records.iter().map(|r| r.dirs).sum::<u64>() + fds_per_worker + 64;
@@ -98,35 +105,52 @@ pub fn run(cell_dir: &Path, spec: &OpsSpec, index: u32, cancel: &dyn Fn() -> boo
     let order = kinds_in_order(spec);
     let wbuf = build::pattern(write_chunk(spec));
     let rbuf_len = read_chunk(spec);
-    let stop = AtomicBool::new(false);
-    let warming = AtomicBool::new(spec.stop.warmup.is_some());
-    let gate = Gate::default();
+    let ctl = Control::new(spec.stop.warmup.is_some())
+        .map_err(|e| OpsError::Worker { worker: "-".into(), message: format!("mapping the control words: {e}") })?;
+    let (stop, warming) = (&ctl.stop, &ctl.warming);
+    // Each group's first worker number, in the groups' order (names of the directories
+    // workers make, seeds).
+    let firsts: Vec<u32> = spec
+        .groups
+        .iter()
+        .scan(0u32, |n, g| {
+            let first = *n;
+            *n += g.workers();
+            Some(first)
+        })
+        .collect();
+    let kit = Kit { seed: spec.seed, index, states: &states, wbuf: &wbuf, rbuf_len };
+    let make = |g, name, n| kit.worker(g, name, n);
     let mut outs: Vec<Result<WorkerOut, OpsError>> = Vec::new();
+    // Worker processes first: forked before this window starts any thread.
+    let mut procs = Procs::new(Instant::now());
+    'fork: for (g, &first) in spec.groups.iter().zip(&firsts) {
+        let Some(p_count) = g.processes else { continue };
+        for p in 0..p_count {
+            let workers =
+                (0..g.threads).map(|t| make(g, format!("{}#{p}.{t}", g.name), first + p * g.threads + t)).collect();
+            if let Err(e) = procs.fork(format!("{}#{p}", g.name), workers, &ctl, spec.stop) {
+                outs.push(Err(e));
+                stop.store(true, Ordering::Relaxed);
+                ctl.call_off();
+                break 'fork;
+            }
+        }
+    }
+    let forked_ok = outs.is_empty();
     let mut t0 = Instant::now();
     let mut interrupted = false;
     std::thread::scope(|scope| {
         let mut handles = Vec::new();
-        let mut n = 0u32;
         let mut client = 0u32;
-        'spawn: for g in &spec.groups {
-            let used: Vec<usize> = {
-                let mut u: Vec<usize> = g.flow.ops().iter().map(|o| o.kind()).collect();
-                u.sort_unstable();
-                u.dedup();
-                u
-            };
+        'spawn: for (g, &first) in spec.groups.iter().zip(&firsts) {
+            if g.processes.is_some() || !forked_ok {
+                continue;
+            }
             for t in 0..g.threads {
-                let w = Worker {
-                    name: format!("{}#{t}", g.name),
-                    index: n,
-                    flow: &g.flow,
-                    sets: &states,
-                    wbuf: &wbuf,
-                    rbuf_len,
-                    used: used.clone(),
-                    seed: spec.seed.wrapping_add((n as u64 + 1).wrapping_mul(1_000_003)).wrapping_add(index as u64),
-                };
-                let (stop, warming, gate, limits) = (&stop, &warming, &gate, spec.stop);
+                let n = first + t;
+                let w = make(g, format!("{}#{t}", g.name), n);
+                let (ctl, limits) = (&ctl, spec.stop);
                 let replay = match &g.flow {
                     Flow::Loadfile(lf) => {
                         client += 1;
@@ -139,41 +163,61 @@ pub fn run(cell_dir: &Path, spec: &OpsSpec, index: u32, cancel: &dyn Fn() -> boo
                     .stack_size(256 << 10)
                     .spawn_scoped(scope, move || {
                         let r = match replay {
-                            Some(c) => c.run(stop, warming, limits, || gate.arrive_and_wait()),
-                            None => w.run(stop, warming, limits, || gate.arrive_and_wait()),
+                            Some(c) => c.run(&ctl.stop, &ctl.warming, limits, || ctl.arrive_and_wait()),
+                            None => w.run(&ctl.stop, &ctl.warming, limits, || ctl.arrive_and_wait()),
                         };
-                        gate.finished();
+                        ctl.finished();
                         r
                     });
                 match h {
                     Ok(h) => handles.push(h),
                     Err(e) => {
                         outs.push(Err(OpsError::Worker { worker: format!("{}#{t}", g.name), message: e.to_string() }));
-                        gate.call_off();
+                        stop.store(true, Ordering::Relaxed);
+                        ctl.call_off();
                         break 'spawn;
                     }
                 }
-                n += 1;
             }
         }
-        let spawned = handles.len();
-        gate.open_when(spawned);
+        let spawned = handles.len() + procs.workers();
+        // A worker process that died before its workers arrived never will.
+        ctl.open_when(spawned, &mut || {
+            procs.poll(Duration::ZERO);
+            procs.failed()
+        });
         t0 = Instant::now();
         // With a warm-up, the window (and its duration) starts when the warm-up ends.
         let mut warm_end = spec.stop.warmup.map(|w| t0 + w);
         let mut deadline = if warm_end.is_some() { None } else { spec.stop.duration.map(|d| t0 + d) };
+        let mut kill_at = None;
         loop {
             let wait = warm_end.map_or(Duration::from_millis(20), |e| {
                 e.saturating_duration_since(Instant::now()).min(Duration::from_millis(20))
             });
-            if gate.all_finished(spawned, wait) {
+            let done = if procs.is_empty() {
+                ctl.all_finished(spawned, wait)
+            } else {
+                procs.poll(wait);
+                procs.all_done() && handles.iter().all(|h| h.is_finished())
+            };
+            if done {
                 break;
+            }
+            if procs.failed() {
+                stop.store(true, Ordering::Relaxed);
             }
             if cancel() {
                 interrupted = true;
                 stop.store(true, Ordering::Relaxed);
             }
             let now = Instant::now();
+            if interrupted {
+                // Stopped workers end within an op; a process stuck past this is killed.
+                if now >= *kill_at.get_or_insert(now + KILL_GRACE) {
+                    procs.kill_all();
+                }
+            }
             if let Some(e) = warm_end
                 && now >= e
             {
@@ -196,6 +240,13 @@ pub fn run(cell_dir: &Path, spec: &OpsSpec, index: u32, cancel: &dyn Fn() -> boo
             }));
         }
     });
+    let mut pids: Vec<u32> = Vec::new();
+    for (pid, o) in procs.finish() {
+        if o.is_ok() && !pids.contains(&pid) {
+            pids.push(pid);
+        }
+        outs.push(o);
+    }
     if interrupted {
         return Err(OpsError::Interrupted);
     }
@@ -203,7 +254,45 @@ pub fn run(cell_dir: &Path, spec: &OpsSpec, index: u32, cancel: &dyn Fn() -> boo
     for o in outs {
         done.push(o?);
     }
-    Ok(Window { filesets: records, repetition: summarize(spec, index, &order, t0, &done) })
+    let mut repetition = summarize(spec, index, &order, t0, &done);
+    repetition.processes = spec.groups.iter().any(|g| g.processes.is_some()).then_some(pids.len() as u32);
+    Ok(Window { filesets: records, repetition })
+}
+
+/// What every worker of a window is made from.
+struct Kit<'a> {
+    seed: u64,
+    index: u32,
+    states: &'a [fileset::FilesetState],
+    wbuf: &'a [u8],
+    rbuf_len: usize,
+}
+
+impl<'a> Kit<'a> {
+    /// Worker `n` (over all groups), of group `g`, called `name`.
+    fn worker(&self, g: &'a ThreadGroup, name: String, n: u32) -> Worker<'a> {
+        Worker {
+            name,
+            index: n,
+            flow: &g.flow,
+            sets: self.states,
+            wbuf: self.wbuf,
+            rbuf_len: self.rbuf_len,
+            used: used_kinds(&g.flow),
+            seed: self.seed.wrapping_add((n as u64 + 1).wrapping_mul(1_000_003)).wrapping_add(self.index as u64),
+        }
+    }
+}
+
+/// How long an interrupted window waits for its worker processes before killing them.
+const KILL_GRACE: Duration = Duration::from_secs(10);
+
+/// The op kinds `flow` runs (account indexes), each once.
+fn used_kinds(flow: &Flow) -> Vec<usize> {
+    let mut u: Vec<usize> = flow.ops().iter().map(|o| o.kind()).collect();
+    u.sort_unstable();
+    u.dedup();
+    u
 }
 
 fn summarize(spec: &OpsSpec, index: u32, order: &[usize], t0: Instant, done: &[WorkerOut]) -> OpsRepetition {
@@ -228,6 +317,7 @@ fn summarize(spec: &OpsSpec, index: u32, order: &[usize], t0: Instant, done: &[W
         loop_latency: crate::monitor::latency::dist(&acct.loop_hist),
         cpu_user_s: done.iter().map(|o| o.cpu_us.0).sum::<u64>() as f64 / 1e6,
         cpu_sys_s: done.iter().map(|o| o.cpu_us.1).sum::<u64>() as f64 / 1e6,
+        processes: None,
         loadfile: loadfile_figures(done, secs),
         pace: pace::figures(done.iter().filter_map(|o| o.pace.as_ref())),
         disturbance: None,
@@ -334,66 +424,4 @@ fn read_chunk(spec: &OpsSpec) -> usize {
         }
     }
     n.min(MAX_CHUNK) as usize
-}
-
-/// The start gate: workers arrive and wait; the main thread opens it once every spawned
-/// worker has arrived (or calls the run off), then waits for them to finish.
-#[derive(Default)]
-struct Gate {
-    state: Mutex<GateState>,
-    cv: Condvar,
-}
-
-#[derive(Default)]
-struct GateState {
-    arrived: usize,
-    finished: usize,
-    open: bool,
-    called_off: bool,
-}
-
-impl Gate {
-    /// A worker is set up: wait for the gate; false when the run was called off.
-    fn arrive_and_wait(&self) -> bool {
-        let mut s = self.state.lock().expect("gate lock");
-        s.arrived += 1;
-        self.cv.notify_all();
-        while !s.open {
-            s = self.cv.wait(s).expect("gate lock");
-        }
-        !s.called_off
-    }
-
-    fn call_off(&self) {
-        let mut s = self.state.lock().expect("gate lock");
-        s.called_off = true;
-        s.open = true;
-        self.cv.notify_all();
-    }
-
-    fn open_when(&self, n: usize) {
-        let mut s = self.state.lock().expect("gate lock");
-        while s.arrived < n && !s.open {
-            s = self.cv.wait(s).expect("gate lock");
-        }
-        s.open = true;
-        self.cv.notify_all();
-    }
-
-    fn finished(&self) {
-        let mut s = self.state.lock().expect("gate lock");
-        s.finished += 1;
-        // A worker that fails before arriving must not hold the gate shut.
-        if !s.open {
-            s.arrived += 1;
-        }
-        self.cv.notify_all();
-    }
-
-    /// Wait up to `wait` for `n` finished workers; whether they are.
-    fn all_finished(&self, n: usize, wait: Duration) -> bool {
-        let s = self.state.lock().expect("gate lock");
-        let (s, _) = self.cv.wait_timeout_while(s, wait, |s| s.finished < n).expect("gate lock");
-        s.finished >= n
-    }
 }

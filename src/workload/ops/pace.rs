@@ -37,6 +37,16 @@ impl Pacer {
         *self = Pacer::new(self.rate);
     }
 
+    /// Its starts, those behind the schedule, and their lateness (to send them elsewhere).
+    pub fn parts(&self) -> (Rate, u64, u64, &Histogram<u64>) {
+        (self.rate, self.starts, self.behind, &self.lateness)
+    }
+
+    /// A stopped pacer with these figures (as [`Pacer::parts`] gave them).
+    pub fn from_parts(rate: Rate, starts: u64, behind: u64, lateness: Histogram<u64>) -> Pacer {
+        Pacer { rate, first: None, starts, behind, lateness }
+    }
+
     /// What it paces.
     pub fn unit(&self) -> RateUnit {
         self.rate.unit

@@ -40,7 +40,7 @@ fn fileserver_loop() -> Vec<Op> {
 fn spec(flow: Flow, threads: u32, stop: Stop) -> OpsSpec {
     OpsSpec {
         filesets: vec![fileset("bigfileset", 400, 20.0, 80)],
-        groups: vec![ThreadGroup { name: "filereader".into(), threads, flow }],
+        groups: vec![ThreadGroup { name: "filereader".into(), threads, processes: None, flow }],
         stop,
         seed: 42,
     }
@@ -405,7 +405,12 @@ fn a_loadfile_client_after_a_warm_up_counts_only_the_window() {
     };
     let s = OpsSpec {
         filesets: vec![],
-        groups: vec![ThreadGroup { name: "dbench".into(), threads: 2, flow: Flow::Loadfile(std::sync::Arc::new(lf)) }],
+        groups: vec![ThreadGroup {
+            name: "dbench".into(),
+            threads: 2,
+            processes: None,
+            flow: Flow::Loadfile(std::sync::Arc::new(lf)),
+        }],
         stop,
         seed: 1,
     };
