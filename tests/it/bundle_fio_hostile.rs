@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+use crate::support::sandbox::cell_json;
+
 /// A fio scenario on a private directory, its job `job` (TOML basic multi-line string body).
 fn scenario(job: &str, backing: &str) -> String {
     format!(
@@ -257,8 +259,7 @@ fn fio_that_writes_outside_the_cell_fails_and_writes_nothing() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     let run = &sb.runs()[0];
-    let cell: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
+    let cell = cell_json(run, "ext4-S-qoff-t1");
     assert_eq!(cell["status"], "failed", "{cell}");
     assert!(cell["error"].as_str().unwrap().contains("Read-only file system"), "{cell}");
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "fio wrote outside the cell");

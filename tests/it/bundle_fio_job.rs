@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use crate::support::sandbox::cell_json;
+
 const SCENARIO: &str = "schema = 1\nname = \"fio-file\"\n[matrix]\nfs = [\"ext4\"]\n[backing]\nkind = \"dir\"\n\
                         [workload]\nkind = \"fio\"\nduration = \"1s\"\nrepetitions = 1\ndisturbance = \"off\"\n";
 
@@ -112,8 +114,7 @@ fn a_job_file_travels_in_the_bundle_listed_with_its_hash_and_runs() {
     assert_eq!(code, 0, "{stderr}");
     let cells = lab.p("recv/res/fio-file");
     let run = std::fs::read_dir(&cells).unwrap().next().unwrap().unwrap().path();
-    let cell: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
+    let cell = cell_json(&run, "ext4-S-qoff-t1");
     assert_eq!(cell["status"], "ok", "{cell}");
     assert!(cell["fio"]["job"].as_str().unwrap().contains("rw=randwrite"), "{cell}");
     assert!(cell["fio"]["iops"]["median"].as_f64().unwrap() > 0.0, "{cell}");

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::sandbox::{cell_ids, run_dirs};
+use crate::support::sandbox::{cell_ids, cell_json, run_dirs};
 
 const TINY: &str = "schema = 1\nname = \"tiny\"\n[matrix]\nfs = [\"ext4\"]\ntasks = [1]\ntest = [\"open_close\", \"write_truncate\"]\n\
                     [backing]\nkind = \"dir\"\n[workload]\nkind = \"lat_fs\"\nper_task_uid = false\nwarmup = \"0ms\"\nduration = \"20ms\"\nrepetitions = 3\ndisturbance = \"off\"\n";
@@ -193,8 +193,7 @@ fn real_archive_travels_as_a_file_and_generated_as_a_recipe() {
     assert_eq!(doc["fixture"]["contents"]["refused_entries"], 0, "{doc}");
     ok(fsbench_at(&lab_b, &cache).args(["bundle", "run", "untar.fsb", "--quiet", "--out", "res"]));
     let run = run_dirs(&lab_b.join("res")).pop().unwrap();
-    let cell: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(run.join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
+    let cell = cell_json(&run, "ext4-S-qoff-t1");
     assert_eq!(cell["status"], "ok", "{cell}");
     assert_eq!(cell["steps"]["iterations"].as_array().unwrap().len(), 2);
 
@@ -319,8 +318,7 @@ fn a_real_tree_with_in_tree_links_travels_and_compares() {
     let runs = run_dirs(&lab_b.join("res"));
     let imported = runs.iter().find(|r| r.file_name() == theirs.file_name()).unwrap().clone();
     let ours = runs.iter().find(|r| r.file_name() != theirs.file_name()).unwrap().clone();
-    let cell: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(ours.join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
+    let cell = cell_json(&ours, "ext4-S-qoff-t1");
     assert_eq!(cell["status"], "ok", "{cell}");
     let out = fsbench_at(&lab_b, &cache)
         .arg("compare")

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::support::kernel::assert_no_leaks;
-use crate::support::sandbox::Sandbox;
+use crate::support::sandbox::{Sandbox, cell_json};
 
 const SCENARIO: &str = r#"schema = 1
 name = "dbench-small"
@@ -41,13 +41,7 @@ fn report_name(op: &str) -> &str {
 }
 
 fn run_cell(sb: &Sandbox, text: &str) -> serde_json::Value {
-    let file = sb.path().join("dbench.toml");
-    std::fs::write(&file, text).unwrap();
-    let out = sb.fsbench(&["run", file.to_str().unwrap()]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let run = &sb.runs()[0];
-    let c: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
+    let c = cell_json(&sb.run_scenario("dbench.toml", text), "ext4-S-qoff-t1");
     assert_eq!(c["status"], "ok", "{c}");
     c
 }

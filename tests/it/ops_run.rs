@@ -3,7 +3,7 @@
 //! `--metric ops|p99` and refuses a metric of another kind, and a paired run decides:
 //! varmail on data=journal against data=ordered gates as regressed, A/A does not.
 
-use crate::support::sandbox::{Sandbox, cell_ids};
+use crate::support::sandbox::{Sandbox, cell_ids, cell_json};
 
 const VARMAIL_SMALL: &str = r#"schema = 1
 name = "ops-small"
@@ -45,14 +45,9 @@ loop = [
 fn an_op_mix_runs_reports_per_op_and_gates_on_ops() {
     skip_unless_root!();
     let sb = Sandbox::new("fsbench-ops-");
-    let file = sb.path().join("ops-small.toml");
-    std::fs::write(&file, VARMAIL_SMALL).unwrap();
-    let out = sb.fsbench(&["run", file.to_str().unwrap()]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let run = &sb.runs()[0];
+    let run = &sb.run_scenario("ops-small.toml", VARMAIL_SMALL);
     assert_eq!(cell_ids(run), ["ext4-S-qoff-t1"]);
-    let c: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
+    let c = cell_json(run, "ext4-S-qoff-t1");
     assert_eq!(c["status"], "ok", "{c}");
     let ops = &c["ops"];
     assert_eq!(ops["ops_per_s"]["n"], 2, "{ops}");
@@ -105,8 +100,7 @@ fn a_paired_op_mix_measures_its_arms_back_to_back() {
     assert!(stdout.contains("ext4-journal") && stdout.contains("of ops"), "{stdout}");
     let run = &sb.runs()[0];
     for id in ["ext4-S-qoff-t1", "ext4-journal-S-qoff-t1"] {
-        let c: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(run.join(format!("cells/{id}.json"))).unwrap()).unwrap();
+        let c = cell_json(run, id);
         let pairs = c["pairing"]["pairs"].as_array().unwrap().len();
         let reps = c["ops"]["repetitions"].as_array().unwrap().len();
         assert!((3..=4).contains(&pairs) && reps >= pairs, "{id}: {pairs} pairs, {reps} repetitions");
@@ -136,11 +130,7 @@ static ONE_PAIRED_VARMAIL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 fn run_and_gate(prefix: &str, text: &str) -> (Option<i32>, String) {
     let _one = ONE_PAIRED_VARMAIL.lock().unwrap_or_else(|e| e.into_inner());
     let sb = Sandbox::new(prefix);
-    let file = sb.path().join("paired.toml");
-    std::fs::write(&file, text).unwrap();
-    let out = sb.fsbench(&["run", file.to_str().unwrap()]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let run = sb.runs()[0].clone();
+    let run = sb.run_scenario("paired.toml", text);
     let gate = crate::support::fsbench().arg("gate").arg(&run).output().unwrap();
     let text = format!("{}{}", String::from_utf8_lossy(&gate.stdout), String::from_utf8_lossy(&gate.stderr));
     crate::support::kernel::assert_no_leaks(sb.path());
@@ -178,13 +168,8 @@ fn a_group_of_worker_processes_runs_through_the_binary_and_records_its_layout() 
     skip_unless_root!();
     let text = VARMAIL_SMALL.replace("threads = 4\n", "threads = 2\nprocesses = 3\n");
     let sb = Sandbox::new("fsbench-ops-procs-");
-    let file = sb.path().join("ops-procs.toml");
-    std::fs::write(&file, text).unwrap();
-    let out = sb.fsbench(&["run", file.to_str().unwrap()]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let run = &sb.runs()[0];
-    let c: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
+    let run = &sb.run_scenario("ops-procs.toml", &text);
+    let c = cell_json(run, "ext4-S-qoff-t1");
     assert_eq!(c["status"], "ok", "{c}");
     for rep in c["ops"]["repetitions"].as_array().unwrap() {
         assert_eq!((rep["threads"].as_u64(), rep["processes"].as_u64()), (Some(6), Some(3)), "{rep}");

@@ -51,8 +51,22 @@ threshold = "2%"
     path
 }
 
-fn perf_works() -> Result<(), String> {
-    fsbench::profile::detect(&fsbench::profile::Probe::host()).map(drop)
+/// A sandbox for the test `name`, or `None` (the test reported as skipped) where perf
+/// cannot profile here.
+fn sandbox_with_perf(name: &str, prefix: &str) -> Option<Sandbox> {
+    if let Err(why) = fsbench::profile::detect(&fsbench::profile::Probe::host()) {
+        skip(name, &format!("no profiler here: {why}"));
+        return None;
+    }
+    Some(Sandbox::new(prefix))
+}
+
+/// The stored cell `id` of `run`, and the pair index of each of its profiles in order.
+fn profiled_cell(run: &Path, id: &str) -> (fsbench::model::CellResult, Vec<Option<u32>>) {
+    let path = run.join(format!("cells/{id}.json"));
+    let cell: fsbench::model::CellResult = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let pairs = cell.profile.iter().chain(&cell.pair_profiles).map(|p| p.pair).collect();
+    (cell, pairs)
 }
 
 /// Run the scenario; its run directory and `report`'s text.
@@ -70,10 +84,7 @@ fn run(sb: &Sandbox, scenario: &Path) -> (std::path::PathBuf, String) {
 #[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn data_journal_arm_grows_the_journalled_write_path_across_pairs() {
     skip_unless_root!();
-    if let Err(why) = perf_works() {
-        return skip(&test_name!(), &format!("no profiler here: {why}"));
-    }
-    let sb = Sandbox::new("fsbench-prof-pair-");
+    let Some(sb) = sandbox_with_perf(&test_name!(), "fsbench-prof-pair-") else { return };
     let s = scenario(
         sb.path(),
         ("ordered", r#"mount = ["barrier=0", "data=ordered"]"#),
@@ -81,11 +92,7 @@ fn data_journal_arm_grows_the_journalled_write_path_across_pairs() {
     );
     let (run, text) = run(&sb, &s);
     // One profile per member of each of the five pairs, stored per member.
-    let cell: fsbench::model::CellResult = serde_json::from_str(
-        &std::fs::read_to_string(run.join("cells/journal-S-qoff-t1-write_truncate.json")).unwrap(),
-    )
-    .unwrap();
-    let pairs: Vec<Option<u32>> = cell.profile.iter().chain(&cell.pair_profiles).map(|p| p.pair).collect();
+    let (cell, pairs) = profiled_cell(&run, "journal-S-qoff-t1-write_truncate");
     assert_eq!(pairs, (0..5).map(Some).collect::<Vec<_>>(), "{:?}", cell.notes);
     assert!(run.join("profiles/journal-S-qoff-t1-write_truncate.pair4.folded").is_file());
     // The timed members are the pairs' only repetitions.
@@ -122,10 +129,7 @@ fn data_journal_arm_grows_the_journalled_write_path_across_pairs() {
 #[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn identical_arms_list_no_function_change_across_pairs() {
     skip_unless_root!();
-    if let Err(why) = perf_works() {
-        return skip(&test_name!(), &format!("no profiler here: {why}"));
-    }
-    let sb = Sandbox::new("fsbench-prof-aa-");
+    let Some(sb) = sandbox_with_perf(&test_name!(), "fsbench-prof-aa-") else { return };
     let s = scenario(sb.path(), ("plain", r#"mount = ["barrier=0"]"#), ("same", r#"mount = ["barrier=0"]"#));
     let (_, text) = run(&sb, &s);
     let at = text.find("Profile diff of S-qoff-t1-write_truncate (plain → same)").expect(&text);
@@ -156,10 +160,7 @@ fn identical_arms_list_no_function_change_across_pairs() {
 #[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn a_cgroup_slowdown_runs_less_but_changes_no_function() {
     skip_unless_root!();
-    if let Err(why) = perf_works() {
-        return skip(&test_name!(), &format!("no profiler here: {why}"));
-    }
-    let sb = Sandbox::new("fsbench-prof-slow-");
+    let Some(sb) = sandbox_with_perf(&test_name!(), "fsbench-prof-slow-") else { return };
     let s = scenario(
         sb.path(),
         ("full", "mount = [\"barrier=0\"]\ncgroup = { \"cpu.max\" = \"max\" }"),
@@ -193,10 +194,7 @@ fn profile_files(run: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
 #[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn a_resumed_paired_run_profiles_the_pairs_it_had_not_and_keeps_the_stored_ones() {
     skip_unless_root!();
-    if let Err(why) = perf_works() {
-        return skip(&test_name!(), &format!("no profiler here: {why}"));
-    }
-    let sb = Sandbox::new("fsbench-prof-resume-");
+    let Some(sb) = sandbox_with_perf(&test_name!(), "fsbench-prof-resume-") else { return };
     let s = scenario(sb.path(), ("plain", r#"mount = ["barrier=0"]"#), ("same", r#"mount = ["barrier=0"]"#));
     let mut child = sb
         .fsbench(&["run", s.to_str().unwrap()])
@@ -224,9 +222,7 @@ fn a_resumed_paired_run_profiles_the_pairs_it_had_not_and_keeps_the_stored_ones(
     }
     for arm in ["plain", "same"] {
         let id = format!("{arm}-S-qoff-t1-write_truncate");
-        let cell: fsbench::model::CellResult =
-            serde_json::from_str(&std::fs::read_to_string(run.join(format!("cells/{id}.json"))).unwrap()).unwrap();
-        let pairs: Vec<Option<u32>> = cell.profile.iter().chain(&cell.pair_profiles).map(|p| p.pair).collect();
+        let (cell, pairs) = profiled_cell(&run, &id);
         assert_eq!(pairs, (0..5).map(Some).collect::<Vec<_>>(), "{id}: {:?}", cell.notes);
         for k in 1..5 {
             assert!(after.contains_key(&format!("{id}.pair{k}.folded")), "{id} pair {k}: {:?}", after.keys());

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::kernel::{assert_no_leaks, leaks};
 use crate::support::poll;
-use crate::support::sandbox::{Sandbox, cell_ids};
+use crate::support::sandbox::{Sandbox, cell_ids, cell_json};
 
 /// A sandbox for one test: its run's work directory is under it, so leak checks look there.
 fn sandbox() -> Sandbox {
@@ -83,9 +83,7 @@ fn dir_backing_runs_without_provisioning() {
     assert_eq!(cell_ids(&runs[0]).len(), 4, "four lat_fs tests");
     assert!(stdout.contains("#nr_task"), "seed-style table printed:\n{stdout}");
     // Honest labels: the cell records the directory's own filesystem, not the scenario's ext4.
-    let cell: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(runs[0].join("cells/ext4-S-qoff-t1-chown.json")).unwrap())
-            .unwrap();
+    let cell = cell_json(&runs[0], "ext4-S-qoff-t1-chown");
     let fs = &cell["filesystems"][0];
     assert_eq!(fs["existing_dir"], true, "{fs:#}");
     assert!(fs["mkfs_argv"].as_array().unwrap().is_empty(), "{fs:#}");
@@ -172,8 +170,7 @@ fn tmpfs_loop_ext4_cells_run_and_leave_nothing() {
     let out = sb.fsbench(&args).output().unwrap();
     assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let run = &sb.runs()[0];
-    let cell: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t2-chown.json")).unwrap()).unwrap();
+    let cell = cell_json(run, "ext4-S-qoff-t2-chown");
     assert_eq!(cell["status"], "ok", "{cell:#}");
     let fs = &cell["filesystems"][0];
     assert!(fs["device"].as_str().unwrap().starts_with("/dev/loop"), "{fs:#}");
@@ -197,10 +194,8 @@ fn quota_on_cells_are_skipped_with_a_reason_when_the_kernel_lacks_quota() {
     let out = sb.fsbench(&args).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let run = &sb.runs()[0];
-    let qon: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qon-t1-chown.json")).unwrap()).unwrap();
-    let qoff: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t1-chown.json")).unwrap()).unwrap();
+    let qon = cell_json(run, "ext4-S-qon-t1-chown");
+    let qoff = cell_json(run, "ext4-S-qoff-t1-chown");
     assert_eq!(qoff["status"], "ok", "{qoff:#}");
     // On a kernel with quota support the cell runs; on these machines it is skipped with the reason.
     if qon["status"] == "skipped" {
@@ -422,9 +417,7 @@ fn sigkill_of_a_worker_fails_its_cell_and_the_run_goes_on() {
     assert_eq!(status.code(), Some(1), "a failed cell makes the run exit 1");
     let run = &sb.runs()[0];
     assert_eq!(cell_ids(run).len(), 2, "the run went on to the next cell");
-    let failed: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t2-open_close.json")).unwrap())
-            .unwrap();
+    let failed = cell_json(run, "ext4-S-qoff-t2-open_close");
     assert_eq!(failed["status"], "failed", "{failed:#}");
     let error = failed["error"].as_str().unwrap();
     assert!(error.contains("task") && error.contains("signal 9"), "{error}");

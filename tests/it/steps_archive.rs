@@ -1,7 +1,7 @@
 //! A real archive replaces the generated one in one option, and the run records it.
 
 use crate::support::kernel::assert_no_leaks;
-use crate::support::sandbox::Sandbox;
+use crate::support::sandbox::{Sandbox, cell_json};
 use crate::support::{crate_root, fsbench, small_fixture};
 
 #[test]
@@ -52,8 +52,7 @@ fn run_archive_replaces_generate_and_is_in_the_provenance() {
     assert_eq!(a["sha256"].as_str().unwrap().len(), 64, "{a:#}");
     assert_eq!(a["top"], "linux-2.5.63");
     let entries = a["entries"].as_u64().unwrap();
-    let cell: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
+    let cell = cell_json(run, "ext4-S-qoff-t1");
     let its = &cell["steps"]["iterations"];
     assert_eq!(its[0][0]["label"], "rm -rf linux-2.5.63");
     assert_eq!(its[0][1]["label"], "tar zxf linux-2.5.63-small.tar.gz");

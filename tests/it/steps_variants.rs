@@ -1,7 +1,7 @@
 //! Variants as axis values, run for real and compared side by side.
 
 use crate::support::kernel::assert_no_leaks;
-use crate::support::sandbox::Sandbox;
+use crate::support::sandbox::{Sandbox, cell_json};
 use crate::support::{crate_root, fsbench};
 
 const SCENARIO: &str = r#"schema = 1
@@ -59,9 +59,7 @@ fn a_variant_axis_runs_with_its_own_mount_options_and_compares() {
     }
     let runs = sb.runs();
     assert_eq!(runs.len(), 2);
-    let cell: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(runs[0].join("cells/ext4-nodelalloc-S-qoff-t1.json")).unwrap())
-            .unwrap();
+    let cell = cell_json(&runs[0], "ext4-nodelalloc-S-qoff-t1");
     assert_eq!(cell["status"], "ok", "{cell:#}");
     let fs = &cell["filesystems"][0];
     assert_eq!(fs["fs"], "ext4", "the variant made an ext4: {fs:#}");
@@ -71,8 +69,7 @@ fn a_variant_axis_runs_with_its_own_mount_options_and_compares() {
     assert_eq!(fs["queue"]["scheduler"], "mq-deadline", "{fs:#}");
     assert_eq!(fs["queue"]["read_ahead_kb"], "64", "{fs:#}");
     assert!(cell["notes"].to_string().contains(&format!("sysctl vm.dirty_ratio = {dirty}")), "{cell:#}");
-    let plain: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(runs[0].join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
+    let plain = cell_json(&runs[0], "ext4-S-qoff-t1");
     assert!(!plain["filesystems"][0]["super_options"].as_str().unwrap().contains("nodelalloc"));
     assert_eq!(plain["filesystems"][0]["queue"]["scheduler"], "none");
 
@@ -104,8 +101,7 @@ fn a_scheduler_the_kernel_lacks_skips_the_cell_with_its_answer() {
     std::fs::write(&scenario, text).unwrap();
     let out = sb.fsbench(&["run", scenario.to_str().unwrap(), "--only", "fs=ext4"]).output().unwrap();
     let run = &sb.runs()[0];
-    let cell: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("cells/ext4-S-qoff-t1.json")).unwrap()).unwrap();
+    let cell = cell_json(run, "ext4-S-qoff-t1");
     assert_eq!(cell["status"], "skipped", "{cell:#}\n{}", String::from_utf8_lossy(&out.stderr));
     let reason = cell["skip"]["reason"].as_str().unwrap();
     assert!(reason.contains("scheduler = cfq") && reason.contains("/queue/scheduler"), "{reason}");

@@ -51,6 +51,23 @@ impl Sandbox {
     pub fn runs(&self) -> Vec<PathBuf> {
         run_dirs(&self.out())
     }
+
+    /// Write the scenario `text` to `<sandbox>/<name>`, `run` it (it must succeed) and
+    /// return the run directory it stored (the first, when the sandbox holds several).
+    pub fn run_scenario(&self, name: &str, text: &str) -> PathBuf {
+        let file = self.path().join(name);
+        std::fs::write(&file, text).unwrap();
+        let out = self.fsbench(&["run", file.to_str().unwrap()]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        self.runs().swap_remove(0)
+    }
+}
+
+/// The stored cell file `cells/<id>.json` of `run`, parsed.
+pub fn cell_json(run: &Path, id: &str) -> serde_json::Value {
+    let path = run.join("cells").join(format!("{id}.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// Every run directory under results root `out` (`<out>/<scenario>/<run>/run.json`), sorted.
