@@ -19,20 +19,13 @@ impl Whose {
     /// The root frame of a stack of process `pid`'s thread `comm`, or `None` when the
     /// stack is not the cell's.
     pub fn root(&self, pid: u32, comm: &str) -> Option<String> {
-        if pid != self.pid {
-            // The op mix's worker processes (`processes`) name their threads alike.
-            if let Some(prefix) = self.threads
-                && comm.starts_with(prefix)
-            {
-                return Some(prefix.trim_end_matches('-').to_string());
-            }
-            return Some(comm.to_string());
+        // A workload that names its worker threads: those threads alone, in fsbench or in
+        // its worker processes (`processes`), whose main threads only supervise (start the
+        // workers, wait, send their figures back).
+        if let Some(prefix) = self.threads {
+            return comm.starts_with(prefix).then(|| prefix.trim_end_matches('-').to_string());
         }
-        match (self.own_process, self.threads) {
-            (false, _) => None,
-            (true, None) => Some(comm.to_string()),
-            (true, Some(prefix)) => comm.starts_with(prefix).then(|| prefix.trim_end_matches('-').to_string()),
-        }
+        (pid != self.pid || self.own_process).then(|| comm.to_string())
     }
 }
 
@@ -46,6 +39,19 @@ mod tests {
         assert_eq!(w.root(100, "ops-3").as_deref(), Some("ops"));
         assert_eq!(w.root(100, "fsbench"), None);
         assert_eq!(w.root(4242, "ops-17").as_deref(), Some("ops"));
-        assert_eq!(w.root(4242, "kworker/0:1").as_deref(), Some("kworker/0:1"));
+        // A worker process's main thread supervises: it is not the workload.
+        assert_eq!(w.root(4242, "fsbench-ops"), None);
+    }
+
+    #[test]
+    fn unnamed_workers_are_the_child_processes_or_fsbench_itself() {
+        // lat_fs, fio: the workload runs in child processes, fsbench only supervises.
+        let w = Whose { pid: 100, own_process: false, threads: None };
+        assert_eq!(w.root(100, "fsbench"), None);
+        assert_eq!(w.root(4242, "lat_fs").as_deref(), Some("lat_fs"));
+        // One steps copy: fsbench's own threads are the workload.
+        let w = Whose { pid: 100, own_process: true, threads: None };
+        assert_eq!(w.root(100, "fsbench").as_deref(), Some("fsbench"));
+        assert_eq!(w.root(4242, "gzip").as_deref(), Some("gzip"));
     }
 }

@@ -184,6 +184,56 @@ fn an_op_mix_cell_is_profiled_in_process_and_keeps_its_repetitions() {
     assert!(text.lines().any(|l| l.contains("ext4_")), "{text}");
 }
 
+/// An op mix whose group runs in worker processes (`processes = 2`) is profiled in them:
+/// perf follows the forked processes, and both profiles keep their workers' threads alone
+/// (merged as `ops`), not fsbench's supervisor nor each process's main thread, which only
+/// starts the workers and sends their figures back.
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn an_op_mix_in_worker_processes_is_profiled_in_its_workers_threads() {
+    skip_unless_root!();
+    if let Err(why) = perf_works() {
+        return skip(&test_name!(), &format!("no profiler here: {why}"));
+    }
+    let sb = Sandbox::new("fsbench-prof-procs-");
+    let text = std::fs::read_to_string(crate::support::crate_root().join("scenarios/varmail.toml"))
+        .unwrap()
+        .replace("threads = 16\n", "threads = 2\nprocesses = 2\n");
+    assert!(text.contains("processes = 2"), "scenarios/varmail.toml changed: {text}");
+    let scenario = sb.path().join("varmail-procs.toml");
+    std::fs::write(&scenario, text).unwrap();
+    let args = [
+        "run",
+        scenario.to_str().unwrap(),
+        "--set",
+        "workload.profile=\"cpu+offcpu\"",
+        "--set",
+        "workload.scale=0.05",
+        "--set",
+        "workload.duration=1s",
+        "--set",
+        "workload.repetitions=1",
+        "--set",
+        "backing.image_size=256MiB",
+    ];
+    let out = sb.fsbench(&args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_no_leaks(sb.path());
+    let run = sb.runs().pop().unwrap();
+    let cell = only_cell(&run);
+    assert_eq!(cell.ops.as_ref().unwrap().repetitions[0].processes, Some(2), "{:?}", cell.notes);
+    let p = cell.profile.expect("a profile record");
+    assert_eq!(p.not_profiled, None, "{:?}", cell.notes);
+    let off = p.offcpu.expect("an off-CPU record");
+    assert_eq!(off.not_profiled, None, "{off:?}");
+    for file in [p.file.expect("on-CPU stacks"), off.file.expect("off-CPU stacks")] {
+        let text = std::fs::read_to_string(run.join(&file)).unwrap();
+        assert!(!text.is_empty(), "{file}: no stacks");
+        assert!(text.lines().all(|l| l.starts_with("ops;")), "{file}: {text}");
+        assert!(text.lines().any(|l| l.contains("ext4_")), "{file}: {text}");
+    }
+}
+
 /// `profile = "cpu+offcpu"`: the same window's off-CPU stacks, weighted by the time the
 /// workers were blocked: a mail server's mix (varmail) waits in fsync; the report shows it.
 #[test]
