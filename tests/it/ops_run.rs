@@ -144,7 +144,9 @@ fn run_and_gate(prefix: &str, text: &str) -> (Option<i32>, String) {
 /// (at 14 pairs; single pairs ranged 0.04 to 1.14); a 5% threshold leaves a wide margin, and
 /// noisier pairs make the sequential stop take more: its budget is 48 pairs, twice the 24
 /// after which one run at load 12 still stood at 0.69 [0.35, 1.36]. Beside the CPU hog and
-/// a qemu bisection (load 4.5) it stopped `regressed` at the first look in 8 runs of 8.
+/// a qemu bisection (load 4.5-6) it gated `regressed` in 26 runs of 27; the one that did
+/// not, and the one A/A run of 22 that gated `regressed`, fell in the same batch, while
+/// the test binary and fsbench were being rebuilt beside them (their output was not kept).
 #[test]
 #[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
 fn paired_varmail_on_data_journal_gates_regressed_against_data_ordered() {

@@ -8,10 +8,9 @@
 //! Each member measures three 1 s windows: a guest's short windows spread with the host's
 //! load (at 2 × 100 ms beside the CPU hog one endpoints step stood at -75.8% [-94.4%,
 //! +5.6%] after 4 pairs, undecided), while 3 × 1 s, beside the hog and two paired
-//! varmail runs (load 5-6), decided every step at its first look of 4 pairs: endpoints
-//! 0.278 [0.188, 0.410], V1 0.809 [0.501, 1.308], V2 0.235 [0.118, 0.469], the culprit
-//! against V1 0.269 [0.247, 0.294], in 10m48s. A step that stays undecided takes more
-//! pairs, up to 8.
+//! varmail runs (load 5-6), decided every step within 4 to 6 pairs in three runs of three
+//! and named V2 (docs/bisect.md has their steps), in 10m48s, 13m38s and 12m51s. A step
+//! that stays undecided takes more pairs, up to 8.
 //!
 //! Needs root, qemu-system-x86_64 and `FSBENCH_TEST_KERNEL` (scripts/test.sh); 4 to 8
 //! pairs a step at a 50% threshold, 8 to 22 guest boots a step.
