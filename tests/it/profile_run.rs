@@ -184,24 +184,9 @@ fn an_op_mix_cell_is_profiled_in_process_and_keeps_its_repetitions() {
     assert!(text.lines().any(|l| l.contains("ext4_")), "{text}");
 }
 
-/// An op mix whose group runs in worker processes (`processes = 2`) is profiled in them:
-/// perf follows the forked processes, and both profiles keep their workers' threads alone
-/// (merged as `ops`), not fsbench's supervisor nor each process's main thread, which only
-/// starts the workers and sends their figures back.
-#[test]
-#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
-fn an_op_mix_in_worker_processes_is_profiled_in_its_workers_threads() {
-    skip_unless_root!();
-    if let Err(why) = perf_works() {
-        return skip(&test_name!(), &format!("no profiler here: {why}"));
-    }
-    let sb = Sandbox::new("fsbench-prof-procs-");
-    let text = std::fs::read_to_string(crate::support::crate_root().join("scenarios/varmail.toml"))
-        .unwrap()
-        .replace("threads = 16\n", "threads = 2\nprocesses = 2\n");
-    assert!(text.contains("processes = 2"), "scenarios/varmail.toml changed: {text}");
-    let scenario = sb.path().join("varmail-procs.toml");
-    std::fs::write(&scenario, text).unwrap();
+/// Run the varmail `scenario` (relative to the crate root, or absolute) at 1/20 scale for
+/// one 1 s window with `profile = "cpu+offcpu"`; its run directory and its one cell.
+fn varmail_on_and_off_cpu(sb: &Sandbox, scenario: &Path) -> (std::path::PathBuf, CellResult) {
     let args = [
         "run",
         scenario.to_str().unwrap(),
@@ -221,6 +206,28 @@ fn an_op_mix_in_worker_processes_is_profiled_in_its_workers_threads() {
     assert_no_leaks(sb.path());
     let run = sb.runs().pop().unwrap();
     let cell = only_cell(&run);
+    (run, cell)
+}
+
+/// An op mix whose group runs in worker processes (`processes = 2`) is profiled in them:
+/// perf follows the forked processes, and both profiles keep their workers' threads alone
+/// (merged as `ops`), not fsbench's supervisor nor each process's main thread, which only
+/// starts the workers and sends their figures back.
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn an_op_mix_in_worker_processes_is_profiled_in_its_workers_threads() {
+    skip_unless_root!();
+    if let Err(why) = perf_works() {
+        return skip(&test_name!(), &format!("no profiler here: {why}"));
+    }
+    let sb = Sandbox::new("fsbench-prof-procs-");
+    let text = std::fs::read_to_string(crate::support::crate_root().join("scenarios/varmail.toml"))
+        .unwrap()
+        .replace("threads = 16\n", "threads = 2\nprocesses = 2\n");
+    assert!(text.contains("processes = 2"), "scenarios/varmail.toml changed: {text}");
+    let scenario = sb.path().join("varmail-procs.toml");
+    std::fs::write(&scenario, text).unwrap();
+    let (run, cell) = varmail_on_and_off_cpu(&sb, &scenario);
     assert_eq!(cell.ops.as_ref().unwrap().repetitions[0].processes, Some(2), "{:?}", cell.notes);
     let p = cell.profile.expect("a profile record");
     assert_eq!(p.not_profiled, None, "{:?}", cell.notes);
@@ -244,25 +251,7 @@ fn an_off_cpu_profile_shows_where_the_workers_waited() {
         return skip(&test_name!(), &format!("no profiler here: {why}"));
     }
     let sb = Sandbox::new("fsbench-prof-off-");
-    let args = [
-        "run",
-        "scenarios/varmail.toml",
-        "--set",
-        "workload.profile=\"cpu+offcpu\"",
-        "--set",
-        "workload.scale=0.05",
-        "--set",
-        "workload.duration=1s",
-        "--set",
-        "workload.repetitions=1",
-        "--set",
-        "backing.image_size=256MiB",
-    ];
-    let out = sb.fsbench(&args).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_no_leaks(sb.path());
-    let run = sb.runs().pop().unwrap();
-    let cell = only_cell(&run);
+    let (run, cell) = varmail_on_and_off_cpu(&sb, Path::new("scenarios/varmail.toml"));
     let p = cell.profile.expect("a profile record");
     assert_eq!(p.not_profiled, None, "{:?}", cell.notes);
     let off = p.offcpu.expect("an off-CPU record");
