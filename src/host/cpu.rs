@@ -193,17 +193,27 @@ impl Processes {
     /// skipped: its time is either in its parent's cutime or, once the window
     /// closes, foreign.
     pub fn read(root: u32) -> io::Result<Processes> {
-        let mut procs = Vec::new();
-        for entry in std::fs::read_dir("/proc")? {
-            let entry = entry?;
-            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-            let Ok(text) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-            if let Some(s) = ProcStat::parse(&text) {
-                procs.push((pid, s));
-            }
-        }
-        Ok(Processes::split(&procs, root))
+        Ok(Processes::split(&every_process()?, root))
     }
+}
+
+/// Every process of `/proc` now, with its stat line; one that exits while it is read is skipped.
+fn every_process() -> io::Result<Vec<(u32, ProcStat)>> {
+    let mut procs = Vec::new();
+    for entry in std::fs::read_dir("/proc")? {
+        let entry = entry?;
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(text) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        if let Some(s) = ProcStat::parse(&text) {
+            procs.push((pid, s));
+        }
+    }
+    Ok(procs)
+}
+
+/// The process ids of the kernel threads (`PF_KTHREAD`) running now.
+pub fn kernel_thread_pids() -> io::Result<std::collections::BTreeSet<u32>> {
+    Ok(every_process()?.into_iter().filter(|(_, s)| s.kernel_thread).map(|(pid, _)| pid).collect())
 }
 
 /// The snapshot a window starts from.

@@ -19,15 +19,45 @@ pub enum ProfileMode {
     /// weighted by the microseconds until it ran again.
     #[serde(rename = "cpu+offcpu")]
     CpuOffcpu,
+    /// `cpu`, and the kernel threads' on-CPU stacks beside the workers' (`cpu+kthreads`):
+    /// the journal thread, the loop device's and the block layer's workers, writeback,
+    /// which do a filesystem's flushes, commits and I/O on the workers' behalf.
+    #[serde(rename = "cpu+kthreads")]
+    CpuKthreads,
+    /// `cpu+offcpu` with the kernel threads: their on-CPU stacks and their uninterruptible
+    /// waits (I/O, locks), not their sleeps waiting for work (`cpu+offcpu+kthreads`).
+    #[serde(rename = "cpu+offcpu+kthreads")]
+    CpuOffcpuKthreads,
 }
 
 impl ProfileMode {
+    /// Every mode, in the order the scenario reference lists them.
+    pub const ALL: [ProfileMode; 4] =
+        [ProfileMode::Cpu, ProfileMode::CpuOffcpu, ProfileMode::CpuKthreads, ProfileMode::CpuOffcpuKthreads];
+
     /// The scenario's spelling.
     pub fn as_str(self) -> &'static str {
         match self {
             ProfileMode::Cpu => "cpu",
             ProfileMode::CpuOffcpu => "cpu+offcpu",
+            ProfileMode::CpuKthreads => "cpu+kthreads",
+            ProfileMode::CpuOffcpuKthreads => "cpu+offcpu+kthreads",
         }
+    }
+
+    /// The mode spelled `text` in a scenario.
+    pub fn parse(text: &str) -> Option<ProfileMode> {
+        ProfileMode::ALL.into_iter().find(|m| m.as_str() == text)
+    }
+
+    /// Off-CPU stacks too.
+    pub fn offcpu(self) -> bool {
+        matches!(self, ProfileMode::CpuOffcpu | ProfileMode::CpuOffcpuKthreads)
+    }
+
+    /// The kernel threads too, system-wide.
+    pub fn kthreads(self) -> bool {
+        matches!(self, ProfileMode::CpuKthreads | ProfileMode::CpuOffcpuKthreads)
     }
 }
 

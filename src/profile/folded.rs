@@ -54,6 +54,12 @@ impl Folded {
         Folded { stacks }
     }
 
+    /// This profile and `other` as one (two sessions of one window).
+    pub fn merged(mut self, other: Folded) -> Folded {
+        self.stacks.extend(other.stacks);
+        self.normalise()
+    }
+
     /// The folded text of at most `max_bytes`: the hottest stacks as they are, the coldest
     /// merged into one [`REMAINDER`] line so that no sample is lost from the total.
     pub fn capped_text(&self, max_bytes: usize) -> (String, Capped) {

@@ -13,6 +13,7 @@ pub mod carried;
 pub mod diff;
 pub mod flame;
 pub mod folded;
+pub mod kthreads;
 pub mod offcpu;
 pub mod record;
 pub mod shares;
@@ -66,6 +67,8 @@ pub struct WindowRequest<'a> {
     pub in_process: bool,
     /// `cpu+offcpu`: also where the workers were blocked ([`offcpu`]).
     pub offcpu: bool,
+    /// `+kthreads`: the kernel threads' stacks beside the workers' ([`kthreads`]).
+    pub kthreads: bool,
     /// In-process workloads that name their worker threads: the name's prefix (`ops-`).
     pub threads: Option<&'static str>,
 }
@@ -81,20 +84,51 @@ pub fn record_window<E: std::fmt::Display>(
         Ok(r) => r,
         Err(why) => return (CellProfile::not_profiled(why.clone()), Ok(())),
     };
-    let pid = std::process::id();
-    let session = match record::Session::start(rec, req.frequency_hz, pid, &req.scratch, req.offcpu) {
-        Ok(s) => s,
+    // The kernel threads' session first: a perf started after the workers' session would
+    // be one of fsbench's children, sampled as a worker.
+    let mut kernel = match req.kthreads.then(|| kthreads::KernelThreads::start(rec, req)).transpose() {
+        Ok(k) => k,
         Err(why) => return (CellProfile::not_profiled(why), Ok(())),
     };
-    if let Err(e) = run() {
-        drop(session);
-        return (CellProfile::not_profiled(format!("the profiled repetition failed: {e}")), Err(e));
-    }
-    let (folded, off) =
-        match session.finish(rec, whose::Whose { pid, own_process: req.in_process, threads: req.threads }) {
-            Ok(f) => f,
+    let pid = std::process::id();
+    let mut session =
+        match record::Session::start(rec, req.frequency_hz, record::Target::Process(pid), &req.scratch, req.offcpu) {
+            Ok(s) => s,
             Err(why) => return (CellProfile::not_profiled(why), Ok(())),
         };
+    if let Err(e) = run() {
+        drop((kernel, session));
+        return (CellProfile::not_profiled(format!("the profiled repetition failed: {e}")), Err(e));
+    }
+    // Every session told to stop before any is waited for, and stopped before any is folded.
+    session.interrupt();
+    if let Some(k) = kernel.as_mut() {
+        k.interrupt();
+    }
+    if let Err(why) = session.stop().and_then(|()| kernel.as_mut().map_or(Ok(()), |k| k.stop())) {
+        return (CellProfile::not_profiled(why), Ok(()));
+    }
+    // The kernel threads' first: their scratch is inside the workers' session's, which
+    // removes it when it is done.
+    let kernel = match kernel.map(|k| k.finish(rec)).transpose() {
+        Ok(k) => k,
+        Err(why) => return (CellProfile::not_profiled(why), Ok(())),
+    };
+    let whose = whose::Whose::Workers { pid, own_process: req.in_process, threads: req.threads };
+    let (mut folded, mut off) = match session.finish(rec, whose) {
+        Ok(f) => f,
+        Err(why) => return (CellProfile::not_profiled(why), Ok(())),
+    };
+    if let Some((k_folded, k_off)) = kernel {
+        folded = folded.merged(k_folded);
+        off = match (off, k_off) {
+            // The workers' preempted time stays theirs: the kernel threads' is not added.
+            (Some(Ok(w)), Some(Ok(k))) => {
+                Some(Ok(offcpu::OffCpu { blocked: w.blocked.merged(k.blocked), runnable_us: w.runnable_us }))
+            }
+            (w, _) => w,
+        };
+    }
     if folded.samples() == 0 {
         return (CellProfile::not_profiled("perf recorded no samples of the cell's workers".to_string()), Ok(()));
     }

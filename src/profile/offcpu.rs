@@ -6,7 +6,8 @@
 //! order; for each worker thread a switch-out is matched with its next switch-in, and the
 //! time between is the stack's weight, in microseconds. A switch-out with `prev_state=R`
 //! (preempted while runnable) is waiting for a CPU, not for the filesystem: it is counted
-//! apart (`runnable_us`), not as a stack. Why perf and not BPF: the tracepoint works in
+//! apart (`runnable_us`), not as a stack. Kernel threads (`+kthreads`, a system-wide
+//! session) count only their uninterruptible waits ([`Whose::counts_wait`]). Why perf and not BPF: the tracepoint works in
 //! VMs and needs no BPF build of perf (Debian's has none: `--off-cpu` is ignored there).
 
 use std::collections::HashMap;
@@ -81,7 +82,13 @@ pub fn fold(script: impl BufRead, whose: Whose) -> std::io::Result<OffCpu> {
         let Some((comm, pid, tid, at_us, rest)) = header(&line) else { continue };
         let Some(root) = whose.root(pid, comm) else { continue };
         if rest.starts_with("sched:sched_switch") {
-            let runnable = rest.split_whitespace().any(|w| w == "prev_state=R" || w == "prev_state=R+");
+            let state = rest.split_whitespace().find_map(|w| w.strip_prefix("prev_state=")).unwrap_or("");
+            let runnable = state.starts_with('R');
+            if !runnable && !whose.counts_wait(state) {
+                // A kernel thread gone to sleep for work: its next switch-in ends nothing.
+                pending.remove(&tid);
+                continue;
+            }
             let root = crate::text::escape_control(&root);
             reading = Some((tid, Out { at_us, runnable, stack: vec![root] }));
         } else if rest.starts_with("PERF_RECORD_SWITCH IN") || rest.starts_with("PERF_RECORD_SWITCH_CPU_WIDE IN") {
@@ -130,7 +137,7 @@ w 200/202  10.300000:  sched:sched_switch: prev_comm=w prev_pid=202 prev_prio=12
 
     #[test]
     fn blocked_time_goes_to_the_stack_it_slept_in_and_preemption_apart() {
-        let o = fold(SCRIPT.as_bytes(), Whose { pid: 100, own_process: false, threads: None }).unwrap();
+        let o = fold(SCRIPT.as_bytes(), Whose::Workers { pid: 100, own_process: false, threads: None }).unwrap();
         // fsbench's own thread (pid 100) left out; w's 3 ms in jbd2; 0.5 ms preempted; the
         // switch-out with no switch-in before the end (tid 202) has no duration.
         assert_eq!(o.runnable_us, 500);
@@ -139,7 +146,7 @@ w 200/202  10.300000:  sched:sched_switch: prev_comm=w prev_pid=202 prev_prio=12
         assert_eq!(stack.join(";"), "w;ext4_sync_file;jbd2_log_wait_commit;__schedule");
         assert_eq!(*us, 3000);
         // In-process: fsbench's own threads are the workers: 4.01 ms more, in its own stack.
-        let o = fold(SCRIPT.as_bytes(), Whose { pid: 100, own_process: true, threads: None }).unwrap();
+        let o = fold(SCRIPT.as_bytes(), Whose::Workers { pid: 100, own_process: true, threads: None }).unwrap();
         assert_eq!(o.blocked.samples(), 7010);
     }
 

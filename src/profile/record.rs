@@ -7,7 +7,10 @@
 //! descendants (and, for in-process steps, fsbench's own threads) are sampled, so
 //! the idle loop and other people's processes never enter the profile, and no cgroup has
 //! to exist (a cell's cgroup is optional, and perf's cgroup filter needs the perf_event
-//! controller). Why the `perf` program and not `perf_event_open` directly: perf unwinds
+//! controller). A `+kthreads` profile adds a second, system-wide (`-a`) session beside
+//! it, of which only the kernel threads' samples are kept ([`Target::System`]): the
+//! threads that do a filesystem's commits, flushes and writeback belong to no process of
+//! ours. Why the `perf` program and not `perf_event_open` directly: perf unwinds
 //! kernel and user stacks and symbolises both (kallsyms, ELF, JIT maps) through one
 //! tool every kernel developer already trusts; `inferno` folds its script output (the
 //! same code as `inferno-collapse-perf`), so no symboliser or folder is written here.
@@ -41,11 +44,30 @@ pub struct Session {
     /// Off-CPU stacks recorded too (`sched_switch` and switch events): the sampling
     /// event's name as perf prints it then.
     offcpu: Option<String>,
+    /// SIGINT sent ([`Session::interrupt`]).
+    interrupted: bool,
+    /// How [`Session::stop`] ended, once it has.
+    stopped: Option<Result<(), String>>,
+}
+
+/// What a session samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// fsbench (this pid) and everything it starts from then on (`-p`, inherited).
+    Process(u32),
+    /// Every CPU (`-a`): for the kernel threads, which no process of ours starts.
+    System,
 }
 
 impl Session {
-    /// Start perf on fsbench (`pid`) in `scratch` (made, 0700) and return once it samples.
-    pub fn start(rec: &Recorder, frequency_hz: u32, pid: u32, scratch: &Path, offcpu: bool) -> Result<Session, String> {
+    /// Start perf on `target` in `scratch` (made, 0700) and return once it samples.
+    pub fn start(
+        rec: &Recorder,
+        frequency_hz: u32,
+        target: Target,
+        scratch: &Path,
+        offcpu: bool,
+    ) -> Result<Session, String> {
         fs::create_dir_all(scratch).map_err(|e| format!("cannot make {}: {e}", scratch.display()))?;
         let (ctl, ack) = (scratch.join("ctl.fifo"), scratch.join("ack.fifo"));
         for f in [&ctl, &ack] {
@@ -75,7 +97,10 @@ impl Session {
             cmd.arg(format!("-F{frequency_hz}")).args(["-e", rec.event]);
         }
         cmd.arg(format!("--control=fifo:{},{}", ctl.display(), ack.display()))
-            .arg(format!("-p{pid}"))
+            .arg(match target {
+                Target::Process(pid) => format!("-p{pid}"),
+                Target::System => "-a".to_string(),
+            })
             .arg("-o")
             .arg(scratch.join("perf.data"))
             .stdin(Stdio::null())
@@ -84,7 +109,14 @@ impl Session {
         plain_child(&mut cmd);
         let child = cmd.spawn().map_err(|e| format!("cannot start perf: {e}"))?;
         let offcpu = offcpu.then(|| on_cpu_event(rec, frequency_hz));
-        let mut s = Session { child: Some(child), scratch: scratch.to_path_buf(), stderr, offcpu };
+        let mut s = Session {
+            child: Some(child),
+            scratch: scratch.to_path_buf(),
+            stderr,
+            offcpu,
+            interrupted: false,
+            stopped: None,
+        };
         ctl_fd.write_all(b"enable\n").map_err(|e| format!("cannot write to perf's control fifo: {e}"))?;
         s.wait_for_ack(&mut ack_fd)?;
         Ok(s)
@@ -119,12 +151,14 @@ impl Session {
         Err(format!("perf record did not start sampling within {}s: {}", PERF_DEADLINE.as_secs(), self.stderr_tail()))
     }
 
-    /// Stop perf (SIGINT: it writes its data and exits), fold its samples of `whose`, and
-    /// (off-CPU sessions) their off-CPU stacks, or why those could not be had.
-    pub fn finish(mut self, rec: &Recorder, whose: Whose) -> Result<(Folded, Option<Result<OffCpu, String>>), String> {
-        let mut child = self.child.take().ok_or("perf is not running")?;
-        // SAFETY: kill with a pid we own as an unreaped child.
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    /// Stop perf (SIGINT: it writes its data and exits) and check that it wrote them;
+    /// a second call does nothing. Sessions that run side by side are all stopped before
+    /// any is folded, so that none records the others' folding.
+    pub fn stop(&mut self) -> Result<(), String> {
+        self.interrupt();
+        let Some(mut child) = self.child.take() else {
+            return self.stopped.clone().unwrap_or_else(|| Err("perf is not running".into()));
+        };
         let started = Instant::now();
         let status = loop {
             match child.try_wait() {
@@ -140,26 +174,59 @@ impl Session {
                 _ => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    return Err(format!("perf record did not stop within {}s", PERF_DEADLINE.as_secs()));
+                    let why = Err(format!("perf record did not stop within {}s", PERF_DEADLINE.as_secs()));
+                    self.stopped = Some(why.clone());
+                    return why;
                 }
             }
         };
         // perf exits with SIGINT's status or 0 after a SIGINT, depending on its version.
-        let data = self.scratch.join("perf.data");
-        if !data.is_file() {
-            return Err(format!("perf record wrote no data ({status}): {}", self.stderr_tail()));
+        let wrote = if self.scratch.join("perf.data").is_file() {
+            Ok(())
+        } else {
+            Err(format!("perf record wrote no data ({status}): {}", self.stderr_tail()))
+        };
+        self.stopped = Some(wrote.clone());
+        wrote
+    }
+
+    /// Tell perf to stop sampling (SIGINT), without waiting for it to write its data: sessions
+    /// side by side are all told first, so that none samples the wait for another's exit.
+    pub fn interrupt(&mut self) {
+        if let Some(child) = self.child.as_ref().filter(|_| !self.interrupted) {
+            // SAFETY: kill with a pid we own as an unreaped child.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+            self.interrupted = true;
         }
+    }
+
+    /// Stop perf ([`Session::stop`]), fold its samples of `whose`, and (off-CPU sessions)
+    /// their off-CPU stacks, or why those could not be had.
+    pub fn finish(mut self, rec: &Recorder, whose: Whose) -> Result<(Folded, Option<Result<OffCpu, String>>), String> {
+        self.stop()?;
+        let data = self.scratch.join("perf.data");
         let on = fold_script(rec, &data, whose, self.offcpu.as_deref())?;
         let off = self.offcpu.is_some().then(|| fold_offcpu_script(rec, &data, whose));
         Ok((on, off))
     }
 
     fn stderr_tail(&self) -> String {
-        let text = fs::read(&self.stderr).unwrap_or_default();
-        let text = String::from_utf8_lossy(&text[text.len().saturating_sub(2000)..]).into_owned();
-        let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message");
-        crate::text::first_line_cut(&crate::text::escape_control(last.trim()), 300)
+        tail_of(&self.stderr)
     }
+}
+
+/// The last line perf wrote to the file `path` (its stderr), escaped and cut, for an error.
+fn tail_of(path: &Path) -> String {
+    let text = fs::read(path).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text[text.len().saturating_sub(2000)..]).into_owned();
+    let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message");
+    crate::text::first_line_cut(&crate::text::escape_control(last.trim()), 300)
+}
+
+/// `perf script`'s stderr for `data`: a file beside it (removed with the session's scratch).
+fn script_stderr(data: &Path) -> Result<fs::File, String> {
+    let path = data.with_extension("script.stderr");
+    fs::File::create(&path).map_err(|e| format!("cannot make {}: {e}", path.display()))
 }
 
 impl Drop for Session {
@@ -200,7 +267,7 @@ pub fn fold_script(rec: &Recorder, data: &Path, whose: Whose, event: Option<&str
         .arg(data)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+        .stderr(script_stderr(data)?);
     plain_child(&mut cmd);
     let mut child = cmd.spawn().map_err(|e| format!("cannot start perf script: {e}"))?;
     let out = child.stdout.take().ok_or("perf script has no output")?;
@@ -215,7 +282,7 @@ pub fn fold_script(rec: &Recorder, data: &Path, whose: Whose, event: Option<&str
     let status = child.wait().map_err(|e| format!("perf script: {e}"))?;
     r.map_err(|e| format!("cannot fold perf script's output: {e}"))?;
     if !status.success() {
-        return Err(format!("perf script failed ({status})"));
+        return Err(format!("perf script failed ({status}): {}", tail_of(&data.with_extension("script.stderr"))));
     }
     Ok(keep_cell_samples(&String::from_utf8_lossy(&folded), whose))
 }
@@ -235,7 +302,7 @@ fn fold_offcpu_script(rec: &Recorder, data: &Path, whose: Whose) -> Result<OffCp
         .arg(data)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+        .stderr(script_stderr(data)?);
     plain_child(&mut cmd);
     let mut child = cmd.spawn().map_err(|e| format!("cannot start perf script: {e}"))?;
     let out = child.stdout.take().ok_or("perf script has no output")?;
@@ -243,7 +310,7 @@ fn fold_offcpu_script(rec: &Recorder, data: &Path, whose: Whose) -> Result<OffCp
     let status = child.wait().map_err(|e| format!("perf script: {e}"))?;
     let o = r.map_err(|e| format!("cannot read perf script's switch events: {e}"))?;
     if !status.success() {
-        return Err(format!("perf script failed ({status})"));
+        return Err(format!("perf script failed ({status}): {}", tail_of(&data.with_extension("script.stderr"))));
     }
     Ok(o)
 }
@@ -278,10 +345,10 @@ mod tests {
                       fsbench-100/101;fsbench::steps;untar 5\n\
                       fsbench-200/200;open_close;do_sys_open 9\n\
                       fsbench-201/201;open_close;do_sys_open 3\n";
-        let w = keep_cell_samples(folded, Whose { pid: 100, own_process: false, threads: None });
+        let w = keep_cell_samples(folded, Whose::Workers { pid: 100, own_process: false, threads: None });
         assert_eq!(w.stacks[0], (vec!["fsbench".to_string(), "open_close".into(), "do_sys_open".into()], 12));
         assert_eq!(w.samples(), 12, "the supervisor's 12 samples are left out: {w:?}");
-        let w = keep_cell_samples(folded, Whose { pid: 100, own_process: true, threads: None });
+        let w = keep_cell_samples(folded, Whose::Workers { pid: 100, own_process: true, threads: None });
         assert!(w.stacks.iter().any(|(s, n)| s.last().unwrap() == "untar" && *n == 5));
         assert_eq!(w.samples(), 24, "in-process: every thread of fsbench is the workload");
     }

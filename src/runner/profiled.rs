@@ -77,7 +77,8 @@ pub(super) fn profile_cell(
         cell_id: id.clone(),
         pair,
         in_process: answers.runs_in_process(at.params.tasks, at.in_cgroup),
-        offcpu: s.profile == Some(crate::model::ProfileMode::CpuOffcpu),
+        offcpu: s.profile.is_some_and(|m| m.offcpu()),
+        kthreads: s.profile.is_some_and(|m| m.kthreads()),
         threads: answers.worker_threads(),
     };
     // The profiled repetition's own scratch, monitors off, progress quiet.

@@ -344,7 +344,10 @@ pub struct WorkloadFile {
     pub monitors: Option<bool>,
     /// `"cpu"`: each cell runs one more repetition (iteration, for steps) under `perf record`
     /// that never counts toward its statistics, and stores its workers' on-CPU stacks,
-    /// kernel and user, as folded stacks beside the result. `"off"` (default): none.
+    /// kernel and user, as folded stacks beside the result. `"cpu+offcpu"`: also where the
+    /// workers were blocked. `"cpu+kthreads"`, `"cpu+offcpu+kthreads"`: also the kernel
+    /// threads' stacks (journal commits, the device's flushes, writeback), system-wide.
+    /// `"off"` (default): none.
     #[serde(default)]
     pub profile: Option<String>,
     /// steps: how many times the step list runs. Default 1.

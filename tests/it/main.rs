@@ -51,6 +51,7 @@ mod ops_personalities;
 mod ops_run;
 mod paired_run;
 mod profile_hostile;
+mod profile_kthreads;
 mod profile_paired;
 mod profile_run;
 mod provision_faults;

@@ -154,18 +154,22 @@ pub(super) fn validate(ctx: &Ctx, f: ScenarioFile, base_dir: &Path) -> Result<Sc
     })
 }
 
-/// `workload.profile`: `cpu`, `cpu+offcpu`, or `off` (the default).
+/// `workload.profile`: a [`crate::model::ProfileMode`] (`cpu`, `cpu+offcpu`,
+/// `cpu+kthreads`, `cpu+offcpu+kthreads`), or `off` (the default).
 fn validate_profile(ctx: &Ctx, v: Option<&str>) -> Result<Option<crate::model::ProfileMode>, ScenarioError> {
+    use crate::model::ProfileMode;
     match v {
         None | Some("off") => Ok(None),
-        Some("cpu") => Ok(Some(crate::model::ProfileMode::Cpu)),
-        Some("cpu+offcpu") => Ok(Some(crate::model::ProfileMode::CpuOffcpu)),
-        Some(other) => Err(ctx.value_help(
-            &p("workload.profile"),
-            format!("unknown profile mode `{other}`"),
-            did_you_mean(other, &["cpu", "cpu+offcpu", "off"])
-                .unwrap_or_else(|| "use `cpu`, `cpu+offcpu` or `off`".into()),
-        )),
+        Some(text) => ProfileMode::parse(text).map(Some).ok_or_else(|| {
+            let mut known: Vec<&str> = ProfileMode::ALL.iter().map(|m| m.as_str()).collect();
+            known.push("off");
+            let all = known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
+            ctx.value_help(
+                &p("workload.profile"),
+                format!("unknown profile mode `{text}`"),
+                did_you_mean(text, &known).unwrap_or_else(|| format!("use one of {all}")),
+            )
+        }),
     }
 }
 

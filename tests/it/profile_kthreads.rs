@@ -1,0 +1,147 @@
+//! `profile = "cpu+offcpu+kthreads"` on a real paired run: the kernel threads' stacks
+//! (journal commits, the loop device's flushes) beside the workers', and what
+//! `barrier=0` takes away seen where it happens. ext4 on a loop device over a file on the
+//! host's disk (on tmpfs a flush costs nothing), default mount against `barrier=0`,
+//! `rm -rf / untar / sync` steps, 8 profiled pairs: the off-CPU diff lists the flush side
+//! as shrunk: `sync` waiting for the journal commit (`jbd2_log_wait_commit`) in the
+//! worker, and in the kernel threads the commit waiting for its flushed block
+//! (`jbd2_journal_commit_transaction` in `kjournald2`) or the loop device fsyncing its
+//! backing file (`loop_process_work`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::kernel::assert_no_leaks;
+use crate::support::sandbox::Sandbox;
+use crate::support::skip;
+
+/// A loop device over a sparse file, detached however the test ends.
+struct DiskLoop(PathBuf);
+
+impl DiskLoop {
+    fn attach(image: &Path, bytes: u64) -> DiskLoop {
+        std::fs::File::create(image).unwrap().set_len(bytes).unwrap();
+        let out = Command::new("losetup").args(["-f", "--show"]).arg(image).output().unwrap();
+        assert!(out.status.success(), "losetup: {}", String::from_utf8_lossy(&out.stderr));
+        DiskLoop(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+    }
+}
+
+impl Drop for DiskLoop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
+    }
+}
+
+/// The filesystem type that holds `dir` (`findmnt -T`).
+fn fs_type_of(dir: &Path) -> String {
+    let out = Command::new("findmnt").args(["-n", "-o", "FSTYPE", "-T"]).arg(dir).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn scenario(device: &Path) -> String {
+    format!(
+        r#"schema = 1
+name = "flush"
+[matrix]
+fs = ["barrier", "nobarrier"]
+layout = ["S"]
+tasks = [1]
+[filesystems.barrier]
+type = "ext4"
+mkfs = ["-E", "lazy_itable_init=0,lazy_journal_init=0"]
+[filesystems.nobarrier]
+type = "ext4"
+mkfs = ["-E", "lazy_itable_init=0,lazy_journal_init=0"]
+mount = ["barrier=0"]
+[backing]
+kind = "device"
+path = "{}"
+[archive]
+generate = "linux-2.5.63"
+scale = 0.05
+on_target = true
+[workload]
+kind = "steps"
+iterations = 2
+steps = [
+  {{ op = "rm_rf", path = "{{archive.top}}" }},
+  {{ op = "untar" }},
+  {{ op = "sync" }},
+]
+disturbance = "off"
+profile = "cpu+offcpu+kthreads"
+[compare]
+arms = "fs"
+pairs = {{ min = 8, max = 8 }}
+seed = 1
+"#,
+        device.display()
+    )
+}
+
+#[test]
+#[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
+fn barrier_off_shrinks_the_flush_side_in_the_worker_and_the_kernel_threads() {
+    skip_unless_root!();
+    if let Err(why) = fsbench::profile::detect(&fsbench::profile::Probe::host()) {
+        return skip(&test_name!(), &format!("no profiler here: {why}"));
+    }
+    // The image on the host's disk, not on a tmpfs: /var/tmp is the disk's on this machine.
+    let disk = tempfile::Builder::new().prefix("fsbench-test-flush-").tempdir_in("/var/tmp").unwrap();
+    let fs_type = fs_type_of(disk.path());
+    if fs_type == "tmpfs" || fs_type.is_empty() {
+        return skip(&test_name!(), &format!("/var/tmp is on `{fs_type}`: a flush there costs nothing"));
+    }
+    let dev = DiskLoop::attach(&disk.path().join("img"), 512 << 20);
+    let sb = Sandbox::new("fsbench-prof-kthreads-");
+    let path = sb.path().join("flush.toml");
+    std::fs::write(&path, scenario(&dev.0)).unwrap();
+    let out = sb.fsbench(&["run", path.to_str().unwrap(), "--allow-device", dev.0.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_no_leaks(sb.path());
+    let run = sb.runs().pop().unwrap();
+
+    // The kernel threads are in the stored profiles, merged by kind: the journal thread's
+    // commit waits for its I/O in the barrier arm, off the CPU.
+    let off = std::fs::read_to_string(run.join("profiles/barrier-S-qoff-t1.offcpu.folded")).unwrap();
+    assert!(off.lines().any(|l| l.starts_with("[jbd2];") && l.contains("jbd2_journal_commit_transaction")), "{off}");
+    assert!(off.lines().any(|l| l.starts_with("fsbench;")), "the worker's own waits stay: {off}");
+    assert!(!off.lines().any(|l| l.starts_with("perf;") || l.starts_with("[swapper")), "{off}");
+
+    let report = crate::support::fsbench().arg("report").arg(&run).output().unwrap();
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    let text = String::from_utf8_lossy(&report.stdout);
+    let at = text.find("Off-CPU profile diff of S-qoff-t1 (barrier → nobarrier)").expect(&text);
+    let section = &text[at..];
+    assert!(section.contains("across 8 pairs of profiles"), "{section}");
+    let shrunk = shrunk_paths(section);
+    // The worker's `sync` waits less for the journal commit...
+    assert!(shrunk.contains("jbd2_log_wait_commit"), "{section}");
+    // ...and the kernel threads' side of the flush shrank: the commit waiting for its
+    // flushed block, or the loop device fsyncing its backing file, on a shrunk call path.
+    assert!(shrunk.contains("jbd2_journal_commit_transaction") || shrunk.contains("loop_process_work"), "{section}");
+}
+
+/// The shrunk functions of a diff section and the call paths listed for them: the rows of
+/// its `function (shrank)` table, and each `Call paths` entry that starts with one of them.
+fn shrunk_paths(section: &str) -> String {
+    let table = &section[section.find("function (shrank)").expect(section)..];
+    let table = &table[..table.find("\n\n").unwrap_or(table.len())];
+    let names: Vec<&str> = table.lines().skip(1).filter_map(|l| l.split_whitespace().next()).collect();
+    let mut out = table.to_string();
+    if let Some(at) = section.find("Call paths:") {
+        let paths = section[at..].split("\n\n").nth(1).unwrap_or("");
+        let mut current = false;
+        for line in paths.lines() {
+            if !line.starts_with(' ') {
+                current = names.contains(&line.split_whitespace().next().unwrap_or(""));
+            }
+            if current {
+                out.push('\n');
+                out.push_str(line);
+            }
+        }
+    }
+    out
+}
