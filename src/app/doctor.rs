@@ -67,8 +67,16 @@ fn profile_row() -> Capability {
     match crate::profile::detect(&crate::profile::Probe::host()) {
         Ok(r) => {
             let pmu = if r.event == "cycles" { "the CPU has a PMU" } else { "no PMU: a software event" };
-            let detail =
-                format!("{}; event {} ({pmu}) at {} Hz", r.version, r.event, crate::profile::DEFAULT_FREQUENCY_HZ);
+            let kthreads = match &r.system_wide {
+                Ok(()) => "kernel threads too (`+kthreads`)".to_string(),
+                Err(why) => format!("not the kernel threads: {why}"),
+            };
+            let detail = format!(
+                "{}; event {} ({pmu}) at {} Hz; {kthreads}",
+                r.version,
+                r.event,
+                crate::profile::DEFAULT_FREQUENCY_HZ
+            );
             Capability { name, state: "ok".into(), detail, remedy: String::new() }
         }
         Err(why) => {

@@ -14,6 +14,9 @@ pub struct Recorder {
     pub version: String,
     /// `cycles` where the CPU has a PMU, else `cpu-clock` (a software event, which VMs have).
     pub event: &'static str,
+    /// Whether a system-wide session (`perf record -a`, for `+kthreads`) may run: root,
+    /// or `perf_event_paranoid` at 0 or lower; else why not.
+    pub system_wide: Result<(), String>,
 }
 
 /// Where to look: the `perf` program and `/proc` (tests point these elsewhere), and
@@ -80,7 +83,15 @@ pub fn detect(probe: &Probe) -> Result<Recorder, String> {
     } else {
         return Err("perf can count neither cycles nor cpu-clock here (`perf stat -e cpu-clock` counts nothing)".into());
     };
-    Ok(Recorder { perf: probe.perf.clone(), version, event })
+    let system_wide = match paranoid {
+        _ if probe.root => Ok(()),
+        Some(level) if level <= 0 => Ok(()),
+        level => Err(format!(
+            "perf_event_paranoid is {} and fsbench is not root: every CPU's events need root or `sysctl kernel.perf_event_paranoid=0`",
+            level.map_or("unreadable".to_string(), |l| l.to_string())
+        )),
+    };
+    Ok(Recorder { perf: probe.perf.clone(), version, event, system_wide })
 }
 
 /// Whether `perf stat -e <event>` counts the event over a short program (a VM without a
@@ -146,6 +157,17 @@ mod tests {
         // Root samples the kernel whatever the level; level 1 is enough without root.
         assert!(detect(&probe(d.path(), &perf, Some("3"), true)).is_ok());
         assert!(detect(&probe(d.path(), &perf, Some("1"), false)).is_ok());
+    }
+
+    #[test]
+    fn a_system_wide_session_needs_root_or_paranoid_zero() {
+        let d = tempfile::tempdir().unwrap();
+        let perf = fake_perf(d.path(), "<not supported>");
+        let r = detect(&probe(d.path(), &perf, Some("1"), false)).unwrap();
+        let why = r.system_wide.unwrap_err();
+        assert!(why.contains("perf_event_paranoid is 1") && why.contains("kernel.perf_event_paranoid=0"), "{why}");
+        assert!(detect(&probe(d.path(), &perf, Some("0"), false)).unwrap().system_wide.is_ok());
+        assert!(detect(&probe(d.path(), &perf, Some("2"), true)).unwrap().system_wide.is_ok());
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub struct KernelThreads {
 impl KernelThreads {
     /// Start sampling every CPU, in a scratch directory inside the window's.
     pub fn start(rec: &Recorder, req: &WindowRequest) -> Result<KernelThreads, String> {
+        rec.system_wide.clone().map_err(|why| format!("the kernel threads need a system-wide session: {why}"))?;
         let before = pids()?;
         let session = Session::start(rec, req.frequency_hz, Target::System, &req.scratch.join("kthreads"), req.offcpu)
             .map_err(|why| format!("the kernel threads' session: {why}"))?;
