@@ -17,7 +17,12 @@ use crate::scenario::{ArchiveSource, KernelSpec, Scenario};
 
 /// Collect what the guest needs and write the initramfs; returns its size.
 pub(super) fn build_initramfs(s: &Scenario, k: &KernelSpec, req: &KernelsRequest, dest: &Path) -> anyhow::Result<u64> {
-    let exe = std::env::current_exe().context("cannot find the fsbench executable")?;
+    // The running binary through /proc/<pid>/exe, not its path: a rebuild or an upgrade
+    // that replaced the file under a running fsbench (cargo does, between test builds)
+    // leaves that path "(deleted)" or naming another build, but this link opens the
+    // binary that is running.
+    std::env::current_exe().context("cannot find the fsbench executable")?;
+    let exe = PathBuf::from(format!("/proc/{}/exe", std::process::id()));
     let mut c = Contents::default();
     // Debug builds carry ~60 MiB of debug info the guest never reads; without it the
     // initramfs is a third the size and boots about a second sooner under TCG.
