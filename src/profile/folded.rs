@@ -17,6 +17,8 @@ pub const MAX_READ_BYTES: u64 = 4 << 20;
 pub const MAX_DEPTH: usize = 512;
 /// The root frame of the line that stands for the stacks merged to fit the cap.
 pub const REMAINDER: &str = "[other stacks]";
+/// The frame perf names when it has no symbol for an address.
+pub const UNKNOWN_FRAME: &str = "[unknown]";
 
 /// One profile's stacks: frames from the root (the process's name) to the leaf, and samples.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -43,9 +45,13 @@ impl Folded {
     }
 
     /// Merge equal stacks and order hottest first (ties by stack, so output is stable).
+    /// A run of `[unknown]` frames is one frame: a frame-pointer walk gone astray (code
+    /// built without frame pointers) yields up to perf's 127 of them in a row, and one such
+    /// sample made a flame graph 128 levels tall with every other stack squashed at its foot.
     pub fn normalise(mut self) -> Folded {
         let mut merged: HashMap<Vec<String>, u64> = HashMap::with_capacity(self.stacks.len());
-        for (s, n) in self.stacks.drain(..) {
+        for (mut s, n) in self.stacks.drain(..) {
+            s.dedup_by(|a, b| a == UNKNOWN_FRAME && b == UNKNOWN_FRAME);
             let e = merged.entry(s).or_insert(0);
             *e = e.saturating_add(n);
         }
@@ -147,6 +153,25 @@ mod tests {
 
     fn stack(frames: &[&str], n: u64) -> (Vec<String>, u64) {
         (frames.iter().map(|s| s.to_string()).collect(), n)
+    }
+
+    #[test]
+    fn a_run_of_unknown_frames_is_one_frame_and_equal_stacks_then_merge() {
+        let mut astray = vec!["fsbench"];
+        astray.extend(std::iter::repeat_n("[unknown]", 126));
+        astray.push("do_syscall_64");
+        let f = Folded {
+            stacks: vec![
+                stack(&astray, 1),
+                stack(&["fsbench", "[unknown]", "do_syscall_64"], 2),
+                stack(&["fsbench", "[unknown]", "main", "[unknown]"], 3),
+            ],
+        }
+        .normalise();
+        assert_eq!(f.stacks[0], stack(&["fsbench", "[unknown]", "do_syscall_64"], 3));
+        // Unknown frames apart from each other stay apart.
+        assert_eq!(f.stacks[1], stack(&["fsbench", "[unknown]", "main", "[unknown]"], 3));
+        assert_eq!(f.samples(), 6);
     }
 
     #[test]

@@ -41,8 +41,9 @@ pub(super) fn write(m: &mut dyn Markup, runs: &[(&str, &LoadedRun)], flame_graph
     }
     m.heading(2, "Profiles");
     m.paragraph(
-        "On-CPU stacks of each cell's workers in one separate, uncounted repetition. total: share of samples \
-         with the function on the stack (itself and its callees); self: share with it on the CPU itself.",
+        "On-CPU stacks of each cell's workers in one separate, uncounted repetition (with `+kthreads`, the \
+         kernel threads' too, each rooted at its kind in brackets: `[jbd2]`, `[kworker]`). total: share of \
+         samples with the function on the stack (itself and its callees); self: share with it on the CPU itself.",
     );
     for (label, cell, p) in profiled {
         let title = if runs.len() > 1 { format!("{label} {}", cell.id) } else { cell.id.clone() };
