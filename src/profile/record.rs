@@ -215,10 +215,16 @@ impl Session {
     }
 }
 
-/// The last line perf wrote to the file `path` (its stderr), escaped and cut, for an error.
+/// The last line perf wrote to the file `path` (its stderr), escaped and cut, for an error;
+/// only the file's last 2,000 bytes are read, whatever perf wrote before them.
 fn tail_of(path: &Path) -> String {
-    let text = fs::read(path).unwrap_or_default();
-    let text = String::from_utf8_lossy(&text[text.len().saturating_sub(2000)..]).into_owned();
+    use std::io::{Seek, SeekFrom};
+    let mut text = Vec::new();
+    if let Ok(mut f) = fs::File::open(path) {
+        let len = f.metadata().map_or(0, |m| m.len());
+        let _ = f.seek(SeekFrom::Start(len.saturating_sub(2000))).and_then(|_| f.take(2000).read_to_end(&mut text));
+    }
+    let text = String::from_utf8_lossy(&text).into_owned();
     let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message");
     crate::text::first_line_cut(&crate::text::escape_control(last.trim()), 300)
 }
@@ -338,6 +344,17 @@ pub fn keep_cell_samples(folded: &str, whose: Whose) -> Folded {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_carries_the_last_line_perf_wrote_read_from_the_files_tail_only() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("stderr");
+        let mut text = "Warning: lost 1 chunk\n".repeat(100_000);
+        text.push_str("failed to open perf.data: \x1b[31mPermission denied\n\n");
+        std::fs::write(&path, text).unwrap();
+        assert_eq!(tail_of(&path), "failed to open perf.data: \\u{1b}[31mPermission denied");
+        assert_eq!(tail_of(&d.path().join("missing")), "no message");
+    }
 
     #[test]
     fn only_the_workers_samples_are_kept_and_merged_by_process_name() {
