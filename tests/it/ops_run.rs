@@ -92,15 +92,10 @@ fn a_paired_op_mix_measures_its_arms_back_to_back() {
         .replace("repetitions = 2\n", "repetitions = 1\n")
         + "[compare]\narms = \"fs\"\npairs = { min = 3, max = 4 }\n";
     let sb = Sandbox::new("fsbench-ops-paired-");
-    let file = sb.path().join("ops-paired.toml");
-    std::fs::write(&file, text).unwrap();
-    let out = sb.fsbench(&["run", file.to_str().unwrap()]).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}{stdout}", String::from_utf8_lossy(&out.stderr));
+    let (run, stdout) = sb.run_scenario_with("ops-paired.toml", &text, &[]);
     assert!(stdout.contains("ext4-journal") && stdout.contains("of ops"), "{stdout}");
-    let run = &sb.runs()[0];
     for id in ["ext4-S-qoff-t1", "ext4-journal-S-qoff-t1"] {
-        let c = cell_json(run, id);
+        let c = cell_json(&run, id);
         let pairs = c["pairing"]["pairs"].as_array().unwrap().len();
         let reps = c["ops"]["repetitions"].as_array().unwrap().len();
         assert!((3..=4).contains(&pairs) && reps >= pairs, "{id}: {pairs} pairs, {reps} repetitions");

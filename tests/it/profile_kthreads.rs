@@ -2,11 +2,10 @@
 //! (journal commits, the loop device's flushes) beside the workers', and what
 //! `barrier=0` takes away seen where it happens. ext4 on a loop device over a file on the
 //! host's disk (on tmpfs a flush costs nothing), default mount against `barrier=0`,
-//! `rm -rf / untar / sync` steps, 8 profiled pairs: the off-CPU diff lists the flush side
-//! as shrunk: `sync` waiting for the journal commit (`jbd2_log_wait_commit`) in the
-//! worker, and in the kernel threads the commit waiting for its flushed block
-//! (`jbd2_journal_commit_transaction` in `kjournald2`) or the loop device fsyncing its
-//! backing file (`loop_process_work`).
+//! `rm -rf / untar / sync` steps four times a window, 8 profiled pairs: the off-CPU diff
+//! lists the flush side as shrunk in the kernel threads: the journal commit waiting for
+//! its flushed block (`jbd2_journal_commit_transaction` in `kjournald2`) or the loop
+//! device fsyncing its backing file (`loop_process_work`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -63,12 +62,9 @@ scale = 0.05
 on_target = true
 [workload]
 kind = "steps"
-iterations = 2
+iterations = 1
 steps = [
-  {{ op = "rm_rf", path = "{{archive.top}}" }},
-  {{ op = "untar" }},
-  {{ op = "sync" }},
-]
+{}]
 disturbance = "off"
 profile = "cpu+offcpu+kthreads"
 [compare]
@@ -76,13 +72,16 @@ arms = "fs"
 pairs = {{ min = 8, max = 8 }}
 seed = 1
 "#,
-        device.display()
+        device.display(),
+        // Four commits a window: one (a 50 ms window) left the diff undecided beside a
+        // loaded CI run sharing the disk, where one commit's wait ranged from 4 to 45 ms.
+        "  { op = \"rm_rf\", path = \"{archive.top}\" },\n  { op = \"untar\" },\n  { op = \"sync\" },\n".repeat(4)
     )
 }
 
 #[test]
 #[cfg_attr(not(fsbench_root_tests), ignore = "needs root: built and run as a normal user")]
-fn barrier_off_shrinks_the_flush_side_in_the_worker_and_the_kernel_threads() {
+fn barrier_off_shrinks_the_flush_side_in_the_kernel_threads() {
     skip_unless_root!();
     if let Err(why) = fsbench::profile::detect(&fsbench::profile::Probe::host()) {
         return skip(&test_name!(), &format!("no profiler here: {why}"));
@@ -95,12 +94,8 @@ fn barrier_off_shrinks_the_flush_side_in_the_worker_and_the_kernel_threads() {
     }
     let dev = DiskLoop::attach(&disk.path().join("img"), 512 << 20);
     let sb = Sandbox::new("fsbench-prof-kthreads-");
-    let path = sb.path().join("flush.toml");
-    std::fs::write(&path, scenario(&dev.0)).unwrap();
-    let out = sb.fsbench(&["run", path.to_str().unwrap(), "--allow-device", dev.0.to_str().unwrap()]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (run, _) = sb.run_scenario_with("flush.toml", &scenario(&dev.0), &["--allow-device", dev.0.to_str().unwrap()]);
     assert_no_leaks(sb.path());
-    let run = sb.runs().pop().unwrap();
 
     // The kernel threads are in the stored profiles, merged by kind: the journal thread's
     // commit waits for its I/O in the barrier arm, off the CPU.
@@ -116,10 +111,12 @@ fn barrier_off_shrinks_the_flush_side_in_the_worker_and_the_kernel_threads() {
     let section = &text[at..];
     assert!(section.contains("across 8 pairs of profiles"), "{section}");
     let shrunk = shrunk_paths(section);
-    // The worker's `sync` waits less for the journal commit...
-    assert!(shrunk.contains("jbd2_log_wait_commit"), "{section}");
-    // ...and the kernel threads' side of the flush shrank: the commit waiting for its
-    // flushed block, or the loop device fsyncing its backing file, on a shrunk call path.
+    // The flush side shrank where it happens, in the kernel threads: the journal commit
+    // waiting for its flushed commit block (kjournald2), or the loop device carrying out a
+    // flush as an fsync of its backing file. The worker's own `sync` (`ext4_sync_fs` →
+    // `jbd2_log_wait_commit`) is listed too on a quiet host, but beside a loaded CI run
+    // sharing the disk it drowned in other waits in 2 runs of 5, while one of the
+    // kernel threads' was listed in every run.
     assert!(shrunk.contains("jbd2_journal_commit_transaction") || shrunk.contains("loop_process_work"), "{section}");
 }
 

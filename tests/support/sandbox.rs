@@ -55,11 +55,20 @@ impl Sandbox {
     /// Write the scenario `text` to `<sandbox>/<name>`, `run` it (it must succeed) and
     /// return the run directory it stored (the first, when the sandbox holds several).
     pub fn run_scenario(&self, name: &str, text: &str) -> PathBuf {
+        self.run_scenario_with(name, text, &[]).0
+    }
+
+    /// [`Sandbox::run_scenario`] with `extra` arguments after the scenario's file
+    /// (`--allow-device D`): the run directory and what `run` printed on stdout.
+    pub fn run_scenario_with(&self, name: &str, text: &str, extra: &[&str]) -> (PathBuf, String) {
         let file = self.path().join(name);
         std::fs::write(&file, text).unwrap();
-        let out = self.fsbench(&["run", file.to_str().unwrap()]).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        self.runs().swap_remove(0)
+        let mut args = vec!["run", file.to_str().unwrap()];
+        args.extend(extra);
+        let out = self.fsbench(&args).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{}{stdout}", String::from_utf8_lossy(&out.stderr));
+        (self.runs().swap_remove(0), stdout)
     }
 }
 
