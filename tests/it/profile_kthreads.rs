@@ -110,35 +110,61 @@ fn barrier_off_shrinks_the_flush_side_in_the_kernel_threads() {
     let at = text.find("Off-CPU profile diff of S-qoff-t1 (barrier → nobarrier)").expect(&text);
     let section = &text[at..];
     assert!(section.contains("across 8 pairs of profiles"), "{section}");
+    // The flush side shrank where it happens, in the kernel threads: a listed shrunk
+    // function (or one on its listed call path) that the barrier arm's kernel threads
+    // wait in under the journal commit (kjournald2: its flushed commit block) or the loop
+    // device's worker (loop_process_work: a flush is an fsync of the backing file). The
+    // diff names them by the functions that carry the change (bit_wait_io, ext4_sync_file,
+    // file_write_and_wait_range, ...), its call path cut where a caller stops carrying it.
+    // The worker's own `sync` (`ext4_sync_fs` → `jbd2_log_wait_commit`) is listed too on
+    // a quiet host, but beside a loaded CI run sharing the disk it drowned in other waits
+    // in 2 runs of 5, while the kernel threads' flush was listed in every one.
     let shrunk = shrunk_paths(section);
-    // The flush side shrank where it happens, in the kernel threads: the journal commit
-    // waiting for its flushed commit block (kjournald2), or the loop device carrying out a
-    // flush as an fsync of its backing file. The worker's own `sync` (`ext4_sync_fs` →
-    // `jbd2_log_wait_commit`) is listed too on a quiet host, but beside a loaded CI run
-    // sharing the disk it drowned in other waits in 2 runs of 5, while one of the
-    // kernel threads' was listed in every run.
-    assert!(shrunk.contains("jbd2_journal_commit_transaction") || shrunk.contains("loop_process_work"), "{section}");
+    let flush_stacks: Vec<Vec<String>> = barrier_offcpu_stacks(&run)
+        .into_iter()
+        .filter(|s| s[0].starts_with('[') && s.iter().any(|f| f == "kjournald2" || f == "loop_process_work"))
+        .collect();
+    assert!(!flush_stacks.is_empty(), "the barrier arm has no kernel thread's flush stack");
+    let in_flush = |name: &str| flush_stacks.iter().any(|s| s.iter().skip(1).any(|f| f == name));
+    assert!(shrunk.iter().any(|f| in_flush(f)), "none of {shrunk:?} is on a kernel thread's flush path:\n{section}");
 }
 
-/// The shrunk functions of a diff section and the call paths listed for them: the rows of
-/// its `function (shrank)` table, and each `Call paths` entry that starts with one of them.
-fn shrunk_paths(section: &str) -> String {
-    let table = &section[section.find("function (shrank)").expect(section)..];
-    let table = &table[..table.find("\n\n").unwrap_or(table.len())];
-    let names: Vec<&str> = table.lines().skip(1).filter_map(|l| l.split_whitespace().next()).collect();
-    let mut out = table.to_string();
-    if let Some(at) = section.find("Call paths:") {
-        let paths = section[at..].split("\n\n").nth(1).unwrap_or("");
-        let mut current = false;
-        for line in paths.lines() {
-            if !line.starts_with(' ') {
-                current = names.contains(&line.split_whitespace().next().unwrap_or(""));
-            }
-            if current {
-                out.push('\n');
-                out.push_str(line);
+/// Every off-CPU stack (frames, root first) of the barrier arm's profiled pairs.
+fn barrier_offcpu_stacks(run: &Path) -> Vec<Vec<String>> {
+    let mut stacks = Vec::new();
+    for e in std::fs::read_dir(run.join("profiles")).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with("barrier-") && name.ends_with(".offcpu.folded") {
+            for line in std::fs::read_to_string(e.path()).unwrap().lines() {
+                let stack = line.rsplit_once(' ').map_or(line, |(s, _)| s);
+                stacks.push(stack.split(';').map(str::to_string).collect());
             }
         }
     }
-    out
+    stacks
+}
+
+/// The shrunk functions of a diff section: the rows of its `function (shrank)` table, and
+/// the callers on each one's `Call paths` entry (`f ← caller ← caller …+2`).
+fn shrunk_paths(section: &str) -> Vec<String> {
+    let table = &section[section.find("function (shrank)").expect(section)..];
+    let table = &table[..table.find("\n\n").unwrap_or(table.len())];
+    let listed: Vec<String> =
+        table.lines().skip(1).filter_map(|l| l.split_whitespace().next()).map(str::to_string).collect();
+    let mut names = listed.clone();
+    if let Some(at) = section.find("Call paths:") {
+        let paths = section[at..].split("\n\n").nth(1).unwrap_or("");
+        // An entry's first line starts at the margin; its continuation lines are indented.
+        let mut current = false;
+        for line in paths.lines() {
+            if !line.starts_with(' ') {
+                current = listed.iter().any(|n| Some(n.as_str()) == line.split_whitespace().next());
+            }
+            if current {
+                let frames = line.split('←').map(str::trim).filter(|f| !f.is_empty() && !f.starts_with('…'));
+                names.extend(frames.map(|f| f.split_whitespace().next().unwrap_or(f).to_string()));
+            }
+        }
+    }
+    names
 }
