@@ -181,10 +181,19 @@ fn a_cgroup_slowdown_runs_less_but_changes_no_function() {
     assert!(n[1] < n[0], "the throttled arm sampled {} against {}: {section}", n[1], n[0]);
 }
 
-/// The profile files of `run`, by name, with their bytes.
+/// The profile files of `run`, by name, with their bytes. Read while the run writes
+/// them: the store's temporary files (renamed away between the listing and the read) are
+/// not profiles.
 fn profile_files(run: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     let Ok(dir) = std::fs::read_dir(run.join("profiles")) else { return Default::default() };
-    dir.flatten().map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap())).collect()
+    dir.flatten()
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .filter(|(name, _)| name.ends_with(".folded") && !name.starts_with('.'))
+        .map(|(name, path)| {
+            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            (name, bytes)
+        })
+        .collect()
 }
 
 /// A paired profiled run stopped by Ctrl-C once three profiles are stored, then resumed:
